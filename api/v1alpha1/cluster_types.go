@@ -1,0 +1,76 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ClusterConditionReady is the condition type that says the cluster answers and can take workloads.
+const ClusterConditionReady = "Ready"
+
+// Cluster registers a workload cluster with the control plane. Its labels (metadata.labels) are what
+// cluster selectors and topology keys read.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.lastHeartbeatTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Cluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ClusterSpec   `json:"spec"`
+	Status ClusterStatus `json:"status,omitempty"`
+}
+
+// ClusterSpec says how to reach a cluster and what it refuses.
+type ClusterSpec struct {
+	// KubeconfigSecretRef points at the Secret key that holds the cluster's kubeconfig.
+	KubeconfigSecretRef SecretKeyRef `json:"kubeconfigSecretRef"`
+	// Taints repel workloads whose policy does not tolerate them.
+	// +optional
+	Taints []corev1.Taint `json:"taints,omitempty"`
+}
+
+// SecretKeyRef names one key of one Secret.
+type SecretKeyRef struct {
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// +kubebuilder:validation:MinLength=1
+	Namespace string `json:"namespace"`
+	// Key defaults to "kubeconfig".
+	// +optional
+	Key string `json:"key,omitempty"`
+}
+
+// ClusterStatus is what fleetflow last observed of the cluster.
+type ClusterStatus struct {
+	// Conditions include Ready.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// LastHeartbeatTime is when the cluster last answered.
+	// +optional
+	LastHeartbeatTime *metav1.Time `json:"lastHeartbeatTime,omitempty"`
+	// Allocatable is the sum of the allocatable resources of the cluster's nodes.
+	// +optional
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+	// Free is Allocatable less what running pods request and what fleetflow has reserved.
+	// +optional
+	Free corev1.ResourceList `json:"free,omitempty"`
+	// InstalledAPIs lists the kinds the cluster serves, as "group/version/Kind" ("v1/Pod" for the core group).
+	// +optional
+	InstalledAPIs []string `json:"installedAPIs,omitempty"`
+}
+
+// ClusterList is a list of Cluster.
+//
+// +kubebuilder:object:root=true
+type ClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Cluster `json:"items"`
+}

@@ -1,0 +1,7 @@
+// Package v1alpha1 holds the Go types of fleetflow's own API group, fleetflow.io/v1alpha1: SchedulePolicy,
+// which says where workloads may go, and Cluster, which registers a workload cluster with the control plane.
+// The CRD YAML under deploy/crds is generated from these types by hack/codegen.sh.
+//
+// +kubebuilder:object:generate=true
+// +groupName=fleetflow.io
+package v1alpha1

@@ -1,0 +1,160 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// SpreadMode says how a workload is spread over the clusters a policy selects.
+// +kubebuilder:validation:Enum=Duplicate;Divide
+type SpreadMode string
+
+const (
+	// SpreadModeDuplicate puts a full copy of the workload on every selected Ready cluster.
+	SpreadModeDuplicate SpreadMode = "Duplicate"
+	// SpreadModeDivide splits the replicas of a divisible workload over topology values by percentage.
+	SpreadModeDivide SpreadMode = "Divide"
+)
+
+// ScoringStrategy says which of the fitting clusters is preferred.
+// +kubebuilder:validation:Enum=BinPack;Spread
+type ScoringStrategy string
+
+const (
+	// ScoringBinPack prefers the fitting cluster left with the least free capacity of the workload's
+	// dominant resource, which keeps large holes open for large workloads.
+	ScoringBinPack ScoringStrategy = "BinPack"
+	// ScoringSpread prefers the fitting cluster left with the most free capacity of the dominant resource.
+	ScoringSpread ScoringStrategy = "Spread"
+)
+
+// SchedulePolicy selects workloads and says on which clusters, and how, they are placed.
+// When several policies match a workload the one with the highest priority wins; ties go to the smallest name.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=sp
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type SchedulePolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   SchedulePolicySpec   `json:"spec"`
+	Status SchedulePolicyStatus `json:"status,omitempty"`
+}
+
+// SchedulePolicySpec is what a SchedulePolicy asks for.
+type SchedulePolicySpec struct {
+	// Priority orders matching policies: the highest wins, ties go to the smallest name.
+	// +optional
+	Priority int32 `json:"priority,omitempty"`
+	// NamespaceSelector selects workloads by the labels of their namespace. Nil selects every namespace.
+	// +optional
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+	// ResourceSelectors selects workloads by kind and labels.
+	// +optional
+	ResourceSelectors ResourceSelectors `json:"resourceSelectors,omitempty"`
+	// ClusterSelector restricts placement to clusters whose labels match. Nil allows every cluster.
+	// +optional
+	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
+	// OrderedClusterSelector is fill-and-spill: the tiers are tried in order and the first tier
+	// with a cluster that fits wins. Tiers narrow ClusterSelector, they do not widen it.
+	// +optional
+	OrderedClusterSelector *OrderedClusterSelector `json:"orderedClusterSelector,omitempty"`
+	// SpreadConstraints spreads the workload over several clusters. Nil places it on one cluster.
+	// +optional
+	SpreadConstraints *SpreadConstraints `json:"spreadConstraints,omitempty"`
+	// GroupBy places all workloads that share a value of a label together on one cluster.
+	// +optional
+	GroupBy *GroupBy `json:"groupBy,omitempty"`
+	// CapacityAware, true by default, checks that the workload fits. When false only order decides.
+	// +optional
+	CapacityAware *bool `json:"capacityAware,omitempty"`
+	// Scoring picks among the fitting clusters: BinPack (default) or Spread.
+	// +optional
+	Scoring ScoringStrategy `json:"scoring,omitempty"`
+	// Tolerations tolerate cluster taints.
+	// +optional
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// ResourceSelectors selects workloads. A workload matches when its kind is in Kinds (or Kinds is empty)
+// and its labels match any of LabelSelectors (or LabelSelectors is empty).
+type ResourceSelectors struct {
+	// +optional
+	Kinds []GroupKind `json:"kinds,omitempty"`
+	// +optional
+	LabelSelectors []metav1.LabelSelector `json:"labelSelectors,omitempty"`
+}
+
+// GroupKind names a kind of workload; Group is empty for the core group.
+type GroupKind struct {
+	// +optional
+	Group string `json:"group,omitempty"`
+	// +kubebuilder:validation:MinLength=1
+	Kind string `json:"kind"`
+}
+
+// OrderedClusterSelector is a list of cluster tiers for fill-and-spill.
+type OrderedClusterSelector struct {
+	// +kubebuilder:validation:MinItems=1
+	Tiers []metav1.LabelSelector `json:"tiers"`
+}
+
+// SpreadConstraints says how a workload spreads over clusters.
+type SpreadConstraints struct {
+	SpreadMode SpreadMode `json:"spreadMode"`
+	// TopologyKey is a cluster label; its values are what PercentageSplit divides over.
+	// +optional
+	TopologyKey string `json:"topologyKey,omitempty"`
+	// PercentageSplit gives each topology value its share of the replicas (Divide only). The percentages sum to 100.
+	// +optional
+	PercentageSplit []PercentageSplit `json:"percentageSplit,omitempty"`
+}
+
+// PercentageSplit is one topology value's share.
+type PercentageSplit struct {
+	TopologyValue string `json:"topologyValue"`
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Percentage int32 `json:"percentage"`
+}
+
+// GroupBy names the label whose value groups workloads.
+type GroupBy struct {
+	// +kubebuilder:validation:MinLength=1
+	LabelKey string `json:"labelKey"`
+}
+
+// SchedulePolicyStatus reports whether the policy was accepted.
+type SchedulePolicyStatus struct {
+	// ObservedGeneration is the generation the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Conditions include Valid, with the field path and reason when the policy is rejected.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// IsCapacityAware reports CapacityAware, true when unset.
+func (s *SchedulePolicySpec) IsCapacityAware() bool { return s.CapacityAware == nil || *s.CapacityAware }
+
+// ScoringOrDefault reports Scoring, BinPack when unset.
+func (s *SchedulePolicySpec) ScoringOrDefault() ScoringStrategy {
+	if s.Scoring == "" {
+		return ScoringBinPack
+	}
+	return s.Scoring
+}
+
+// SchedulePolicyList is a list of SchedulePolicy.
+//
+// +kubebuilder:object:root=true
+type SchedulePolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []SchedulePolicy `json:"items"`
+}
