@@ -1,0 +1,76 @@
+package fleetspec
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Expand returns the concrete nodes of the group. Each node gets its own copy of the labels, taints and
+// resource lists, so a caller may change one node without touching its siblings.
+func (g NodeGroup) Expand() []Node {
+	if g.Count < 0 {
+		return nil
+	}
+	names := []string{g.Name}
+	if g.Count > 0 {
+		names = make([]string, g.Count)
+		for i := range names {
+			names[i] = g.Name + "-" + strconv.Itoa(i)
+		}
+	}
+	nodes := make([]Node, len(names))
+	for i, name := range names {
+		nodes[i] = Node{
+			Name:          name,
+			Labels:        copyMap(g.Labels),
+			Taints:        copyTaints(g.Taints),
+			Allocatable:   copyResources(g.Allocatable),
+			Requested:     copyResources(g.Requested),
+			Unschedulable: g.Unschedulable,
+		}
+	}
+	return nodes
+}
+
+// AllNodes returns every node of the cluster, group by group.
+func (c Cluster) AllNodes() []Node {
+	var nodes []Node
+	for _, group := range c.Nodes {
+		nodes = append(nodes, group.Expand()...)
+	}
+	return nodes
+}
+
+func copyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func copyTaints(taints []corev1.Taint) []corev1.Taint {
+	if taints == nil {
+		return nil
+	}
+	out := make([]corev1.Taint, len(taints))
+	for i := range taints {
+		taints[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+func copyResources(list corev1.ResourceList) corev1.ResourceList {
+	if list == nil {
+		return nil
+	}
+	out := make(corev1.ResourceList, len(list))
+	for name, quantity := range list {
+		out[name] = quantity.DeepCopy()
+	}
+	return out
+}
