@@ -1,0 +1,246 @@
+package consumers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// Labels and annotations that tie a copied object to its control-plane workload.
+const (
+	FieldManager = "fleetflow"
+	// LabelManagedBy marks objects fleetflow created; the applier never deletes or overwrites others.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelWorkloadUID is the uid of the control-plane workload the object copies.
+	LabelWorkloadUID = "fleetflow.io/workload-uid"
+	// AnnotationDecisionSequence is the per-workload sequence of the decision last applied, so a stale
+	// decision redelivered after a newer one (or seen by another applier replica) is skipped.
+	AnnotationDecisionSequence = "fleetflow.io/decision-sequence"
+)
+
+// Applier carries out the decisions for one workload cluster.
+type Applier struct {
+	Cluster   string
+	Clients   *kube.Clients
+	Publisher *bus.Publisher
+	Log       *slog.Logger
+}
+
+// Handle is the bus.Handler of the applier's consumer.
+func (a *Applier) Handle(ctx context.Context, d bus.Delivery) error {
+	decided, ok := d.Payload.(*schemas.PlacementDecided)
+	if !ok {
+		return bus.Permanent(fmt.Errorf("applier does not handle event type %s", d.Event.Type()))
+	}
+	if decided.Cluster != a.Cluster {
+		return bus.Permanent(fmt.Errorf("decision %s is for cluster %q, this applier serves %q",
+			decided.DecisionID, decided.Cluster, a.Cluster))
+	}
+	log := a.Log.With("workload", decided.Workload.Key(), "decision", decided.DecisionID, "action", decided.Action)
+	var rv string
+	var err error
+	switch decided.Action {
+	case schemas.ActionApply:
+		rv, err = a.apply(ctx, decided)
+	case schemas.ActionDelete:
+		err = a.delete(ctx, decided)
+	}
+	if err != nil {
+		return err
+	}
+	log.Info("decision carried out", "resource_version", rv)
+	return a.report(ctx, schemas.TypePlacementApplied, "applied", &schemas.PlacementApplied{
+		DecisionID: decided.DecisionID, Workload: decided.Workload, Cluster: a.Cluster,
+		Action: decided.Action, Sequence: decided.Sequence, ResourceVersion: rv,
+	})
+}
+
+// GiveUp reports a decision the applier could not carry out, so it is never silently dropped.
+func (a *Applier) GiveUp(ctx context.Context, d bus.Delivery, cause error) {
+	decided, ok := d.Payload.(*schemas.PlacementDecided)
+	if !ok {
+		return
+	}
+	err := a.report(ctx, schemas.TypePlacementFailed, "failed", &schemas.PlacementFailed{
+		DecisionID: decided.DecisionID, Workload: decided.Workload, Cluster: a.Cluster,
+		Action: decided.Action, Sequence: decided.Sequence, Error: cause.Error(), Attempts: int(d.Attempt),
+	})
+	if err != nil {
+		a.Log.Error("could not report failed placement", "workload", decided.Workload.Key(), "error", err, "cause", cause)
+	}
+}
+
+func (a *Applier) resource(ref schemas.ObjectRef) (dynamic.ResourceInterface, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, bus.Permanent(fmt.Errorf("workload %s: apiVersion %q: %w", ref, ref.APIVersion, err))
+	}
+	mapping, err := a.Clients.Mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind(), gv.Version)
+	if err != nil {
+		if kube.IsNoMatch(err) {
+			// The CRD may be installed any moment (level 1 copies frameworks); retry with a fresh discovery.
+			a.Clients.Mapper.Reset()
+			return nil, fmt.Errorf("kind %s is not served by cluster %s (CRD missing?): %w", ref.Kind, a.Cluster, err)
+		}
+		return nil, fmt.Errorf("resolve %s on cluster %s: %w", ref.Kind, a.Cluster, err)
+	}
+	return a.Clients.Dynamic.Resource(mapping.Resource).Namespace(ref.Namespace), nil
+}
+
+func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) (string, error) {
+	ref := decided.Workload
+	client, err := a.resource(ref)
+	if err != nil {
+		return "", err
+	}
+	existing, err := client.Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		existing = nil
+	case err != nil:
+		return "", classify(fmt.Errorf("read %s on cluster %s: %w", ref, a.Cluster, err))
+	}
+	if existing != nil {
+		if err := a.checkOwnership(existing, ref); err != nil {
+			return "", err
+		}
+		if applied := appliedSequence(existing); applied > decided.Sequence {
+			a.Log.Info("skipping stale decision", "workload", ref.Key(), "sequence", decided.Sequence, "applied", applied)
+			return existing.GetResourceVersion(), nil
+		}
+	}
+	if ref.Namespace != "" {
+		if err := a.ensureNamespace(ctx, ref.Namespace); err != nil {
+			return "", err
+		}
+	}
+	desired := &unstructured.Unstructured{Object: kube.SanitizeForCopy(decided.Object)}
+	labels := desired.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelManagedBy] = FieldManager
+	labels[LabelWorkloadUID] = ref.UID
+	desired.SetLabels(labels)
+	annotations := desired.GetAnnotations()
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AnnotationDecisionSequence] = strconv.FormatUint(decided.Sequence, 10)
+	desired.SetAnnotations(annotations)
+	applied, err := client.Apply(ctx, ref.Name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	if err != nil {
+		return "", classify(fmt.Errorf("server-side apply %s on cluster %s: %w", ref, a.Cluster, err))
+	}
+	return applied.GetResourceVersion(), nil
+}
+
+func (a *Applier) delete(ctx context.Context, decided *schemas.PlacementDecided) error {
+	ref := decided.Workload
+	client, err := a.resource(ref)
+	if err != nil {
+		if kube.IsNoMatch(err) {
+			return nil // the kind is not even served here, so there is nothing to delete
+		}
+		return err
+	}
+	existing, err := client.Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return classify(fmt.Errorf("read %s on cluster %s: %w", ref, a.Cluster, err))
+	}
+	if existing.GetLabels()[LabelWorkloadUID] != ref.UID {
+		// Another incarnation (same name, new uid) or a foreign object: not ours to delete.
+		a.Log.Info("not deleting an object of another workload", "workload", ref.Key(),
+			"found_uid", existing.GetLabels()[LabelWorkloadUID])
+		return nil
+	}
+	if applied := appliedSequence(existing); applied > decided.Sequence {
+		a.Log.Info("skipping stale delete", "workload", ref.Key(), "sequence", decided.Sequence, "applied", applied)
+		return nil
+	}
+	uid := existing.GetUID()
+	err = client.Delete(ctx, ref.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return classify(fmt.Errorf("delete %s on cluster %s: %w", ref, a.Cluster, err))
+	}
+	return nil
+}
+
+// checkOwnership refuses to overwrite an object fleetflow did not create.
+func (a *Applier) checkOwnership(existing *unstructured.Unstructured, ref schemas.ObjectRef) error {
+	if existing.GetLabels()[LabelManagedBy] == FieldManager {
+		return nil
+	}
+	return bus.Permanent(fmt.Errorf("%s already exists on cluster %s and is not managed by fleetflow (label %s); refusing to overwrite it",
+		ref, a.Cluster, LabelManagedBy))
+}
+
+func (a *Applier) ensureNamespace(ctx context.Context, name string) error {
+	_, err := a.Clients.Core.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return classify(fmt.Errorf("read namespace %s on cluster %s: %w", name, a.Cluster, err))
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelManagedBy: FieldManager}}}
+	_, err = a.Clients.Core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return classify(fmt.Errorf("create namespace %s on cluster %s: %w", name, a.Cluster, err))
+	}
+	return nil
+}
+
+func appliedSequence(obj *unstructured.Unstructured) uint64 {
+	seq, err := strconv.ParseUint(obj.GetAnnotations()[AnnotationDecisionSequence], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return seq
+}
+
+// classify marks API errors that retrying cannot fix as permanent; conflicts, timeouts and unavailability
+// are retried.
+func classify(err error) error {
+	switch {
+	case apierrors.IsForbidden(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err),
+		apierrors.IsMethodNotSupported(err), apierrors.IsUnauthorized(err):
+		return bus.Permanent(err)
+	default:
+		return err
+	}
+}
+
+func (a *Applier) report(ctx context.Context, eventType, outcome string, payload schemas.Payload) error {
+	var ref schemas.ObjectRef
+	var decisionID string
+	switch p := payload.(type) {
+	case *schemas.PlacementApplied:
+		ref, decisionID = p.Workload, p.DecisionID
+	case *schemas.PlacementFailed:
+		ref, decisionID = p.Workload, p.DecisionID
+	}
+	subject := schemas.PlacementSubject(a.Cluster, ref)
+	event, err := schemas.NewEvent(eventType, schemas.SourceApplier(a.Cluster), subject,
+		schemas.PlacementOutcomeID(outcome, decisionID), payload)
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	_, err = a.Publisher.Publish(ctx, subject, event)
+	return err
+}

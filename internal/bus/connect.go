@@ -1,0 +1,65 @@
+package bus
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// Connect opens a NATS connection and a JetStream context. name shows up in the server's connection list.
+func Connect(url, name string) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect to nats at %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream on %s: %w", url, err)
+	}
+	return nc, js, nil
+}
+
+// ProvisionStreams creates or updates every stream that schemas defines. It is idempotent: a stream whose
+// configuration already matches is left untouched.
+func ProvisionStreams(ctx context.Context, js jetstream.JetStream, opts schemas.StreamOptions, log *slog.Logger) error {
+	for _, want := range schemas.Streams(opts) {
+		existing, err := js.Stream(ctx, want.Name)
+		if err == nil && configMatches(existing.CachedInfo().Config, want) {
+			continue
+		}
+		if _, err := js.CreateOrUpdateStream(ctx, want); err != nil {
+			return fmt.Errorf("provision stream %s: %w", want.Name, err)
+		}
+		log.Info("provisioned stream", "stream", want.Name, "subjects", want.Subjects)
+	}
+	return nil
+}
+
+// configMatches compares the fields fleetflow sets; the server fills in the rest with its defaults.
+func configMatches(have, want jetstream.StreamConfig) bool {
+	return have.Description == want.Description &&
+		reflect.DeepEqual(have.Subjects, want.Subjects) &&
+		have.Retention == want.Retention &&
+		have.MaxAge == want.MaxAge &&
+		have.Duplicates == want.Duplicates &&
+		have.Storage == want.Storage &&
+		have.Replicas == want.Replicas &&
+		have.MaxMsgsPerSubject == want.MaxMsgsPerSubject
+}
+
+// EnsureConsumer creates or updates a durable consumer. Several processes may call it for the same
+// durable; they then share its deliveries, which is how consumers scale out.
+func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	consumer, err := js.CreateOrUpdateConsumer(ctx, stream, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("consumer %s on stream %s: %w", cfg.Durable, stream, err)
+	}
+	return consumer, nil
+}

@@ -1,0 +1,78 @@
+package bus
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// EmbeddedOptions configure an in-process NATS server with JetStream.
+type EmbeddedOptions struct {
+	// StoreDir holds JetStream's file storage.
+	StoreDir string
+	// Listen is host:port; port 0 (the default "127.0.0.1:0") picks a free port.
+	Listen string
+	// ServerName appears in monitoring; defaults to "fleetflow".
+	ServerName string
+}
+
+// Embedded is an in-process NATS server.
+type Embedded struct {
+	server *server.Server
+}
+
+// StartEmbedded starts a JetStream-enabled server and waits until it accepts connections.
+func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
+	host, port := "127.0.0.1", -1
+	if opts.Listen != "" {
+		h, p, err := net.SplitHostPort(opts.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats listen address %q: %w", opts.Listen, err)
+		}
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats listen address %q: port: %w", opts.Listen, err)
+		}
+		host = h
+		if n != 0 {
+			port = n
+		}
+	}
+	if opts.StoreDir == "" {
+		return nil, fmt.Errorf("embedded nats: a JetStream store directory is required")
+	}
+	name := opts.ServerName
+	if name == "" {
+		name = "fleetflow"
+	}
+	srv, err := server.NewServer(&server.Options{
+		ServerName: name,
+		Host:       host,
+		Port:       port,
+		JetStream:  true,
+		StoreDir:   opts.StoreDir,
+		NoSigs:     true,
+		NoLog:      true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("embedded nats: %w", err)
+	}
+	srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		return nil, fmt.Errorf("embedded nats on %s:%d did not become ready within 30s", host, port)
+	}
+	return &Embedded{server: srv}, nil
+}
+
+// ClientURL is the nats:// URL clients (and the nats CLI) connect to.
+func (e *Embedded) ClientURL() string { return e.server.ClientURL() }
+
+// Shutdown stops the server and waits for it.
+func (e *Embedded) Shutdown() {
+	e.server.Shutdown()
+	e.server.WaitForShutdown()
+}

@@ -1,0 +1,68 @@
+package kube
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Clients are the clients fleetflow needs for one cluster.
+type Clients struct {
+	Config  *rest.Config
+	Core    kubernetes.Interface
+	Dynamic dynamic.Interface
+	// Mapper resolves kinds to resources; call Reset on a no-match error, since CRDs come and go.
+	Mapper *restmapper.DeferredDiscoveryRESTMapper
+}
+
+// LoadConfig reads a kubeconfig file.
+func LoadConfig(kubeconfigPath string) (*rest.Config, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfigPath, err)
+	}
+	// Bursts of decisions must not be throttled client-side to a crawl.
+	cfg.QPS, cfg.Burst = 200, 400
+	return cfg, nil
+}
+
+// NewClients builds the clients for cfg.
+func NewClients(cfg *rest.Config) (*Clients, error) {
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client for %s: %w", cfg.Host, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client for %s: %w", cfg.Host, err)
+	}
+	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("discovery client for %s: %w", cfg.Host, err)
+	}
+	return &Clients{
+		Config:  cfg,
+		Core:    core,
+		Dynamic: dyn,
+		Mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
+	}, nil
+}
+
+// ClientsFromKubeconfig loads a kubeconfig and builds its clients.
+func ClientsFromKubeconfig(path string) (*Clients, error) {
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		return nil, err
+	}
+	return NewClients(cfg)
+}
+
+// IsNoMatch reports whether err says a kind is not served (yet), e.g. its CRD is missing.
+func IsNoMatch(err error) bool { return meta.IsNoMatchError(err) }

@@ -1,0 +1,81 @@
+package schemas
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+)
+
+// ContentTypeJSON is the datacontenttype of every fleetflow event.
+const ContentTypeJSON = "application/json"
+
+// payloadFactories maps each event type to a constructor of its payload. An event type missing here is
+// not part of the contract and is rejected by DecodePayload.
+var payloadFactories = map[string]func() Payload{
+	TypeWorkloadChanged:  func() Payload { return &WorkloadChanged{} },
+	TypeWorkloadDeleted:  func() Payload { return &WorkloadDeleted{} },
+	TypePlacementDecided: func() Payload { return &PlacementDecided{} },
+	TypePlacementApplied: func() Payload { return &PlacementApplied{} },
+	TypePlacementFailed:  func() Payload { return &PlacementFailed{} },
+}
+
+// NewEvent builds a valid CloudEvent carrying payload. The id is derived from the content identity
+// (see the *ID functions) because it doubles as the JetStream Nats-Msg-Id, which drops duplicate publishes.
+func NewEvent(eventType, source, subject, id string, payload Payload) (cloudevents.Event, error) {
+	if _, known := payloadFactories[eventType]; !known {
+		return cloudevents.Event{}, fmt.Errorf("event type %q is not defined in schemas", eventType)
+	}
+	if err := payload.Validate(); err != nil {
+		return cloudevents.Event{}, fmt.Errorf("%s payload for %s: %w", eventType, subject, err)
+	}
+	e := cloudevents.New()
+	e.SetID(id)
+	e.SetType(eventType)
+	e.SetSource(source)
+	e.SetSubject(subject)
+	e.SetTime(time.Now().UTC())
+	if err := e.SetData(ContentTypeJSON, payload); err != nil {
+		return cloudevents.Event{}, fmt.Errorf("encode %s payload: %w", eventType, err)
+	}
+	if err := e.Validate(); err != nil {
+		return cloudevents.Event{}, fmt.Errorf("cloudevent %s: %w", id, err)
+	}
+	return e, nil
+}
+
+// DecodePayload checks that e is a valid CloudEvent of a known type and returns its validated payload.
+func DecodePayload(e cloudevents.Event) (Payload, error) {
+	if err := e.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid cloudevent: %w", err)
+	}
+	factory, known := payloadFactories[e.Type()]
+	if !known {
+		return nil, fmt.Errorf("cloudevent %s: type %q is not a fleetflow event type", e.ID(), e.Type())
+	}
+	if ct := e.DataContentType(); ct != "" && ct != ContentTypeJSON {
+		return nil, fmt.Errorf("cloudevent %s: datacontenttype %q, want %s", e.ID(), ct, ContentTypeJSON)
+	}
+	payload := factory()
+	if err := json.Unmarshal(e.Data(), payload); err != nil {
+		return nil, fmt.Errorf("cloudevent %s (%s): payload is not valid JSON for this type: %w", e.ID(), e.Type(), err)
+	}
+	if err := payload.Validate(); err != nil {
+		return nil, fmt.Errorf("cloudevent %s (%s): invalid payload: %w", e.ID(), e.Type(), err)
+	}
+	return payload, nil
+}
+
+// WorkloadChangedID identifies one version of a workload: the same object version is one event.
+func WorkloadChangedID(ref ObjectRef, resourceVersion string) string {
+	return "workload-changed/" + ref.UID + "/" + resourceVersion
+}
+
+// WorkloadDeletedID identifies the deletion of one workload.
+func WorkloadDeletedID(ref ObjectRef) string { return "workload-deleted/" + ref.UID }
+
+// PlacementOutcomeID identifies an applier's report on one decision.
+func PlacementOutcomeID(outcome, decisionID string) string {
+	return "placement-" + outcome + "/" + decisionID
+}

@@ -1,0 +1,218 @@
+package schemas
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Payload is the data of a fleetflow CloudEvent. Validate reports every problem with the field that has it.
+type Payload interface {
+	Validate() error
+}
+
+// ObjectRef identifies a Kubernetes object on the wire.
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	UID        string `json:"uid,omitempty"`
+}
+
+// Group is the API group of the reference's apiVersion ("" for the core group).
+func (r ObjectRef) Group() string {
+	if group, _, found := strings.Cut(r.APIVersion, "/"); found {
+		return group
+	}
+	return ""
+}
+
+// Key is a stable, human-readable identity: kind.group/namespace/name.
+func (r ObjectRef) Key() string {
+	kind := r.Kind
+	if g := r.Group(); g != "" {
+		kind += "." + g
+	}
+	if r.Namespace == "" {
+		return kind + "/" + r.Name
+	}
+	return kind + "/" + r.Namespace + "/" + r.Name
+}
+
+func (r ObjectRef) String() string { return r.Key() }
+
+// Validate checks the fields every reference needs; field names are prefixed with path.
+func (r ObjectRef) validate(path string, needUID bool) error {
+	var errs []error
+	if r.APIVersion == "" {
+		errs = append(errs, fmt.Errorf("%s.apiVersion: required", path))
+	}
+	if r.Kind == "" {
+		errs = append(errs, fmt.Errorf("%s.kind: required", path))
+	}
+	if r.Name == "" {
+		errs = append(errs, fmt.Errorf("%s.name: required", path))
+	}
+	if needUID && r.UID == "" {
+		errs = append(errs, fmt.Errorf("%s.uid: required", path))
+	}
+	return errors.Join(errs...)
+}
+
+// RefOf reads the identity of an unstructured object.
+func RefOf(object map[string]any) ObjectRef {
+	meta, _ := object["metadata"].(map[string]any)
+	str := func(m map[string]any, key string) string {
+		s, _ := m[key].(string)
+		return s
+	}
+	return ObjectRef{
+		APIVersion: str(object, "apiVersion"),
+		Kind:       str(object, "kind"),
+		Namespace:  str(meta, "namespace"),
+		Name:       str(meta, "name"),
+		UID:        str(meta, "uid"),
+	}
+}
+
+// ResourceVersionOf reads metadata.resourceVersion of an unstructured object.
+func ResourceVersionOf(object map[string]any) string {
+	meta, _ := object["metadata"].(map[string]any)
+	rv, _ := meta["resourceVersion"].(string)
+	return rv
+}
+
+// WorkloadChanged carries the full control-plane object after a create or update.
+type WorkloadChanged struct {
+	Object map[string]any `json:"object"`
+}
+
+// Validate implements Payload.
+func (p *WorkloadChanged) Validate() error {
+	if p.Object == nil {
+		return errors.New("object: required")
+	}
+	if _, ok := p.Object["metadata"].(map[string]any); !ok {
+		return errors.New("object.metadata: required object")
+	}
+	err := RefOf(p.Object).validate("object.metadata", true)
+	if ResourceVersionOf(p.Object) == "" {
+		err = errors.Join(err, errors.New("object.metadata.resourceVersion: required"))
+	}
+	return err
+}
+
+// Ref is the identity of the changed workload.
+func (p *WorkloadChanged) Ref() ObjectRef { return RefOf(p.Object) }
+
+// WorkloadDeleted says a control-plane workload is gone.
+type WorkloadDeleted struct {
+	Workload ObjectRef `json:"workload"`
+}
+
+// Validate implements Payload.
+func (p *WorkloadDeleted) Validate() error { return p.Workload.validate("workload", true) }
+
+// DecisionAction is what an applier must do with a workload on its cluster.
+type DecisionAction string
+
+// Decision actions.
+const (
+	ActionApply  DecisionAction = "Apply"
+	ActionDelete DecisionAction = "Delete"
+)
+
+// PlacementDecided tells one cluster's applier to apply or delete one workload.
+type PlacementDecided struct {
+	// DecisionID is unique per decision and stable under redelivery of the input that caused it.
+	DecisionID string         `json:"decisionID"`
+	Workload   ObjectRef      `json:"workload"`
+	Cluster    string         `json:"cluster"`
+	Action     DecisionAction `json:"action"`
+	// Sequence increases monotonically per workload, so an applier can skip a decision older than one applied.
+	Sequence uint64 `json:"sequence"`
+	// Object is the desired object, for Apply.
+	Object map[string]any `json:"object,omitempty"`
+	Policy string         `json:"policy,omitempty"`
+	Reason string         `json:"reason,omitempty"`
+}
+
+// Validate implements Payload.
+func (p *PlacementDecided) Validate() error {
+	var errs []error
+	if p.DecisionID == "" {
+		errs = append(errs, errors.New("decisionID: required"))
+	}
+	errs = append(errs, p.Workload.validate("workload", true))
+	if p.Cluster == "" {
+		errs = append(errs, errors.New("cluster: required"))
+	}
+	if p.Sequence == 0 {
+		errs = append(errs, errors.New("sequence: must be positive"))
+	}
+	switch p.Action {
+	case ActionApply:
+		if p.Object == nil {
+			errs = append(errs, errors.New("object: required for action Apply"))
+		} else if got := RefOf(p.Object); got.Name != p.Workload.Name || got.Namespace != p.Workload.Namespace ||
+			got.Kind != p.Workload.Kind || got.APIVersion != p.Workload.APIVersion {
+			errs = append(errs, fmt.Errorf("object: identity %s does not match workload %s", got, p.Workload))
+		}
+	case ActionDelete:
+	default:
+		errs = append(errs, fmt.Errorf("action: %q is not one of Apply, Delete", p.Action))
+	}
+	return errors.Join(errs...)
+}
+
+// PlacementApplied reports that an applier carried out a decision.
+type PlacementApplied struct {
+	DecisionID string         `json:"decisionID"`
+	Workload   ObjectRef      `json:"workload"`
+	Cluster    string         `json:"cluster"`
+	Action     DecisionAction `json:"action"`
+	Sequence   uint64         `json:"sequence"`
+	// ResourceVersion is the object's resourceVersion in the workload cluster after an apply.
+	ResourceVersion string `json:"resourceVersion,omitempty"`
+}
+
+// Validate implements Payload.
+func (p *PlacementApplied) Validate() error {
+	return validateOutcome(p.DecisionID, p.Workload, p.Cluster, p.Sequence)
+}
+
+// PlacementFailed reports that an applier gave up on a decision, with the API error.
+type PlacementFailed struct {
+	DecisionID string         `json:"decisionID"`
+	Workload   ObjectRef      `json:"workload"`
+	Cluster    string         `json:"cluster"`
+	Action     DecisionAction `json:"action"`
+	Sequence   uint64         `json:"sequence"`
+	Error      string         `json:"error"`
+	Attempts   int            `json:"attempts"`
+}
+
+// Validate implements Payload.
+func (p *PlacementFailed) Validate() error {
+	err := validateOutcome(p.DecisionID, p.Workload, p.Cluster, p.Sequence)
+	if p.Error == "" {
+		err = errors.Join(err, errors.New("error: required"))
+	}
+	return err
+}
+
+func validateOutcome(decisionID string, workload ObjectRef, cluster string, sequence uint64) error {
+	var errs []error
+	if decisionID == "" {
+		errs = append(errs, errors.New("decisionID: required"))
+	}
+	errs = append(errs, workload.validate("workload", true))
+	if cluster == "" {
+		errs = append(errs, errors.New("cluster: required"))
+	}
+	if sequence == 0 {
+		errs = append(errs, errors.New("sequence: must be positive"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,114 @@
+package schemas
+
+import (
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Stream names.
+const (
+	// StreamEvents holds every input event (workloads, and later nodes, clusters, policies, RIs) and the
+	// appliers' outcome reports, as history kept for a configurable age.
+	StreamEvents = "FLEETFLOW_EVENTS"
+	// StreamDecisions holds the placer's decisions on per-cluster subjects.
+	StreamDecisions = "FLEETFLOW_DECISIONS"
+)
+
+// Durable consumer names.
+const (
+	ConsumerPlacer = "placer"
+)
+
+// ApplierConsumerName is the durable consumer of one cluster's applier; replicas of that applier share it.
+func ApplierConsumerName(cluster string) string { return "applier-" + Token(cluster) }
+
+// StreamOptions tune the streams without changing their shape.
+type StreamOptions struct {
+	// History is how long events and decisions are kept for audit and replay.
+	History time.Duration
+	// DuplicateWindow is how long JetStream remembers Nats-Msg-Ids to drop duplicate publishes.
+	DuplicateWindow time.Duration
+	// Replicas is the JetStream replication factor (1 for the embedded server).
+	Replicas int
+	// Storage is file storage unless Memory is set.
+	Memory bool
+}
+
+// DefaultStreamOptions keeps a week of history and a two-minute dedupe window.
+func DefaultStreamOptions() StreamOptions {
+	return StreamOptions{History: 7 * 24 * time.Hour, DuplicateWindow: 2 * time.Minute, Replicas: 1}
+}
+
+// Streams is the one definition of fleetflow's streams.
+func Streams(opts StreamOptions) []jetstream.StreamConfig {
+	storage := jetstream.FileStorage
+	if opts.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	replicas := max(opts.Replicas, 1)
+	return []jetstream.StreamConfig{
+		{
+			Name:        StreamEvents,
+			Description: "fleetflow input events and applier outcomes (history for audit and replay)",
+			Subjects:    []string{SubjectAllEvents},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      opts.History,
+			Duplicates:  opts.DuplicateWindow,
+			Storage:     storage,
+			Replicas:    replicas,
+		},
+		{
+			Name:        StreamDecisions,
+			Description: "fleetflow placement decisions, one subject per cluster and workload",
+			Subjects:    []string{SubjectAllDecisions},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      opts.History,
+			Duplicates:  opts.DuplicateWindow,
+			Storage:     storage,
+			Replicas:    replicas,
+		},
+	}
+}
+
+// MaxDeliver bounds how often a message is offered, so nothing is retried forever. Consumers space out
+// retries themselves with NakWithDelay (RetryDelay), because a server-side BackOff would also shorten the
+// ack wait of a slow but healthy first attempt.
+const MaxDeliver = 8
+
+// RetryDelay is the pause before delivery attempt+1 of a message whose handling failed on attempt.
+func RetryDelay(attempt uint64) time.Duration {
+	delay := 500 * time.Millisecond
+	for i := uint64(1); i < attempt && delay < 30*time.Second; i++ {
+		delay *= 2
+	}
+	return min(delay, 30*time.Second)
+}
+
+// PlacerConsumer is the placer's durable consumer on workload events.
+func PlacerConsumer() (stream string, cfg jetstream.ConsumerConfig) {
+	return StreamEvents, jetstream.ConsumerConfig{
+		Durable:       ConsumerPlacer,
+		Description:   "placer: workload events to placement decisions",
+		FilterSubject: SubjectAllWorkloadEvents,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    MaxDeliver,
+		MaxAckPending: 1000,
+	}
+}
+
+// ApplierConsumer is the durable consumer of the applier for cluster.
+func ApplierConsumer(cluster string) (stream string, cfg jetstream.ConsumerConfig) {
+	return StreamDecisions, jetstream.ConsumerConfig{
+		Durable:       ApplierConsumerName(cluster),
+		Description:   "applier for cluster " + cluster,
+		FilterSubject: ClusterDecisionsFilter(cluster),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait:       time.Minute,
+		MaxDeliver:    MaxDeliver,
+		MaxAckPending: 1000,
+	}
+}

@@ -1,0 +1,70 @@
+package schemas
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Subject layout. Every token that comes from a Kubernetes name is escaped with Token, so a subject always
+// has the same number of tokens and wildcards can select by position:
+//
+//	fleetflow.events.workload.<group>.<kind>.<namespace>.<name>       workload changed / deleted
+//	fleetflow.events.placement.<cluster>.<group>.<kind>.<namespace>.<name>   applied / failed
+//	fleetflow.decisions.<cluster>.<group>.<kind>.<namespace>.<name>   placement decided
+const (
+	SubjectRoot          = "fleetflow"
+	SubjectEventsPrefix  = SubjectRoot + ".events"
+	SubjectDecisionsRoot = SubjectRoot + ".decisions"
+
+	// SubjectAllEvents selects every input event of the EVENTS stream.
+	SubjectAllEvents = SubjectEventsPrefix + ".>"
+	// SubjectAllDecisions selects every decision for every cluster.
+	SubjectAllDecisions = SubjectDecisionsRoot + ".>"
+	// SubjectAllWorkloadEvents selects workload changed and deleted events.
+	SubjectAllWorkloadEvents = SubjectEventsPrefix + ".workload.>"
+)
+
+// coreGroupToken stands for the empty (core) API group, which cannot be an empty subject token.
+const coreGroupToken = "core"
+
+// clusterScopedToken stands for the namespace of a cluster-scoped object.
+const clusterScopedToken = "_"
+
+// Token escapes a Kubernetes name or group for use as one subject token. Kubernetes names never contain
+// '_', so mapping '.' to '_' is reversible and keeps names with dots in a single token.
+func Token(s string) string { return strings.ReplaceAll(s, ".", "_") }
+
+// UntokenKey reverses Token.
+func UntokenKey(s string) string { return strings.ReplaceAll(s, "_", ".") }
+
+func objectTokens(ref ObjectRef) string {
+	group := ref.Group()
+	if group == "" {
+		group = coreGroupToken
+	}
+	ns := ref.Namespace
+	if ns == "" {
+		ns = clusterScopedToken
+	}
+	return fmt.Sprintf("%s.%s.%s.%s", Token(group), Token(ref.Kind), Token(ns), Token(ref.Name))
+}
+
+// WorkloadSubject is where changes of one control-plane workload are published.
+func WorkloadSubject(ref ObjectRef) string {
+	return SubjectEventsPrefix + ".workload." + objectTokens(ref)
+}
+
+// PlacementSubject is where an applier reports the outcome of a decision for one workload on its cluster.
+func PlacementSubject(cluster string, ref ObjectRef) string {
+	return SubjectEventsPrefix + ".placement." + Token(cluster) + "." + objectTokens(ref)
+}
+
+// DecisionSubject is where decisions for one workload on one cluster are published.
+func DecisionSubject(cluster string, ref ObjectRef) string {
+	return SubjectDecisionsRoot + "." + Token(cluster) + "." + objectTokens(ref)
+}
+
+// ClusterDecisionsFilter selects every decision addressed to cluster.
+func ClusterDecisionsFilter(cluster string) string {
+	return SubjectDecisionsRoot + "." + Token(cluster) + ".>"
+}
