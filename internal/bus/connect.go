@@ -51,8 +51,11 @@ func configMatches(have, want jetstream.StreamConfig) bool {
 		have.Duplicates == want.Duplicates &&
 		have.Storage == want.Storage &&
 		have.Replicas == want.Replicas &&
-		have.MaxMsgsPerSubject == want.MaxMsgsPerSubject
+		limit(have.MaxMsgsPerSubject) == limit(want.MaxMsgsPerSubject)
 }
+
+// limit maps JetStream's two spellings of "unlimited" (0 in a request, -1 from the server) to one.
+func limit(v int64) int64 { return max(v, 0) }
 
 // EnsureConsumer creates or updates a durable consumer. Several processes may call it for the same
 // durable; they then share its deliveries, which is how consumers scale out.

@@ -1,0 +1,88 @@
+package schemas_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+func TestSubjectsKeepDottedNamesInOneToken(t *testing.T) {
+	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team-a", Name: "llama.v2"}
+	cases := []struct {
+		name, got, want string
+	}{
+		{"workload", schemas.WorkloadSubject(ref), "fleetflow.events.workload.kubeflow_org.PyTorchJob.team-a.llama_v2"},
+		{"decision", schemas.DecisionSubject("gpu-a", ref), "fleetflow.decisions.gpu-a.kubeflow_org.PyTorchJob.team-a.llama_v2"},
+		{"placement", schemas.PlacementSubject("gpu-a", ref), "fleetflow.events.placement.gpu-a.kubeflow_org.PyTorchJob.team-a.llama_v2"},
+		{"core cluster-scoped", schemas.WorkloadSubject(schemas.ObjectRef{APIVersion: "v1", Kind: "Namespace", Name: "ml"}),
+			"fleetflow.events.workload.core.Namespace._.ml"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.got != tc.want {
+				t.Errorf("subject = %q, want %q", tc.got, tc.want)
+			}
+		})
+	}
+	if schemas.UntokenKey(schemas.Token("a.b.c")) != "a.b.c" {
+		t.Error("Token is not reversible")
+	}
+}
+
+func TestPayloadValidationNamesTheField(t *testing.T) {
+	ref := schemas.ObjectRef{APIVersion: "ray.io/v1", Kind: "RayCluster", Namespace: "ns", Name: "rc", UID: "u"}
+	obj := map[string]any{"apiVersion": "ray.io/v1", "kind": "RayCluster",
+		"metadata": map[string]any{"name": "rc", "namespace": "ns", "uid": "u", "resourceVersion": "1"}}
+	cases := []struct {
+		name    string
+		payload schemas.Payload
+		want    []string // substrings of the error; empty means valid
+	}{
+		{"changed ok", &schemas.WorkloadChanged{Object: obj}, nil},
+		{"changed without object", &schemas.WorkloadChanged{}, []string{"object: required"}},
+		{"changed without uid and rv", &schemas.WorkloadChanged{Object: map[string]any{"apiVersion": "v1", "kind": "X",
+			"metadata": map[string]any{"name": "n"}}}, []string{"object.metadata.uid: required", "object.metadata.resourceVersion: required"}},
+		{"deleted without kind", &schemas.WorkloadDeleted{Workload: schemas.ObjectRef{APIVersion: "v1", Name: "n", UID: "u"}},
+			[]string{"workload.kind: required"}},
+		{"decided ok", &schemas.PlacementDecided{DecisionID: "d", Workload: ref, Cluster: "c", Action: schemas.ActionApply,
+			Sequence: 1, Object: obj}, nil},
+		{"decided bad action and no sequence", &schemas.PlacementDecided{DecisionID: "d", Workload: ref, Cluster: "c", Action: "Move"},
+			[]string{`action: "Move" is not one of`, "sequence: must be positive"}},
+		{"decided apply without object", &schemas.PlacementDecided{DecisionID: "d", Workload: ref, Cluster: "c",
+			Action: schemas.ActionApply, Sequence: 2}, []string{"object: required for action Apply"}},
+		{"decided object of another workload", &schemas.PlacementDecided{DecisionID: "d", Workload: ref, Cluster: "c",
+			Action: schemas.ActionApply, Sequence: 2, Object: map[string]any{"apiVersion": "ray.io/v1", "kind": "RayCluster",
+				"metadata": map[string]any{"name": "other", "namespace": "ns"}}}, []string{"does not match workload"}},
+		{"failed without error", &schemas.PlacementFailed{DecisionID: "d", Workload: ref, Cluster: "c", Sequence: 1},
+			[]string{"error: required"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.payload.Validate()
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want errors %q", tc.want)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q, want it to contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestNewEventRefusesInvalidPayloadsAndUnknownTypes(t *testing.T) {
+	if _, err := schemas.NewEvent("io.example.other", "/x", "s", "id", &schemas.WorkloadChanged{}); err == nil {
+		t.Error("NewEvent accepted an undefined event type")
+	}
+	if _, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/x", "s", "id", &schemas.WorkloadChanged{}); err == nil {
+		t.Error("NewEvent accepted an invalid payload")
+	}
+}
