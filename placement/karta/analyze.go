@@ -1,0 +1,417 @@
+package karta
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Analyze reads what a CR asks of the fleet through this RI. obj is the CR's unstructured content.
+// Components come root first (when the root has a pod definition, as in Karta's NIMService RI), then
+// children in RI order; instances in the order the paths yield them. A pod definition path that
+// yields null means that instance is absent from this CR (a KServe transformer that is not set).
+func (c *Compiled) Analyze(obj map[string]any) (*Analysis, error) {
+	input, err := normalizeInput(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.label(), err)
+	}
+	a := &Analysis{ResourceInterface: c.Name, TotalRequests: corev1.ResourceList{}}
+	a.APIVersion, _ = input["apiVersion"].(string)
+	a.Kind, _ = input["kind"].(string)
+	if meta, ok := input["metadata"].(map[string]any); ok {
+		a.Namespace, _ = meta["namespace"].(string)
+		a.Name, _ = meta["name"].(string)
+	}
+	if a.APIVersion != "" || a.Kind != "" {
+		gv, err := schema.ParseGroupVersion(a.APIVersion)
+		if err != nil || gv.WithKind(a.Kind) != c.GVK {
+			return nil, &AnalysisError{RI: c.label(), Object: objectLabel(input),
+				Err: fmt.Errorf("apiVersion %q kind %q is not %s", a.APIVersion, a.Kind, c.GVK)}
+		}
+	}
+	for _, cc := range c.components {
+		instances, err := c.instances(input, cc)
+		if err != nil {
+			return nil, err
+		}
+		for i := range instances {
+			ci := &instances[i]
+			a.TotalPods += ci.Pods
+			for name, q := range ci.PodRequests {
+				addTo(a.TotalRequests, corev1.ResourceList{name: scaled(q, ci.Pods)})
+			}
+		}
+		a.Components = append(a.Components, instances...)
+	}
+	for name, q := range a.TotalRequests {
+		if q.IsZero() {
+			delete(a.TotalRequests, name)
+		}
+	}
+	a.GangGroups = copyGangGroups(c.gangGroups)
+	if a.Status, err = c.phase(input); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func copyGangGroups(in []GangGroup) []GangGroup {
+	if in == nil {
+		return nil
+	}
+	out := make([]GangGroup, len(in))
+	for i, g := range in {
+		out[i] = GangGroup{Name: g.Name, Members: make([]GangMember, len(g.Members))}
+		for j, m := range g.Members {
+			out[i].Members[j] = GangMember{
+				ComponentName:   m.ComponentName,
+				GroupByKeyPaths: append([]string(nil), m.GroupByKeyPaths...),
+				Filters:         append([]string(nil), m.Filters...),
+			}
+		}
+	}
+	return out
+}
+
+// instances evaluates one component. Paths are aligned by position: the i-th pod definition goes
+// with the i-th instance id and the i-th replica counts, as in Karta.
+func (c *Compiled) instances(input map[string]any, cc *compiledComponent) ([]ComponentInstance, error) {
+	templates, err := c.podTemplates(input, cc)
+	if err != nil {
+		return nil, err
+	}
+	count := len(templates)
+	if count == 0 {
+		return nil, nil
+	}
+	var ids []string
+	if cc.instanceID != nil {
+		out, err := c.run(input, cc.name, cc.instanceID)
+		if err != nil {
+			return nil, err
+		}
+		if len(out) != count {
+			return nil, c.evalError(input, cc.name, cc.instanceID,
+				fmt.Errorf("yields %d instance ids for %d pod definitions", len(out), count))
+		}
+		ids = make([]string, count)
+		for i, v := range out {
+			switch x := v.(type) {
+			case string:
+				ids[i] = x
+			case int, float64, *big.Int:
+				ids[i] = scalarString(x)
+			default:
+				return nil, c.evalError(input, cc.name, cc.instanceID, fmt.Errorf("instance id %d is %s, want a string", i, typeName(v)))
+			}
+			if ids[i] == "" {
+				return nil, c.evalError(input, cc.name, cc.instanceID, fmt.Errorf("instance id %d is empty", i))
+			}
+		}
+	}
+	replicas, err := c.counts(input, cc.name, cc.replicas, count)
+	if err != nil {
+		return nil, err
+	}
+	minReplicas, err := c.counts(input, cc.name, cc.minReplicas, count)
+	if err != nil {
+		return nil, err
+	}
+	maxReplicas, err := c.counts(input, cc.name, cc.maxReplicas, count)
+	if err != nil {
+		return nil, err
+	}
+
+	out := make([]ComponentInstance, 0, count)
+	for i, t := range templates {
+		if t == nil {
+			continue
+		}
+		ci := ComponentInstance{
+			Name:        cc.name,
+			Replicas:    replicas[i],
+			MinReplicas: minReplicas[i],
+			MaxReplicas: maxReplicas[i],
+			PodTemplate: t,
+			PodRequests: EffectivePodRequests(&t.Spec),
+		}
+		if ids != nil {
+			ci.Instance = ids[i]
+		}
+		switch {
+		case ci.Replicas != nil:
+			ci.Pods = *ci.Replicas
+		case ci.MinReplicas != nil:
+			ci.Pods = *ci.MinReplicas
+		default:
+			ci.Pods = 1
+		}
+		ci.NodeSelector = t.Spec.NodeSelector
+		ci.Tolerations = t.Spec.Tolerations
+		if aff := t.Spec.Affinity; aff != nil && aff.NodeAffinity != nil {
+			ci.RequiredNodeAffinity = aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+		}
+		if cc.replicasField != nil {
+			ci.ReplicasFieldPath, ci.Scalable = cc.replicasField.resolve(input, i, count)
+		}
+		out = append(out, ci)
+	}
+	return out, nil
+}
+
+// counts evaluates a replica path. It may yield nothing (unset everywhere) or one value per pod
+// definition; null means unset.
+func (c *Compiled) counts(input map[string]any, component string, p *program, count int) ([]*int64, error) {
+	res := make([]*int64, count)
+	if p == nil {
+		return res, nil
+	}
+	out, err := c.run(input, component, p)
+	if err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return res, nil
+	}
+	if len(out) != count {
+		return nil, c.evalError(input, component, p, fmt.Errorf("yields %d values for %d pod definitions", len(out), count))
+	}
+	for i, v := range out {
+		n, err := toCount(v)
+		if err != nil {
+			return nil, c.evalError(input, component, p, fmt.Errorf("value %d: %w", i, err))
+		}
+		res[i] = n
+	}
+	return res, nil
+}
+
+func toCount(v any) (*int64, error) {
+	var n int64
+	switch x := v.(type) {
+	case nil:
+		return nil, nil
+	case int:
+		n = int64(x)
+	case float64:
+		if x != math.Trunc(x) || math.IsInf(x, 0) || math.Abs(x) > math.MaxInt32 {
+			return nil, fmt.Errorf("%v is not a whole replica count", x)
+		}
+		n = int64(x)
+	case *big.Int:
+		if !x.IsInt64() || x.Int64() > math.MaxInt32 {
+			return nil, fmt.Errorf("%v is too large for a replica count", x)
+		}
+		n = x.Int64()
+	case string:
+		// Replica counts kept in annotations (Knative's min-scale) are strings.
+		parsed, err := strconv.ParseInt(x, 10, 32)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a replica count", x)
+		}
+		n = parsed
+	default:
+		return nil, fmt.Errorf("%s is not a replica count", typeName(v))
+	}
+	if n < 0 || n > math.MaxInt32 {
+		return nil, fmt.Errorf("%d is not a valid replica count", n)
+	}
+	return &n, nil
+}
+
+// podTemplates evaluates the pod definition; nil entries are instances absent from this CR.
+func (c *Compiled) podTemplates(input map[string]any, cc *compiledComponent) ([]*corev1.PodTemplateSpec, error) {
+	switch cc.form {
+	case specPodTemplate:
+		out, err := c.run(input, cc.name, cc.podTemplate)
+		if err != nil {
+			return nil, err
+		}
+		res := make([]*corev1.PodTemplateSpec, len(out))
+		for i, v := range out {
+			if v == nil {
+				continue
+			}
+			t := &corev1.PodTemplateSpec{}
+			if err := decodeValue(v, t); err != nil {
+				return nil, c.evalError(input, cc.name, cc.podTemplate, fmt.Errorf("value %d is not a PodTemplateSpec: %w", i, err))
+			}
+			res[i] = t
+		}
+		return res, nil
+	case specPodSpec:
+		out, err := c.run(input, cc.name, cc.podSpec)
+		if err != nil {
+			return nil, err
+		}
+		var metas []any
+		if cc.metadata != nil {
+			if metas, err = c.run(input, cc.name, cc.metadata); err != nil {
+				return nil, err
+			}
+		}
+		res := make([]*corev1.PodTemplateSpec, len(out))
+		for i, v := range out {
+			if v == nil {
+				continue
+			}
+			t := &corev1.PodTemplateSpec{}
+			if err := decodeValue(v, &t.Spec); err != nil {
+				return nil, c.evalError(input, cc.name, cc.podSpec, fmt.Errorf("value %d is not a PodSpec: %w", i, err))
+			}
+			if i < len(metas) && metas[i] != nil {
+				var meta metav1.ObjectMeta
+				if err := decodeValue(metas[i], &meta); err != nil {
+					return nil, c.evalError(input, cc.name, cc.metadata, fmt.Errorf("value %d is not object metadata: %w", i, err))
+				}
+				t.Labels, t.Annotations = meta.Labels, meta.Annotations
+			}
+			res[i] = t
+		}
+		return res, nil
+	case specFragmented:
+		return c.fragmentedTemplates(input, cc)
+	}
+	return nil, nil
+}
+
+// fragmentedTemplates assembles a pod template per position from the fragment paths. The pod's
+// containers are containers plus container (unless one of the same name is there); when none of
+// them has requests or limits, resources is the pod's request and is given to the first container
+// (or to a container named "main" when there is none) so the template alone says what the pod needs.
+func (c *Compiled) fragmentedTemplates(input map[string]any, cc *compiledComponent) ([]*corev1.PodTemplateSpec, error) {
+	f := &cc.fragments
+	progs := f.all()
+	values := make([][]any, len(progs))
+	count := 0
+	for i, p := range progs {
+		if p == nil {
+			continue
+		}
+		out, err := c.run(input, cc.name, p)
+		if err != nil {
+			return nil, err
+		}
+		values[i] = out
+		count = max(count, len(out))
+	}
+	at := func(p *program, i int) any {
+		for k, q := range progs {
+			if q == p && p != nil && i < len(values[k]) {
+				return values[k][i]
+			}
+		}
+		return nil
+	}
+	res := make([]*corev1.PodTemplateSpec, count)
+	for i := range count {
+		t := &corev1.PodTemplateSpec{}
+		spec := &t.Spec
+		var resources *corev1.ResourceRequirements
+		var container *corev1.Container
+		var image string
+		fields := []struct {
+			p   *program
+			dst any
+		}{
+			{f.schedulerName, &spec.SchedulerName},
+			{f.labels, &t.Labels},
+			{f.annotations, &t.Annotations},
+			{f.resources, &resources},
+			{f.resourceClaims, &spec.ResourceClaims},
+			{f.containers, &spec.Containers},
+			{f.container, &container},
+			{f.priorityClass, &spec.PriorityClassName},
+			{f.image, &image},
+			{f.nodeSelector, &spec.NodeSelector},
+			{f.tolerations, &spec.Tolerations},
+		}
+		for _, fd := range fields {
+			v := at(fd.p, i)
+			if v == nil {
+				continue
+			}
+			if err := decodeValue(v, fd.dst); err != nil {
+				return nil, c.evalError(input, cc.name, fd.p, fmt.Errorf("value %d: %w", i, err))
+			}
+		}
+		for _, aff := range []struct {
+			p   *program
+			pod bool
+		}{{f.podAffinity, true}, {f.nodeAffinity, false}} {
+			v := at(aff.p, i)
+			if v == nil {
+				continue
+			}
+			if spec.Affinity == nil {
+				spec.Affinity = &corev1.Affinity{}
+			}
+			var err error
+			if aff.pod {
+				err = decodeValue(v, &spec.Affinity.PodAffinity)
+			} else {
+				err = decodeValue(v, &spec.Affinity.NodeAffinity)
+			}
+			if err != nil {
+				return nil, c.evalError(input, cc.name, aff.p, fmt.Errorf("value %d: %w", i, err))
+			}
+		}
+		if container != nil && !hasContainer(spec.Containers, container.Name) {
+			spec.Containers = append(spec.Containers, *container)
+		}
+		if image != "" && len(spec.Containers) == 0 {
+			spec.Containers = append(spec.Containers, corev1.Container{Name: "main"})
+		}
+		if image != "" && spec.Containers[0].Image == "" {
+			spec.Containers[0].Image = image
+		}
+		if resources != nil && (len(resources.Requests) > 0 || len(resources.Limits) > 0) && !anyHasResources(spec.Containers) {
+			if len(spec.Containers) == 0 {
+				spec.Containers = append(spec.Containers, corev1.Container{Name: "main"})
+			}
+			spec.Containers[0].Resources = *resources
+		}
+		res[i] = t
+	}
+	return res, nil
+}
+
+func hasContainer(list []corev1.Container, name string) bool {
+	for i := range list {
+		if list[i].Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func anyHasResources(list []corev1.Container) bool {
+	for i := range list {
+		if hasResources(&list[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// decodeValue converts a jq value into a Kubernetes API type through its JSON form, so the API
+// types' own decoding (quantities, int-or-string) applies.
+func decodeValue(v any, dst any) error {
+	if s, ok := v.(string); ok {
+		if p, ok := dst.(*string); ok {
+			*p = s
+			return nil
+		}
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, dst)
+}

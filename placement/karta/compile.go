@@ -1,0 +1,387 @@
+package karta
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/itchyny/gojq"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Compiled is a validated RI with every jq expression compiled once. It is immutable and safe
+// for concurrent use: Analyze and Phase only read it.
+type Compiled struct {
+	// Name is the RI's metadata.name, or its source when the RI has no name (as in some of Karta's examples).
+	Name string
+	// Source is where the RI came from: a file path, "builtin:<file>", or an apiserver object.
+	Source string
+	// GVK is the root component's kind: the CRs this RI analyzes.
+	GVK schema.GroupVersionKind
+	// Builtin marks the RIs shipped with fleetflow (deploy/resourceinterfaces).
+	Builtin bool
+
+	components []*compiledComponent
+	status     *compiledStatus
+	gangGroups []GangGroup
+}
+
+// label names the RI for messages: the name, and the source when it differs.
+func (c *Compiled) label() string {
+	if c.Source == "" || c.Source == c.Name {
+		return fmt.Sprintf("resource interface %q", c.Name)
+	}
+	return fmt.Sprintf("resource interface %q (%s)", c.Name, c.Source)
+}
+
+type specForm int
+
+const (
+	specPodTemplate specForm = iota + 1
+	specPodSpec
+	specFragmented
+)
+
+type compiledComponent struct {
+	name string
+	form specForm
+
+	podTemplate *program
+	podSpec     *program
+	metadata    *program
+	fragments   fragmentPrograms
+
+	replicas    *program
+	minReplicas *program
+	maxReplicas *program
+	instanceID  *program
+
+	// replicasField is set when replicasPath is a plain field path a spread can rewrite.
+	replicasField *plainPath
+}
+
+type fragmentPrograms struct {
+	schedulerName, labels, annotations, resources, resourceClaims   *program
+	podAffinity, nodeAffinity, containers, container, priorityClass *program
+	image, nodeSelector, tolerations                                *program
+}
+
+// program is one compiled jq expression and where it came from in the RI.
+type program struct {
+	field string // e.g. "scaleDefinition.replicasPath"
+	expr  string
+	code  *gojq.Code
+}
+
+// CompileError is an RI that failed validation or whose jq does not compile.
+type CompileError struct {
+	RI        string
+	Source    string
+	Component string
+	Field     string
+	Expr      string
+	Err       error
+}
+
+func (e *CompileError) Error() string {
+	msg := fmt.Sprintf("resource interface %q", e.RI)
+	if e.Source != "" && e.Source != e.RI {
+		msg += fmt.Sprintf(" (%s)", e.Source)
+	}
+	if e.Component != "" {
+		msg += fmt.Sprintf(": component %q", e.Component)
+	}
+	if e.Field != "" {
+		msg += ": " + e.Field
+	}
+	if e.Expr != "" {
+		msg += fmt.Sprintf(" %q", e.Expr)
+	}
+	return msg + ": " + e.Err.Error()
+}
+
+func (e *CompileError) Unwrap() error { return e.Err }
+
+type compiler struct {
+	name, source string
+	err          error
+}
+
+func (cp *compiler) fail(component, field, expr string, err error) {
+	if cp.err == nil {
+		cp.err = &CompileError{RI: cp.name, Source: cp.source, Component: component, Field: field, Expr: expr, Err: err}
+	}
+}
+
+// jq compiles expr for field of component; nil expr gives a nil program.
+func (cp *compiler) jq(component, field string, expr *string) *program {
+	if expr == nil {
+		return nil
+	}
+	code, err := compileJQ(*expr)
+	if err != nil {
+		cp.fail(component, field, *expr, err)
+		return nil
+	}
+	return &program{field: field, expr: *expr, code: code}
+}
+
+func compileJQ(expr string) (*gojq.Code, error) {
+	query, err := gojq.Parse(expr)
+	if err != nil {
+		return nil, fmt.Errorf("jq parse error: %w", err)
+	}
+	// The environment loader returns nothing: analysis must not depend on the process environment.
+	code, err := gojq.Compile(query, gojq.WithEnvironLoader(func() []string { return nil }))
+	if err != nil {
+		return nil, fmt.Errorf("jq compile error: %w", err)
+	}
+	return code, nil
+}
+
+// Compile validates ri and compiles all of its jq. source names where it came from (a file, for
+// instance) and appears in errors and in Analysis.ResourceInterface when the RI has no name.
+func Compile(ri *ResourceInterface, source string) (*Compiled, error) {
+	if ri == nil {
+		return nil, errors.New("nil resource interface")
+	}
+	name := ri.Name
+	if name == "" {
+		name = source
+	}
+	cp := &compiler{name: name, source: source}
+	sd := &ri.Spec.StructureDefinition
+	root := &sd.RootComponent
+	if root.Name == "" {
+		cp.fail("", "spec.structureDefinition.rootComponent.name", "", errors.New("required"))
+		return nil, cp.err
+	}
+	if root.Kind == nil || root.Kind.Kind == "" || root.Kind.Version == "" {
+		cp.fail(root.Name, "kind", "", errors.New("rootComponent needs kind.version and kind.kind: they select the CRs this RI analyzes"))
+		return nil, cp.err
+	}
+	c := &Compiled{
+		Name:   name,
+		Source: source,
+		GVK:    schema.GroupVersionKind{Group: root.Kind.Group, Version: root.Kind.Version, Kind: root.Kind.Kind},
+	}
+
+	names := map[string]*ComponentDefinition{root.Name: root}
+	for i := range sd.ChildComponents {
+		child := &sd.ChildComponents[i]
+		if child.Name == "" {
+			cp.fail("", fmt.Sprintf("spec.structureDefinition.childComponents[%d].name", i), "", errors.New("required"))
+			return nil, cp.err
+		}
+		if _, dup := names[child.Name]; dup {
+			cp.fail(child.Name, "name", "", errors.New("duplicate component name"))
+			return nil, cp.err
+		}
+		names[child.Name] = child
+	}
+	if err := checkOwners(sd, names); err != nil {
+		cp.fail(err.component, "ownerRef", "", err.err)
+		return nil, cp.err
+	}
+
+	all := append([]*ComponentDefinition{root}, pointers(sd.ChildComponents)...)
+	for _, def := range all {
+		if cc := cp.component(def); cc != nil {
+			c.components = append(c.components, cc)
+		}
+		cp.podSelector(def)
+		if def != root && def.StatusDefinition != nil {
+			// Karta documents status for the root only; we still validate a child's so a typo is caught.
+			cp.statusDefinition(def.Name, def.StatusDefinition)
+		}
+	}
+	if root.StatusDefinition != nil {
+		c.status = cp.statusDefinition(root.Name, root.StatusDefinition)
+	}
+	c.gangGroups = cp.gangGroups(ri.Spec.OptimizationInstructions, names)
+	if cp.err != nil {
+		return nil, cp.err
+	}
+	return c, nil
+}
+
+func pointers(defs []ComponentDefinition) []*ComponentDefinition {
+	out := make([]*ComponentDefinition, len(defs))
+	for i := range defs {
+		out[i] = &defs[i]
+	}
+	return out
+}
+
+type ownerError struct {
+	component string
+	err       error
+}
+
+// checkOwners verifies every ownerRef names a component and that ownership has no cycle.
+func checkOwners(sd *StructureDefinition, names map[string]*ComponentDefinition) *ownerError {
+	if sd.RootComponent.OwnerRef != nil && *sd.RootComponent.OwnerRef != "" {
+		return &ownerError{sd.RootComponent.Name, errors.New("the root component cannot have an owner")}
+	}
+	for i := range sd.ChildComponents {
+		child := &sd.ChildComponents[i]
+		seen := map[string]bool{child.Name: true}
+		cur := child
+		for cur.OwnerRef != nil && *cur.OwnerRef != "" {
+			owner, ok := names[*cur.OwnerRef]
+			if !ok {
+				return &ownerError{cur.Name, fmt.Errorf("owner %q is not a component of this RI", *cur.OwnerRef)}
+			}
+			if seen[owner.Name] {
+				return &ownerError{child.Name, fmt.Errorf("ownership cycle through %q", owner.Name)}
+			}
+			seen[owner.Name] = true
+			cur = owner
+		}
+	}
+	return nil
+}
+
+// component compiles a component's spec, scale and instance-id paths; nil when it defines no pods.
+func (cp *compiler) component(def *ComponentDefinition) *compiledComponent {
+	cc := &compiledComponent{name: def.Name}
+	if def.ScaleDefinition != nil {
+		s := def.ScaleDefinition
+		cc.replicas = cp.jq(def.Name, "scaleDefinition.replicasPath", s.ReplicasPath)
+		cc.minReplicas = cp.jq(def.Name, "scaleDefinition.minReplicasPath", s.MinReplicasPath)
+		cc.maxReplicas = cp.jq(def.Name, "scaleDefinition.maxReplicasPath", s.MaxReplicasPath)
+		if s.ReplicasPath != nil {
+			cc.replicasField = parsePlainPath(*s.ReplicasPath)
+		}
+	}
+	cc.instanceID = cp.jq(def.Name, "instanceIdPath", def.InstanceIDPath)
+
+	sd := def.SpecDefinition
+	if sd == nil {
+		return nil
+	}
+	forms := 0
+	if sd.PodTemplateSpecPath != nil {
+		forms++
+		cc.form = specPodTemplate
+		cc.podTemplate = cp.jq(def.Name, "specDefinition.podTemplateSpecPath", sd.PodTemplateSpecPath)
+	}
+	if sd.PodSpecPath != nil {
+		forms++
+		cc.form = specPodSpec
+		cc.podSpec = cp.jq(def.Name, "specDefinition.podSpecPath", sd.PodSpecPath)
+	}
+	if sd.MetadataPath != nil {
+		if sd.PodSpecPath == nil {
+			cp.fail(def.Name, "specDefinition.metadataPath", *sd.MetadataPath, errors.New("may be used only with podSpecPath"))
+			return nil
+		}
+		cc.metadata = cp.jq(def.Name, "specDefinition.metadataPath", sd.MetadataPath)
+	}
+	if f := sd.FragmentedPodSpecDefinition; f != nil {
+		forms++
+		cc.form = specFragmented
+		const p = "specDefinition.fragmentedPodSpecDefinition."
+		fp := &cc.fragments
+		fp.schedulerName = cp.jq(def.Name, p+"schedulerNamePath", f.SchedulerNamePath)
+		fp.labels = cp.jq(def.Name, p+"labelsPath", f.LabelsPath)
+		fp.annotations = cp.jq(def.Name, p+"annotationsPath", f.AnnotationsPath)
+		fp.resources = cp.jq(def.Name, p+"resourcesPath", f.ResourcesPath)
+		fp.resourceClaims = cp.jq(def.Name, p+"resourceClaimsPath", f.ResourceClaimsPath)
+		fp.podAffinity = cp.jq(def.Name, p+"podAffinityPath", f.PodAffinityPath)
+		fp.nodeAffinity = cp.jq(def.Name, p+"nodeAffinityPath", f.NodeAffinityPath)
+		fp.containers = cp.jq(def.Name, p+"containersPath", f.ContainersPath)
+		fp.container = cp.jq(def.Name, p+"containerPath", f.ContainerPath)
+		fp.priorityClass = cp.jq(def.Name, p+"priorityClassNamePath", f.PriorityClassNamePath)
+		fp.image = cp.jq(def.Name, p+"imagePath", f.ImagePath)
+		fp.nodeSelector = cp.jq(def.Name, p+"nodeSelectorPath", f.NodeSelectorPath)
+		fp.tolerations = cp.jq(def.Name, p+"tolerationsPath", f.TolerationsPath)
+		if len(fp.nonNil()) == 0 {
+			cp.fail(def.Name, "specDefinition.fragmentedPodSpecDefinition", "", errors.New("defines no path"))
+			return nil
+		}
+	}
+	switch forms {
+	case 0:
+		cp.fail(def.Name, "specDefinition", "", errors.New("needs one of podTemplateSpecPath, podSpecPath or fragmentedPodSpecDefinition"))
+		return nil
+	case 1:
+		return cc
+	default:
+		cp.fail(def.Name, "specDefinition", "", errors.New("podTemplateSpecPath, podSpecPath and fragmentedPodSpecDefinition are exclusive"))
+		return nil
+	}
+}
+
+func (f *fragmentPrograms) all() []*program {
+	return []*program{f.schedulerName, f.labels, f.annotations, f.resources, f.resourceClaims,
+		f.podAffinity, f.nodeAffinity, f.containers, f.container, f.priorityClass, f.image,
+		f.nodeSelector, f.tolerations}
+}
+
+func (f *fragmentPrograms) nonNil() []*program {
+	var out []*program
+	for _, p := range f.all() {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// podSelector validates the pod-side jq, which runs on pods and is not evaluated by analysis.
+func (cp *compiler) podSelector(def *ComponentDefinition) {
+	ps := def.PodSelector
+	if ps == nil {
+		return
+	}
+	if s := ps.ComponentTypeSelector; s != nil {
+		cp.jq(def.Name, "podSelector.componentTypeSelector.keyPath", &s.KeyPath)
+	}
+	if s := ps.ComponentInstanceSelector; s != nil {
+		cp.jq(def.Name, "podSelector.componentInstanceSelector.idPath", &s.IDPath)
+	}
+	if s := ps.ReplicaSelector; s != nil {
+		cp.jq(def.Name, "podSelector.replicaSelector.keyPath", &s.KeyPath)
+	}
+}
+
+func (cp *compiler) gangGroups(oi *OptimizationInstructions, names map[string]*ComponentDefinition) []GangGroup {
+	if oi == nil || oi.GangScheduling == nil {
+		return nil
+	}
+	var out []GangGroup
+	seen := map[string]bool{}
+	for i, pg := range oi.GangScheduling.PodGroups {
+		field := fmt.Sprintf("optimizationInstructions.gangScheduling.podGroups[%d]", i)
+		if pg.Name == "" {
+			cp.fail("", field+".name", "", errors.New("required"))
+			return nil
+		}
+		if seen[pg.Name] {
+			cp.fail("", field+".name", "", fmt.Errorf("duplicate pod group %q", pg.Name))
+			return nil
+		}
+		seen[pg.Name] = true
+		group := GangGroup{Name: pg.Name}
+		for j, m := range pg.Members {
+			mfield := fmt.Sprintf("%s.members[%d]", field, j)
+			if _, ok := names[m.ComponentName]; !ok {
+				cp.fail(m.ComponentName, mfield+".componentName", "", errors.New("not a component of this RI"))
+				return nil
+			}
+			for k := range m.GroupByKeyPaths {
+				cp.jq(m.ComponentName, fmt.Sprintf("%s.groupByKeyPaths[%d]", mfield, k), &m.GroupByKeyPaths[k])
+			}
+			for k := range m.Filters {
+				cp.jq(m.ComponentName, fmt.Sprintf("%s.filters[%d]", mfield, k), &m.Filters[k])
+			}
+			group.Members = append(group.Members, GangMember{
+				ComponentName:   m.ComponentName,
+				GroupByKeyPaths: append([]string(nil), m.GroupByKeyPaths...),
+				Filters:         append([]string(nil), m.Filters...),
+			})
+		}
+		out = append(out, group)
+	}
+	return out
+}

@@ -1,0 +1,155 @@
+package karta
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+
+	"github.com/itchyny/gojq"
+)
+
+// maxOutputs bounds how many values one jq path may yield for one CR, so a runaway expression in a
+// user RI fails the analysis instead of exhausting memory.
+const maxOutputs = 10000
+
+// AnalysisError is a CR the RI could not analyze: a jq path failed or yielded something unusable.
+type AnalysisError struct {
+	RI        string
+	Component string
+	Field     string
+	Expr      string
+	Object    string // Kind namespace/name of the CR
+	Err       error
+}
+
+func (e *AnalysisError) Error() string {
+	msg := e.RI
+	if e.Component != "" {
+		msg += fmt.Sprintf(": component %q", e.Component)
+	}
+	if e.Field != "" {
+		msg += fmt.Sprintf(": %s %q", e.Field, e.Expr)
+	}
+	if e.Object != "" {
+		msg += " on " + e.Object
+	}
+	return msg + ": " + e.Err.Error()
+}
+
+func (e *AnalysisError) Unwrap() error { return e.Err }
+
+// run evaluates p on input and collects its outputs.
+func (c *Compiled) run(input map[string]any, component string, p *program) ([]any, error) {
+	iter := p.code.Run(input)
+	var out []any
+	for {
+		v, ok := iter.Next()
+		if !ok {
+			return out, nil
+		}
+		if err, isErr := v.(error); isErr {
+			var halt *gojq.HaltError
+			if errors.As(err, &halt) && halt.Value() == nil {
+				return out, nil
+			}
+			return nil, c.evalError(input, component, p, err)
+		}
+		if len(out) == maxOutputs {
+			return nil, c.evalError(input, component, p, fmt.Errorf("yields more than %d values", maxOutputs))
+		}
+		out = append(out, v)
+	}
+}
+
+func (c *Compiled) evalError(input map[string]any, component string, p *program, err error) error {
+	return &AnalysisError{RI: c.label(), Component: component, Field: p.field, Expr: p.expr, Object: objectLabel(input), Err: err}
+}
+
+// objectLabel renders "Kind namespace/name" for messages.
+func objectLabel(obj map[string]any) string {
+	kind, _ := obj["kind"].(string)
+	if kind == "" {
+		kind = "object"
+	}
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	ns, _ := meta["namespace"].(string)
+	switch {
+	case ns != "":
+		return fmt.Sprintf("%s %s/%s", kind, ns, name)
+	case name != "":
+		return fmt.Sprintf("%s %s", kind, name)
+	default:
+		return kind
+	}
+}
+
+// normalizeInput returns obj in the value types gojq accepts. Objects decoded from JSON already
+// are, and are returned as they are; anything else (int64 from client-go, typed slices from Go
+// builders) is rebuilt through JSON once.
+func normalizeInput(obj map[string]any) (map[string]any, error) {
+	if obj == nil {
+		return nil, errors.New("no object to analyze")
+	}
+	if jqCompatible(obj, 0) {
+		return obj, nil
+	}
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("object is not JSON-representable: %w", err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(data, &out); err != nil {
+		return nil, fmt.Errorf("object is not JSON-representable: %w", err)
+	}
+	return out, nil
+}
+
+// maxDepth guards the compatibility walk against pathological nesting.
+const maxDepth = 10000
+
+func jqCompatible(v any, depth int) bool {
+	if depth > maxDepth {
+		return false
+	}
+	switch x := v.(type) {
+	case nil, bool, int, float64, string, *big.Int:
+		return true
+	case []any:
+		for _, e := range x {
+			if !jqCompatible(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	case map[string]any:
+		for _, e := range x {
+			if !jqCompatible(e, depth+1) {
+				return false
+			}
+		}
+		return true
+	default:
+		return false
+	}
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case int, float64, *big.Int:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	default:
+		return fmt.Sprintf("%T", v)
+	}
+}

@@ -1,0 +1,111 @@
+package karta
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+)
+
+// yamlLineRE finds the document-relative line number in a YAML parser error.
+var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+
+// ParseResourceInterfaces reads one or more RIs from YAML or JSON (documents separated by "---").
+// Empty documents are skipped. Errors name the source and the line where the bad document or
+// YAML token is, so a user can find it in the file.
+func ParseResourceInterfaces(data []byte, source string) ([]*ResourceInterface, error) {
+	var out []*ResourceInterface
+	for _, doc := range splitDocuments(data) {
+		if isBlankDocument(doc.text) {
+			continue
+		}
+		jsonData, err := yaml.YAMLToJSON(doc.text)
+		if err != nil {
+			return nil, newYAMLError(source, doc.startLine, err)
+		}
+		if bytes.Equal(bytes.TrimSpace(jsonData), []byte("null")) {
+			continue
+		}
+		ri := &ResourceInterface{}
+		if err := json.Unmarshal(jsonData, ri); err != nil {
+			return nil, fmt.Errorf("%s:%d: document is not a ResourceInterface: %w", source, doc.startLine, err)
+		}
+		if ri.Kind != "" && ri.Kind != KindRI {
+			return nil, fmt.Errorf("%s:%d: kind %q is not %s", source, doc.startLine, ri.Kind, KindRI)
+		}
+		if ri.APIVersion != "" && ri.APIVersion != Group+"/"+Version {
+			return nil, fmt.Errorf("%s:%d: apiVersion %q is not %s/%s", source, doc.startLine, ri.APIVersion, Group, Version)
+		}
+		out = append(out, ri)
+	}
+	return out, nil
+}
+
+type document struct {
+	text      []byte
+	startLine int // 1-based line of the document's first line in the whole input
+}
+
+// splitDocuments cuts a YAML stream at "---" separator lines, keeping each document's start line.
+func splitDocuments(data []byte) []document {
+	var docs []document
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	start := 1
+	var cur []byte
+	for i, line := range lines {
+		trimmed := bytes.TrimRight(line, " \t\r\n")
+		if bytes.Equal(trimmed, []byte("---")) || bytes.HasPrefix(trimmed, []byte("--- ")) {
+			docs = append(docs, document{text: cur, startLine: start})
+			cur = nil
+			start = i + 2
+			continue
+		}
+		cur = append(cur, line...)
+	}
+	docs = append(docs, document{text: cur, startLine: start})
+	return docs
+}
+
+func isBlankDocument(doc []byte) bool {
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		t := bytes.TrimSpace(line)
+		if len(t) > 0 && t[0] != '#' {
+			return false
+		}
+	}
+	return true
+}
+
+// YAMLError is an RI file that is not valid YAML; Line is 1-based in the whole file.
+type YAMLError struct {
+	Source string
+	Line   int
+	Reason string
+	Err    error
+}
+
+func (e *YAMLError) Error() string {
+	return fmt.Sprintf("%s:%d: invalid YAML: %s", e.Source, e.Line, e.Reason)
+}
+
+func (e *YAMLError) Unwrap() error { return e.Err }
+
+// newYAMLError translates the parser's document-relative line into a file line.
+func newYAMLError(source string, docStart int, err error) *YAMLError {
+	msg := err.Error()
+	if i := strings.LastIndex(msg, "yaml: "); i >= 0 {
+		msg = msg[i+len("yaml: "):]
+	}
+	line := docStart
+	if m := yamlLineRE.FindStringSubmatchIndex(msg); m != nil {
+		if n, convErr := strconv.Atoi(msg[m[2]:m[3]]); convErr == nil {
+			line = docStart + n - 1
+			msg = strings.TrimPrefix(msg[m[1]:], ": ")
+		}
+	}
+	return &YAMLError{Source: source, Line: line, Reason: msg, Err: err}
+}

@@ -1,0 +1,96 @@
+package karta
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Registry is an immutable set of compiled RIs, looked up by the GVK they analyze. A user RI for a
+// GVK overrides the built-in one; among user RIs for one GVK, the one added last wins. With and
+// Without return new registries, so readers holding an older one are never disturbed.
+type Registry struct {
+	builtins map[schema.GroupVersionKind]*Compiled
+	users    []*Compiled // in the order they were added
+}
+
+// NewRegistry builds a registry from compiled RIs, built-in or not.
+func NewRegistry(cs ...*Compiled) *Registry {
+	r := &Registry{builtins: map[schema.GroupVersionKind]*Compiled{}}
+	for _, c := range cs {
+		r = r.with(c, true)
+	}
+	return r
+}
+
+// With returns a copy of r that also holds c. A built-in replaces the built-in for its GVK; a user
+// RI replaces the user RI of the same name.
+func (r *Registry) With(c *Compiled) *Registry {
+	return r.with(c, false)
+}
+
+func (r *Registry) with(c *Compiled, inPlace bool) *Registry {
+	if c == nil {
+		return r
+	}
+	next := r
+	if !inPlace {
+		next = r.clone()
+	}
+	if c.Builtin {
+		next.builtins[c.GVK] = c
+		return next
+	}
+	kept := next.users[:0:0]
+	for _, u := range next.users {
+		if u.Name != c.Name {
+			kept = append(kept, u)
+		}
+	}
+	next.users = append(kept, c)
+	return next
+}
+
+// Without returns a copy of r without the user RI called name; the built-in for its GVK, if any,
+// shows again.
+func (r *Registry) Without(name string) *Registry {
+	next := r.clone()
+	kept := next.users[:0:0]
+	for _, u := range next.users {
+		if u.Name != name {
+			kept = append(kept, u)
+		}
+	}
+	next.users = kept
+	return next
+}
+
+func (r *Registry) clone() *Registry {
+	next := &Registry{builtins: make(map[schema.GroupVersionKind]*Compiled, len(r.builtins))}
+	for k, v := range r.builtins {
+		next.builtins[k] = v
+	}
+	next.users = append([]*Compiled(nil), r.users...)
+	return next
+}
+
+// Lookup returns the RI that analyzes gvk.
+func (r *Registry) Lookup(gvk schema.GroupVersionKind) (*Compiled, bool) {
+	for i := len(r.users) - 1; i >= 0; i-- {
+		if r.users[i].GVK == gvk {
+			return r.users[i], true
+		}
+	}
+	c, ok := r.builtins[gvk]
+	return c, ok
+}
+
+// All returns every RI held: built-ins sorted by name, then user RIs in the order they were added.
+func (r *Registry) All() []*Compiled {
+	out := make([]*Compiled, 0, len(r.builtins)+len(r.users))
+	for _, c := range r.builtins {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return append(out, r.users...)
+}

@@ -1,0 +1,119 @@
+package karta
+
+import (
+	"math"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// EffectivePodRequests is what the kube-scheduler reserves for one pod of spec:
+//   - a container requests, per resource, its request, or its limit when no request is given;
+//   - the pod needs the larger of (all app containers + all sidecars, i.e. init containers with
+//     restartPolicy Always) and, for each regular init container, its request plus the sidecars
+//     started before it;
+//   - plus the pod overhead.
+func EffectivePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	if spec == nil {
+		return corev1.ResourceList{}
+	}
+	running := corev1.ResourceList{}
+	for i := range spec.Containers {
+		addTo(running, containerRequests(&spec.Containers[i]))
+	}
+	sidecars := corev1.ResourceList{}
+	initPeak := corev1.ResourceList{}
+	for i := range spec.InitContainers {
+		ic := &spec.InitContainers[i]
+		req := containerRequests(ic)
+		if ic.RestartPolicy != nil && *ic.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			addTo(sidecars, req)
+			continue
+		}
+		// A regular init container runs alone next to the sidecars already started.
+		step := req.DeepCopy()
+		addTo(step, sidecars)
+		maxInto(initPeak, step)
+	}
+	addTo(running, sidecars)
+	maxInto(running, initPeak)
+	addTo(running, spec.Overhead)
+	for name, q := range running {
+		if q.IsZero() {
+			delete(running, name)
+		}
+	}
+	return running
+}
+
+// containerRequests applies "requests default to limits" per resource.
+func containerRequests(c *corev1.Container) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range c.Resources.Limits {
+		out[name] = q.DeepCopy()
+	}
+	for name, q := range c.Resources.Requests {
+		out[name] = q.DeepCopy()
+	}
+	return out
+}
+
+func addTo(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		cur, ok := dst[name]
+		if !ok {
+			dst[name] = q.DeepCopy()
+			continue
+		}
+		cur.Add(q)
+		dst[name] = cur
+	}
+}
+
+func maxInto(dst, src corev1.ResourceList) {
+	for name, q := range src {
+		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
+			dst[name] = q.DeepCopy()
+		}
+	}
+}
+
+func hasResources(c *corev1.Container) bool {
+	return len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0
+}
+
+// scaled returns q × n. It works in milli-units while they fit in an int64 and in whole units
+// beyond, which only rounds quantities far larger than any node has.
+func scaled(q resource.Quantity, n int64) resource.Quantity {
+	if n == 0 {
+		return resource.Quantity{Format: q.Format}
+	}
+	if m := q.MilliValue(); m == 0 || (abs64(m) <= math.MaxInt64/abs64(n)) {
+		return *resource.NewMilliQuantity(m*n, q.Format)
+	}
+	v := q.Value()
+	if abs64(v) > math.MaxInt64/abs64(n) {
+		return *resource.NewQuantity(math.MaxInt64, q.Format)
+	}
+	return *resource.NewQuantity(v*n, q.Format)
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// Quantities renders rl as canonical Kubernetes quantity strings, omitting zero quantities
+// (the JSON form of fleetflow analyze).
+func Quantities(rl corev1.ResourceList) map[string]string {
+	out := make(map[string]string, len(rl))
+	for name, q := range rl {
+		if q.IsZero() {
+			continue
+		}
+		out[string(name)] = q.String()
+	}
+	return out
+}

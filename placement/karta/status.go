@@ -1,0 +1,215 @@
+package karta
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+type compiledStatus struct {
+	phase           *program
+	conditions      *program
+	typeField       string
+	statusField     string
+	reasonField     string
+	byPriority      []statusRule
+}
+
+// statusRule is the matchers of one status. Rules are tried in priority order and the first
+// status with a matching matcher wins.
+type statusRule struct {
+	phase    Phase
+	matchers []compiledMatcher
+}
+
+type compiledMatcher struct {
+	byPhase      string
+	byConditions []ExpectedCondition
+	expression   *program
+	expected     string
+}
+
+func (cp *compiler) statusDefinition(component string, sd *StatusDefinition) *compiledStatus {
+	cs := &compiledStatus{typeField: "type", statusField: "status", reasonField: "reason"}
+	if sd.PhaseDefinition != nil {
+		if sd.PhaseDefinition.Path == "" {
+			cp.fail(component, "statusDefinition.phaseDefinition.path", "", errors.New("required"))
+			return nil
+		}
+		cs.phase = cp.jq(component, "statusDefinition.phaseDefinition.path", &sd.PhaseDefinition.Path)
+	}
+	if cd := sd.ConditionsDefinition; cd != nil {
+		if cd.Path == "" {
+			cp.fail(component, "statusDefinition.conditionsDefinition.path", "", errors.New("required"))
+			return nil
+		}
+		cs.conditions = cp.jq(component, "statusDefinition.conditionsDefinition.path", &cd.Path)
+		if cd.TypeFieldName != "" {
+			cs.typeField = cd.TypeFieldName
+		}
+		if cd.StatusFieldName != "" {
+			cs.statusField = cd.StatusFieldName
+		}
+		if cd.ReasonFieldName != nil && *cd.ReasonFieldName != "" {
+			cs.reasonField = *cd.ReasonFieldName
+		}
+	}
+	// Terminal states outrank live ones, and Degraded outranks Running, because RIs often write
+	// overlapping matchers (a running PyTorchJob still has Created=True, which is "initializing").
+	m := sd.StatusMappings
+	for _, r := range []struct {
+		phase    Phase
+		name     string
+		matchers []StatusMatcher
+	}{
+		{PhaseFailed, "failed", m.Failed},
+		{PhaseCompleted, "completed", m.Completed},
+		{PhaseDegraded, "degraded", m.Degraded},
+		{PhaseRunning, "running", m.Running},
+		{PhaseInitializing, "initializing", m.Initializing},
+	} {
+		rule := statusRule{phase: r.phase}
+		for i, sm := range r.matchers {
+			field := fmt.Sprintf("statusDefinition.statusMappings.%s[%d]", r.name, i)
+			cm := compiledMatcher{byPhase: sm.ByPhase, byConditions: sm.ByConditions}
+			if sm.ByPhase != "" && cs.phase == nil {
+				cp.fail(component, field+".byPhase", "", errors.New("needs statusDefinition.phaseDefinition"))
+				return nil
+			}
+			for j, ec := range sm.ByConditions {
+				if ec.Type == "" {
+					cp.fail(component, fmt.Sprintf("%s.byConditions[%d].type", field, j), "", errors.New("required"))
+					return nil
+				}
+				if cs.conditions == nil {
+					cp.fail(component, field+".byConditions", "", errors.New("needs statusDefinition.conditionsDefinition"))
+					return nil
+				}
+			}
+			if e := sm.ByExpression; e != nil {
+				cm.expression = cp.jq(component, field+".byExpression.expression", &e.Expression)
+				cm.expected = e.ExpectedResult
+			}
+			if sm.ByPhase == "" && len(sm.ByConditions) == 0 && sm.ByExpression == nil {
+				cp.fail(component, field, "", errors.New("matcher has no byPhase, byConditions or byExpression"))
+				return nil
+			}
+			rule.matchers = append(rule.matchers, cm)
+		}
+		cs.byPriority = append(cs.byPriority, rule)
+	}
+	return cs
+}
+
+type condition struct {
+	status, reason string
+}
+
+// Phase maps a CR's status through the RI's statusMappings. A CR without a matching status, or an
+// RI without a status definition, is Undefined. A condition the CR lacks never matches.
+func (c *Compiled) Phase(obj map[string]any) (Phase, error) {
+	input, err := normalizeInput(obj)
+	if err != nil {
+		return PhaseUndefined, fmt.Errorf("%s: %w", c.label(), err)
+	}
+	return c.phase(input)
+}
+
+func (c *Compiled) phase(input map[string]any) (Phase, error) {
+	cs := c.status
+	if cs == nil {
+		return PhaseUndefined, nil
+	}
+	var phase *string
+	if cs.phase != nil {
+		out, err := c.run(input, "", cs.phase)
+		if err != nil {
+			return PhaseUndefined, err
+		}
+		if len(out) > 0 && out[0] != nil {
+			s := scalarString(out[0])
+			phase = &s
+		}
+	}
+	conds := map[string]condition{}
+	if cs.conditions != nil {
+		out, err := c.run(input, "", cs.conditions)
+		if err != nil {
+			return PhaseUndefined, err
+		}
+		for _, v := range out {
+			if v == nil {
+				continue
+			}
+			list, ok := v.([]any)
+			if !ok {
+				return PhaseUndefined, c.evalError(input, "", cs.conditions, fmt.Errorf("yields %s, want an array of conditions", typeName(v)))
+			}
+			for _, item := range list {
+				m, ok := item.(map[string]any)
+				if !ok {
+					continue
+				}
+				t, _ := m[cs.typeField].(string)
+				if t == "" {
+					continue
+				}
+				st, _ := m[cs.statusField].(string)
+				rs, _ := m[cs.reasonField].(string)
+				conds[t] = condition{status: st, reason: rs}
+			}
+		}
+	}
+	for _, rule := range cs.byPriority {
+		for _, m := range rule.matchers {
+			ok, err := c.matches(input, m, phase, conds)
+			if err != nil {
+				return PhaseUndefined, err
+			}
+			if ok {
+				return rule.phase, nil
+			}
+		}
+	}
+	return PhaseUndefined, nil
+}
+
+func (c *Compiled) matches(input map[string]any, m compiledMatcher, phase *string, conds map[string]condition) (bool, error) {
+	if m.byPhase != "" && (phase == nil || *phase != m.byPhase) {
+		return false, nil
+	}
+	for _, ec := range m.byConditions {
+		got, ok := conds[ec.Type]
+		if !ok {
+			return false, nil
+		}
+		if ec.Status != "" && got.status != ec.Status {
+			return false, nil
+		}
+		if ec.Reason != "" && got.reason != ec.Reason {
+			return false, nil
+		}
+	}
+	if m.expression != nil {
+		out, err := c.run(input, "", m.expression)
+		if err != nil {
+			return false, err
+		}
+		if len(out) == 0 || scalarString(out[0]) != m.expected {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// scalarString renders a jq value for comparison: strings as they are, anything else as JSON.
+func scalarString(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
