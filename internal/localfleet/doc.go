@@ -1,0 +1,6 @@
+// Package localfleet owns the real local fleet used by tests and the demo: one etcd and one kube-apiserver
+// per cluster (a control plane plus workload clusters) on loopback ports, with their certificates,
+// kubeconfigs, logs, pid files and a state file under one directory, and seeding of kubelet-less Nodes from a
+// fleet description. Processes run in their own process groups and are stopped by pid, also from another
+// process (Down), because a leaked apiserver holds hundreds of megabytes.
+package localfleet
