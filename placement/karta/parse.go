@@ -109,3 +109,33 @@ func newYAMLError(source string, docStart int, err error) *YAMLError {
 	}
 	return &YAMLError{Source: source, Line: line, Reason: msg, Err: err}
 }
+
+// ParseObject reads one Kubernetes object (YAML or JSON) into its unstructured form. A file with
+// several objects is rejected: analysis is per CR.
+func ParseObject(data []byte, source string) (map[string]any, error) {
+	var found map[string]any
+	for _, doc := range splitDocuments(data) {
+		if isBlankDocument(doc.text) {
+			continue
+		}
+		jsonData, err := yaml.YAMLToJSON(doc.text)
+		if err != nil {
+			return nil, newYAMLError(source, doc.startLine, err)
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(jsonData, &obj); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a Kubernetes object: %w", source, doc.startLine, err)
+		}
+		if obj == nil {
+			continue
+		}
+		if found != nil {
+			return nil, fmt.Errorf("%s:%d: more than one object; analyze takes one CR", source, doc.startLine)
+		}
+		found = obj
+	}
+	if found == nil {
+		return nil, fmt.Errorf("%s: no object", source)
+	}
+	return found, nil
+}

@@ -7,12 +7,12 @@ import (
 )
 
 type compiledStatus struct {
-	phase           *program
-	conditions      *program
-	typeField       string
-	statusField     string
-	reasonField     string
-	byPriority      []statusRule
+	phase       *program
+	conditions  *program
+	typeField   string
+	statusField string
+	reasonField string
+	byPriority  []statusRule
 }
 
 // statusRule is the matchers of one status. Rules are tried in priority order and the first

@@ -1,0 +1,195 @@
+package karta
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Report is the JSON form of an Analysis printed by `fleetflow analyze -o json`. Field order is the
+// key order of the output.
+type Report struct {
+	APIVersion        string            `json:"apiVersion"`
+	Kind              string            `json:"kind"`
+	Namespace         string            `json:"namespace"`
+	Name              string            `json:"name"`
+	ResourceInterface string            `json:"resourceInterface"`
+	Components        []ComponentReport `json:"components"`
+	TotalPods         int64             `json:"totalPods"`
+	TotalRequests     map[string]string `json:"totalRequests"`
+	GangGroups        []GangReport      `json:"gangGroups"`
+	Status            Phase             `json:"status"`
+}
+
+// ComponentReport is one component instance; counts are null when the RI's paths leave them unset.
+type ComponentReport struct {
+	Name         string              `json:"name"`
+	Instance     string              `json:"instance"`
+	Replicas     *int64              `json:"replicas"`
+	MinReplicas  *int64              `json:"minReplicas"`
+	MaxReplicas  *int64              `json:"maxReplicas"`
+	Pods         int64               `json:"pods"`
+	PodRequests  map[string]string   `json:"podRequests"`
+	NodeSelector map[string]string   `json:"nodeSelector"`
+	Tolerations  []corev1.Toleration `json:"tolerations"`
+}
+
+// GangReport is one gang group.
+type GangReport struct {
+	Name    string             `json:"name"`
+	Members []GangMemberReport `json:"members"`
+}
+
+// GangMemberReport is one member component of a gang group.
+type GangMemberReport struct {
+	ComponentName   string   `json:"componentName"`
+	GroupByKeyPaths []string `json:"groupByKeyPaths"`
+	Filters         []string `json:"filters"`
+}
+
+// NewReport renders a into its JSON form. resourceInterface overrides a.ResourceInterface when not
+// empty (the CLI shows the RI file in Karta compatibility mode). Empty collections render as {} and
+// [] rather than null, so consumers need not special-case them.
+func NewReport(a *Analysis, resourceInterface string) Report {
+	r := Report{
+		APIVersion:        a.APIVersion,
+		Kind:              a.Kind,
+		Namespace:         a.Namespace,
+		Name:              a.Name,
+		ResourceInterface: a.ResourceInterface,
+		Components:        []ComponentReport{},
+		TotalPods:         a.TotalPods,
+		TotalRequests:     Quantities(a.TotalRequests),
+		GangGroups:        []GangReport{},
+		Status:            a.Status,
+	}
+	if resourceInterface != "" {
+		r.ResourceInterface = resourceInterface
+	}
+	if r.Status == "" {
+		r.Status = PhaseUndefined
+	}
+	for _, ci := range a.Components {
+		cr := ComponentReport{
+			Name: ci.Name, Instance: ci.Instance,
+			Replicas: ci.Replicas, MinReplicas: ci.MinReplicas, MaxReplicas: ci.MaxReplicas,
+			Pods: ci.Pods, PodRequests: Quantities(ci.PodRequests),
+			NodeSelector: ci.NodeSelector, Tolerations: ci.Tolerations,
+		}
+		if cr.NodeSelector == nil {
+			cr.NodeSelector = map[string]string{}
+		}
+		if cr.Tolerations == nil {
+			cr.Tolerations = []corev1.Toleration{}
+		}
+		r.Components = append(r.Components, cr)
+	}
+	for _, g := range a.GangGroups {
+		gr := GangReport{Name: g.Name, Members: []GangMemberReport{}}
+		for _, m := range g.Members {
+			gr.Members = append(gr.Members, GangMemberReport{
+				ComponentName:   m.ComponentName,
+				GroupByKeyPaths: nonNil(m.GroupByKeyPaths),
+				Filters:         nonNil(m.Filters),
+			})
+		}
+		r.GangGroups = append(r.GangGroups, gr)
+	}
+	return r
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// WriteJSON writes the report of a as indented JSON.
+func WriteJSON(w io.Writer, a *Analysis, resourceInterface string) error {
+	data, err := json.MarshalIndent(NewReport(a, resourceInterface), "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", data)
+	return err
+}
+
+// gpuResourceSuffix picks out accelerator resources (nvidia.com/gpu, amd.com/gpu, ...) for the GPU column.
+const gpuResourceSuffix = "/gpu"
+
+// WriteTable writes the human view: one row per component instance with pods, per-pod GPUs, CPU and
+// memory, then a total row with the totals over all pods.
+func WriteTable(w io.Writer, a *Analysis, resourceInterface string) error {
+	ri := a.ResourceInterface
+	if resourceInterface != "" {
+		ri = resourceInterface
+	}
+	name := a.Name
+	if a.Namespace != "" {
+		name = a.Namespace + "/" + a.Name
+	}
+	fmt.Fprintf(w, "%s %s via %s, status %s\n", a.Kind, name, ri, a.Status)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tINSTANCE\tPODS\tGPU/POD\tCPU/POD\tMEMORY/POD")
+	for _, ci := range a.Components {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", ci.Name, dash(ci.Instance), ci.Pods,
+			gpus(ci.PodRequests), quantity(ci.PodRequests, corev1.ResourceCPU), quantity(ci.PodRequests, corev1.ResourceMemory))
+	}
+	fmt.Fprintf(tw, "TOTAL\t\t%d\t%s\t%s\t%s\n", a.TotalPods, gpus(a.TotalRequests),
+		quantity(a.TotalRequests, corev1.ResourceCPU), quantity(a.TotalRequests, corev1.ResourceMemory))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if others := otherResources(a.TotalRequests); others != "" {
+		_, err := fmt.Fprintf(w, "other resources in total: %s\n", others)
+		return err
+	}
+	return nil
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func quantity(rl corev1.ResourceList, name corev1.ResourceName) string {
+	q, ok := rl[name]
+	if !ok || q.IsZero() {
+		return "-"
+	}
+	return q.String()
+}
+
+func gpus(rl corev1.ResourceList) string {
+	var sum resource.Quantity
+	for name, q := range rl {
+		if strings.HasSuffix(string(name), gpuResourceSuffix) {
+			sum.Add(q)
+		}
+	}
+	if sum.IsZero() {
+		return "-"
+	}
+	return sum.String()
+}
+
+func otherResources(rl corev1.ResourceList) string {
+	var parts []string
+	for name, q := range rl {
+		if name == corev1.ResourceCPU || name == corev1.ResourceMemory || strings.HasSuffix(string(name), gpuResourceSuffix) || q.IsZero() {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s=%s", name, q.String()))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
