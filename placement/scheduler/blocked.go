@@ -1,0 +1,102 @@
+package scheduler
+
+import (
+	"slices"
+	"sync"
+
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// EventKind is a kind of fleet change, as far as retrying unschedulable workloads is concerned.
+type EventKind int
+
+// Event kinds that can turn "does not fit" into "fits".
+const (
+	// EventCapacityFreed: a node of Cluster has more free capacity (pods ended, node added or uncordoned,
+	// reservations released).
+	EventCapacityFreed EventKind = iota + 1
+	// EventClusterChanged: Cluster was added, became Ready, or changed labels, taints or installed APIs.
+	EventClusterChanged
+	// EventPolicyChanged: a policy was added, changed or removed.
+	EventPolicyChanged
+)
+
+// Event is a fleet change.
+type Event struct {
+	Kind    EventKind
+	Cluster string
+}
+
+type blockedEntry struct {
+	noPolicy bool
+	codes    map[string]structs.RejectCode
+}
+
+// Blocked holds unschedulable workloads with the reasons they were rejected, and says which to retry on an event.
+// Like kube-scheduler's queueing hints, only events that could change a workload's answer wake it: freed capacity
+// wakes workloads that some cluster rejected for capacity on that cluster, a changed cluster wakes every
+// unschedulable workload (its selector, taints or APIs may now admit them), and a changed policy wakes all.
+// It is safe for concurrent use.
+type Blocked struct {
+	mu      sync.Mutex
+	entries map[string]*blockedEntry
+}
+
+// NewBlocked returns an empty set.
+func NewBlocked() *Blocked { return &Blocked{entries: map[string]*blockedEntry{}} }
+
+// Record files the outcome of a decision: unschedulable and policy-less workloads are blocked, others unblocked.
+func (b *Blocked) Record(d *structs.Decision) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch d.Status {
+	case structs.StatusUnschedulable:
+		b.entries[d.WorkloadID] = &blockedEntry{codes: d.RejectCodes}
+	case structs.StatusNoPolicy:
+		b.entries[d.WorkloadID] = &blockedEntry{noPolicy: true}
+	default:
+		delete(b.entries, d.WorkloadID)
+	}
+}
+
+// Forget drops a workload, e.g. when it is deleted or changed (a changed workload is scheduled anyway).
+func (b *Blocked) Forget(workloadID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.entries, workloadID)
+}
+
+// Len is the number of blocked workloads.
+func (b *Blocked) Len() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.entries)
+}
+
+// Wake removes and returns, sorted, the workloads the event could make schedulable.
+func (b *Blocked) Wake(ev Event) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var woken []string
+	for id, e := range b.entries {
+		if wakes(e, ev) {
+			woken = append(woken, id)
+			delete(b.entries, id)
+		}
+	}
+	slices.Sort(woken)
+	return woken
+}
+
+func wakes(e *blockedEntry, ev Event) bool {
+	switch ev.Kind {
+	case EventPolicyChanged:
+		return true
+	case EventClusterChanged:
+		return !e.noPolicy
+	case EventCapacityFreed:
+		return !e.noPolicy && e.codes[ev.Cluster] == structs.RejectCapacity
+	default:
+		return false
+	}
+}

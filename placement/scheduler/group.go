@@ -1,0 +1,112 @@
+package scheduler
+
+import (
+	"fmt"
+	"maps"
+
+	"github.com/fleetflow/fleetflow/placement/policy"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// scheduleGroup places a workload whose policy groups workloads by a label: every workload governed by the same
+// policy with the same label value goes to one cluster. When a member is already placed, the group's cluster is
+// fixed and the workload must fit there. Otherwise the cluster is chosen for the combined demand of every
+// unplaced member, and all of them are placed at once, one decision each.
+func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.Plan {
+	key := p.Spec.GroupBy.LabelKey
+	value := wl.Labels[key]
+	groupName := key + "=" + value
+	var members []*structs.Workload
+	home := ""
+	for _, m := range c.st.Workloads() {
+		if m.Labels[key] != value {
+			continue
+		}
+		if mp := c.policyFor(m); mp == nil || mp.Name != p.Name {
+			continue
+		}
+		members = append(members, m)
+		if home == "" && m.ID != wl.ID {
+			home = stickyCluster(m)
+		}
+	}
+	if home == "" {
+		home = stickyCluster(wl)
+	}
+
+	if home != "" {
+		d := c.newDecision(wl, p)
+		cands := c.filter(wl, p, d)
+		var homeCands []candidate
+		for _, cand := range cands {
+			if cand.capacity.Name == home {
+				homeCands = append(homeCands, cand)
+			} else {
+				reject(d, cand.capacity.Name, structs.RejectGroup, fmt.Sprintf("group %s is placed on %s", groupName, home))
+			}
+		}
+		best, owned := c.choose(p, homeCands, newGang(c.rt, []*structs.Workload{wl}), []string{wl.ID}, home, d)
+		if best == nil {
+			d.Status = structs.StatusUnschedulable
+			d.Message = fmt.Sprintf("group %s is placed on %s, which cannot take this workload", groupName, home)
+			return c.single(d)
+		}
+		d.Status = structs.StatusPlaced
+		d.Clusters = []string{home}
+		for _, a := range owned {
+			d.Assignments = append(d.Assignments, a.Assignment)
+		}
+		return c.single(d)
+	}
+
+	var unplaced []*structs.Workload
+	var ids []string
+	for _, m := range members {
+		if m.Placement == nil {
+			unplaced = append(unplaced, m)
+			ids = append(ids, m.ID)
+		}
+	}
+	probe := c.newDecision(wl, p)
+	cands := c.filter(wl, p, probe)
+	// Every member must be able to run on the chosen cluster, not only the one that triggered the cycle.
+	kept := cands[:0]
+	for _, cand := range cands {
+		ok := true
+		for _, m := range unplaced {
+			if key := structs.APIKey(m.APIVersion, m.Kind); !cand.capacity.Cluster.ServesAPI(key) {
+				reject(probe, cand.capacity.Name, structs.RejectAPI, "does not serve "+key+" for "+m.DisplayName())
+				ok = false
+				break
+			}
+		}
+		if ok {
+			kept = append(kept, cand)
+		}
+	}
+	best, owned := c.choose(p, kept, newGang(c.rt, unplaced), ids, "", probe)
+	plan := &structs.Plan{}
+	for i, m := range unplaced {
+		d := c.newDecision(m, p)
+		maps.Copy(d.Reasons, probe.Reasons)
+		maps.Copy(d.RejectCodes, probe.RejectCodes)
+		if best == nil {
+			d.Status = structs.StatusUnschedulable
+			d.Message = fmt.Sprintf("group %s (%d workloads) fits no cluster together", groupName, len(unplaced))
+		} else {
+			d.Status = structs.StatusPlaced
+			d.Clusters = []string{best.capacity.Name}
+			for _, a := range owned {
+				if a.owner == i {
+					d.Assignments = append(d.Assignments, a.Assignment)
+				}
+			}
+		}
+		if m.ID == wl.ID {
+			plan.Decisions = append([]*structs.Decision{d}, plan.Decisions...)
+		} else {
+			plan.Decisions = append(plan.Decisions, d)
+		}
+	}
+	return plan
+}

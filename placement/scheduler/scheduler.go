@@ -1,0 +1,310 @@
+package scheduler
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/placement/policy"
+	"github.com/fleetflow/fleetflow/placement/state"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// maxPlanAttempts bounds how often a plan is recomputed after the Planner finds it stale.
+const maxPlanAttempts = 5
+
+// Scheduler places workloads. It holds no fleet state of its own, so one Scheduler serves any number of cycles.
+type Scheduler struct {
+	logger *slog.Logger
+}
+
+// New returns a Scheduler that logs to logger (slog.Default when nil).
+func New(logger *slog.Logger) *Scheduler {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	return &Scheduler{logger: logger.With("component", "scheduler")}
+}
+
+// Process runs a cycle for a workload and submits the plan, planning again on the refreshed view when the
+// Planner finds the plan stale. It returns the submitted plan and the view to use next.
+func (s *Scheduler) Process(st State, planner Planner, workloadID string) (*structs.Plan, State, error) {
+	var lastErr error
+	for range maxPlanAttempts {
+		plan, err := s.Schedule(st, workloadID)
+		if err != nil {
+			return nil, st, err
+		}
+		next, err := planner.SubmitPlan(plan)
+		if next != nil {
+			st = next
+		}
+		if err == nil {
+			return plan, st, nil
+		}
+		if !errors.Is(err, state.ErrStalePlan) {
+			return nil, st, fmt.Errorf("scheduler: submit plan for %s: %w", workloadID, err)
+		}
+		s.logger.Debug("plan was stale, planning again", "workload", workloadID, "error", err)
+		lastErr = err
+	}
+	return nil, st, fmt.Errorf("scheduler: plan for %s still stale after %d attempts: %w", workloadID, maxPlanAttempts, lastErr)
+}
+
+// Schedule runs one cycle for a workload and returns its plan without submitting it: one decision, or one per
+// unplaced member when the workload's policy groups workloads.
+func (s *Scheduler) Schedule(st State, workloadID string) (*structs.Plan, error) {
+	wl := st.Workload(workloadID)
+	if wl == nil {
+		return nil, fmt.Errorf("scheduler: workload %s is not in the fleet view", workloadID)
+	}
+	c := &cycle{st: st, rt: st.Resources(), policies: st.Policies(), capacities: st.Capacities()}
+	p := c.policyFor(wl)
+	if p == nil {
+		d := c.newDecision(wl, nil)
+		d.Status = structs.StatusNoPolicy
+		d.Message = "no SchedulePolicy selects this workload"
+		return &structs.Plan{Decisions: []*structs.Decision{d}}, nil
+	}
+	var plan *structs.Plan
+	switch {
+	case p.Spec.GroupBy != nil && wl.Labels[p.Spec.GroupBy.LabelKey] != "":
+		plan = c.scheduleGroup(wl, p)
+	case p.Spec.SpreadConstraints != nil && p.Spec.SpreadConstraints.SpreadMode == v1alpha1.SpreadModeDuplicate:
+		plan = c.single(c.scheduleDuplicate(wl, p))
+	case p.Spec.SpreadConstraints != nil && p.Spec.SpreadConstraints.SpreadMode == v1alpha1.SpreadModeDivide:
+		plan = c.single(c.scheduleDivide(wl, p))
+	default:
+		plan = c.single(c.scheduleOne(wl, p))
+	}
+	if s.logger.Enabled(context.Background(), slog.LevelDebug) {
+		for _, d := range plan.Decisions {
+			s.logger.Debug("decision", "workload", d.Workload, "policy", d.Policy, "status", d.Status,
+				"clusters", d.Clusters, "snapshot_index", d.SnapshotIndex, "decision_id", d.ID)
+		}
+	}
+	return plan, nil
+}
+
+// cycle holds what one Schedule call reads, fetched once.
+type cycle struct {
+	st         State
+	rt         *structs.ResourceTable
+	policies   []*policy.Policy
+	capacities []*structs.ClusterCapacity
+}
+
+func (c *cycle) single(d *structs.Decision) *structs.Plan {
+	return &structs.Plan{Decisions: []*structs.Decision{d}}
+}
+
+func (c *cycle) policyFor(wl *structs.Workload) *policy.Policy {
+	var nsLabels map[string]string
+	if ns := c.st.Namespace(wl.Namespace); ns != nil {
+		nsLabels = ns.Labels
+	}
+	var matching []*policy.Policy
+	for _, p := range c.policies {
+		if p.SelectsWorkload(wl.Group, wl.Kind, wl.Labels, nsLabels) {
+			matching = append(matching, p)
+		}
+	}
+	return policy.Best(matching)
+}
+
+func (c *cycle) newDecision(wl *structs.Workload, p *policy.Policy) *structs.Decision {
+	d := &structs.Decision{
+		ID:            structs.DecisionID(wl.ID, wl.Generation, c.st.Index()),
+		WorkloadID:    wl.ID,
+		Workload:      wl.DisplayName(),
+		Generation:    wl.Generation,
+		SnapshotIndex: c.st.Index(),
+		Previous:      wl.Placement,
+		Reasons:       map[string]string{},
+		RejectCodes:   map[string]structs.RejectCode{},
+	}
+	if p != nil {
+		d.Policy = p.Name
+	}
+	return d
+}
+
+func reject(d *structs.Decision, cluster string, code structs.RejectCode, reason string) {
+	d.Reasons[cluster] = reason
+	d.RejectCodes[cluster] = code
+}
+
+// candidate is a cluster that passed the filters that do not depend on capacity.
+type candidate struct {
+	capacity *structs.ClusterCapacity
+	tier     int
+	score    int64
+}
+
+// filter applies the policy's cluster selector and tiers, readiness, cluster taints and the installed API to
+// every cluster, recording a reason for each it rejects.
+func (c *cycle) filter(wl *structs.Workload, p *policy.Policy, d *structs.Decision) []candidate {
+	apiKey := structs.APIKey(wl.APIVersion, wl.Kind)
+	var out []candidate
+	for _, cc := range c.capacities {
+		cl := cc.Cluster
+		if !p.SelectsCluster(cl.Labels) {
+			reject(d, cl.Name, structs.RejectSelector, "does not match the policy's clusterSelector")
+			continue
+		}
+		tier := p.Tier(cl.Labels)
+		if tier < 0 {
+			reject(d, cl.Name, structs.RejectSelector, "is in no tier of the policy's orderedClusterSelector")
+			continue
+		}
+		if !cl.Ready {
+			reject(d, cl.Name, structs.RejectNotReady, "is not Ready")
+			continue
+		}
+		if t := untoleratedTaint(cl.Taints, p.Tolerations()); t != nil {
+			reject(d, cl.Name, structs.RejectTaint, "has taint "+taintString(t.Key, t.Value, string(t.Effect))+
+				" that the policy does not tolerate")
+			continue
+		}
+		if !cl.ServesAPI(apiKey) {
+			reject(d, cl.Name, structs.RejectAPI, "does not serve "+apiKey)
+			continue
+		}
+		out = append(out, candidate{capacity: cc, tier: tier})
+	}
+	return out
+}
+
+// newGang builds the gang of the given workloads, optionally overriding one pod group's count (Divide).
+func newGang(rt *structs.ResourceTable, workloads []*structs.Workload) *gang {
+	g := &gang{demand: make(structs.Vector, rt.Len())}
+	for owner, wl := range workloads {
+		for i := range wl.PodGroups {
+			pg := &wl.PodGroups[i]
+			if pg.Count == 0 {
+				continue
+			}
+			g.items = append(g.items, item{owner: owner, group: pg, count: pg.Count})
+			g.demand.AddInPlace(pg.Request, pg.Count)
+		}
+	}
+	return g
+}
+
+// fit tries to fit the gang on one candidate; it returns the assignments or the reason it does not fit.
+func (c *cycle) fit(cand candidate, g *gang) ([]ownedAssignment, string) {
+	if reason := boundCheck(c.rt, cand.capacity, g); reason != "" {
+		return nil, reason
+	}
+	p := &packer{rt: c.rt, c: cand.capacity, g: g}
+	return p.pack()
+}
+
+// dominant is the resource the gang needs most of, relative to what the candidates have in total.
+func (c *cycle) dominant(cands []candidate, demand structs.Vector) int {
+	total := make(structs.Vector, c.rt.Len())
+	for _, cand := range cands {
+		total.AddInPlace(cand.capacity.Allocatable, 1)
+	}
+	best, bestShare := structs.ResourcePods, -1.0
+	for i, want := range demand {
+		if i == structs.ResourcePods || want == 0 || total.Get(i) == 0 {
+			continue
+		}
+		if share := float64(want) / float64(total.Get(i)); share > bestShare {
+			best, bestShare = i, share
+		}
+	}
+	return best
+}
+
+// choose returns the best candidate of the first tier that has one that fits, and its assignments. Candidates
+// are scored on their capacity summary first (the free dominant resource left after the gang), then packed in
+// score order, so only the clusters that are tried pay for node-level packing. A cluster listed in sticky comes
+// first: it keeps the workload while the workload still fits there.
+func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, ownerIDs []string, sticky string,
+	d *structs.Decision) (*candidate, []ownedAssignment) {
+	if !p.CapacityAware() {
+		// Order alone decides: the sticky cluster, else the first tier, then name.
+		if i := slices.IndexFunc(cands, func(cand candidate) bool { return cand.capacity.Name == sticky }); i >= 0 {
+			return &cands[i], nil
+		}
+		if len(cands) == 0 {
+			return nil, nil
+		}
+		best := slices.MinFunc(cands, func(a, b candidate) int {
+			return cmp.Or(cmp.Compare(a.tier, b.tier), cmp.Compare(a.capacity.Name, b.capacity.Name))
+		})
+		return &best, nil
+	}
+	dom := c.dominant(cands, g.demand)
+	spread := p.Scoring() == v1alpha1.ScoringSpread
+	for i := range cands {
+		left := cands[i].capacity.Free.Get(dom) - g.demand.Get(dom)
+		if spread {
+			left = -left
+		}
+		cands[i].score = left
+	}
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		stickyA, stickyB := a.capacity.Name == sticky, b.capacity.Name == sticky
+		switch {
+		case stickyA && !stickyB:
+			return -1
+		case stickyB && !stickyA:
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.tier, b.tier), cmp.Compare(a.score, b.score), cmp.Compare(a.capacity.Name, b.capacity.Name))
+	})
+	for i := range cands {
+		cand := &cands[i]
+		g.own = ownCapacity(c.st, cand.capacity.Name, ownerIDs)
+		assignments, reason := c.fit(*cand, g)
+		if reason == "" {
+			return cand, assignments
+		}
+		reject(d, cand.capacity.Name, structs.RejectCapacity, reason)
+	}
+	return nil, nil
+}
+
+// scheduleOne places a workload on one cluster.
+func (c *cycle) scheduleOne(wl *structs.Workload, p *policy.Policy) *structs.Decision {
+	d := c.newDecision(wl, p)
+	cands := c.filter(wl, p, d)
+	sticky := stickyCluster(wl)
+	if sticky != "" && wl.Placement.Generation == wl.Generation && len(c.st.ReservationsOf(wl.ID)) == 0 &&
+		slices.ContainsFunc(cands, func(cand candidate) bool { return cand.capacity.Name == sticky }) {
+		// The workload's pods run there and count in the cluster's requested capacity already, so it fits
+		// by definition; packing it again would count it twice.
+		d.Status = structs.StatusPlaced
+		d.Clusters = []string{sticky}
+		return d
+	}
+	g := newGang(c.rt, []*structs.Workload{wl})
+	best, assignments := c.choose(p, cands, g, []string{wl.ID}, sticky, d)
+	if best == nil {
+		d.Status = structs.StatusUnschedulable
+		if len(c.capacities) == 0 {
+			d.Message = "the fleet has no clusters"
+		}
+		return d
+	}
+	d.Status = structs.StatusPlaced
+	d.Clusters = []string{best.capacity.Name}
+	for _, a := range assignments {
+		d.Assignments = append(d.Assignments, a.Assignment)
+	}
+	return d
+}
+
+func stickyCluster(wl *structs.Workload) string {
+	if wl.Placement != nil && len(wl.Placement.Clusters) == 1 && wl.Placement.Replicas == nil {
+		return wl.Placement.Clusters[0]
+	}
+	return ""
+}

@@ -1,0 +1,148 @@
+package scheduler
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/fleetflow/fleetflow/placement/policy"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// scheduleDuplicate puts a full copy of the workload on every candidate cluster where it fits.
+func (c *cycle) scheduleDuplicate(wl *structs.Workload, p *policy.Policy) *structs.Decision {
+	d := c.newDecision(wl, p)
+	cands := c.filter(wl, p, d)
+	g := newGang(c.rt, []*structs.Workload{wl})
+	for _, cand := range cands {
+		if p.CapacityAware() {
+			g.own = ownCapacity(c.st, cand.capacity.Name, []string{wl.ID})
+			assignments, reason := c.fit(cand, g)
+			if reason != "" {
+				reject(d, cand.capacity.Name, structs.RejectCapacity, reason)
+				continue
+			}
+			for _, a := range assignments {
+				d.Assignments = append(d.Assignments, a.Assignment)
+			}
+		}
+		d.Clusters = append(d.Clusters, cand.capacity.Name)
+	}
+	d.Status = structs.StatusPlaced
+	if len(d.Clusters) == 0 {
+		d.Status = structs.StatusUnschedulable
+	}
+	return d
+}
+
+// divisibleGroup returns the index of the workload's only pod group when it is scalable, else -1: Divide rewrites
+// one replica count per cluster, which is only meaningful when that count is the whole workload.
+func divisibleGroup(wl *structs.Workload) int {
+	if len(wl.PodGroups) == 1 && wl.PodGroups[0].Scalable {
+		return 0
+	}
+	return -1
+}
+
+// SplitReplicas divides total replicas by percentages with the largest-remainder method, so the shares always sum
+// to total exactly; equal remainders go to the earlier entry.
+func SplitReplicas(total int64, percentages []int32) []int64 {
+	shares := make([]int64, len(percentages))
+	remainders := make([]int64, len(percentages))
+	var given int64
+	for i, pct := range percentages {
+		shares[i] = total * int64(pct) / 100
+		remainders[i] = total * int64(pct) % 100
+		given += shares[i]
+	}
+	order := make([]int, len(percentages))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(remainders[b], remainders[a]) })
+	for i := 0; given < total && len(order) > 0; i = (i + 1) % len(order) {
+		shares[order[i]]++
+		given++
+	}
+	return shares
+}
+
+// scheduleDivide splits the replicas of a divisible workload over the topology values of percentageSplit; each
+// value's share goes to the best cluster carrying that value that fits the whole share. The workload is placed
+// only if every non-empty share is.
+func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.Decision {
+	d := c.newDecision(wl, p)
+	d.Status = structs.StatusUnschedulable
+	idx := divisibleGroup(wl)
+	if idx < 0 {
+		d.Message = fmt.Sprintf("Divide needs a workload with exactly one scalable component; %s has %d "+
+			"component instances", wl.Kind, len(wl.PodGroups))
+		return d
+	}
+	sc := p.Spec.SpreadConstraints
+	cands := c.filter(wl, p, d)
+	percentages := make([]int32, len(sc.PercentageSplit))
+	byValue := map[string][]candidate{}
+	for i, split := range sc.PercentageSplit {
+		percentages[i] = split.Percentage
+		byValue[split.TopologyValue] = nil
+	}
+	for _, cand := range cands {
+		value, ok := cand.capacity.Cluster.Labels[sc.TopologyKey]
+		if _, listed := byValue[value]; !ok || !listed {
+			reject(d, cand.capacity.Name, structs.RejectSelector,
+				fmt.Sprintf("its %s label is not a topologyValue of the policy's percentageSplit", sc.TopologyKey))
+			continue
+		}
+		byValue[value] = append(byValue[value], cand)
+	}
+	shares := SplitReplicas(wl.PodGroups[idx].Count, percentages)
+	replicas := map[string]int64{}
+	var assignments []structs.Assignment
+	for i, split := range sc.PercentageSplit {
+		if shares[i] == 0 {
+			continue
+		}
+		group := byValue[split.TopologyValue]
+		if len(group) == 0 {
+			d.Message = fmt.Sprintf("no eligible cluster has %s=%s for its %d replicas", sc.TopologyKey,
+				split.TopologyValue, shares[i])
+			return d
+		}
+		pg := wl.PodGroups[idx]
+		pg.Count = shares[i]
+		g := &gang{items: []item{{group: &pg, count: pg.Count}}, demand: pg.Request.Scale(pg.Count)}
+		best, owned := c.choose(p, group, g, []string{wl.ID}, previousClusterIn(wl, group), d)
+		if best == nil {
+			d.Message = fmt.Sprintf("no cluster with %s=%s fits its %d replicas", sc.TopologyKey,
+				split.TopologyValue, shares[i])
+			return d
+		}
+		replicas[best.capacity.Name] += shares[i]
+		for _, a := range owned {
+			assignments = append(assignments, a.Assignment)
+		}
+	}
+	d.Status = structs.StatusPlaced
+	d.Replicas = replicas
+	d.Assignments = assignments
+	for cluster := range replicas {
+		d.Clusters = append(d.Clusters, cluster)
+	}
+	slices.Sort(d.Clusters)
+	return d
+}
+
+// previousClusterIn returns the cluster of group the workload already had replicas on, for stickiness.
+func previousClusterIn(wl *structs.Workload, group []candidate) string {
+	if wl.Placement == nil {
+		return ""
+	}
+	for _, cand := range group {
+		if wl.Placement.Replicas[cand.capacity.Name] > 0 {
+			return cand.capacity.Name
+		}
+	}
+	return ""
+}
+

@@ -1,0 +1,8 @@
+// Package state is the fleet view of the placement core: a go-memdb database of clusters, namespaces, nodes,
+// workloads, policies, ResourceInterfaces and reservations, plus a derived per-cluster capacity summary.
+//
+// Every write names the stream sequence it came from and records it on the objects it touches and in the
+// index table, so a Snapshot can say which view a decision was computed on. Objects are never modified after
+// insert: a write builds a new object and replaces the old one, which is what makes Snapshot O(1) and safe to
+// read while the pipeline keeps writing.
+package state

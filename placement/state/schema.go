@@ -1,0 +1,137 @@
+package state
+
+import (
+	"fmt"
+
+	memdb "github.com/hashicorp/go-memdb"
+
+	"github.com/fleetflow/fleetflow/placement/policy"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// Table names.
+const (
+	TableIndex              = "index"
+	TableClusters           = "clusters"
+	TableNamespaces         = "namespaces"
+	TableNodes              = "nodes"
+	TableWorkloads          = "workloads"
+	TablePolicies           = "policies"
+	TableResourceInterfaces = "resource_interfaces"
+	TableReservations       = "reservations"
+	// TableCapacity is derived: one ClusterCapacity per cluster, rebuilt by every write that changes a node,
+	// a reservation or the cluster itself.
+	TableCapacity = "capacity"
+)
+
+// Index names.
+const (
+	indexID = "id"
+	// indexCluster finds a cluster's nodes.
+	indexCluster = "cluster"
+	// indexPlacedOn finds the workloads placed on a cluster.
+	indexPlacedOn = "placed_on"
+	// indexGroupKind finds the ResourceInterface of a kind ("group/Kind").
+	indexGroupKind = "group_kind"
+	// indexWorkload finds a workload's reservations.
+	indexWorkload = "workload"
+	// indexNode finds a node's reservations ("cluster/node").
+	indexNode = "node"
+	// indexExpires orders reservations by expiry for ExpireReservations.
+	indexExpires = "expires"
+)
+
+// IndexEntry records the latest stream sequence that wrote a table.
+type IndexEntry struct {
+	Table string
+	Value uint64
+}
+
+func schema() *memdb.DBSchema {
+	db := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
+	for _, factory := range []func() *memdb.TableSchema{
+		indexTableSchema, clustersTableSchema, namespacesTableSchema, nodesTableSchema, workloadsTableSchema,
+		policiesTableSchema, resourceInterfacesTableSchema, reservationsTableSchema, capacityTableSchema,
+	} {
+		t := factory()
+		if _, dup := db.Tables[t.Name]; dup {
+			panic(fmt.Sprintf("state: duplicate table %q", t.Name))
+		}
+		db.Tables[t.Name] = t
+	}
+	return db
+}
+
+func idIndex[T any](value func(T) string) *memdb.IndexSchema {
+	return &memdb.IndexSchema{Name: indexID, Unique: true, Indexer: stringIndexer[T]{value: value}}
+}
+
+func indexTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{Name: TableIndex, Indexes: map[string]*memdb.IndexSchema{
+		indexID: idIndex(func(e *IndexEntry) string { return e.Table }),
+	}}
+}
+
+func clustersTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{Name: TableClusters, Indexes: map[string]*memdb.IndexSchema{
+		indexID: idIndex(func(c *structs.Cluster) string { return c.Name }),
+	}}
+}
+
+func namespacesTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{Name: TableNamespaces, Indexes: map[string]*memdb.IndexSchema{
+		indexID: idIndex(func(n *structs.Namespace) string { return n.Name }),
+	}}
+}
+
+func nodesTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{Name: TableNodes, Indexes: map[string]*memdb.IndexSchema{
+		indexID: idIndex((*structs.Node).ID),
+		indexCluster: {Name: indexCluster,
+			Indexer: stringIndexer[*structs.Node]{value: func(n *structs.Node) string { return n.Cluster }}},
+	}}
+}
+
+func workloadsTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{Name: TableWorkloads, Indexes: map[string]*memdb.IndexSchema{
+		indexID: idIndex(func(w *structs.Workload) string { return w.ID }),
+		indexPlacedOn: {Name: indexPlacedOn, AllowMissing: true,
+			Indexer: stringsIndexer[*structs.Workload]{values: func(w *structs.Workload) []string {
+				if w.Placement == nil {
+					return nil
+				}
+				return w.Placement.Clusters
+			}}},
+	}}
+}
+
+func policiesTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{Name: TablePolicies, Indexes: map[string]*memdb.IndexSchema{
+		indexID: idIndex(func(p *policy.Policy) string { return p.Name }),
+	}}
+}
+
+func resourceInterfacesTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{Name: TableResourceInterfaces, Indexes: map[string]*memdb.IndexSchema{
+		indexID: idIndex(func(ri *structs.ResourceInterface) string { return ri.Name }),
+		indexGroupKind: {Name: indexGroupKind,
+			Indexer: stringIndexer[*structs.ResourceInterface]{value: (*structs.ResourceInterface).GroupKind}},
+	}}
+}
+
+func reservationsTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{Name: TableReservations, Indexes: map[string]*memdb.IndexSchema{
+		indexID: idIndex(func(r *structs.Reservation) string { return r.ID }),
+		indexWorkload: {Name: indexWorkload,
+			Indexer: stringIndexer[*structs.Reservation]{value: func(r *structs.Reservation) string { return r.WorkloadID }}},
+		indexNode: {Name: indexNode, Indexer: stringIndexer[*structs.Reservation]{value: (*structs.Reservation).NodeID}},
+		indexExpires: {Name: indexExpires,
+			Indexer: uintIndexer[*structs.Reservation]{value: func(r *structs.Reservation) uint64 { return uint64(r.ExpiresAt) }}},
+	}}
+}
+
+func capacityTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{Name: TableCapacity, Indexes: map[string]*memdb.IndexSchema{
+		indexID: idIndex(func(c *structs.ClusterCapacity) string { return c.Name }),
+	}}
+}

@@ -1,0 +1,138 @@
+package state
+
+import (
+	"fmt"
+
+	memdb "github.com/hashicorp/go-memdb"
+
+	"github.com/fleetflow/fleetflow/placement/policy"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// Snapshot is an immutable view of the fleet. Its reads never fail on a valid schema; they return
+// nil or empty results for missing objects. Returned objects must not be modified.
+type Snapshot struct {
+	txn       *memdb.Txn
+	resources *structs.ResourceTable
+	index     uint64
+}
+
+// Index is the highest stream sequence applied to the view.
+func (s *Snapshot) Index() uint64 { return s.index }
+
+// TableIndex is the latest stream sequence that wrote table, 0 when none did.
+func (s *Snapshot) TableIndex(table string) uint64 {
+	if e, _ := first[*IndexEntry](s, TableIndex, indexID, table); e != nil {
+		return e.Value
+	}
+	return 0
+}
+
+// Resources is the resource table the view's vectors index.
+func (s *Snapshot) Resources() *structs.ResourceTable { return s.resources }
+
+// Cluster returns a cluster by name.
+func (s *Snapshot) Cluster(name string) *structs.Cluster {
+	c, _ := first[*structs.Cluster](s, TableClusters, indexID, name)
+	return c
+}
+
+// Clusters returns every cluster, sorted by name.
+func (s *Snapshot) Clusters() []*structs.Cluster {
+	return all[*structs.Cluster](s, TableClusters, indexID)
+}
+
+// Capacity returns a cluster's capacity row.
+func (s *Snapshot) Capacity(cluster string) *structs.ClusterCapacity {
+	c, _ := first[*structs.ClusterCapacity](s, TableCapacity, indexID, cluster)
+	return c
+}
+
+// Capacities returns the capacity row of every cluster that is registered, sorted by name.
+func (s *Snapshot) Capacities() []*structs.ClusterCapacity {
+	rows := all[*structs.ClusterCapacity](s, TableCapacity, indexID)
+	out := rows[:0]
+	for _, c := range rows {
+		if c.Cluster != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Nodes returns a cluster's nodes, sorted by name.
+func (s *Snapshot) Nodes(cluster string) []*structs.Node {
+	return all[*structs.Node](s, TableNodes, indexCluster, cluster)
+}
+
+// Namespace returns a namespace by name.
+func (s *Snapshot) Namespace(name string) *structs.Namespace {
+	n, _ := first[*structs.Namespace](s, TableNamespaces, indexID, name)
+	return n
+}
+
+// Workload returns a workload by ID.
+func (s *Snapshot) Workload(id string) *structs.Workload {
+	w, _ := first[*structs.Workload](s, TableWorkloads, indexID, id)
+	return w
+}
+
+// Workloads returns every workload, sorted by ID.
+func (s *Snapshot) Workloads() []*structs.Workload {
+	return all[*structs.Workload](s, TableWorkloads, indexID)
+}
+
+// WorkloadsOn returns the workloads placed on a cluster.
+func (s *Snapshot) WorkloadsOn(cluster string) []*structs.Workload {
+	return all[*structs.Workload](s, TableWorkloads, indexPlacedOn, cluster)
+}
+
+// Policies returns every policy, sorted by name.
+func (s *Snapshot) Policies() []*policy.Policy {
+	return all[*policy.Policy](s, TablePolicies, indexID)
+}
+
+// ResourceInterfaces returns every ResourceInterface, sorted by name.
+func (s *Snapshot) ResourceInterfaces() []*structs.ResourceInterface {
+	return all[*structs.ResourceInterface](s, TableResourceInterfaces, indexID)
+}
+
+// ResourceInterfacesFor returns the ResourceInterfaces of a kind.
+func (s *Snapshot) ResourceInterfacesFor(group, kind string) []*structs.ResourceInterface {
+	return all[*structs.ResourceInterface](s, TableResourceInterfaces, indexGroupKind, group+"/"+kind)
+}
+
+// ReservationsOf returns a workload's reservations.
+func (s *Snapshot) ReservationsOf(workloadID string) []*structs.Reservation {
+	return all[*structs.Reservation](s, TableReservations, indexWorkload, workloadID)
+}
+
+// ReservationsOn returns the reservations on a node.
+func (s *Snapshot) ReservationsOn(cluster, node string) []*structs.Reservation {
+	return all[*structs.Reservation](s, TableReservations, indexNode, structs.NodeID(cluster, node))
+}
+
+func first[T any](s *Snapshot, table, index string, args ...any) (T, error) {
+	var zero T
+	raw, err := s.txn.First(table, index, args...)
+	if err != nil {
+		return zero, fmt.Errorf("state: read %s by %s: %w", table, index, err)
+	}
+	if raw == nil {
+		return zero, nil
+	}
+	return raw.(T), nil
+}
+
+// all panics only on a programming error (unknown table or index), which the schema test rules out.
+func all[T any](s *Snapshot, table, index string, args ...any) []T {
+	it, err := s.txn.Get(table, index, args...)
+	if err != nil {
+		panic(fmt.Sprintf("state: read %s by %s: %v", table, index, err))
+	}
+	var out []T
+	for raw := it.Next(); raw != nil; raw = it.Next() {
+		out = append(out, raw.(T))
+	}
+	return out
+}

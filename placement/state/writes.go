@@ -1,0 +1,446 @@
+package state
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/fleetflow/fleetflow/placement/policy"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// ErrStalePlan is returned by ApplyPlan when a decision no longer holds on the latest view: the workload changed
+// or went away, or a node no longer has room for the pods the decision packed there. The caller re-plans on a
+// fresh snapshot.
+var ErrStalePlan = errors.New("plan is stale")
+
+// UpsertCluster adds or replaces a cluster.
+func (s *Store) UpsertCluster(seq uint64, cluster *structs.Cluster) error {
+	if cluster == nil || cluster.Name == "" {
+		return errors.New("state: cluster needs a name")
+	}
+	return s.write(seq, func(w *writeTxn) error {
+		c := *cluster
+		c.ModifyIndex = seq
+		if err := w.insert(TableClusters, &c); err != nil {
+			return err
+		}
+		w.touchCluster(c.Name)
+		return nil
+	})
+}
+
+// touchCluster makes the capacity row pick up the new cluster object without recomputing any node.
+func (w *writeTxn) touchCluster(name string) {
+	if _, seen := w.dirtyNodes[name]; !seen {
+		w.dirtyNodes[name] = map[string]struct{}{}
+	}
+}
+
+// DeleteCluster removes a cluster with its nodes and the reservations on them. Workloads placed there keep their
+// placement until the scheduler moves them.
+func (s *Store) DeleteCluster(seq uint64, name string) error {
+	return s.write(seq, func(w *writeTxn) error {
+		raw, err := w.first(TableClusters, indexID, name)
+		if err != nil {
+			return err
+		}
+		if raw != nil {
+			if err := w.delete(TableClusters, raw); err != nil {
+				return err
+			}
+		}
+		nodes, err := w.all(TableNodes, indexCluster, name)
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if err := w.deleteNode(n.(*structs.Node)); err != nil {
+				return err
+			}
+		}
+		w.markCluster(name)
+		return nil
+	})
+}
+
+// UpsertNamespace adds or replaces a namespace.
+func (s *Store) UpsertNamespace(seq uint64, ns *structs.Namespace) error {
+	if ns == nil || ns.Name == "" {
+		return errors.New("state: namespace needs a name")
+	}
+	return s.write(seq, func(w *writeTxn) error {
+		n := *ns
+		n.ModifyIndex = seq
+		return w.insert(TableNamespaces, &n)
+	})
+}
+
+// DeleteNamespace removes a namespace.
+func (s *Store) DeleteNamespace(seq uint64, name string) error {
+	return s.deleteByID(seq, TableNamespaces, name)
+}
+
+func (s *Store) deleteByID(seq uint64, table, id string) error {
+	return s.write(seq, func(w *writeTxn) error {
+		raw, err := w.first(table, indexID, id)
+		if err != nil || raw == nil {
+			return err
+		}
+		return w.delete(table, raw)
+	})
+}
+
+// DefaultMaxPods is the pod limit assumed for a node that reports none: the kubelet's default maxPods.
+const DefaultMaxPods = 110
+
+// UpsertNodes adds or replaces nodes. A reservation on a node is released when the node reports at least as many
+// pods of the reserving workload (by WorkloadLabel) as the reservation holds: from then on the pods count in
+// Requested and must not be counted twice.
+func (s *Store) UpsertNodes(seq uint64, nodes ...structs.NodeInfo) error {
+	return s.write(seq, func(w *writeTxn) error {
+		for i := range nodes {
+			if err := w.upsertNode(&nodes[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (w *writeTxn) upsertNode(info *structs.NodeInfo) error {
+	if info.Cluster == "" || info.Name == "" {
+		return fmt.Errorf("state: node %q of cluster %q: cluster and name are required", info.Name, info.Cluster)
+	}
+	allocatable := info.Allocatable
+	if _, ok := allocatable[corev1.ResourcePods]; !ok {
+		// Every kubelet advertises a pod limit; a fleet file may leave it out, so assume the kubelet default.
+		allocatable = maps.Clone(allocatable)
+		if allocatable == nil {
+			allocatable = corev1.ResourceList{}
+		}
+		allocatable[corev1.ResourcePods] = *resource.NewQuantity(DefaultMaxPods, resource.DecimalSI)
+	}
+	w.resources = w.resources.With(allocatable, info.Requested)
+	alloc, err := w.resources.Capacity(allocatable)
+	if err != nil {
+		return fmt.Errorf("state: node %s/%s allocatable: %w", info.Cluster, info.Name, err)
+	}
+	requested, err := w.resources.Request(info.Requested)
+	if err != nil {
+		return fmt.Errorf("state: node %s/%s requested: %w", info.Cluster, info.Name, err)
+	}
+	node := &structs.Node{Cluster: info.Cluster, Name: info.Name, Labels: info.Labels, Taints: info.Taints,
+		Unschedulable: info.Unschedulable, Allocatable: alloc, Requested: requested,
+		PodsByWorkload: info.PodsByWorkload, ModifyIndex: w.seq}
+	if err := w.insert(TableNodes, node); err != nil {
+		return err
+	}
+	if len(node.PodsByWorkload) > 0 {
+		reservations, err := w.all(TableReservations, indexNode, node.ID())
+		if err != nil {
+			return err
+		}
+		for _, raw := range reservations {
+			r := raw.(*structs.Reservation)
+			if node.PodsByWorkload[r.WorkloadLabel] >= r.Pods {
+				if err := w.delete(TableReservations, r); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	w.markNode(node.Cluster, node.Name)
+	return nil
+}
+
+// DeleteNode removes a node and the reservations on it.
+func (s *Store) DeleteNode(seq uint64, cluster, name string) error {
+	return s.write(seq, func(w *writeTxn) error {
+		raw, err := w.first(TableNodes, indexID, structs.NodeID(cluster, name))
+		if err != nil || raw == nil {
+			return err
+		}
+		return w.deleteNode(raw.(*structs.Node))
+	})
+}
+
+func (w *writeTxn) deleteNode(node *structs.Node) error {
+	if err := w.delete(TableNodes, node); err != nil {
+		return err
+	}
+	reservations, err := w.all(TableReservations, indexNode, node.ID())
+	if err != nil {
+		return err
+	}
+	for _, r := range reservations {
+		if err := w.delete(TableReservations, r); err != nil {
+			return err
+		}
+	}
+	w.markNode(node.Cluster, node.Name)
+	return nil
+}
+
+// UpsertWorkload adds or replaces a workload from its RI analysis and returns the stored object. The workload
+// keeps its current placement; the scheduler decides whether the new generation still fits there.
+func (s *Store) UpsertWorkload(seq uint64, info structs.WorkloadInfo) (*structs.Workload, error) {
+	a := info.Analysis
+	if a == nil {
+		return nil, errors.New("state: workload has no analysis")
+	}
+	if a.Kind == "" || a.Name == "" {
+		return nil, fmt.Errorf("state: workload %s/%s/%s: kind and name are required", a.Kind, a.Namespace, a.Name)
+	}
+	var stored *structs.Workload
+	err := s.write(seq, func(w *writeTxn) error {
+		wl := &structs.Workload{
+			ID:         structs.WorkloadID(a.APIVersion, a.Kind, a.Namespace, a.Name),
+			APIVersion: a.APIVersion, Group: structs.APIGroup(a.APIVersion), Kind: a.Kind,
+			Namespace: a.Namespace, Name: a.Name, Labels: info.Labels, Generation: info.Generation,
+			Analysis: a, ModifyIndex: seq,
+		}
+		lists := make([]corev1.ResourceList, 0, len(a.Components))
+		for _, c := range a.Components {
+			lists = append(lists, c.PodRequests)
+		}
+		w.resources = w.resources.With(lists...)
+		wl.Demand = make(structs.Vector, w.resources.Len())
+		for _, c := range a.Components {
+			name := c.Name
+			if c.Instance != "" {
+				name += "/" + c.Instance
+			}
+			if c.Pods < 0 {
+				return fmt.Errorf("state: workload %s component %s: negative pod count %d", wl.DisplayName(), name, c.Pods)
+			}
+			req, err := w.resources.Request(c.PodRequests)
+			if err != nil {
+				return fmt.Errorf("state: workload %s component %s: %w", wl.DisplayName(), name, err)
+			}
+			req[structs.ResourcePods] = 1
+			wl.PodGroups = append(wl.PodGroups, structs.PodGroup{Component: name, Count: c.Pods, Request: req,
+				NodeSelector: c.NodeSelector, RequiredNodeAffinity: c.RequiredNodeAffinity, Tolerations: c.Tolerations,
+				Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
+			wl.Demand.AddInPlace(req, c.Pods)
+		}
+		raw, err := w.first(TableWorkloads, indexID, wl.ID)
+		if err != nil {
+			return err
+		}
+		if raw != nil {
+			wl.Placement = raw.(*structs.Workload).Placement
+		}
+		stored = wl
+		return w.insert(TableWorkloads, wl)
+	})
+	return stored, err
+}
+
+// DeleteWorkload removes a workload and releases its reservations.
+func (s *Store) DeleteWorkload(seq uint64, id string) error {
+	return s.write(seq, func(w *writeTxn) error {
+		raw, err := w.first(TableWorkloads, indexID, id)
+		if err != nil || raw == nil {
+			return err
+		}
+		if err := w.delete(TableWorkloads, raw); err != nil {
+			return err
+		}
+		return w.releaseWorkload(id)
+	})
+}
+
+func (w *writeTxn) releaseWorkload(id string) error {
+	reservations, err := w.all(TableReservations, indexWorkload, id)
+	if err != nil {
+		return err
+	}
+	for _, raw := range reservations {
+		r := raw.(*structs.Reservation)
+		if err := w.delete(TableReservations, r); err != nil {
+			return err
+		}
+		w.markNode(r.Cluster, r.Node)
+	}
+	return nil
+}
+
+// UpsertPolicy adds or replaces a compiled policy.
+func (s *Store) UpsertPolicy(seq uint64, p *policy.Policy) error {
+	if p == nil || p.Name == "" {
+		return errors.New("state: policy needs a name")
+	}
+	return s.write(seq, func(w *writeTxn) error {
+		cp := *p
+		cp.ModifyIndex = seq
+		return w.insert(TablePolicies, &cp)
+	})
+}
+
+// DeletePolicy removes a policy.
+func (s *Store) DeletePolicy(seq uint64, name string) error {
+	return s.deleteByID(seq, TablePolicies, name)
+}
+
+// UpsertResourceInterface adds or replaces a ResourceInterface.
+func (s *Store) UpsertResourceInterface(seq uint64, ri *structs.ResourceInterface) error {
+	if ri == nil || ri.Name == "" || ri.Kind == "" {
+		return errors.New("state: ResourceInterface needs a name and a kind")
+	}
+	return s.write(seq, func(w *writeTxn) error {
+		cp := *ri
+		cp.ModifyIndex = seq
+		return w.insert(TableResourceInterfaces, &cp)
+	})
+}
+
+// DeleteResourceInterface removes a ResourceInterface.
+func (s *Store) DeleteResourceInterface(seq uint64, name string) error {
+	return s.deleteByID(seq, TableResourceInterfaces, name)
+}
+
+// ApplyPlan records decisions: each decision replaces its workload's reservations and placement. It is the single
+// writer that checks a plan against the latest view, so two decisions computed on the same snapshot cannot both
+// take the same free capacity: it fails with ErrStalePlan, and applies nothing, when a workload changed since the
+// decision or a node lacks room for the pods packed on it. Reservations expire now + ReservationTTL.
+func (s *Store) ApplyPlan(seq uint64, now time.Time, plan *structs.Plan) error {
+	expires := now.Add(s.config.ReservationTTL).UnixNano()
+	return s.write(seq, func(w *writeTxn) error {
+		for _, d := range plan.Decisions {
+			if err := w.applyDecision(d, expires); err != nil {
+				return fmt.Errorf("state: decision %s for %s: %w", d.ID, d.Workload, err)
+			}
+		}
+		// Capacity rows are rebuilt now so the room check below sees every decision of the plan.
+		if err := w.rebuildCapacity(); err != nil {
+			return err
+		}
+		w.dirtyNodes = map[string]map[string]struct{}{}
+		for _, d := range plan.Decisions {
+			for _, a := range d.Assignments {
+				raw, err := w.first(TableCapacity, indexID, a.Cluster)
+				if err != nil {
+					return err
+				}
+				if raw == nil {
+					return fmt.Errorf("%w: cluster %s is gone", ErrStalePlan, a.Cluster)
+				}
+				if err := checkRoom(raw.(*structs.ClusterCapacity), a.Node); err != nil {
+					return fmt.Errorf("decision %s for %s: %w", d.ID, d.Workload, err)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// checkRoom fails when the reservations on a node exceed what it has left after running pods.
+func checkRoom(c *structs.ClusterCapacity, node string) error {
+	if i, found := slices.BinarySearchFunc(c.Nodes, node, func(nc *structs.NodeCapacity, name string) int {
+		return strings.Compare(nc.Node.Name, name)
+	}); found {
+		nc := c.Nodes[i]
+		for i, r := range nc.Reserved {
+			if r > 0 && nc.Node.Allocatable.Get(i)-nc.Node.Requested.Get(i)-r < 0 {
+				return fmt.Errorf("%w: node %s/%s is over-committed", ErrStalePlan, c.Name, node)
+			}
+		}
+		if nc.Node.Unschedulable {
+			return fmt.Errorf("%w: node %s/%s is unschedulable", ErrStalePlan, c.Name, node)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: node %s/%s is gone", ErrStalePlan, c.Name, node)
+}
+
+func (w *writeTxn) applyDecision(d *structs.Decision, expires int64) error {
+	raw, err := w.first(TableWorkloads, indexID, d.WorkloadID)
+	if err != nil {
+		return err
+	}
+	if raw == nil {
+		if d.Status == structs.StatusRemoved {
+			return nil
+		}
+		return fmt.Errorf("%w: workload is gone", ErrStalePlan)
+	}
+	old := raw.(*structs.Workload)
+	if old.Generation != d.Generation {
+		return fmt.Errorf("%w: workload is at generation %d, decision was for %d", ErrStalePlan, old.Generation, d.Generation)
+	}
+	if err := w.releaseWorkload(d.WorkloadID); err != nil {
+		return err
+	}
+	wl := *old
+	wl.ModifyIndex = w.seq
+	wl.Placement = nil
+	if d.Status == structs.StatusPlaced {
+		wl.Placement = &structs.Placement{DecisionID: d.ID, Policy: d.Policy, Generation: d.Generation,
+			Clusters: slices.Clone(d.Clusters), Replicas: maps.Clone(d.Replicas)}
+		if err := w.reserve(d, old, expires); err != nil {
+			return err
+		}
+	}
+	return w.insert(TableWorkloads, &wl)
+}
+
+func (w *writeTxn) reserve(d *structs.Decision, wl *structs.Workload, expires int64) error {
+	byNode := map[string]*structs.Reservation{}
+	var order []string
+	for _, a := range d.Assignments {
+		id := d.ID + "/" + structs.NodeID(a.Cluster, a.Node)
+		r, ok := byNode[id]
+		if !ok {
+			r = &structs.Reservation{ID: id, DecisionID: d.ID, WorkloadID: wl.ID,
+				WorkloadLabel: structs.WorkloadLabelValue(wl.ID), Cluster: a.Cluster, Node: a.Node,
+				Request: make(structs.Vector, w.resources.Len()), ExpiresAt: expires, ModifyIndex: w.seq}
+			byNode[id] = r
+			order = append(order, id)
+		}
+		r.Pods += a.Pods
+		r.Request.AddInPlace(a.PodRequest, a.Pods)
+	}
+	for _, id := range order {
+		r := byNode[id]
+		if err := w.insert(TableReservations, r); err != nil {
+			return err
+		}
+		w.markNode(r.Cluster, r.Node)
+	}
+	return nil
+}
+
+// ExpireReservations releases every reservation whose TTL ran out by now and returns how many it released.
+func (s *Store) ExpireReservations(seq uint64, now time.Time) (int, error) {
+	released := 0
+	err := s.write(seq, func(w *writeTxn) error {
+		it, err := w.txn.LowerBound(TableReservations, indexExpires, uint64(0))
+		if err != nil {
+			return fmt.Errorf("state: scan reservations by expiry: %w", err)
+		}
+		var expired []*structs.Reservation
+		for raw := it.Next(); raw != nil; raw = it.Next() {
+			r := raw.(*structs.Reservation)
+			if r.ExpiresAt > now.UnixNano() {
+				break
+			}
+			expired = append(expired, r)
+		}
+		for _, r := range expired {
+			if err := w.delete(TableReservations, r); err != nil {
+				return err
+			}
+			w.markNode(r.Cluster, r.Node)
+		}
+		released = len(expired)
+		return nil
+	})
+	return released, err
+}

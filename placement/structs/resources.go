@@ -1,0 +1,222 @@
+package structs
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Vector is an amount of every resource of a ResourceTable, indexed by the table's positions.
+// CPU is in millicores; every other resource is in whole units (bytes, pods, devices), rounded up for requests
+// and down for capacity, as kube-scheduler does. A Vector shorter than its table means 0 for the missing entries,
+// so vectors built before a new resource name was seen stay valid.
+type Vector []int64
+
+// Get returns entry i, 0 past the end.
+func (v Vector) Get(i int) int64 {
+	if i < len(v) {
+		return v[i]
+	}
+	return 0
+}
+
+// FitsIn reports whether v is no larger than free in every resource.
+func (v Vector) FitsIn(free Vector) bool {
+	for i, want := range v {
+		if want > 0 && want > free.Get(i) {
+			return false
+		}
+	}
+	return true
+}
+
+// Add returns v + w as a new vector.
+func (v Vector) Add(w Vector) Vector {
+	out := make(Vector, max(len(v), len(w)))
+	copy(out, v)
+	for i, x := range w {
+		out[i] += x
+	}
+	return out
+}
+
+// Sub returns v − w as a new vector.
+func (v Vector) Sub(w Vector) Vector {
+	out := make(Vector, max(len(v), len(w)))
+	copy(out, v)
+	for i, x := range w {
+		out[i] -= x
+	}
+	return out
+}
+
+// Scale returns v × n as a new vector.
+func (v Vector) Scale(n int64) Vector {
+	out := make(Vector, len(v))
+	for i, x := range v {
+		out[i] = x * n
+	}
+	return out
+}
+
+// AddInPlace adds w × n to v, which must be at least as long as w.
+func (v Vector) AddInPlace(w Vector, n int64) {
+	for i, x := range w {
+		v[i] += x * n
+	}
+}
+
+// IsZero reports whether every entry is 0.
+func (v Vector) IsZero() bool {
+	for _, x := range v {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Well-known positions of every ResourceTable.
+const (
+	ResourceCPU = iota
+	ResourceMemory
+	ResourceEphemeralStorage
+	ResourcePods
+	numWellKnownResources
+)
+
+// ResourceTable maps resource names to vector positions. It is immutable: With returns a new table when a name
+// is new, so a snapshot keeps the table its vectors were built with.
+type ResourceTable struct {
+	names []corev1.ResourceName
+	index map[corev1.ResourceName]int
+}
+
+// NewResourceTable returns a table holding the well-known resources.
+func NewResourceTable() *ResourceTable {
+	t := &ResourceTable{index: map[corev1.ResourceName]int{}}
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory,
+		corev1.ResourceEphemeralStorage, corev1.ResourcePods} {
+		t.index[name] = len(t.names)
+		t.names = append(t.names, name)
+	}
+	return t
+}
+
+// Len is the number of resources.
+func (t *ResourceTable) Len() int { return len(t.names) }
+
+// Name returns the name at position i.
+func (t *ResourceTable) Name(i int) corev1.ResourceName { return t.names[i] }
+
+// Index returns the position of name.
+func (t *ResourceTable) Index(name corev1.ResourceName) (int, bool) {
+	i, ok := t.index[name]
+	return i, ok
+}
+
+// With returns a table that also holds every name of lists; t itself when none is new.
+func (t *ResourceTable) With(lists ...corev1.ResourceList) *ResourceTable {
+	var added []corev1.ResourceName
+	for _, list := range lists {
+		for name := range list {
+			if _, ok := t.index[name]; !ok && !slices.Contains(added, name) {
+				added = append(added, name)
+			}
+		}
+	}
+	if len(added) == 0 {
+		return t
+	}
+	slices.Sort(added)
+	next := &ResourceTable{names: slices.Clip(append(slices.Clone(t.names), added...)),
+		index: make(map[corev1.ResourceName]int, len(t.names)+len(added))}
+	for i, name := range next.names {
+		next.index[name] = i
+	}
+	return next
+}
+
+// Request converts a request list, rounding up. Names missing from the table are reported in the error.
+func (t *ResourceTable) Request(list corev1.ResourceList) (Vector, error) {
+	return t.convert(list, true)
+}
+
+// Capacity converts a capacity list, rounding down.
+func (t *ResourceTable) Capacity(list corev1.ResourceList) (Vector, error) {
+	return t.convert(list, false)
+}
+
+func (t *ResourceTable) convert(list corev1.ResourceList, roundUp bool) (Vector, error) {
+	v := make(Vector, t.Len())
+	for name, q := range list {
+		i, ok := t.index[name]
+		if !ok {
+			return nil, fmt.Errorf("resource %s is not in the resource table", name)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("resource %s: negative quantity %s", name, q.String())
+		}
+		v[i] = canonical(i, q, roundUp)
+	}
+	return v, nil
+}
+
+func canonical(i int, q resource.Quantity, roundUp bool) int64 {
+	if i == ResourceCPU {
+		return q.MilliValue()
+	}
+	milli := q.MilliValue()
+	if milli == math.MaxInt64 || q.Value() > math.MaxInt64/1000 {
+		return q.Value()
+	}
+	whole := milli / 1000
+	if roundUp && milli%1000 != 0 {
+		whole++
+	}
+	return whole
+}
+
+// Quantity renders entry i of a vector in the resource's usual form (4, 500m, 16Gi).
+func (t *ResourceTable) Quantity(i int, amount int64) string {
+	switch {
+	case i == ResourceCPU:
+		return resource.NewMilliQuantity(amount, resource.DecimalSI).String()
+	case i == ResourceMemory || i == ResourceEphemeralStorage || strings.HasPrefix(string(t.names[i]), "hugepages-"):
+		return resource.NewQuantity(amount, resource.BinarySI).String()
+	default:
+		return resource.NewQuantity(amount, resource.DecimalSI).String()
+	}
+}
+
+// Format renders the non-zero entries of v as "name amount, ...", in table order except that the
+// implicit pod count is left out.
+func (t *ResourceTable) Format(v Vector) string {
+	var b strings.Builder
+	for i, x := range v {
+		if x == 0 || i == ResourcePods || i >= t.Len() {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s %s", t.names[i], t.Quantity(i, x))
+	}
+	return b.String()
+}
+
+// List converts v back to a ResourceList, for status fields.
+func (t *ResourceTable) List(v Vector) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i, x := range v {
+		if i >= t.Len() {
+			break
+		}
+		out[t.names[i]] = resource.MustParse(t.Quantity(i, x))
+	}
+	return out
+}

@@ -1,0 +1,309 @@
+package structs
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fleetflow/fleetflow/placement/karta"
+)
+
+// WorkloadLabel is the pod label the appliers stamp with WorkloadLabelValue, so the pods a cluster reports can be
+// matched back to the reservations that announced them.
+const WorkloadLabel = "fleetflow.io/workload"
+
+// Cluster is a workload cluster as the fleet view knows it.
+type Cluster struct {
+	Name   string
+	Labels map[string]string
+	Taints []corev1.Taint
+	Ready  bool
+	// APIs holds the installed kinds as "group/version/Kind"; nil means every kind is installed.
+	APIs map[string]struct{}
+	// ModifyIndex is the stream sequence of the last write.
+	ModifyIndex uint64
+}
+
+// ServesAPI reports whether the cluster has a kind installed; key is APIKey(apiVersion, kind).
+func (c *Cluster) ServesAPI(key string) bool {
+	if c.APIs == nil {
+		return true
+	}
+	_, ok := c.APIs[key]
+	return ok
+}
+
+// APIKey is how Cluster.APIs names a kind: "group/version/Kind", "v1/Kind" for the core group.
+func APIKey(apiVersion, kind string) string { return apiVersion + "/" + kind }
+
+// Namespace is a control-plane namespace; policies select workloads by its labels.
+type Namespace struct {
+	Name        string
+	Labels      map[string]string
+	ModifyIndex uint64
+}
+
+// NodeInfo is a node as an observer reports it. The store turns it into a Node.
+type NodeInfo struct {
+	Cluster       string
+	Name          string
+	Labels        map[string]string
+	Taints        []corev1.Taint
+	Unschedulable bool
+	Allocatable   corev1.ResourceList
+	// Requested is the sum of the requests of the pods running on the node.
+	Requested corev1.ResourceList
+	// PodsByWorkload counts the node's pods per value of WorkloadLabel; it releases reservations.
+	PodsByWorkload map[string]int64
+}
+
+// Node is one node of a cluster, with its resources as vectors of the store's ResourceTable.
+type Node struct {
+	Cluster        string
+	Name           string
+	Labels         map[string]string
+	Taints         []corev1.Taint
+	Unschedulable  bool
+	Allocatable    Vector
+	Requested      Vector
+	PodsByWorkload map[string]int64
+	ModifyIndex    uint64
+}
+
+// ID is the node's key in the store: "cluster/name".
+func (n *Node) ID() string { return NodeID(n.Cluster, n.Name) }
+
+// NodeID joins a cluster and node name into a node key.
+func NodeID(cluster, node string) string { return cluster + "/" + node }
+
+// WorkloadInfo is a workload as the pipeline reports it: its identity, labels and RI analysis.
+type WorkloadInfo struct {
+	Labels     map[string]string
+	Generation int64
+	Analysis   *karta.Analysis
+}
+
+// Workload is a workload in the fleet view with its demand converted to vectors.
+type Workload struct {
+	ID         string
+	APIVersion string
+	Group      string
+	Kind       string
+	Namespace  string
+	Name       string
+	Labels     map[string]string
+	Generation int64
+	Analysis   *karta.Analysis
+	// PodGroups holds one entry per component instance, in analysis order.
+	PodGroups []PodGroup
+	// Demand is the sum over PodGroups of Count × Request.
+	Demand Vector
+	// Placement is where the workload was last placed, nil when it is not placed.
+	Placement   *Placement
+	ModifyIndex uint64
+}
+
+// DisplayName is "Kind/namespace/name", the name people read.
+func (w *Workload) DisplayName() string { return w.Kind + "/" + w.Namespace + "/" + w.Name }
+
+// PodGroup is Count identical pods of one component instance.
+type PodGroup struct {
+	// Component is the component name, with "/instance" when the component has instances.
+	Component string
+	Count     int64
+	// Request is per pod, including the pod slot itself (ResourcePods = 1).
+	Request              Vector
+	NodeSelector         map[string]string
+	RequiredNodeAffinity *corev1.NodeSelector
+	Tolerations          []corev1.Toleration
+	// Scalable and ReplicasFieldPath come from the RI; Divide rewrites this path per cluster.
+	Scalable          bool
+	ReplicasFieldPath []string
+}
+
+// Placement is the clusters a workload runs on, and its replicas per cluster under Divide.
+type Placement struct {
+	DecisionID string
+	Policy     string
+	Generation int64
+	Clusters   []string
+	Replicas   map[string]int64
+}
+
+// WorkloadID builds the store key of a workload: "group/Kind/namespace/name" (group empty for the core group).
+func WorkloadID(apiVersion, kind, namespace, name string) string {
+	return APIGroup(apiVersion) + "/" + kind + "/" + namespace + "/" + name
+}
+
+// APIGroup returns the group of an apiVersion ("" for "v1").
+func APIGroup(apiVersion string) string {
+	group, _, found := strings.Cut(apiVersion, "/")
+	if !found {
+		return ""
+	}
+	return group
+}
+
+// WorkloadLabelValue is the value of WorkloadLabel for a workload ID: a hash, because IDs can exceed
+// the 63 characters a label value may hold.
+func WorkloadLabelValue(workloadID string) string {
+	sum := sha256.Sum256([]byte(workloadID))
+	return hex.EncodeToString(sum[:10])
+}
+
+// Reservation holds capacity on one node for pods a decision packed there, until the cluster reports them,
+// the workload goes away or moves, or the reservation expires.
+type Reservation struct {
+	// ID is "decisionID/cluster/node".
+	ID            string
+	DecisionID    string
+	WorkloadID    string
+	WorkloadLabel string
+	Cluster       string
+	Node          string
+	Pods          int64
+	// Request is what all the reserved pods on the node ask for together.
+	Request Vector
+	// ExpiresAt is in Unix nanoseconds.
+	ExpiresAt   int64
+	ModifyIndex uint64
+}
+
+// NodeID is the reserved node's key.
+func (r *Reservation) NodeID() string { return NodeID(r.Cluster, r.Node) }
+
+// DecisionStatus is the outcome of a placement cycle.
+type DecisionStatus string
+
+// Decision statuses.
+const (
+	StatusPlaced        DecisionStatus = "Placed"
+	StatusUnschedulable DecisionStatus = "Unschedulable"
+	StatusNoPolicy      DecisionStatus = "NoPolicy"
+	// StatusRemoved withdraws a workload that was deleted.
+	StatusRemoved DecisionStatus = "Removed"
+)
+
+// Decision is the outcome of one placement cycle for one workload.
+type Decision struct {
+	// ID is stable: the same workload generation on the same snapshot yields the same ID, so replays dedupe.
+	ID         string
+	WorkloadID string
+	Workload   string // DisplayName
+	Generation int64
+	// SnapshotIndex is the stream sequence of the fleet view the decision was computed on.
+	SnapshotIndex uint64
+	Policy        string
+	Status        DecisionStatus
+	Clusters      []string
+	// Replicas is set under Divide: the replicas of the scalable component per cluster.
+	Replicas map[string]int64
+	// Assignments are the pods reserved per node.
+	Assignments []Assignment
+	// Reasons explains every rejected cluster.
+	Reasons map[string]string
+	// RejectCodes classifies each rejected cluster's reason, so a blocked workload is retried only on events
+	// that could change the answer.
+	RejectCodes map[string]RejectCode
+	// Message explains the decision as a whole when no single cluster does (no policy, invalid workload).
+	Message string
+	// Previous is the placement the workload had before; a decision whose Clusters differ from it is a move.
+	Previous *Placement
+}
+
+// IsMove reports whether the decision takes a placed workload off at least one of its clusters.
+func (d *Decision) IsMove() bool {
+	if d.Previous == nil || len(d.Previous.Clusters) == 0 {
+		return false
+	}
+	if d.Status != StatusPlaced || len(d.Previous.Clusters) != len(d.Clusters) {
+		return true
+	}
+	for i, c := range d.Previous.Clusters {
+		if d.Clusters[i] != c || d.Previous.Replicas[c] != d.Replicas[c] {
+			return true
+		}
+	}
+	return false
+}
+
+// RejectCode classifies why a cluster was rejected.
+type RejectCode string
+
+// Reject codes.
+const (
+	RejectSelector RejectCode = "Selector"
+	RejectNotReady RejectCode = "NotReady"
+	RejectTaint    RejectCode = "Taint"
+	RejectAPI      RejectCode = "API"
+	RejectCapacity RejectCode = "Capacity"
+	RejectGroup    RejectCode = "Group"
+)
+
+// Assignment is Pods pods of one component packed onto one node.
+type Assignment struct {
+	Cluster   string
+	Node      string
+	Component string
+	Pods      int64
+	// PodRequest is per pod.
+	PodRequest Vector
+}
+
+// DecisionID derives a stable decision ID from the workload, its generation and the snapshot index.
+func DecisionID(workloadID string, generation int64, snapshotIndex uint64) string {
+	h := sha256.New()
+	h.Write([]byte(workloadID))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.FormatInt(generation, 10)))
+	h.Write([]byte{0})
+	h.Write([]byte(strconv.FormatUint(snapshotIndex, 10)))
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// Plan is what one scheduler run submits: decisions for one or more workloads (several for a groupBy group).
+type Plan struct {
+	Decisions []*Decision
+}
+
+// ResourceInterface is a ResourceInterface known to the fleet view: which kind it reads and whether that kind is
+// divisible. Engine holds the compiled RI for callers that analyze objects; the scheduler never reads it.
+type ResourceInterface struct {
+	Name        string
+	Group       string
+	Kind        string
+	Divisible   bool
+	Engine      any
+	ModifyIndex uint64
+}
+
+// GroupKind is "group/Kind".
+func (ri *ResourceInterface) GroupKind() string { return ri.Group + "/" + ri.Kind }
+
+// ClusterCapacity is the derived capacity view of one cluster: every node's free resources and the sums and
+// maxima that let the scheduler prune a cluster without looking at its nodes.
+type ClusterCapacity struct {
+	Name string
+	// Cluster is nil while nodes are known but the cluster is not.
+	Cluster *Cluster
+	// Nodes is sorted by name.
+	Nodes []*NodeCapacity
+	// Allocatable and Free sum the schedulable nodes.
+	Allocatable Vector
+	Free        Vector
+	// MaxFree is, per resource, the most any one schedulable node has free; MaxFreeNode names that node.
+	MaxFree     Vector
+	MaxFreeNode []string
+	ModifyIndex uint64
+}
+
+// NodeCapacity is one node with what is reserved on it and what is left.
+type NodeCapacity struct {
+	Node     *Node
+	Reserved Vector
+	// Free is Allocatable − Requested − Reserved, never below 0.
+	Free Vector
+}
