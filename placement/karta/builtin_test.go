@@ -1,0 +1,147 @@
+package karta
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+func builtinRegistry(t testing.TB) *Registry {
+	t.Helper()
+	bs, err := Builtins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewRegistry(bs...)
+}
+
+func mustParseObject(t testing.TB, y string) map[string]any {
+	t.Helper()
+	obj, err := ParseObject([]byte(y), t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+func analyzeBuiltin(t testing.TB, obj map[string]any) *Analysis {
+	t.Helper()
+	c, ok := builtinRegistry(t).Lookup(GVKOf(obj))
+	if !ok {
+		t.Fatalf("no built-in RI for %v", GVKOf(obj))
+	}
+	if !c.Builtin {
+		t.Errorf("%s: Builtin = false", c.Name)
+	}
+	a, err := c.Analyze(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func checkTotals(t *testing.T, a *Analysis, pods int64, requests map[string]string) {
+	t.Helper()
+	if a.TotalPods != pods {
+		t.Errorf("TotalPods = %d, want %d", a.TotalPods, pods)
+	}
+	got := Quantities(a.TotalRequests)
+	if len(got) != len(requests) {
+		t.Errorf("TotalRequests = %v, want %v", got, requests)
+		return
+	}
+	for name, want := range requests {
+		g, ok := a.TotalRequests[corev1.ResourceName(name)]
+		if !ok || g.Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("TotalRequests[%s] = %v, want %s (all: %v)", name, g.String(), want, got)
+		}
+	}
+}
+
+func TestBuiltinsCoverRequiredKinds(t *testing.T) {
+	reg := builtinRegistry(t)
+	for _, gvk := range []string{
+		"ray.io/v1/RayCluster", "ray.io/v1/RayJob", "ray.io/v1/RayService", "kubeflow.org/v1/PyTorchJob",
+		"kubeflow.org/v1/MPIJob", "kubeflow.org/v2beta1/MPIJob", "jobset.x-k8s.io/v1alpha2/JobSet",
+		"leaderworkerset.x-k8s.io/v1/LeaderWorkerSet", "serving.kserve.io/v1beta1/InferenceService",
+		"nvidia.com/v1alpha1/DynamoGraphDeployment", "apps.nvidia.com/v1alpha1/NIMService",
+		"milvus.io/v1beta1/Milvus", "apps/v1/Deployment", "apps/v1/StatefulSet",
+	} {
+		i := len(gvk) - 1
+		for gvk[i] != '/' {
+			i--
+		}
+		obj := map[string]any{"apiVersion": gvk[:i], "kind": gvk[i+1:]}
+		if _, ok := reg.Lookup(GVKOf(obj)); !ok {
+			t.Errorf("no built-in RI for %s", gvk)
+		}
+	}
+}
+
+// TestBuiltinCorpusSamples pins pod counts and total requests of real samples, each computed by hand
+// from the sample and the framework's semantics (see the RI files for the fields).
+func TestBuiltinCorpusSamples(t *testing.T) {
+	tests := []struct {
+		framework, sample string
+		pods              int64
+		requests          map[string]string
+	}{
+		// Head 500m/2Gi + small-group replicas 1 (in [1,10]) x 1 host x 500m/1Gi.
+		{"kuberay", "raycluster-complete.yaml", 2, map[string]string{"cpu": "1", "memory": "3Gi"}},
+		// Autoscaler sample: replicas 0, minReplicas 0: workers 0; head 1/2Gi.
+		{"kuberay", "raycluster-autoscaler-v1.yaml", 1, map[string]string{"cpu": "1", "memory": "2Gi"}},
+		// Head only: requests 36 CPU, 144G, 4 GPUs.
+		{"kuberay", "raycluster-verl-4gpu.yaml", 1, map[string]string{"cpu": "36", "memory": "144G", "nvidia.com/gpu": "4"}},
+		// RayJob: head 8/40G, tpu-group replicas 1 x numOfHosts 4 x (24 CPU, 200G, 4 TPU), default
+		// submitter 500m/200Mi: pods 1+4+1; cpu 8+96+0.5; memory 40G+800G+200Mi; tpu 16.
+		{"kuberay", "rayjob-tpu-v6e-16-multihost.yaml", 6, map[string]string{"cpu": "104500m", "memory": "840209715200", "google.com/tpu": "16"}},
+		// RayJob: head 1/8G + gpu-group 4 x (1 CPU, 8G, 1 GPU) + submitter 500m/200Mi.
+		{"kuberay", "rayjob-pytorch-resnet-gpu-tolerations.yaml", 6, map[string]string{"cpu": "5500m", "memory": "40209715200", "nvidia.com/gpu": "4"}},
+		// RayService: head 2/32Gi + gpu-group 2 x (24, 500Gi, 8 GPU); no submitter.
+		{"kuberay", "rayservice-deepseek-gpu.yaml", 3, map[string]string{"cpu": "50", "memory": "1032Gi", "nvidia.com/gpu": "16"}},
+		// PyTorchJob: Master 1 + Worker 1, each limits nvidia.com/gpu 1 (requests default to limits).
+		{"training-operator", "pytorchjob-mnist-gloo-gpu.yaml", 2, map[string]string{"nvidia.com/gpu": "2"}},
+		// Master 1 + Worker 3, no resources.
+		{"training-operator", "pytorchjob-smoke-sendrecv-3-workers.yaml", 4, map[string]string{}},
+		// MPIJob v1: launcher 1 x (1, 2Gi) + workers 2 x (2, 4Gi), limits only.
+		{"training-operator", "mpijob-tensorflow-mnist.yaml", 3, map[string]string{"cpu": "5", "memory": "10Gi"}},
+		// JobSet: replicas 2 x min(parallelism 2, completions 2) x 500m.
+		{"jobset", "jobset-topology-aware-scheduling.yaml", 4, map[string]string{"cpu": "2"}},
+		// JobSet: driver 1 x 1 + workers 1 (default) x parallelism 4.
+		{"jobset", "jobset-startup-policy-driver-ready.yaml", 5, map[string]string{}},
+		// JobSet: initializer and launcher default to 1 pod each, worker 4.
+		{"jobset", "jobset-depends-on.yaml", 6, map[string]string{}},
+		// LWS: replicas 3 x size 4 = 12 pods; no leaderTemplate, so every pod is a worker-template pod (50m).
+		{"lws", "lws-exclusive-placement.yaml", 12, map[string]string{"cpu": "600m"}},
+		// LWS: 2 groups of 2 pods, each cpu 125 (request), memory 1124Gi, 8 GPUs, 800Gi ephemeral.
+		{"lws", "lws-vllm-gpu.yaml", 4, map[string]string{"cpu": "500", "memory": "4496Gi", "nvidia.com/gpu": "32", "ephemeral-storage": "3200Gi"}},
+		// KServe: predictor 1 (minReplicas) x sklearn (100m, 1Gi) + explainer 1 x alibi (100m, 1Gi).
+		{"kserve", "isvc-sklearn-alibi-explainer.yaml", 2, map[string]string{"cpu": "200m", "memory": "2Gi"}},
+		// KServe: huggingface model container requests 6 CPU, 24Gi, 1 GPU.
+		{"kserve", "isvc-huggingface-llama2-gpu.yaml", 1, map[string]string{"cpu": "6", "memory": "24Gi", "nvidia.com/gpu": "1"}},
+		// KServe: predictor (triton, no resources) + custom transformer container: 2 pods.
+		{"kserve", "isvc-triton-torchscript-transformer.yaml", 2, map[string]string{}},
+		// Dynamo: Frontend 1 + Decode 2 x gpu 1 + Prefill 1 x gpu 1 ("gpu" is nvidia.com/gpu).
+		{"dynamo", "dgd-vllm-disagg-router.yaml", 4, map[string]string{"nvidia.com/gpu": "3"}},
+		// Dynamo: three services of 1 replica; requests 16/10Gi, 16/20Gi/1, 16/20Gi/1.
+		{"dynamo", "dgd-h200-disagg-profiling.yaml", 3, map[string]string{"cpu": "48", "memory": "50Gi", "nvidia.com/gpu": "2"}},
+		// Dynamo operator sample without services: nothing to place.
+		{"dynamo", "dgd-operator-sample.yaml", 0, map[string]string{}},
+		// NIMService multi-node: replicas 1 x pipeline 2 pods, each 8 GPUs.
+		{"nim-operator", "nimservice-multi-node.yaml", 2, map[string]string{"nvidia.com/gpu": "16"}},
+		// NIMService: 2 replicas x limits nvidia.com/gpu 1.
+		{"nim-operator", "nimservice-epp-2-replicas.yaml", 2, map[string]string{"nvidia.com/gpu": "2"}},
+		// NIMService: requests 4 CPU, 6Gi, 1 GPU (requests win over limits).
+		{"nim-operator", "nimservice-kserve-knative.yaml", 1, map[string]string{"cpu": "4", "memory": "6Gi", "nvidia.com/gpu": "1"}},
+		// Milvus cluster: proxy, mixCoord, dataNode, queryNode, indexNode (defaulted) + streamingNode (given).
+		{"milvus-operator", "milvus-cluster-demo.yaml", 6, map[string]string{}},
+		// Milvus without mode: standalone, one pod.
+		{"milvus-operator", "milvus-kafka.yaml", 1, map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.sample, func(t *testing.T) {
+			checkTotals(t, analyzeBuiltin(t, loadCorpusSample(t, tt.framework, tt.sample)), tt.pods, tt.requests)
+		})
+	}
+}
