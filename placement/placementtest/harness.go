@@ -48,7 +48,9 @@ func (h *Harness) NextSeq() uint64 {
 type ClusterOpt func(*structs.Cluster)
 
 // Labels sets cluster labels.
-func Labels(labels map[string]string) ClusterOpt { return func(c *structs.Cluster) { c.Labels = labels } }
+func Labels(labels map[string]string) ClusterOpt {
+	return func(c *structs.Cluster) { c.Labels = labels }
+}
 
 // NotReady marks the cluster not Ready.
 func NotReady() ClusterOpt { return func(c *structs.Cluster) { c.Ready = false } }

@@ -91,7 +91,10 @@ func TestBackToBackGangs(t *testing.T) {
 }
 
 // assertNoOvercommit checks every node: requested by running pods plus reserved never exceeds allocatable.
-func assertNoOvercommit(t testing.TB, h *placementtest.Harness) {
+func assertNoOvercommit(t interface {
+	Helper()
+	Fatalf(string, ...any)
+}, h *placementtest.Harness) {
 	t.Helper()
 	snap := h.Store.Snapshot()
 	rt := snap.Resources()

@@ -145,4 +145,3 @@ func previousClusterIn(wl *structs.Workload, group []candidate) string {
 	}
 	return ""
 }
-

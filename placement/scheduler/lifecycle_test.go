@@ -1,0 +1,165 @@
+package scheduler_test
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/placement/placementtest"
+	"github.com/fleetflow/fleetflow/placement/scheduler"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// TestStickiness: a placed workload stays on its cluster when re-evaluated while it still fits, even after a
+// cluster it would now prefer appears; it moves only when its cluster stops qualifying.
+func TestStickiness(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	h.AddCluster("first")
+	h.AddNodes("first", cpuNodes("n", 1, "16"))
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+	id := h.AddWorkload(placementtest.PyTorchJob("ml", "job").Component("worker", 2, res("cpu", "4")).Obj(), nil)
+	if d := h.Place(id); !slices.Equal(d.Clusters, []string{"first"}) {
+		t.Fatalf("placed on %v, want [first]", d.Clusters)
+	}
+
+	// "tight" has exactly 8 CPUs: BinPack would prefer it (0 left vs 8) for a fresh workload.
+	h.AddCluster("tight")
+	h.AddNodes("tight", cpuNodes("n", 1, "8"))
+	moves, _, err := h.Scheduler.Reevaluate(h.Store.Snapshot(), h.Planner, scheduler.AffectedByPolicy(h.Store.Snapshot()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(moves) != 0 {
+		t.Fatalf("moves = %+v, want none while the workload fits where it is", moves)
+	}
+
+	// first is tainted: the workload must move, and tight is the only cluster left.
+	if err := h.Store.UpsertCluster(h.NextSeq(), &structs.Cluster{Name: "first", Ready: true,
+		Taints: []corev1.Taint{{Key: "drain", Effect: corev1.TaintEffectNoExecute}}}); err != nil {
+		t.Fatal(err)
+	}
+	snap := h.Store.Snapshot()
+	moves, _, err = h.Scheduler.Reevaluate(snap, h.Planner, scheduler.AffectedByCluster(snap, "first"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(moves) != 1 || !slices.Equal(moves[0].Clusters, []string{"tight"}) || moves[0].Previous.Clusters[0] != "first" {
+		t.Fatalf("moves = %+v, want one move first -> tight", moves)
+	}
+	// The move released the reservations on first and reserved on tight.
+	snap = h.Store.Snapshot()
+	for _, r := range snap.ReservationsOf(id) {
+		if r.Cluster != "tight" {
+			t.Errorf("reservation %s left on %s after the move", r.ID, r.Cluster)
+		}
+	}
+	if got := snap.Workload(id).Placement.Clusters; !slices.Equal(got, []string{"tight"}) {
+		t.Errorf("stored placement = %v, want [tight]", got)
+	}
+}
+
+// TestStickyWorkloadObservedRunning: once the cluster reports the workload's pods, the reservation is released
+// and the pods count in Requested; re-evaluation must not count them twice and move the workload away.
+func TestStickyWorkloadObservedRunning(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	h.AddCluster("c1")
+	h.AddNodes("c1", cpuNodes("n", 1, "8"))
+	h.AddCluster("c2")
+	h.AddNodes("c2", cpuNodes("n", 1, "8"))
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+	id := h.AddWorkload(placementtest.PyTorchJob("ml", "job").Component("worker", 1, res("cpu", "8")).Obj(), nil)
+	d := h.Place(id)
+	home := d.Clusters[0]
+	// The cluster now reports the pod: 8 CPUs requested, and one pod carrying the workload label.
+	if err := h.Store.UpsertNodes(h.NextSeq(), structs.NodeInfo{Cluster: home, Name: "n", Allocatable: res("cpu", "8", "memory", "64Gi"),
+		Requested: res("cpu", "8"), PodsByWorkload: map[string]int64{structs.WorkloadLabelValue(id): 1}}); err != nil {
+		t.Fatal(err)
+	}
+	snap := h.Store.Snapshot()
+	if rs := snap.ReservationsOf(id); len(rs) != 0 {
+		t.Fatalf("reservations = %d, want 0 once the pod is observed", len(rs))
+	}
+	if free := snap.Capacity(home).Free.Get(structs.ResourceCPU); free != 0 {
+		t.Errorf("free CPU on %s = %d, want 0 (requested, not reserved twice)", home, free)
+	}
+	moves, _, err := h.Scheduler.Reevaluate(snap, h.Planner, []string{id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(moves) != 0 {
+		t.Errorf("moves = %+v, want none", moves)
+	}
+}
+
+func TestBlockedWakesOnlyOnRelevantEvents(t *testing.T) {
+	capacityOnA := &structs.Decision{WorkloadID: "capacity-a", Status: structs.StatusUnschedulable,
+		RejectCodes: map[string]structs.RejectCode{"a": structs.RejectCapacity, "b": structs.RejectTaint}}
+	noPolicy := &structs.Decision{WorkloadID: "no-policy", Status: structs.StatusNoPolicy}
+	cases := []struct {
+		name  string
+		event scheduler.Event
+		want  []string
+	}{
+		{"capacity freed where it was short wakes it", scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "a"}, []string{"capacity-a"}},
+		{"capacity freed where a taint blocked it does not", scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "b"}, nil},
+		{"capacity freed elsewhere does not", scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "c"}, nil},
+		{"a changed cluster wakes unschedulable workloads, not policy-less ones", scheduler.Event{Kind: scheduler.EventClusterChanged, Cluster: "c"}, []string{"capacity-a"}},
+		{"a changed policy wakes everything", scheduler.Event{Kind: scheduler.EventPolicyChanged}, []string{"capacity-a", "no-policy"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := scheduler.NewBlocked()
+			b.Record(capacityOnA)
+			b.Record(noPolicy)
+			got := b.Wake(tc.event)
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("woken = %v, want %v", got, tc.want)
+			}
+			if b.Len() != 2-len(tc.want) {
+				t.Errorf("still blocked = %d, want %d", b.Len(), 2-len(tc.want))
+			}
+		})
+	}
+	b := scheduler.NewBlocked()
+	b.Record(capacityOnA)
+	b.Record(&structs.Decision{WorkloadID: "capacity-a", Status: structs.StatusPlaced})
+	if b.Len() != 0 {
+		t.Errorf("a placed decision must unblock the workload")
+	}
+}
+
+// TestStalePlanIsReplanned: two decisions computed on the same snapshot compete for one node; the store rejects
+// the second as stale and Process plans it again on the fresh view, where it no longer fits.
+func TestStalePlanIsReplanned(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	h.AddCluster("c1")
+	h.AddNodes("c1", cpuNodes("n", 1, "8"))
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+	a := h.AddWorkload(placementtest.PyTorchJob("ml", "a").Component("worker", 1, res("cpu", "6")).Obj(), nil)
+	b := h.AddWorkload(placementtest.PyTorchJob("ml", "b").Component("worker", 1, res("cpu", "6")).Obj(), nil)
+	stale := h.Store.Snapshot()
+	planA, err := h.Scheduler.Schedule(stale, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	planB, err := h.Scheduler.Schedule(stale, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Planner.SubmitPlan(planA); err != nil {
+		t.Fatalf("first plan: %v", err)
+	}
+	if _, err := h.Planner.SubmitPlan(planB); err == nil {
+		t.Fatal("second plan on the same snapshot was accepted; the node would hold 12 of 8 CPUs")
+	}
+	plan, _, err := h.Scheduler.Process(stale, h.Planner, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plan.Decisions[0]; got.Status != structs.StatusUnschedulable {
+		t.Errorf("re-planned decision = %s, want Unschedulable", got.Status)
+	}
+	assertNoOvercommit(t, h)
+}

@@ -1,0 +1,186 @@
+package state
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	memdb "github.com/hashicorp/go-memdb"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+func TestSchemaIsValid(t *testing.T) {
+	if _, err := memdb.NewMemDB(schema()); err != nil {
+		t.Fatalf("schema: %v", err)
+	}
+}
+
+func qty(s string) resource.Quantity { return resource.MustParse(s) }
+
+func newTestStore(t *testing.T) *Store {
+	t.Helper()
+	s, err := NewStore(Config{ReservationTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpsertCluster(1, &structs.Cluster{Name: "c1", Ready: true}); err != nil {
+		t.Fatal(err)
+	}
+	nodes := []structs.NodeInfo{
+		{Cluster: "c1", Name: "a", Allocatable: corev1.ResourceList{"cpu": qty("8"), "nvidia.com/gpu": qty("8")},
+			Requested: corev1.ResourceList{"cpu": qty("1500m"), "nvidia.com/gpu": qty("6")}},
+		{Cluster: "c1", Name: "b", Allocatable: corev1.ResourceList{"cpu": qty("4"), "nvidia.com/gpu": qty("4")}},
+		{Cluster: "c1", Name: "cordoned", Unschedulable: true, Allocatable: corev1.ResourceList{"cpu": qty("64")}},
+	}
+	if err := s.UpsertNodes(2, nodes...); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func gpuIndex(t *testing.T, snap *Snapshot) int {
+	t.Helper()
+	i, ok := snap.Resources().Index("nvidia.com/gpu")
+	if !ok {
+		t.Fatal("nvidia.com/gpu not interned")
+	}
+	return i
+}
+
+// TestCapacitySummary: free = allocatable − requested over schedulable nodes; cordoned nodes add nothing.
+// By hand: free CPU a 6.5 + b 4 = 10.5 (10500m), free GPU 2 + 4 = 6, the most free GPU is b's 4.
+func TestCapacitySummary(t *testing.T) {
+	snap := newTestStore(t).Snapshot()
+	c := snap.Capacity("c1")
+	gpu := gpuIndex(t, snap)
+	if got := c.Free.Get(structs.ResourceCPU); got != 10500 {
+		t.Errorf("free cpu = %dm, want 10500m", got)
+	}
+	if got := c.Free.Get(gpu); got != 6 {
+		t.Errorf("free gpu = %d, want 6", got)
+	}
+	if c.MaxFree.Get(gpu) != 4 || c.MaxFreeNode[gpu] != "b" {
+		t.Errorf("max free gpu = %d on %q, want 4 on b", c.MaxFree.Get(gpu), c.MaxFreeNode[gpu])
+	}
+	// Pods: the fleet file left them out, so each node gets the kubelet default of 110.
+	if got := c.Allocatable.Get(structs.ResourcePods); got != 2*DefaultMaxPods {
+		t.Errorf("allocatable pods = %d, want %d", got, 2*DefaultMaxPods)
+	}
+	if got := snap.Index(); got != 2 {
+		t.Errorf("index = %d, want 2", got)
+	}
+	if got := snap.TableIndex(TableNodes); got != 2 {
+		t.Errorf("nodes table index = %d, want 2", got)
+	}
+}
+
+func addWorkload(t *testing.T, s *Store, seq uint64, name string, gpus string) *structs.Workload {
+	t.Helper()
+	one := int64(1)
+	wl, err := s.UpsertWorkload(seq, structs.WorkloadInfo{Generation: 1, Analysis: &karta.Analysis{
+		APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ml", Name: name,
+		Components: []karta.ComponentInstance{{Name: "worker", Replicas: &one, Pods: 1,
+			PodRequests: corev1.ResourceList{"nvidia.com/gpu": qty(gpus)}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wl
+}
+
+func placeOn(wl *structs.Workload, snap *Snapshot, node string) *structs.Plan {
+	d := &structs.Decision{ID: structs.DecisionID(wl.ID, wl.Generation, snap.Index()), WorkloadID: wl.ID,
+		Generation: wl.Generation, Status: structs.StatusPlaced, Clusters: []string{"c1"},
+		Assignments: []structs.Assignment{{Cluster: "c1", Node: node, Component: "worker", Pods: 1,
+			PodRequest: wl.PodGroups[0].Request}}}
+	return &structs.Plan{Decisions: []*structs.Decision{d}}
+}
+
+// TestReservationLifecycle walks a reservation through its three ways out: the cluster reporting the pod,
+// deletion of the workload, and expiry.
+func TestReservationLifecycle(t *testing.T) {
+	s := newTestStore(t)
+	now := time.Unix(1000, 0)
+	observed := addWorkload(t, s, 3, "observed", "2")
+	deleted := addWorkload(t, s, 4, "deleted", "1")
+	expired := addWorkload(t, s, 5, "expired", "1")
+	for i, wl := range []*structs.Workload{observed, deleted, expired} {
+		if err := s.ApplyPlan(uint64(6+i), now, placeOn(wl, s.Snapshot(), "b")); err != nil {
+			t.Fatalf("apply %s: %v", wl.Name, err)
+		}
+	}
+	snap := s.Snapshot()
+	gpu := gpuIndex(t, snap)
+	// b had 4 free GPUs; 2 + 1 + 1 are reserved.
+	if free := snap.Capacity("c1").Nodes[1].Free.Get(gpu); free != 0 {
+		t.Fatalf("free gpu on b = %d, want 0 after reserving 4", free)
+	}
+
+	// b reports the observed workload's pod: its reservation goes, its GPUs now count as requested.
+	if err := s.UpsertNodes(9, structs.NodeInfo{Cluster: "c1", Name: "b",
+		Allocatable:    corev1.ResourceList{"cpu": qty("4"), "nvidia.com/gpu": qty("4")},
+		Requested:      corev1.ResourceList{"nvidia.com/gpu": qty("2")},
+		PodsByWorkload: map[string]int64{structs.WorkloadLabelValue(observed.ID): 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Snapshot().ReservationsOf(observed.ID)); n != 0 {
+		t.Errorf("observed workload still has %d reservations", n)
+	}
+	if err := s.DeleteWorkload(10, deleted.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.Snapshot().ReservationsOf(deleted.ID)); n != 0 {
+		t.Errorf("deleted workload still has %d reservations", n)
+	}
+	// One second before the TTL nothing expires; at the TTL the last reservation does.
+	if n, err := s.ExpireReservations(11, now.Add(time.Minute-time.Second)); err != nil || n != 0 {
+		t.Errorf("early expiry released %d (%v), want 0", n, err)
+	}
+	if n, err := s.ExpireReservations(12, now.Add(time.Minute)); err != nil || n != 1 {
+		t.Errorf("expiry released %d (%v), want 1", n, err)
+	}
+	// By hand: 4 GPUs − 2 requested by the observed pod, nothing reserved.
+	if free := s.Snapshot().Capacity("c1").Nodes[1].Free.Get(gpu); free != 2 {
+		t.Errorf("free gpu on b = %d, want 2", free)
+	}
+}
+
+// TestApplyPlanRejectsStale: a decision for an older generation, or one that would over-commit a node, is refused
+// and leaves the store unchanged.
+func TestApplyPlanRejectsStale(t *testing.T) {
+	s := newTestStore(t)
+	wl := addWorkload(t, s, 3, "job", "4")
+	plan := placeOn(wl, s.Snapshot(), "a") // a has only 2 GPUs free
+	if err := s.ApplyPlan(4, time.Unix(0, 0), plan); !errors.Is(err, ErrStalePlan) {
+		t.Fatalf("over-committing plan: err = %v, want ErrStalePlan", err)
+	}
+	if n := len(s.Snapshot().ReservationsOf(wl.ID)); n != 0 {
+		t.Errorf("rejected plan left %d reservations", n)
+	}
+	plan = placeOn(wl, s.Snapshot(), "b")
+	if _, err := s.UpsertWorkload(5, structs.WorkloadInfo{Generation: 2, Analysis: wl.Analysis}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ApplyPlan(6, time.Unix(0, 0), plan); !errors.Is(err, ErrStalePlan) {
+		t.Fatalf("plan for generation 1 of a generation-2 workload: err = %v, want ErrStalePlan", err)
+	}
+}
+
+// TestSnapshotsAreIsolated: a snapshot keeps seeing the fleet as it was when taken.
+func TestSnapshotsAreIsolated(t *testing.T) {
+	s := newTestStore(t)
+	before := s.Snapshot()
+	if err := s.DeleteCluster(3, "c1"); err != nil {
+		t.Fatal(err)
+	}
+	if before.Capacity("c1") == nil || len(before.Nodes("c1")) != 3 {
+		t.Errorf("old snapshot lost the cluster")
+	}
+	after := s.Snapshot()
+	if after.Capacity("c1") != nil || len(after.Nodes("c1")) != 0 || after.Cluster("c1") != nil {
+		t.Errorf("deleted cluster still visible")
+	}
+}
