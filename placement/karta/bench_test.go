@@ -1,0 +1,66 @@
+package karta
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// rayCluster64 builds a RayCluster of 64 worker hosts: 4 groups of 4 replicas x 4 hosts, plus a head.
+func rayCluster64(tb testing.TB) map[string]any {
+	var b strings.Builder
+	b.WriteString(`
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: big, namespace: ml}
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        containers: [{name: ray-head, image: rayproject/ray, resources: {requests: {cpu: "8", memory: 32Gi}}}]
+  workerGroupSpecs:
+`)
+	for g := range 4 {
+		fmt.Fprintf(&b, `  - groupName: group-%d
+    replicas: 4
+    minReplicas: 1
+    maxReplicas: 8
+    numOfHosts: 4
+    template:
+      spec:
+        nodeSelector: {cloud.google.com/gke-accelerator: nvidia-h100-80gb}
+        tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+        initContainers: [{name: init, image: busybox, resources: {requests: {cpu: 100m}}}]
+        containers:
+        - name: ray-worker
+          image: rayproject/ray
+          resources: {requests: {cpu: "32", memory: 256Gi, nvidia.com/gpu: "8"}, limits: {nvidia.com/gpu: "8"}}
+`, g)
+	}
+	obj, err := ParseObject([]byte(b.String()), "bench")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return obj
+}
+
+func TestRayCluster64(t *testing.T) {
+	// 1 head + 4 groups x 4 replicas x 4 hosts = 65 pods; GPUs 64 x 8.
+	checkTotals(t, analyzeBuiltin(t, rayCluster64(t)), 65, map[string]string{
+		"cpu": fmt.Sprint(8 + 64*32), "memory": fmt.Sprintf("%dGi", 32+64*256), "nvidia.com/gpu": "512"})
+}
+
+// BenchmarkAnalyzeRayCluster64 measures one analysis of a 64-host RayCluster with a precompiled RI.
+func BenchmarkAnalyzeRayCluster64(b *testing.B) {
+	obj := rayCluster64(b)
+	c, ok := builtinRegistry(b).Lookup(GVKOf(obj))
+	if !ok {
+		b.Fatal("no RayCluster RI")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Analyze(obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
