@@ -28,6 +28,9 @@ const (
 	EtcdBinary      = "etcd"
 	APIServerBinary = "kube-apiserver"
 
+	// EtcdDataDirName is etcd's data directory under the fleet directory.
+	EtcdDataDirName = "etcd"
+
 	clustersDirName = "clusters"
 	logTailLines    = 20
 	startAttempts   = 3
@@ -352,7 +355,7 @@ func prepareDir(dir string) error {
 				dir, pid, path, dir)
 		}
 	}
-	for _, name := range []string{"etcd", "auth", clustersDirName, StateFileName, "etcd.pid", "etcd.log"} {
+	for _, name := range []string{EtcdDataDirName, "auth", clustersDirName, StateFileName, "etcd.pid", "etcd.log"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("local fleet: clear %s: %w", dir, err)
 		}
@@ -385,7 +388,7 @@ func (f *Fleet) startEtcd(ctx context.Context) error {
 			binary: filepath.Join(f.opts.BinDir, EtcdBinary),
 			args: []string{
 				"--name=fleet",
-				"--data-dir=" + filepath.Join(dir, "etcd"),
+				"--data-dir=" + filepath.Join(dir, EtcdDataDirName),
 				"--listen-client-urls=" + clientURL,
 				"--advertise-client-urls=" + clientURL,
 				"--listen-peer-urls=" + peerURL,
@@ -568,7 +571,7 @@ func probe(ctx context.Context, client *http.Client, url, token string, ok func(
 	if resp.StatusCode == http.StatusOK && ok(text) {
 		return true, text
 	}
-	return false, fmt.Sprintf("HTTP %d %s", resp.StatusCode, failingChecks(text))
+	return false, fmt.Sprintf("HTTP %d, %s", resp.StatusCode, failingChecks(text))
 }
 
 // failingChecks picks the failed checks out of a verbose /readyz answer.
@@ -579,7 +582,10 @@ func failingChecks(body string) string {
 			failed = append(failed, strings.Fields(strings.TrimPrefix(line, "[-]"))[0])
 		}
 	}
-	if len(failed) > 0 {
+	switch {
+	case len(failed) > 3:
+		return fmt.Sprintf("%d checks failing: %s, ...", len(failed), strings.Join(failed[:3], ", "))
+	case len(failed) > 0:
 		return "failing: " + strings.Join(failed, ", ")
 	}
 	if len(body) > 200 {

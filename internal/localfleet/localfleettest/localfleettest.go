@@ -189,7 +189,8 @@ func Run(m *testing.M, opts ...Option) int {
 	}
 	close(startDone)
 	if err != nil {
-		logf("FAIL: %v\n(fleet files kept in %s)", err, dir)
+		keepLogsOnly(dir)
+		logf("FAIL: %v\n(fleet logs kept in %s)", err, dir)
 		return 1
 	}
 	if spec != nil {
@@ -216,6 +217,7 @@ func Run(m *testing.M, opts ...Option) int {
 	if code == 0 {
 		_ = os.RemoveAll(dir)
 	} else {
+		keepLogsOnly(dir)
 		logf("fleet logs kept in %s", dir)
 	}
 	return code
@@ -231,6 +233,10 @@ func runRecovering(m *testing.M, stop func() error) int {
 	}()
 	return m.Run()
 }
+
+// keepLogsOnly drops etcd's data (over 100 MB of preallocated WAL) from a failed run's directory; the logs
+// are what explains the failure.
+func keepLogsOnly(dir string) { _ = os.RemoveAll(filepath.Join(dir, localfleet.EtcdDataDirName)) }
 
 func setFleet(f *localfleet.Fleet, reason string) {
 	mu.Lock()

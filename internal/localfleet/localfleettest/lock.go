@@ -17,7 +17,10 @@ const LockFile = "fleetflow-localfleet.lock"
 // megabytes, so a test that starts its own fleet instead of using Run should hold this lock while it runs.
 // The lock is released by the returned function (safe to call more than once) or when the process exits.
 func Lock(waiting func(path string)) (unlock func(), err error) {
-	path := filepath.Join(os.TempDir(), LockFile)
+	return lockAt(filepath.Join(os.TempDir(), LockFile), waiting)
+}
+
+func lockAt(path string, waiting func(path string)) (unlock func(), err error) {
 	file, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("localfleettest: lock: %w", err)

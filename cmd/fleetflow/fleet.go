@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetflow/fleetflow/internal/fleetspec"
+	"github.com/fleetflow/fleetflow/internal/localfleet"
+)
+
+func init() { registerCommand(newFleetCommand) }
+
+func newFleetCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "fleet",
+		Short: "Run a local fleet of real apiservers: a control plane and workload clusters",
+	}
+	cmd.AddCommand(newFleetUpCommand(), newFleetDownCommand(), newFleetStatusCommand())
+	return cmd
+}
+
+func newFleetUpCommand() *cobra.Command {
+	var (
+		clusters  int
+		dir       string
+		fleetFile string
+		binDir    string
+		detach    bool
+		timeout   time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start etcd and one apiserver per cluster, print their kubeconfigs, and run until interrupted",
+		Long: `Start one etcd and N+1 kube-apiservers on free loopback ports: a control plane ("control-plane") and
+N workload clusters named cluster-1..N, or named by the fleet file. With --fleet, the workload clusters get
+the file's nodes (plain Node objects, no kubelet) and the control plane its namespaces.
+
+Everything lives under --dir: logs, kubeconfigs, pid files and fleet.json. The command stays in the
+foreground until SIGINT or SIGTERM and then stops the fleet; with --detach it returns once the fleet is
+ready, and "fleetflow fleet down --dir DIR" stops it.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var spec *fleetspec.Fleet
+			var names []string
+			if fleetFile != "" {
+				data, err := os.ReadFile(fleetFile)
+				if err != nil {
+					return err
+				}
+				if spec, err = fleetspec.Parse(data, fleetFile); err != nil {
+					return err
+				}
+				for _, c := range spec.Clusters {
+					names = append(names, c.Name)
+				}
+				if cmd.Flags().Changed("clusters") && clusters != len(names) {
+					return fmt.Errorf("--clusters %d disagrees with %s, which describes %d clusters", clusters, fleetFile, len(names))
+				}
+			} else {
+				if clusters < 0 {
+					return fmt.Errorf("--clusters must be 0 or more, got %d", clusters)
+				}
+				for i := 1; i <= clusters; i++ {
+					names = append(names, fmt.Sprintf("cluster-%d", i))
+				}
+			}
+
+			ctx, stopSignals := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stopSignals()
+			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			startCtx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			fleet, err := localfleet.Start(startCtx, localfleet.Options{
+				Dir:          dir,
+				Clusters:     names,
+				BinDir:       binDir,
+				Logger:       slog.Default(),
+				StartTimeout: timeout,
+				Detach:       detach,
+				Progress:     func(p localfleet.Progress) { fmt.Fprintf(errOut, "fleet: %s\n", p) },
+			})
+			if err != nil {
+				return err
+			}
+			stopFleet := func() error {
+				stopCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				fmt.Fprintln(errOut, "fleet: stopping")
+				return fleet.Stop(stopCtx)
+			}
+			if spec != nil {
+				if err := localfleet.Seed(ctx, fleet, spec); err != nil {
+					return errors.Join(err, stopFleet())
+				}
+				for _, c := range spec.Clusters {
+					fmt.Fprintf(errOut, "fleet: %s: seeded %d nodes\n", c.Name, len(c.AllNodes()))
+				}
+			}
+			printClusters(out, fleet.State())
+			if detach {
+				fmt.Fprintf(out, "\nThe fleet keeps running. Stop it with: fleetflow fleet down --dir %s\n", fleet.Dir)
+				return nil
+			}
+			fmt.Fprintf(out, "\nLogs and state in %s. Press Ctrl-C to stop the fleet.\n", fleet.Dir)
+			select {
+			case <-ctx.Done():
+				return stopFleet()
+			case <-fleet.Exited():
+				return errors.Join(fleet.ExitErr(), stopFleet())
+			}
+		},
+	}
+	cmd.Flags().IntVar(&clusters, "clusters", 3, "number of workload clusters, named cluster-1..N (with --fleet, the file names them)")
+	cmd.Flags().StringVar(&dir, "dir", ".fleet", "directory for the fleet's data, logs, kubeconfigs and state")
+	cmd.Flags().StringVar(&fleetFile, "fleet", "", "fleet description (YAML) naming the clusters and the nodes to seed")
+	cmd.Flags().StringVar(&binDir, "bin-dir", "bin", "directory holding the etcd and kube-apiserver binaries")
+	cmd.Flags().BoolVar(&detach, "detach", false, "return once the fleet is ready and leave it running")
+	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long startup may take")
+	return cmd
+}
+
+func newFleetDownCommand() *cobra.Command {
+	var (
+		dir   string
+		grace time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop the fleet in --dir by the pids it recorded, also one started by another process",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			stopped, err := localfleet.Down(cmd.Context(), dir, grace)
+			if err != nil {
+				return err
+			}
+			if len(stopped) == 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "no running fleet processes in %s\n", dir)
+				return nil
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "stopped %d fleet processes in %s: %v\n", len(stopped), dir, stopped)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".fleet", "directory of the fleet")
+	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL")
+	return cmd
+}
+
+func newFleetStatusCommand() *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Print the clusters of the fleet in --dir and whether their apiservers still run",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			state, err := localfleet.ReadState(dir)
+			if err != nil {
+				return err
+			}
+			printClusters(cmd.OutOrStdout(), *state)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".fleet", "directory of the fleet")
+	return cmd
+}
+
+func printClusters(out io.Writer, state localfleet.State) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "CLUSTER\tROLE\tSERVER\tPID\tKUBECONFIG")
+	for _, c := range state.Clusters {
+		pid := fmt.Sprint(c.PID)
+		if !localfleet.ProcessAlive(c.PID) {
+			pid += " (gone)"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Role, c.Server, pid, c.Kubeconfig)
+	}
+	w.Flush()
+}
