@@ -136,7 +136,7 @@ spec:
     proxy: {replicas: -1}
     rootCoord: {}
     queryNode: {replicas: 3, resources: {requests: {cpu: "4", memory: 8Gi}}}
-`, 1 /*proxy*/ +4 /*coords*/ +1 /*dataNode*/ +3 /*queryNode*/ +1 /*indexNode*/, map[string]string{"cpu": "19", "memory": "24Gi"}},
+`, 1 /*proxy*/ + 4 /*coords*/ + 1 /*dataNode*/ + 3 /*queryNode*/ + 1 /*indexNode*/, map[string]string{"cpu": "19", "memory": "24Gi"}},
 		{"deployment", `
 apiVersion: apps/v1
 kind: Deployment
