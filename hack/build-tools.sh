@@ -31,6 +31,9 @@ fi
 
 log() { echo "build-tools: $*"; }
 
+ticker=
+trap '[ -z "$ticker" ] || kill "$ticker" 2>/dev/null || true' EXIT
+
 # stamp_of prints the hash that identifies the sources a tool binary was built from.
 stamp_of() {
 	local dir=$root/tools/$1
@@ -86,12 +89,13 @@ build_one() {
 	mkdir -p "$bin_dir"
 	local tmp=$target.tmp.$$
 	local start=$SECONDS
+	# sleep gets /dev/null so that, once the loop is killed, no leftover sleep keeps our stdout pipe open.
 	(
-		while sleep "$heartbeat"; do
+		while sleep "$heartbeat" </dev/null >/dev/null 2>&1; do
 			log "still building $name ($(((SECONDS - start) / 60))m$(((SECONDS - start) % 60))s)"
 		done
 	) &
-	local ticker=$!
+	ticker=$!
 	local status=0
 	(cd "$root/tools/$name" && GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$tmp" .) || status=$?
 	kill "$ticker" 2>/dev/null || true
