@@ -1,0 +1,110 @@
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/internal/fleetspec"
+	"github.com/fleetflow/fleetflow/placement/karta"
+)
+
+// File is a fleet file for simulate: a fleetspec.Fleet extended with what placement needs.
+type File struct {
+	fleetspec.Fleet `json:",inline"`
+	Policies        []v1alpha1.SchedulePolicy `json:"policies,omitempty"`
+	// ResourceInterfaces are extra RI objects; they override the built-ins for their kinds.
+	ResourceInterfaces []map[string]any `json:"resourceInterfaces,omitempty"`
+	// Workloads are placed in this order.
+	Workloads []WorkloadRef `json:"workloads"`
+}
+
+// WorkloadRef names a workload CR: a file relative to the fleet file, or the object inline.
+type WorkloadRef struct {
+	File   string         `json:"file,omitempty"`
+	Object map[string]any `json:"object,omitempty"`
+}
+
+// FieldError locates a problem of the fleet file by a field path such as "policies[0].spec.scoring".
+type FieldError struct {
+	Path   string
+	Reason string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Reason }
+
+// Input is a loaded fleet file: the file itself and each workload object, resolved.
+type Input struct {
+	Source  string
+	File    *File
+	Objects []map[string]any
+	// ObjectSources names where each object came from, for messages.
+	ObjectSources []string
+}
+
+// Load reads and checks a fleet file. Every problem is reported with the path of the bad field.
+func Load(path string) (*Input, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read fleet file: %w", err)
+	}
+	return Parse(data, path, filepath.Dir(path))
+}
+
+// Parse decodes a fleet file; workload files are resolved against baseDir.
+func Parse(data []byte, source, baseDir string) (*Input, error) {
+	var f File
+	if err := yaml.UnmarshalStrict(data, &f); err != nil {
+		return nil, fmt.Errorf("fleet file %s: %w", source, err)
+	}
+	var errs []error
+	if err := f.Fleet.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(f.Workloads) == 0 {
+		errs = append(errs, &FieldError{Path: "workloads", Reason: "required: nothing to place"})
+	}
+	in := &Input{Source: source, File: &f}
+	for i, ref := range f.Workloads {
+		path := fmt.Sprintf("workloads[%d]", i)
+		obj, where, err := resolve(ref, baseDir)
+		if err != nil {
+			errs = append(errs, &FieldError{Path: path, Reason: err.Error()})
+			continue
+		}
+		in.Objects = append(in.Objects, obj)
+		in.ObjectSources = append(in.ObjectSources, where)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("fleet file %s: %w", source, errors.Join(errs...))
+	}
+	return in, nil
+}
+
+func resolve(ref WorkloadRef, baseDir string) (map[string]any, string, error) {
+	switch {
+	case ref.File != "" && ref.Object != nil:
+		return nil, "", errors.New("set either file or object, not both")
+	case ref.Object != nil:
+		return ref.Object, "inline object", nil
+	case ref.File == "":
+		return nil, "", errors.New("set file or object")
+	}
+	p := ref.File
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(baseDir, p)
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return nil, "", fmt.Errorf("file: %w", err)
+	}
+	obj, err := karta.ParseObject(data, ref.File)
+	if err != nil {
+		return nil, "", err
+	}
+	return obj, ref.File, nil
+}

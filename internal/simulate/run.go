@@ -1,0 +1,249 @@
+package simulate
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetflow/fleetflow/internal/fleetspec"
+	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/policy"
+	"github.com/fleetflow/fleetflow/placement/scheduler"
+	"github.com/fleetflow/fleetflow/placement/state"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// Result is one workload's outcome, in the shape `simulate -o json` prints.
+type Result struct {
+	Workload string            `json:"workload"`
+	Policy   *string           `json:"policy"`
+	Status   string            `json:"status"`
+	Clusters []string          `json:"clusters"`
+	Replicas map[string]int64  `json:"replicas,omitempty"`
+	Reasons  map[string]string `json:"reasons"`
+	// Message explains a decision no per-cluster reason covers (no policy, a group that fits nowhere).
+	Message string `json:"message,omitempty"`
+	// Pods lists, per cluster and node, the pods reserved there: "cluster/node": {"component": n}.
+	Pods map[string]map[string]int64 `json:"pods,omitempty"`
+}
+
+// Run builds the fleet view of in and places its workloads in order.
+func Run(in *Input, logger *slog.Logger) ([]Result, error) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	builtins, err := karta.Builtins()
+	if err != nil {
+		return nil, fmt.Errorf("built-in ResourceInterfaces: %w", err)
+	}
+	registry := karta.NewRegistry(builtins...)
+	for i, obj := range in.File.ResourceInterfaces {
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, &FieldError{Path: fmt.Sprintf("resourceInterfaces[%d]", i), Reason: err.Error()}
+		}
+		source := fmt.Sprintf("%s: resourceInterfaces[%d]", in.Source, i)
+		ris, err := karta.ParseResourceInterfaces(data, source)
+		if err != nil {
+			return nil, &FieldError{Path: fmt.Sprintf("resourceInterfaces[%d]", i), Reason: err.Error()}
+		}
+		for _, ri := range ris {
+			compiled, err := karta.Compile(ri, source)
+			if err != nil {
+				return nil, &FieldError{Path: fmt.Sprintf("resourceInterfaces[%d]", i), Reason: err.Error()}
+			}
+			registry = registry.With(compiled)
+		}
+	}
+
+	analyses := make([]*karta.Analysis, len(in.Objects))
+	var errs []error
+	for i, obj := range in.Objects {
+		path := fmt.Sprintf("workloads[%d]", i)
+		gvk := karta.GVKOf(obj)
+		ri, ok := registry.Lookup(gvk)
+		if !ok {
+			errs = append(errs, &FieldError{Path: path, Reason: fmt.Sprintf("no ResourceInterface for %s", gvk)})
+			continue
+		}
+		a, err := ri.Analyze(obj)
+		if err != nil {
+			errs = append(errs, &FieldError{Path: path, Reason: err.Error()})
+			continue
+		}
+		analyses[i] = a
+	}
+	kinds := kindInfo(registry, analyses)
+	var policies []*policy.Policy
+	for i := range in.File.Policies {
+		p, err := policy.Compile(&in.File.Policies[i], kinds)
+		var verr *policy.ValidationError
+		if errors.As(err, &verr) {
+			for _, fe := range verr.Errors {
+				errs = append(errs, &FieldError{Path: fmt.Sprintf("policies[%d].%s", i, fe.Path), Reason: fe.Reason})
+			}
+			continue
+		}
+		policies = append(policies, p)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("fleet file %s: %w", in.Source, errors.Join(errs...))
+	}
+
+	h, err := newHarness(in.File.Fleet, policies, registry)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(analyses))
+	for i, a := range analyses {
+		labels := objectLabels(in.Objects[i])
+		wl, err := h.store.UpsertWorkload(h.nextSeq(), structs.WorkloadInfo{Analysis: a, Labels: labels, Generation: 1})
+		if err != nil {
+			return nil, fmt.Errorf("workloads[%d]: %w", i, err)
+		}
+		ids[i] = wl.ID
+	}
+	sched := scheduler.New(logger)
+	st := scheduler.State(h.store.Snapshot())
+	results := make([]Result, 0, len(ids))
+	for _, id := range ids {
+		plan, next, err := sched.Process(st, h.planner, id)
+		if err != nil {
+			return nil, err
+		}
+		st = next
+		results = append(results, toResult(plan.Decisions[0]))
+	}
+	return results, nil
+}
+
+type harness struct {
+	store   *state.Store
+	planner *scheduler.StorePlanner
+	seq     uint64
+}
+
+func (h *harness) nextSeq() uint64 {
+	h.seq++
+	return h.seq
+}
+
+// newHarness loads the fleet into a fresh store.
+func newHarness(fleet fleetspec.Fleet, policies []*policy.Policy, registry *karta.Registry) (*harness, error) {
+	store, err := state.NewStore(state.Config{})
+	if err != nil {
+		return nil, err
+	}
+	h := &harness{store: store}
+	// Simulated time stands still: no reservation expires during a run.
+	now := time.Unix(0, 0)
+	h.planner = &scheduler.StorePlanner{Store: store, NextSeq: h.nextSeq, Now: func() time.Time { return now }}
+	for name, ns := range fleet.Namespaces {
+		if err := store.UpsertNamespace(h.nextSeq(), &structs.Namespace{Name: name, Labels: ns.Labels}); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range fleet.Clusters {
+		cluster := &structs.Cluster{Name: c.Name, Labels: c.Labels, Taints: c.Taints, Ready: c.IsReady()}
+		if len(c.APIs) > 0 {
+			cluster.APIs = map[string]struct{}{}
+			for _, api := range c.APIs {
+				cluster.APIs[api] = struct{}{}
+			}
+		}
+		if err := store.UpsertCluster(h.nextSeq(), cluster); err != nil {
+			return nil, err
+		}
+		var infos []structs.NodeInfo
+		for _, n := range c.AllNodes() {
+			infos = append(infos, structs.NodeInfo{Cluster: c.Name, Name: n.Name, Labels: n.Labels, Taints: n.Taints,
+				Unschedulable: n.Unschedulable, Allocatable: n.Allocatable, Requested: n.Requested})
+		}
+		if err := store.UpsertNodes(h.nextSeq(), infos...); err != nil {
+			return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
+	}
+	for _, p := range policies {
+		if err := store.UpsertPolicy(h.nextSeq(), p); err != nil {
+			return nil, err
+		}
+	}
+	for _, ri := range registry.All() {
+		if err := store.UpsertResourceInterface(h.nextSeq(), &structs.ResourceInterface{Name: ri.Name,
+			Group: ri.GVK.Group, Kind: ri.GVK.Kind, Engine: ri}); err != nil {
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// kindInfo answers policy validation's question "is this kind divisible?". The RI engine has no static answer
+// (scalability is a property of the analyzed object's replica path), so a kind counts as divisible unless one of
+// the fleet file's workloads of that kind analyzes to something other than a single scalable component.
+func kindInfo(registry *karta.Registry, analyses []*karta.Analysis) policy.KindInfo {
+	return func(group, kind string) (bool, bool) {
+		known := false
+		for _, ri := range registry.All() {
+			if ri.GVK.Group == group && ri.GVK.Kind == kind {
+				known = true
+				break
+			}
+		}
+		if !known {
+			return false, false
+		}
+		for _, a := range analyses {
+			if a == nil || a.Kind != kind || structs.APIGroup(a.APIVersion) != group {
+				continue
+			}
+			if len(a.Components) != 1 || !a.Components[0].Scalable {
+				return false, true
+			}
+		}
+		return true, true
+	}
+}
+
+func objectLabels(obj map[string]any) map[string]string {
+	meta, _ := obj["metadata"].(map[string]any)
+	raw, _ := meta["labels"].(map[string]any)
+	if len(raw) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(raw))
+	for k, v := range raw {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
+}
+
+func toResult(d *structs.Decision) Result {
+	r := Result{Workload: d.Workload, Status: string(d.Status), Clusters: d.Clusters, Reasons: d.Reasons,
+		Message: d.Message}
+	if d.Policy != "" {
+		p := d.Policy
+		r.Policy = &p
+	}
+	if r.Clusters == nil {
+		r.Clusters = []string{}
+	}
+	if d.Replicas != nil {
+		r.Replicas = d.Replicas
+	}
+	for _, a := range d.Assignments {
+		if r.Pods == nil {
+			r.Pods = map[string]map[string]int64{}
+		}
+		key := structs.NodeID(a.Cluster, a.Node)
+		if r.Pods[key] == nil {
+			r.Pods[key] = map[string]int64{}
+		}
+		r.Pods[key][a.Component] += a.Pods
+	}
+	return r
+}

@@ -1,0 +1,106 @@
+package simulate
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// TestSimulateFleet runs the sample fleet. Expectations by hand:
+//   - train (8 GPUs, one worker): gpu-a has 2 free per node, so only gpu-b fits; training uses Spread, which a
+//     summing estimator would send to gpu-a (16 free GPUs against 8).
+//   - frontend (5 replicas, Divide 50/50 over region): 2.5 each, the remainder goes to eu, the first listed:
+//     eu 3, us 2. In eu, maint is tainted and gpu-a's GPU nodes are tainted against the web pods, so cpu-eu takes 3;
+//     BinPack between gpu-b (tainted nodes) and cpu-us leaves cpu-us.
+//   - lonely: no policy selects RayClusters.
+func TestSimulateFleet(t *testing.T) {
+	in, err := Load("testdata/fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 3 {
+		t.Fatalf("got %d results, want 3", len(results))
+	}
+	train, web, lonely := results[0], results[1], results[2]
+	if train.Status != "Placed" || len(train.Clusters) != 1 || train.Clusters[0] != "gpu-b" {
+		t.Errorf("train = %+v, want Placed on gpu-b", train)
+	}
+	if want := "pod worker (nvidia.com/gpu 8) fits no node: largest free 2 on gpu-a-node-0"; train.Reasons["gpu-a"] != want {
+		t.Errorf("train reason for gpu-a = %q, want %q", train.Reasons["gpu-a"], want)
+	}
+	if web.Status != "Placed" || web.Replicas["cpu-eu"] != 3 || web.Replicas["cpu-us"] != 2 {
+		t.Errorf("frontend = %+v, want 3 on cpu-eu and 2 on cpu-us", web)
+	}
+	if lonely.Status != "NoPolicy" || lonely.Policy != nil {
+		t.Errorf("lonely = %+v, want NoPolicy without a policy", lonely)
+	}
+
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, results); err != nil {
+		t.Fatal(err)
+	}
+	var decoded []map[string]any
+	if err := json.Unmarshal(buf.Bytes(), &decoded); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"workload", "policy", "status", "clusters", "reasons"} {
+		if _, ok := decoded[2][key]; !ok {
+			t.Errorf("JSON entry lacks %q: %s", key, buf.String())
+		}
+	}
+	if decoded[0]["workload"] != "PyTorchJob/team-a/train" {
+		t.Errorf("workload = %v, want PyTorchJob/team-a/train", decoded[0]["workload"])
+	}
+	buf.Reset()
+	if err := WriteTable(&buf, results); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Deployment/team-a/frontend") || !strings.Contains(buf.String(), "cpu-eu(3)") {
+		t.Errorf("table misses the frontend row:\n%s", buf.String())
+	}
+}
+
+func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
+	good, err := os.ReadFile("testdata/fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		edit    func(string) string
+		wantErr string
+	}{
+		{"percentages that do not sum to 100",
+			func(s string) string { return strings.Replace(s, "{topologyValue: us, percentage: 50}", "{topologyValue: us, percentage: 40}", 1) },
+			"policies[1].spec.spreadConstraints.percentageSplit: percentages sum to 90, want 100"},
+		{"Divide on a non-divisible kind",
+			func(s string) string {
+				return strings.Replace(s, "kinds: [{group: apps, kind: Deployment}]", "kinds: [{group: kubeflow.org, kind: PyTorchJob}]", 1)
+			},
+			"policies[1].spec.resourceSelectors.kinds[0]: PyTorchJob.kubeflow.org is not divisible"},
+		{"a workload with both file and object",
+			func(s string) string { return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n  object: {kind: X}", 1) },
+			"workloads[0]: set either file or object, not both"},
+		{"a kind without a ResourceInterface",
+			func(s string) string { return strings.Replace(s, "kind: RayCluster", "kind: Widget", 1) },
+			"workloads[2]: no ResourceInterface for ray.io/v1, Kind=Widget"},
+		{"a misspelled field", func(s string) string { return strings.Replace(s, "workloads:", "workload:", 1) }, "unknown field"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := Parse([]byte(tc.edit(string(good))), "fleet.yaml", "testdata")
+			if err == nil {
+				_, err = Run(in, nil)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("err = %v, want it to contain %q", err, tc.wantErr)
+			}
+		})
+	}
+}
