@@ -1,0 +1,137 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const testRayCluster = `apiVersion: ray.io/v1
+kind: RayCluster
+metadata:
+  name: demo
+  namespace: ml
+spec:
+  headGroupSpec:
+    template:
+      spec:
+        containers:
+        - name: head
+          resources: {requests: {cpu: 500m, memory: 1Gi}}
+  workerGroupSpecs:
+  - groupName: gpu
+    replicas: 2
+    numOfHosts: 2
+    template:
+      spec:
+        nodeSelector: {accelerator: h100}
+        tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+        containers:
+        - name: worker
+          resources: {limits: {nvidia.com/gpu: "1"}, requests: {cpu: "4", memory: 0}}
+`
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestAnalyzeJSONShape checks the exact key order and values of -o json. Expected values by hand:
+// head 1 pod of 500m/1Gi; gpu group replicas 2 x numOfHosts 2 = 4 pods of 4 CPU + 1 GPU (memory 0 is
+// omitted); totals: cpu 0.5 + 4 x 4 = 16500m, memory 1Gi, GPUs 4.
+func TestAnalyzeJSONShape(t *testing.T) {
+	cr := writeFile(t, "rc.yaml", testRayCluster)
+	var out bytes.Buffer
+	if err := runAnalyze(&out, nil, cr, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, out.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	want := `{"apiVersion":"ray.io/v1","kind":"RayCluster","namespace":"ml","name":"demo",` +
+		`"resourceInterface":"fleetflow-ray-io-raycluster-v1","components":[` +
+		`{"name":"head","instance":"","replicas":1,"minReplicas":null,"maxReplicas":null,"pods":1,` +
+		`"podRequests":{"cpu":"500m","memory":"1Gi"},"nodeSelector":{},"tolerations":[]},` +
+		`{"name":"worker","instance":"gpu","replicas":4,"minReplicas":0,"maxReplicas":null,"pods":4,` +
+		`"podRequests":{"cpu":"4","nvidia.com/gpu":"1"},"nodeSelector":{"accelerator":"h100"},` +
+		`"tolerations":[{"key":"nvidia.com/gpu","operator":"Exists"}]}],` +
+		`"totalPods":5,"totalRequests":{"cpu":"16500m","memory":"1Gi","nvidia.com/gpu":"4"},` +
+		`"gangGroups":[{"name":"cluster","members":[` +
+		`{"componentName":"head","groupByKeyPaths":[".metadata.labels[\"ray.io/cluster\"]"],"filters":[]},` +
+		`{"componentName":"worker","groupByKeyPaths":[".metadata.labels[\"ray.io/cluster\"]"],"filters":[]}]}],` +
+		`"status":"Undefined"}`
+	if compact.String() != want {
+		t.Errorf("json output\n got: %s\nwant: %s", compact.String(), want)
+	}
+}
+
+func TestAnalyzeWithRIFileShowsFile(t *testing.T) {
+	ri := writeFile(t, "my-ri.yaml", `apiVersion: optimization.nvidia.com/v1alpha1
+kind: ResourceInterface
+spec:
+  structureDefinition:
+    rootComponent: {name: rc, kind: {group: ray.io, version: v1, kind: RayCluster}}
+    childComponents:
+    - name: head
+      ownerRef: rc
+      specDefinition: {podTemplateSpecPath: .spec.headGroupSpec.template}
+`)
+	cr := writeFile(t, "rc.yaml", testRayCluster)
+	var out bytes.Buffer
+	if err := runAnalyze(&out, []string{ri}, cr, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		ResourceInterface string `json:"resourceInterface"`
+		TotalPods         int    `json:"totalPods"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	// Only the head is modelled by this RI: 1 pod.
+	if got.ResourceInterface != ri || got.TotalPods != 1 {
+		t.Errorf("got %+v, want resourceInterface %s and 1 pod", got, ri)
+	}
+	// With --ri the built-ins are not consulted: a Deployment is unknown.
+	dep := writeFile(t, "dep.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
+	err := runAnalyze(&out, []string{ri}, dep, "json")
+	if err == nil || !strings.Contains(err.Error(), "no ResourceInterface for apps/v1, Kind=Deployment") {
+		t.Errorf("got %v, want unknown-kind error", err)
+	}
+}
+
+func TestAnalyzeErrors(t *testing.T) {
+	unknown := writeFile(t, "x.yaml", "apiVersion: example.com/v1\nkind: Nothing\nmetadata: {name: x}\n")
+	if err := runAnalyze(&bytes.Buffer{}, nil, unknown, "json"); err == nil || !strings.Contains(err.Error(), "Kind=Nothing") {
+		t.Errorf("unknown kind: got %v", err)
+	}
+	bad := writeFile(t, "bad.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1.5}\n")
+	if err := runAnalyze(&bytes.Buffer{}, nil, bad, "json"); err == nil || !strings.Contains(err.Error(), "replica count") {
+		t.Errorf("failed analysis: got %v", err)
+	}
+	cr := writeFile(t, "rc.yaml", testRayCluster)
+	if err := runAnalyze(&bytes.Buffer{}, nil, cr, "yaml"); err == nil {
+		t.Error("accepted -o yaml")
+	}
+}
+
+func TestAnalyzeTable(t *testing.T) {
+	cr := writeFile(t, "rc.yaml", testRayCluster)
+	var out bytes.Buffer
+	if err := runAnalyze(&out, nil, cr, "table"); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "RayCluster ml/demo") ||
+		!strings.Contains(lines[3], "gpu") || !strings.HasPrefix(lines[4], "TOTAL") || !strings.Contains(lines[4], "16500m") {
+		t.Errorf("table:\n%s", out.String())
+	}
+}
