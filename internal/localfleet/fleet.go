@@ -32,6 +32,7 @@ const (
 	EtcdDataDirName = "etcd"
 
 	clustersDirName = "clusters"
+	markerFileName  = ".fleetflow-fleet"
 	logTailLines    = 20
 	startAttempts   = 3
 )
@@ -355,10 +356,22 @@ func prepareDir(dir string) error {
 				dir, pid, path, dir)
 		}
 	}
+	// Clearing deletes files, so it only happens in an empty directory or one a fleet marked as its own.
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("local fleet: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, markerFileName)); len(entries) > 0 && err != nil {
+		return fmt.Errorf("local fleet: %s is not empty and holds no fleet (no %s); use an empty or new directory", dir, markerFileName)
+	}
 	for _, name := range []string{EtcdDataDirName, "auth", clustersDirName, StateFileName, "etcd.pid", "etcd.log"} {
 		if err := os.RemoveAll(filepath.Join(dir, name)); err != nil {
 			return fmt.Errorf("local fleet: clear %s: %w", dir, err)
 		}
+	}
+	marker := "This directory belongs to a fleetflow local fleet; fleetflow fleet up may clear it.\n"
+	if err := os.WriteFile(filepath.Join(dir, markerFileName), []byte(marker), 0o644); err != nil {
+		return fmt.Errorf("local fleet: %w", err)
 	}
 	return os.MkdirAll(filepath.Join(dir, clustersDirName), 0o755)
 }

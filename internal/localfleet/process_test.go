@@ -185,6 +185,32 @@ func TestStartRejectsClusterNames(t *testing.T) {
 	}
 }
 
+func TestStartRefusesAForeignDirectory(t *testing.T) {
+	dir := t.TempDir()
+	precious := filepath.Join(dir, "etcd")
+	if err := os.WriteFile(precious, []byte("not a fleet's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Start(context.Background(), Options{Dir: dir, BinDir: fakeBinDir(t, "exit 1")})
+	if err == nil || !strings.Contains(err.Error(), "holds no fleet") {
+		t.Errorf("got %v, want a refusal", err)
+	}
+	if _, err := os.Stat(precious); err != nil {
+		t.Errorf("Start removed a file of a foreign directory: %v", err)
+	}
+}
+
+func TestStartReusesAStoppedFleetDirectory(t *testing.T) {
+	dir := t.TempDir()
+	binDir := fakeBinDir(t, "echo fake etcd; exit 1")
+	for range 2 {
+		_, err := Start(context.Background(), Options{Dir: dir, BinDir: binDir, Logger: discardLogger()})
+		if err == nil || !strings.Contains(err.Error(), "fake etcd") {
+			t.Fatalf("got %v, want the fake etcd's failure (not a refusal of the directory)", err)
+		}
+	}
+}
+
 func TestStartNamesMissingBinaries(t *testing.T) {
 	_, err := Start(context.Background(), Options{Dir: t.TempDir(), BinDir: t.TempDir()})
 	var missing *MissingBinariesError
