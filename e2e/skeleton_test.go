@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+var getOptions = metav1.GetOptions{}
+
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
+
+const settle = 60 * time.Second
+
+// TestWorkloadLifecycle: a CR created on the control plane lands in the first Ready workload cluster,
+// follows updates, survives a redelivered decision unchanged, and is deleted with its source.
+func TestWorkloadLifecycle(t *testing.T) {
+	e := newEnv(t, pytorchJobKind)
+	ctx := t.Context()
+	job := readObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
+	if err := e.controlPlane.Apply(ctx, fieldManager, job); err != nil {
+		t.Fatal(err)
+	}
+	source := get(t, e.controlPlane, pytorchJobKind, "team-a", job.GetName())
+	target := e.clusters["cluster-a"] // first Ready cluster by name
+
+	var placed *unstructured.Unstructured
+	eventually(t, settle, "the job in cluster-a", func() bool {
+		placed = get(t, target, pytorchJobKind, "team-a", job.GetName())
+		return placed != nil
+	})
+	if got := placed.GetLabels()[consumers.LabelWorkloadUID]; got != string(source.GetUID()) {
+		t.Errorf("placed copy has workload uid label %q, want %q", got, source.GetUID())
+	}
+	if placed.GetLabels()["team"] != "a" {
+		t.Errorf("user labels were not copied: %v", placed.GetLabels())
+	}
+	if get(t, e.clusters["cluster-b"], pytorchJobKind, "team-a", job.GetName()) != nil {
+		t.Error("the job was also placed on cluster-b")
+	}
+
+	// Update: the new worker count reaches the workload cluster.
+	if err := unstructured.SetNestedField(source.Object, int64(4), "spec", "pytorchReplicaSpecs", "Worker", "replicas"); err != nil {
+		t.Fatal(err)
+	}
+	gvr, _, _ := e.controlPlane.ResourceFor(source)
+	if _, err := e.controlPlane.Dynamic.Resource(gvr).Namespace("team-a").Update(ctx, source, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, settle, "the update in cluster-a", func() bool {
+		placed = get(t, target, pytorchJobKind, "team-a", job.GetName())
+		replicas, _, _ := unstructured.NestedInt64(placed.Object, "spec", "pytorchReplicaSpecs", "Worker", "replicas")
+		return replicas == 4
+	})
+
+	// Redeliver the latest decision: the applier carries it out again and nothing changes.
+	redeliverLatestDecision(t, e, "cluster-a")
+	again := get(t, target, pytorchJobKind, "team-a", job.GetName())
+	if again.GetResourceVersion() != placed.GetResourceVersion() {
+		t.Errorf("redelivered decision changed the object: resourceVersion %s -> %s",
+			placed.GetResourceVersion(), again.GetResourceVersion())
+	}
+
+	// Delete on the control plane removes the copy.
+	if err := e.controlPlane.Dynamic.Resource(gvr).Namespace("team-a").Delete(ctx, job.GetName(), metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, settle, "the job gone from cluster-a", func() bool {
+		return get(t, target, pytorchJobKind, "team-a", job.GetName()) == nil
+	})
+}
+
+// redeliverLatestDecision republishes the newest decision for cluster under a fresh message id (so
+// dedupe does not drop it, as a redelivery would not be dropped) and waits until the applier acked it.
+func redeliverLatestDecision(t *testing.T, e *env, cluster string) {
+	t.Helper()
+	ctx := t.Context()
+	stream, err := e.bus.JetStream.Stream(ctx, schemas.StreamDecisions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	latest, err := stream.GetLastMsgForSubject(ctx, schemas.ClusterDecisionsFilter(cluster))
+	if err != nil {
+		t.Fatalf("latest decision for %s: %v", cluster, err)
+	}
+	msg := nats.NewMsg(latest.Subject)
+	for k, v := range latest.Header {
+		if k != nats.MsgIdHdr {
+			msg.Header[k] = v
+		}
+	}
+	msg.Data = latest.Data
+	ack, err := e.bus.JetStream.PublishMsg(ctx, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitConsumed(t, e, schemas.StreamDecisions, schemas.ApplierConsumerName(cluster), ack.Sequence)
+	if !strings.Contains(e.logs.String(), "decision carried out") {
+		t.Error("the applier did not report carrying out the redelivered decision")
+	}
+}
+
+// waitConsumed waits until a durable consumer has delivered and acked every message up to seq.
+func waitConsumed(t *testing.T, e *env, stream, durable string, seq uint64) {
+	t.Helper()
+	consumer, err := e.bus.JetStream.Consumer(t.Context(), stream, durable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, settle, "consumer "+durable+" to ack stream sequence "+strconvU(seq), func() bool {
+		info, err := consumer.Info(context.Background())
+		return err == nil && info.AckFloor.Stream >= seq
+	})
+}
+
+// TestBadMessagesDoNotStopConsumers publishes garbage, a non-CloudEvent and an event with an invalid
+// payload to the placer's and an applier's subjects; both stay up, terminate the bad messages with a
+// logged reason, and still place a good workload submitted behind them.
+func TestBadMessagesDoNotStopConsumers(t *testing.T) {
+	e := newEnv(t, pytorchJobKind)
+	ctx := t.Context()
+	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team-b", Name: "junk", UID: "u"}
+	badPayload := nats.Header{}
+	for k, v := range map[string]string{
+		"ce-specversion": "1.0", "ce-id": "bad-payload", "ce-source": "/e2e", "Content-Type": "application/json",
+	} {
+		badPayload.Set(k, v)
+	}
+	for _, subject := range []string{schemas.WorkloadSubject(ref), schemas.DecisionSubject("cluster-a", ref)} {
+		for i, m := range []struct {
+			header    nats.Header
+			data      string
+			eventType string
+		}{
+			{nil, "\x00\x01 garbage", ""},
+			{nats.Header{"Foo": []string{"bar"}}, `{"hello":"world"}`, ""},
+			{badPayload, `{"object":{"metadata":{}}}`, schemas.TypeWorkloadChanged},
+			{badPayload, `{"decisionID":"","action":"Explode"}`, schemas.TypePlacementDecided},
+		} {
+			msg := nats.NewMsg(subject)
+			if m.header != nil {
+				for k, v := range m.header {
+					msg.Header[k] = v
+				}
+				msg.Header.Set("ce-id", "bad-"+strconvU(uint64(i))+"-"+subject)
+				msg.Header.Set("ce-type", m.eventType)
+			}
+			msg.Data = []byte(m.data)
+			if _, err := e.bus.JetStream.PublishMsg(ctx, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	job := readObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
+	job.SetNamespace("team-b")
+	job.SetName("after-junk")
+	if err := e.controlPlane.Apply(ctx, fieldManager, job); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, settle, "the good job placed behind the junk", func() bool {
+		return get(t, e.clusters["cluster-a"], pytorchJobKind, "team-b", "after-junk") != nil
+	})
+	logs := e.logs.String()
+	for _, reason := range []string{"no ce-specversion header", "invalid payload", "Explode"} {
+		if !strings.Contains(logs, reason) {
+			t.Errorf("no logged termination reason %q", reason)
+		}
+	}
+	for _, durable := range []string{schemas.ConsumerPlacer, schemas.ApplierConsumerName("cluster-a")} {
+		stream := schemas.StreamEvents
+		if durable != schemas.ConsumerPlacer {
+			stream = schemas.StreamDecisions
+		}
+		consumer, err := e.bus.JetStream.Consumer(ctx, stream, durable)
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, settle, durable+" with nothing pending", func() bool {
+			info, err := consumer.Info(context.Background())
+			return err == nil && info.NumPending == 0 && info.NumAckPending == 0
+		})
+	}
+}

@@ -1,0 +1,122 @@
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// DecodeYAML splits a multi-document YAML or JSON stream into objects; empty documents are skipped.
+func DecodeYAML(data []byte, source string) ([]*unstructured.Unstructured, error) {
+	decoder := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for i := 0; ; i++ {
+		var obj map[string]any
+		if err := decoder.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: document %d: %w", source, i, err)
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		u := &unstructured.Unstructured{Object: obj}
+		if u.GetKind() == "" || u.GetAPIVersion() == "" || u.GetName() == "" {
+			return nil, fmt.Errorf("%s: document %d: apiVersion, kind and metadata.name are required", source, i)
+		}
+		out = append(out, u)
+	}
+}
+
+// ResourceFor resolves an object's kind to a namespaced or cluster-wide dynamic resource client.
+func (c *Clients) ResourceFor(obj *unstructured.Unstructured) (schema.GroupVersionResource, bool, error) {
+	gvk := obj.GroupVersionKind()
+	mapping, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil && IsNoMatch(err) {
+		c.Mapper.Reset()
+		mapping, err = c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return schema.GroupVersionResource{}, false, fmt.Errorf("resolve %s: %w", gvk, err)
+	}
+	return mapping.Resource, mapping.Scope.Name() == "namespace", nil
+}
+
+// Apply server-side applies objects in order with fieldManager. After a CustomResourceDefinition it waits
+// until the new kind is served, so later objects of that kind in the same stream apply.
+func (c *Clients) Apply(ctx context.Context, fieldManager string, objects ...*unstructured.Unstructured) error {
+	for _, obj := range objects {
+		gvr, namespaced, err := c.ResourceFor(obj)
+		if err != nil {
+			return fmt.Errorf("apply %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		client := c.Dynamic.Resource(gvr)
+		var applied *unstructured.Unstructured
+		if namespaced {
+			ns := obj.GetNamespace()
+			if ns == "" {
+				ns = metav1.NamespaceDefault
+			}
+			if err := c.EnsureNamespace(ctx, ns, fieldManager); err != nil {
+				return err
+			}
+			applied, err = client.Namespace(ns).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+		} else {
+			applied, err = client.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+		}
+		if err != nil {
+			return fmt.Errorf("apply %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		}
+		if obj.GetKind() == "CustomResourceDefinition" {
+			if err := c.waitCRDServed(ctx, applied); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// EnsureNamespace creates a namespace if it does not exist.
+func (c *Clients) EnsureNamespace(ctx context.Context, name, fieldManager string) error {
+	ns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
+	}}
+	_, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).
+		Create(ctx, ns, metav1.CreateOptions{FieldManager: fieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	return nil
+}
+
+func (c *Clients) waitCRDServed(ctx context.Context, crd *unstructured.Unstructured) error {
+	group, _, _ := unstructured.NestedString(crd.Object, "spec", "group")
+	kind, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "kind")
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	if len(versions) == 0 {
+		return nil
+	}
+	first, _ := versions[0].(map[string]any)
+	version, _ := first["name"].(string)
+	gk := schema.GroupKind{Group: group, Kind: kind}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		c.Mapper.Reset()
+		_, err := c.Mapper.RESTMapping(gk, version)
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CRD %s: kind %s/%s not served after a minute: %w", crd.GetName(), group, kind, err)
+	}
+	return nil
+}
