@@ -107,11 +107,16 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 				}
 			}
 			printClusters(out, fleet.State())
+			example := fleet.ControlPlane
+			if len(fleet.Workloads) > 0 {
+				example = fleet.Workloads[0]
+			}
+			fmt.Fprintf(out, "\nTry: kubectl --kubeconfig %s get nodes\n", example.KubeconfigPath)
 			if detach {
-				fmt.Fprintf(out, "\nThe fleet keeps running. Stop it with: fleetflow fleet down --dir %s\n", fleet.Dir)
+				fmt.Fprintf(out, "The fleet keeps running. Stop it with: fleetflow fleet down --dir %s\n", fleet.Dir)
 				return nil
 			}
-			fmt.Fprintf(out, "\nLogs and state in %s. Press Ctrl-C to stop the fleet.\n", fleet.Dir)
+			fmt.Fprintf(out, "Logs and state in %s. Press Ctrl-C to stop the fleet.\n", fleet.Dir)
 			select {
 			case <-ctx.Done():
 				return stopFleet()

@@ -13,6 +13,7 @@ package localfleettest
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -82,8 +83,8 @@ func Fleet(tb testing.TB) *localfleet.Fleet {
 // Run starts the fleet, runs the package's tests, stops the fleet and checks that none of its processes
 // survived. It returns the exit code for os.Exit.
 //
-// When the binaries are missing, the fleet's tests are skipped with a message saying how to build them,
-// unless CI=true, where that is a failure. Only one fleet started by Run (or Lock) runs at a time on a
+// In -short mode, and when the binaries are missing, the fleet's tests are skipped with a message saying
+// why; missing binaries with CI=true are a failure instead. Only one fleet started by Run (or Lock) runs at a time on a
 // machine, so packages tested in parallel do not multiply apiservers.
 func Run(m *testing.M, opts ...Option) int {
 	cfg := config{stderr: os.Stderr}
@@ -91,6 +92,14 @@ func Run(m *testing.M, opts ...Option) int {
 		opt(&cfg)
 	}
 	logf := func(format string, args ...any) { fmt.Fprintf(cfg.stderr, "localfleettest: "+format+"\n", args...) }
+
+	if !flag.Parsed() {
+		flag.Parse() // testing.Short needs the test flags
+	}
+	if testing.Short() {
+		setFleet(nil, shortSkipMessage)
+		return m.Run()
+	}
 
 	binDir, err := resolveBinDir(cfg.binDir)
 	if err == nil {
@@ -311,10 +320,15 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// RequireBinaries returns the bin directory for a test that starts its own fleet. It skips the test when
-// the binaries are missing, or fails it when CI=true.
+const shortSkipMessage = "skipping tests that need the local fleet in -short mode"
+
+// RequireBinaries returns the bin directory for a test that starts its own fleet. It skips the test in
+// -short mode or when the binaries are missing, but fails it when they are missing and CI=true.
 func RequireBinaries(tb testing.TB) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip(shortSkipMessage)
+	}
 	binDir, err := resolveBinDir("")
 	if err == nil {
 		err = localfleet.CheckBinaries(binDir)
