@@ -1,6 +1,8 @@
 package schemas
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -19,6 +21,21 @@ var payloadFactories = map[string]func() Payload{
 	TypePlacementDecided: func() Payload { return &PlacementDecided{} },
 	TypePlacementApplied: func() Payload { return &PlacementApplied{} },
 	TypePlacementFailed:  func() Payload { return &PlacementFailed{} },
+
+	TypePolicyChanged:            func() Payload { return &ObjectChanged{} },
+	TypePolicyDeleted:            func() Payload { return &ObjectDeleted{} },
+	TypeResourceInterfaceChanged: func() Payload { return &ObjectChanged{} },
+	TypeResourceInterfaceDeleted: func() Payload { return &ObjectDeleted{} },
+	TypeClusterChanged:           func() Payload { return &ObjectChanged{} },
+	TypeClusterDeleted:           func() Payload { return &ObjectDeleted{} },
+	TypeNamespaceChanged:         func() Payload { return &ObjectChanged{} },
+	TypeNamespaceDeleted:         func() Payload { return &ObjectDeleted{} },
+
+	TypeNodeChanged:      func() Payload { return &NodeState{} },
+	TypeNodeDeleted:      func() Payload { return &NodeDeleted{} },
+	TypeClusterHeartbeat: func() Payload { return &ClusterHeartbeat{} },
+	TypeClusterAPIs:      func() Payload { return &ClusterAPIs{} },
+	TypeWorkloadStatus:   func() Payload { return &WorkloadStatus{} },
 }
 
 // NewEvent builds a valid CloudEvent carrying payload. The id is derived from the content identity
@@ -70,6 +87,21 @@ func DecodePayload(e cloudevents.Event) (Payload, error) {
 // WorkloadChangedID identifies one version of a workload: the same object version is one event.
 func WorkloadChangedID(ref ObjectRef, resourceVersion string) string {
 	return "workload-changed/" + ref.UID + "/" + resourceVersion
+}
+
+// ObjectChangedID identifies one version of any control-plane object.
+func ObjectChangedID(kind string, ref ObjectRef, resourceVersion string) string {
+	return kind + "-changed/" + ref.UID + "/" + resourceVersion
+}
+
+// ObjectDeletedID identifies the deletion of any control-plane object.
+func ObjectDeletedID(kind string, ref ObjectRef) string { return kind + "-deleted/" + ref.UID }
+
+// ContentID identifies an observation by a hash of its content, for state that has no resourceVersion of
+// its own (a node's requested resources, a heartbeat tick, a workload's pending pods).
+func ContentID(kind, identity string, content []byte) string {
+	sum := sha256.Sum256(content)
+	return kind + "/" + identity + "/" + hex.EncodeToString(sum[:12])
 }
 
 // WorkloadDeletedID identifies the deletion of one workload.

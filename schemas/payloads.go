@@ -83,13 +83,17 @@ func ResourceVersionOf(object map[string]any) string {
 	return rv
 }
 
-// WorkloadChanged carries the full control-plane object after a create or update.
-type WorkloadChanged struct {
+// ObjectChanged carries a full Kubernetes object after a create or update: a control-plane workload,
+// SchedulePolicy, ResourceInterface, Cluster or Namespace; the event type says which.
+type ObjectChanged struct {
 	Object map[string]any `json:"object"`
 }
 
+// WorkloadChanged is the payload of a workload changed event.
+type WorkloadChanged = ObjectChanged
+
 // Validate implements Payload.
-func (p *WorkloadChanged) Validate() error {
+func (p *ObjectChanged) Validate() error {
 	if p.Object == nil {
 		return errors.New("object: required")
 	}
@@ -103,16 +107,20 @@ func (p *WorkloadChanged) Validate() error {
 	return err
 }
 
-// Ref is the identity of the changed workload.
-func (p *WorkloadChanged) Ref() ObjectRef { return RefOf(p.Object) }
+// Ref is the identity of the changed object.
+func (p *ObjectChanged) Ref() ObjectRef { return RefOf(p.Object) }
 
-// WorkloadDeleted says a control-plane workload is gone.
-type WorkloadDeleted struct {
+// ObjectDeleted says a control-plane object is gone.
+type ObjectDeleted struct {
+	// Workload is the deleted object (named so for the workload events, the first of this shape).
 	Workload ObjectRef `json:"workload"`
 }
 
+// WorkloadDeleted is the payload of a workload deleted event.
+type WorkloadDeleted = ObjectDeleted
+
 // Validate implements Payload.
-func (p *WorkloadDeleted) Validate() error { return p.Workload.validate("workload", true) }
+func (p *ObjectDeleted) Validate() error { return p.Workload.validate("workload", true) }
 
 // DecisionAction is what an applier must do with a workload on its cluster.
 type DecisionAction string

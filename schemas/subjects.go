@@ -59,6 +59,43 @@ func PlacementSubject(cluster string, ref ObjectRef) string {
 	return SubjectEventsPrefix + ".placement." + Token(cluster) + "." + objectTokens(ref)
 }
 
+// PolicySubject is where changes of one SchedulePolicy are published ("_" as namespace when cluster-scoped).
+func PolicySubject(ref ObjectRef) string { return SubjectEventsPrefix + ".policy." + objectTokens(ref) }
+
+// ResourceInterfaceSubject is where changes of one ResourceInterface are published.
+func ResourceInterfaceSubject(ref ObjectRef) string {
+	return SubjectEventsPrefix + ".resourceinterface." + objectTokens(ref)
+}
+
+// NamespaceSubject is where changes of one control-plane namespace are published.
+func NamespaceSubject(name string) string { return SubjectEventsPrefix + ".namespace." + Token(name) }
+
+// ClusterSpecSubject carries the control-plane Cluster object. Each cluster has one subject per aspect
+// (spec, heartbeat, apis), so each aspect keeps its own last value.
+func ClusterSpecSubject(cluster string) string {
+	return SubjectEventsPrefix + ".cluster." + Token(cluster) + ".spec"
+}
+
+// ClusterHeartbeatSubject carries a workload cluster's heartbeats.
+func ClusterHeartbeatSubject(cluster string) string {
+	return SubjectEventsPrefix + ".cluster." + Token(cluster) + ".heartbeat"
+}
+
+// ClusterAPIsSubject carries a workload cluster's installed APIs.
+func ClusterAPIsSubject(cluster string) string {
+	return SubjectEventsPrefix + ".cluster." + Token(cluster) + ".apis"
+}
+
+// NodeSubject carries one node's state.
+func NodeSubject(cluster, node string) string {
+	return SubjectEventsPrefix + ".node." + Token(cluster) + "." + Token(node)
+}
+
+// WorkloadStatusSubject carries a placed workload's status in one cluster.
+func WorkloadStatusSubject(cluster string, ref ObjectRef) string {
+	return SubjectEventsPrefix + ".status." + Token(cluster) + "." + objectTokens(ref)
+}
+
 // DecisionSubject is where decisions for one workload on one cluster are published.
 func DecisionSubject(cluster string, ref ObjectRef) string {
 	return SubjectDecisionsRoot + "." + Token(cluster) + "." + objectTokens(ref)

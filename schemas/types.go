@@ -7,6 +7,23 @@ const (
 	TypePlacementDecided = "io.fleetflow.placement.decided.v1"
 	TypePlacementApplied = "io.fleetflow.placement.applied.v1"
 	TypePlacementFailed  = "io.fleetflow.placement.failed.v1"
+
+	// Control-plane configuration; payloads are ObjectChanged / ObjectDeleted.
+	TypePolicyChanged            = "io.fleetflow.policy.changed.v1"
+	TypePolicyDeleted            = "io.fleetflow.policy.deleted.v1"
+	TypeResourceInterfaceChanged = "io.fleetflow.resourceinterface.changed.v1"
+	TypeResourceInterfaceDeleted = "io.fleetflow.resourceinterface.deleted.v1"
+	TypeClusterChanged           = "io.fleetflow.cluster.changed.v1"
+	TypeClusterDeleted           = "io.fleetflow.cluster.deleted.v1"
+	TypeNamespaceChanged         = "io.fleetflow.namespace.changed.v1"
+	TypeNamespaceDeleted         = "io.fleetflow.namespace.deleted.v1"
+
+	// Workload-cluster observations.
+	TypeNodeChanged      = "io.fleetflow.node.changed.v1"
+	TypeNodeDeleted      = "io.fleetflow.node.deleted.v1"
+	TypeClusterHeartbeat = "io.fleetflow.cluster.heartbeat.v1"
+	TypeClusterAPIs      = "io.fleetflow.cluster.apis.v1"
+	TypeWorkloadStatus   = "io.fleetflow.workload.status.v1"
 )
 
 // Sources name who published an event, as CloudEvents "source" URI references.
@@ -14,6 +31,9 @@ const (
 	SourceControlPlaneProducer = "/fleetflow/producer/control-plane"
 	SourcePlacer               = "/fleetflow/placer"
 )
+
+// SourceClusterProducer is the CloudEvents source of the producer watching a workload cluster.
+func SourceClusterProducer(cluster string) string { return "/fleetflow/producer/cluster/" + cluster }
 
 // SourceApplier is the CloudEvents source of the applier for cluster.
 func SourceApplier(cluster string) string { return "/fleetflow/applier/" + cluster }

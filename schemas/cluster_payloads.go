@@ -1,0 +1,130 @@
+package schemas
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// NodeState is one workload-cluster node as the placer needs it: what it offers and what running pods
+// already use. Requested is summed from the non-terminal pods bound to the node.
+type NodeState struct {
+	Cluster       string              `json:"cluster"`
+	Name          string              `json:"name"`
+	UID           string              `json:"uid,omitempty"`
+	Labels        map[string]string   `json:"labels,omitempty"`
+	Taints        []corev1.Taint      `json:"taints,omitempty"`
+	Allocatable   corev1.ResourceList `json:"allocatable"`
+	Requested     corev1.ResourceList `json:"requested,omitempty"`
+	Unschedulable bool                `json:"unschedulable,omitempty"`
+	Ready         bool                `json:"ready"`
+	// Pods counts the non-terminal pods bound to the node.
+	Pods int `json:"pods"`
+	// WorkloadPods counts, per control-plane workload uid, the pods of placed workloads on this node, so
+	// the placer can release the reservations those pods now occupy.
+	WorkloadPods map[string]int `json:"workloadPods,omitempty"`
+}
+
+// Validate implements Payload.
+func (p *NodeState) Validate() error {
+	var errs []error
+	if p.Cluster == "" {
+		errs = append(errs, errors.New("cluster: required"))
+	}
+	if p.Name == "" {
+		errs = append(errs, errors.New("name: required"))
+	}
+	for name, q := range p.Allocatable {
+		if q.Sign() < 0 {
+			errs = append(errs, fmt.Errorf("allocatable.%s: negative quantity %s", name, q.String()))
+		}
+	}
+	for name, q := range p.Requested {
+		if q.Sign() < 0 {
+			errs = append(errs, fmt.Errorf("requested.%s: negative quantity %s", name, q.String()))
+		}
+	}
+	if p.Pods < 0 {
+		errs = append(errs, errors.New("pods: negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// NodeDeleted says a node left a workload cluster.
+type NodeDeleted struct {
+	Cluster string `json:"cluster"`
+	Name    string `json:"name"`
+}
+
+// Validate implements Payload.
+func (p *NodeDeleted) Validate() error {
+	var errs []error
+	if p.Cluster == "" {
+		errs = append(errs, errors.New("cluster: required"))
+	}
+	if p.Name == "" {
+		errs = append(errs, errors.New("name: required"))
+	}
+	return errors.Join(errs...)
+}
+
+// ClusterHeartbeat says a workload cluster's producer reached its apiserver at Time.
+type ClusterHeartbeat struct {
+	Cluster string    `json:"cluster"`
+	Time    time.Time `json:"time"`
+}
+
+// Validate implements Payload.
+func (p *ClusterHeartbeat) Validate() error {
+	var errs []error
+	if p.Cluster == "" {
+		errs = append(errs, errors.New("cluster: required"))
+	}
+	if p.Time.IsZero() {
+		errs = append(errs, errors.New("time: required"))
+	}
+	return errors.Join(errs...)
+}
+
+// ClusterAPIs lists the kinds a workload cluster serves, as "group/version/Kind" ("v1/Pod" for core).
+type ClusterAPIs struct {
+	Cluster string   `json:"cluster"`
+	APIs    []string `json:"apis"`
+}
+
+// Validate implements Payload.
+func (p *ClusterAPIs) Validate() error {
+	if p.Cluster == "" {
+		return errors.New("cluster: required")
+	}
+	return nil
+}
+
+// WorkloadStatus is the state of a placed workload in its workload cluster.
+type WorkloadStatus struct {
+	Cluster  string    `json:"cluster"`
+	Workload ObjectRef `json:"workload"`
+	// Status is the object's status in the workload cluster, copied verbatim.
+	Status map[string]any `json:"status,omitempty"`
+	// PendingPods counts the workload's pods that are not yet scheduled or running.
+	PendingPods int `json:"pendingPods"`
+	// PendingSince is when the oldest of those pods was created.
+	PendingSince *time.Time `json:"pendingSince,omitempty"`
+	// Gone is true when the object no longer exists in the workload cluster.
+	Gone bool `json:"gone,omitempty"`
+}
+
+// Validate implements Payload.
+func (p *WorkloadStatus) Validate() error {
+	var errs []error
+	if p.Cluster == "" {
+		errs = append(errs, errors.New("cluster: required"))
+	}
+	errs = append(errs, p.Workload.validate("workload", true))
+	if p.PendingPods < 0 {
+		errs = append(errs, errors.New("pendingPods: negative"))
+	}
+	return errors.Join(errs...)
+}
