@@ -20,11 +20,11 @@ import (
 
 // Labels and annotations that tie a copied object to its control-plane workload.
 const (
-	FieldManager = "fleetflow"
+	FieldManager = schemas.ManagedByFleetflow
 	// LabelManagedBy marks objects fleetflow created; the applier never deletes or overwrites others.
-	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelManagedBy = schemas.LabelManagedBy
 	// LabelWorkloadUID is the uid of the control-plane workload the object copies.
-	LabelWorkloadUID = "fleetflow.io/workload-uid"
+	LabelWorkloadUID = schemas.LabelWorkloadUID
 	// AnnotationDecisionSequence is the per-workload sequence of the decision last applied, so a stale
 	// decision redelivered after a newer one (or seen by another applier replica) is skipped.
 	AnnotationDecisionSequence = "fleetflow.io/decision-sequence"

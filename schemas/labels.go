@@ -1,0 +1,16 @@
+package schemas
+
+// Labels that tie an object in a workload cluster to its control-plane workload. The applier sets them on
+// every object it places; the cluster producer selects placed objects by them and maps pods back to their
+// workload through them.
+const (
+	// LabelManagedBy marks objects fleetflow created; the applier never deletes or overwrites others.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByFleetflow is the value of LabelManagedBy on objects fleetflow placed.
+	ManagedByFleetflow = "fleetflow"
+	// LabelWorkloadUID is the uid of the control-plane workload the object copies.
+	LabelWorkloadUID = "fleetflow.io/workload-uid"
+)
+
+// ManagedSelector selects the objects fleetflow placed in a workload cluster.
+const ManagedSelector = LabelManagedBy + "=" + ManagedByFleetflow
