@@ -89,8 +89,9 @@ func (b *Bus) Close() {
 
 // RunProducer publishes control-plane workload events until ctx is done.
 func RunProducer(ctx context.Context, b *Bus, controlPlane *kube.Clients, kinds []schema.GroupVersionKind, log *slog.Logger) error {
-	p := &producers.WorkloadProducer{
-		Clients: controlPlane, Publisher: b.Publisher, Kinds: kinds, Log: log.With("component", "producer"),
+	p := &producers.ControlPlaneProducer{Clients: controlPlane, Publisher: b.Publisher, Log: log.With("component", "producer")}
+	for _, gvk := range kinds {
+		p.AddKind(gvk, producers.WorkloadFamily)
 	}
 	return p.Run(ctx)
 }

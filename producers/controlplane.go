@@ -1,0 +1,298 @@
+package producers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// Family says how objects of one kind are published: their event types and subject.
+type Family struct {
+	// Name prefixes dedupe ids ("workload", "policy", ...).
+	Name        string
+	ChangedType string
+	DeletedType string
+	Subject     func(schemas.ObjectRef) string
+	// Relevant reports whether an update is worth an event; nil means any change outside status and
+	// bookkeeping metadata.
+	Relevant func(oldObj, newObj *unstructured.Unstructured) bool
+}
+
+// Families of the control plane.
+var (
+	WorkloadFamily = Family{Name: "workload", ChangedType: schemas.TypeWorkloadChanged,
+		DeletedType: schemas.TypeWorkloadDeleted, Subject: schemas.WorkloadSubject}
+	PolicyFamily = Family{Name: "policy", ChangedType: schemas.TypePolicyChanged,
+		DeletedType: schemas.TypePolicyDeleted, Subject: schemas.PolicySubject}
+	ResourceInterfaceFamily = Family{Name: "resourceinterface", ChangedType: schemas.TypeResourceInterfaceChanged,
+		DeletedType: schemas.TypeResourceInterfaceDeleted, Subject: schemas.ResourceInterfaceSubject}
+	ClusterFamily = Family{Name: "cluster", ChangedType: schemas.TypeClusterChanged,
+		DeletedType: schemas.TypeClusterDeleted, Subject: func(r schemas.ObjectRef) string { return schemas.ClusterSpecSubject(r.Name) }}
+	NamespaceFamily = Family{Name: "namespace", ChangedType: schemas.TypeNamespaceChanged,
+		DeletedType: schemas.TypeNamespaceDeleted, Subject: func(r schemas.ObjectRef) string { return schemas.NamespaceSubject(r.Name) },
+		Relevant: func(o, n *unstructured.Unstructured) bool { return !reflect.DeepEqual(o.GetLabels(), n.GetLabels()) }}
+)
+
+// Well-known control-plane kinds.
+var (
+	NamespaceKind         = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	ClusterKind           = schema.GroupVersionKind{Group: "fleetflow.io", Version: "v1alpha1", Kind: "Cluster"}
+	SchedulePolicyKind    = schema.GroupVersionKind{Group: "fleetflow.io", Version: "v1alpha1", Kind: "SchedulePolicy"}
+	ResourceInterfaceKind = schema.GroupVersionKind{Group: "optimization.nvidia.com", Version: "v1alpha1", Kind: "ResourceInterface"}
+)
+
+// ControlPlaneProducer watches kinds on the control plane and publishes their changes. Kinds can be added
+// while it runs (AddKind), which is how a new workload kind named by a policy or an RI starts being
+// watched without a restart. Changes go through a rate-limited work queue keyed by object, so a burst of
+// updates to one object publishes its latest state, and a failed publish is retried rather than lost.
+type ControlPlaneProducer struct {
+	Clients   *kube.Clients
+	Publisher *bus.Publisher
+	Log       *slog.Logger
+
+	mu         sync.Mutex
+	ctx        context.Context
+	factory    dynamicinformer.DynamicSharedInformerFactory
+	queue      workqueue.TypedRateLimitingInterface[objectKey]
+	kinds      map[schema.GroupVersionKind]Family
+	pending    []kindFamily
+	informers  map[schema.GroupVersionResource]watched
+	tombstones map[objectKey]schemas.ObjectRef
+	wg         sync.WaitGroup
+}
+
+type kindFamily struct {
+	gvk    schema.GroupVersionKind
+	family Family
+}
+
+type watched struct {
+	informer cache.SharedIndexInformer
+	family   Family
+}
+
+type objectKey struct {
+	gvr       schema.GroupVersionResource
+	namespace string
+	name      string
+}
+
+// AddKind starts watching gvk as family; adding a kind twice does nothing.
+func (p *ControlPlaneProducer) AddKind(gvk schema.GroupVersionKind, family Family) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.kinds == nil {
+		p.kinds = map[schema.GroupVersionKind]Family{}
+	}
+	if _, ok := p.kinds[gvk]; ok {
+		return
+	}
+	p.kinds[gvk] = family
+	if p.ctx == nil {
+		p.pending = append(p.pending, kindFamily{gvk, family})
+		return
+	}
+	p.wg.Go(func() { p.watchKind(p.ctx, gvk, family) })
+}
+
+// Run watches every added kind until ctx is done. A kind that is not served yet (its CRD is missing) is
+// waited for, with a log line, rather than failing the producer.
+func (p *ControlPlaneProducer) Run(ctx context.Context) error {
+	p.mu.Lock()
+	if p.ctx != nil {
+		p.mu.Unlock()
+		return errors.New("control-plane producer is already running")
+	}
+	p.ctx = ctx
+	p.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
+		workqueue.DefaultTypedControllerRateLimiter[objectKey](),
+		workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "control-plane"})
+	p.factory = dynamicinformer.NewDynamicSharedInformerFactory(p.Clients.Dynamic, 0)
+	p.informers = map[schema.GroupVersionResource]watched{}
+	p.tombstones = map[objectKey]schemas.ObjectRef{}
+	for _, kf := range p.pending {
+		p.wg.Go(func() { p.watchKind(ctx, kf.gvk, kf.family) })
+	}
+	p.pending = nil
+	p.mu.Unlock()
+
+	go func() {
+		<-ctx.Done()
+		p.queue.ShutDown()
+	}()
+	for p.processNext(ctx) {
+	}
+	p.wg.Wait()
+	return nil
+}
+
+func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVersionKind, family Family) {
+	log := p.Log.With("kind", gvk.String())
+	var gvr schema.GroupVersionResource
+	waitingLogged := false
+	err := wait.PollUntilContextCancel(ctx, 5*time.Second, true, func(context.Context) (bool, error) {
+		mapping, err := p.Clients.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			if !waitingLogged {
+				log.Info("kind not served on the control plane yet; waiting for its CRD", "reason", err)
+				waitingLogged = true
+			}
+			p.Clients.Mapper.Reset()
+			return false, nil
+		}
+		gvr = mapping.Resource
+		return true, nil
+	})
+	if err != nil {
+		return
+	}
+	p.mu.Lock()
+	informer := p.factory.ForResource(gvr).Informer()
+	p.mu.Unlock()
+	_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { p.enqueue(gvr, obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			if relevantUpdate(family, oldObj, newObj) {
+				p.enqueue(gvr, newObj)
+			}
+		},
+		DeleteFunc: func(obj any) { p.enqueueDeleted(gvr, obj) },
+	})
+	if err != nil {
+		log.Error("cannot watch kind", "error", err)
+		return
+	}
+	p.mu.Lock()
+	p.informers[gvr] = watched{informer: informer, family: family}
+	p.mu.Unlock()
+	log.Info("watching", "family", family.Name, "resource", gvr.String())
+	informer.Run(ctx.Done())
+}
+
+// relevantUpdate ignores status-only updates and bookkeeping: only a change to what would be copied to a
+// workload cluster, or to what placement reads, is worth an event.
+func relevantUpdate(family Family, oldObj, newObj any) bool {
+	o, ok1 := oldObj.(*unstructured.Unstructured)
+	n, ok2 := newObj.(*unstructured.Unstructured)
+	if !ok1 || !ok2 {
+		return true
+	}
+	if family.Relevant != nil {
+		return family.Relevant(o, n)
+	}
+	return !reflect.DeepEqual(kube.SanitizeForCopy(o.Object), kube.SanitizeForCopy(n.Object)) ||
+		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
+}
+
+func (p *ControlPlaneProducer) enqueue(gvr schema.GroupVersionResource, obj any) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	key := objectKey{gvr: gvr, namespace: u.GetNamespace(), name: u.GetName()}
+	p.mu.Lock()
+	delete(p.tombstones, key)
+	p.mu.Unlock()
+	p.queue.Add(key)
+}
+
+func (p *ControlPlaneProducer) enqueueDeleted(gvr schema.GroupVersionResource, obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return
+	}
+	key := objectKey{gvr: gvr, namespace: u.GetNamespace(), name: u.GetName()}
+	p.mu.Lock()
+	p.tombstones[key] = schemas.RefOf(u.Object)
+	p.mu.Unlock()
+	p.queue.Add(key)
+}
+
+func (p *ControlPlaneProducer) processNext(ctx context.Context) bool {
+	key, shutdown := p.queue.Get()
+	if shutdown {
+		return false
+	}
+	defer p.queue.Done(key)
+	if err := p.publish(ctx, key); err != nil {
+		if ctx.Err() != nil {
+			return true
+		}
+		p.Log.Warn("publishing failed; will retry",
+			"object", key.namespace+"/"+key.name, "resource", key.gvr.String(), "error", err)
+		p.queue.AddRateLimited(key)
+		return true
+	}
+	p.queue.Forget(key)
+	return true
+}
+
+func (p *ControlPlaneProducer) publish(ctx context.Context, key objectKey) error {
+	p.mu.Lock()
+	w, known := p.informers[key.gvr]
+	tomb, deleted := p.tombstones[key]
+	p.mu.Unlock()
+	if !known {
+		return errors.New("no informer for resource")
+	}
+	storeKey := key.name
+	if key.namespace != "" {
+		storeKey = key.namespace + "/" + key.name
+	}
+	item, exists, err := w.informer.GetStore().GetByKey(storeKey)
+	if err != nil {
+		return fmt.Errorf("read informer cache: %w", err)
+	}
+	family := w.family
+	if exists {
+		u := item.(*unstructured.Unstructured)
+		payload := &schemas.ObjectChanged{Object: u.Object}
+		ref := payload.Ref()
+		return p.send(ctx, family.ChangedType, family.Subject(ref),
+			schemas.ObjectChangedID(family.Name, ref, u.GetResourceVersion()), payload)
+	}
+	if !deleted {
+		return nil
+	}
+	err = p.send(ctx, family.DeletedType, family.Subject(tomb), schemas.ObjectDeletedID(family.Name, tomb),
+		&schemas.ObjectDeleted{Workload: tomb})
+	if err == nil {
+		p.mu.Lock()
+		if p.tombstones[key] == tomb {
+			delete(p.tombstones, key)
+		}
+		p.mu.Unlock()
+	}
+	return err
+}
+
+func (p *ControlPlaneProducer) send(ctx context.Context, eventType, subject, id string, payload schemas.Payload) error {
+	event, err := schemas.NewEvent(eventType, schemas.SourceControlPlaneProducer, subject, id, payload)
+	if err != nil {
+		return err
+	}
+	ack, err := p.Publisher.Publish(ctx, subject, event)
+	if err != nil {
+		return err
+	}
+	p.Log.Debug("published", "event_type", eventType, "subject", subject, "seq", ack.Sequence, "duplicate", ack.Duplicate)
+	return nil
+}
