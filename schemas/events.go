@@ -21,6 +21,8 @@ var payloadFactories = map[string]func() Payload{
 	TypePlacementDecided: func() Payload { return &PlacementDecided{} },
 	TypePlacementApplied: func() Payload { return &PlacementApplied{} },
 	TypePlacementFailed:  func() Payload { return &PlacementFailed{} },
+	TypePlacementVerdict: func() Payload { return &PlacementVerdict{} },
+	TypeWorkloadAnalyzed: func() Payload { return &WorkloadAnalyzed{} },
 
 	TypePolicyChanged:            func() Payload { return &ObjectChanged{} },
 	TypePolicyDeleted:            func() Payload { return &ObjectDeleted{} },

@@ -13,6 +13,10 @@ const (
 	StreamEvents = "FLEETFLOW_EVENTS"
 	// StreamDecisions holds the placer's decisions on per-cluster subjects.
 	StreamDecisions = "FLEETFLOW_DECISIONS"
+	// StreamState keeps the last message of every subject of EVENTS and DECISIONS, with no age limit: the
+	// latest state of every node, workload, policy, cluster and placement. A restarted placer rebuilds its
+	// whole view from it. It is filled by JetStream sourcing, so producers publish once.
+	StreamState = "FLEETFLOW_STATE"
 )
 
 // Durable consumer names.
@@ -67,6 +71,18 @@ func Streams(opts StreamOptions) []jetstream.StreamConfig {
 			Duplicates:  opts.DuplicateWindow,
 			Storage:     storage,
 			Replicas:    replicas,
+		},
+		{
+			Name:              StreamState,
+			Description:       "fleetflow last value per subject of events and decisions (rebuilds the placer's view)",
+			Retention:         jetstream.LimitsPolicy,
+			MaxMsgsPerSubject: 1,
+			Storage:           storage,
+			Replicas:          replicas,
+			Sources: []*jetstream.StreamSource{
+				{Name: StreamEvents, FilterSubject: SubjectStateEvents},
+				{Name: StreamDecisions},
+			},
 		},
 	}
 }

@@ -22,6 +22,9 @@ const (
 	SubjectAllDecisions = SubjectDecisionsRoot + ".>"
 	// SubjectAllWorkloadEvents selects workload changed and deleted events.
 	SubjectAllWorkloadEvents = SubjectEventsPrefix + ".workload.>"
+	// SubjectStateEvents selects the events whose last value is kept as state: all of them, since every
+	// event subject names one object or one aspect of a cluster.
+	SubjectStateEvents = SubjectEventsPrefix + ".>"
 )
 
 // coreGroupToken stands for the empty (core) API group, which cannot be an empty subject token.
@@ -94,6 +97,34 @@ func NodeSubject(cluster, node string) string {
 // WorkloadStatusSubject carries a placed workload's status in one cluster.
 func WorkloadStatusSubject(cluster string, ref ObjectRef) string {
 	return SubjectEventsPrefix + ".status." + Token(cluster) + "." + objectTokens(ref)
+}
+
+// VerdictSubject carries the placer's verdicts on one workload.
+func VerdictSubject(ref ObjectRef) string { return SubjectEventsPrefix + ".verdict." + objectTokens(ref) }
+
+// AnalysisSubject carries what the RI engine read out of one workload.
+func AnalysisSubject(ref ObjectRef) string { return SubjectEventsPrefix + ".analysis." + objectTokens(ref) }
+
+// WorkloadFilters are subject filters that select every event and decision about one workload, for
+// auditors; group "" matches any group.
+func WorkloadFilters(group, kind, namespace, name string) []string {
+	g := "*"
+	if group != "" {
+		g = Token(group)
+	}
+	ns := clusterScopedToken
+	if namespace != "" {
+		ns = Token(namespace)
+	}
+	obj := g + "." + Token(kind) + "." + ns + "." + Token(name)
+	return []string{
+		SubjectEventsPrefix + ".workload." + obj,
+		SubjectEventsPrefix + ".analysis." + obj,
+		SubjectEventsPrefix + ".verdict." + obj,
+		SubjectEventsPrefix + ".placement.*." + obj,
+		SubjectEventsPrefix + ".status.*." + obj,
+		SubjectDecisionsRoot + ".*." + obj,
+	}
 }
 
 // DecisionSubject is where decisions for one workload on one cluster are published.

@@ -7,6 +7,8 @@ const (
 	TypePlacementDecided = "io.fleetflow.placement.decided.v1"
 	TypePlacementApplied = "io.fleetflow.placement.applied.v1"
 	TypePlacementFailed  = "io.fleetflow.placement.failed.v1"
+	TypePlacementVerdict = "io.fleetflow.placement.verdict.v1"
+	TypeWorkloadAnalyzed = "io.fleetflow.workload.analyzed.v1"
 
 	// Control-plane configuration; payloads are ObjectChanged / ObjectDeleted.
 	TypePolicyChanged            = "io.fleetflow.policy.changed.v1"

@@ -386,3 +386,53 @@ func TestConsumeLoopRetriesThenGivesUp(t *testing.T) {
 		t.Errorf("gave up on a message that later succeeded")
 	}
 }
+
+// TestStateStreamKeepsLastValuePerSubject: the state stream sources events and decisions and keeps only
+// the newest message of each subject, which is what a restarted placer rebuilds from.
+func TestStateStreamKeepsLastValuePerSubject(t *testing.T) {
+	_, js := startJetStream(t)
+	ctx := t.Context()
+	log, _ := testLogger(t)
+	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
+		t.Fatal(err)
+	}
+	pub := bus.NewPublisher(js)
+	for _, rv := range []string{"1", "2", "3"} {
+		for _, name := range []string{"a", "b"} {
+			subject, payload := workloadEvent(t, name, "uid-"+name, rv)
+			payload.Object["metadata"].(map[string]any)["resourceVersion"] = rv
+			e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), rv), payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := pub.Publish(ctx, subject, e); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	state, err := js.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "both subjects' last values in the state stream", func() bool {
+		for _, name := range []string{"a", "b"} {
+			subject, _ := workloadEvent(t, name, "", "")
+			msg, err := state.GetLastMsgForSubject(ctx, subject)
+			if err != nil {
+				return false
+			}
+			e, err := bus.Decode(msg.Header, msg.Data)
+			if err != nil || e.ID() != "workload-changed/uid-"+name+"/3" {
+				return false
+			}
+		}
+		return true
+	})
+	info, err := state.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 2 {
+		t.Errorf("state stream holds %d messages, want 2 (one per subject)", info.State.Msgs)
+	}
+}

@@ -51,7 +51,20 @@ func configMatches(have, want jetstream.StreamConfig) bool {
 		have.Duplicates == want.Duplicates &&
 		have.Storage == want.Storage &&
 		have.Replicas == want.Replicas &&
-		limit(have.MaxMsgsPerSubject) == limit(want.MaxMsgsPerSubject)
+		limit(have.MaxMsgsPerSubject) == limit(want.MaxMsgsPerSubject) &&
+		sourcesMatch(have.Sources, want.Sources)
+}
+
+func sourcesMatch(have, want []*jetstream.StreamSource) bool {
+	if len(have) != len(want) {
+		return false
+	}
+	for i := range want {
+		if have[i].Name != want[i].Name || have[i].FilterSubject != want[i].FilterSubject {
+			return false
+		}
+	}
+	return true
 }
 
 // limit maps JetStream's two spellings of "unlimited" (0 in a request, -1 from the server) to one.

@@ -1,0 +1,84 @@
+package schemas
+
+import (
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// VerdictStatus is the outcome of one placement cycle for a workload.
+type VerdictStatus string
+
+// Verdict statuses.
+const (
+	VerdictPlaced        VerdictStatus = "Placed"
+	VerdictUnschedulable VerdictStatus = "Unschedulable"
+	VerdictNoPolicy      VerdictStatus = "NoPolicy"
+	// VerdictInvalid means the workload cannot be analyzed (no RI for its kind, or the RI fails on it).
+	VerdictInvalid VerdictStatus = "Invalid"
+)
+
+// PlacementVerdict is the placer's answer for a whole workload in one cycle: where it goes, or why it
+// goes nowhere, with a reason for every rejected cluster. Per-cluster actions follow as PlacementDecided.
+type PlacementVerdict struct {
+	Workload ObjectRef     `json:"workload"`
+	Sequence uint64        `json:"sequence"`
+	Status   VerdictStatus `json:"status"`
+	Policy   string        `json:"policy,omitempty"`
+	Clusters []string      `json:"clusters,omitempty"`
+	// Replicas is the per-cluster replica count of a Divide spread.
+	Replicas map[string]int32 `json:"replicas,omitempty"`
+	// Reasons maps each rejected cluster to why it was rejected.
+	Reasons map[string]string `json:"reasons,omitempty"`
+	Message string            `json:"message,omitempty"`
+	// ViewSequence is the stream sequence of the fleet view the verdict was computed on.
+	ViewSequence uint64 `json:"viewSequence"`
+}
+
+// Validate implements Payload.
+func (p *PlacementVerdict) Validate() error {
+	var errs []error
+	errs = append(errs, p.Workload.validate("workload", true))
+	if p.Sequence == 0 {
+		errs = append(errs, errors.New("sequence: must be positive"))
+	}
+	switch p.Status {
+	case VerdictPlaced:
+		if len(p.Clusters) == 0 {
+			errs = append(errs, errors.New("clusters: required when status is Placed"))
+		}
+	case VerdictUnschedulable, VerdictNoPolicy, VerdictInvalid:
+	default:
+		errs = append(errs, fmt.Errorf("status: %q is not one of Placed, Unschedulable, NoPolicy, Invalid", p.Status))
+	}
+	return errors.Join(errs...)
+}
+
+// WorkloadAnalyzed is what the RI engine read out of a workload.
+type WorkloadAnalyzed struct {
+	Workload          ObjectRef           `json:"workload"`
+	ResourceInterface string              `json:"resourceInterface,omitempty"`
+	TotalPods         int64               `json:"totalPods"`
+	TotalRequests     corev1.ResourceList `json:"totalRequests,omitempty"`
+	Components        []AnalyzedComponent `json:"components,omitempty"`
+	// Error says why the workload could not be analyzed.
+	Error string `json:"error,omitempty"`
+}
+
+// AnalyzedComponent is one component instance of an analysis.
+type AnalyzedComponent struct {
+	Name        string              `json:"name"`
+	Instance    string              `json:"instance,omitempty"`
+	Pods        int64               `json:"pods"`
+	PodRequests corev1.ResourceList `json:"podRequests,omitempty"`
+}
+
+// Validate implements Payload.
+func (p *WorkloadAnalyzed) Validate() error {
+	err := p.Workload.validate("workload", true)
+	if p.TotalPods < 0 {
+		err = errors.Join(err, errors.New("totalPods: negative"))
+	}
+	return err
+}
