@@ -100,10 +100,14 @@ func WorkloadStatusSubject(cluster string, ref ObjectRef) string {
 }
 
 // VerdictSubject carries the placer's verdicts on one workload.
-func VerdictSubject(ref ObjectRef) string { return SubjectEventsPrefix + ".verdict." + objectTokens(ref) }
+func VerdictSubject(ref ObjectRef) string {
+	return SubjectEventsPrefix + ".verdict." + objectTokens(ref)
+}
 
 // AnalysisSubject carries what the RI engine read out of one workload.
-func AnalysisSubject(ref ObjectRef) string { return SubjectEventsPrefix + ".analysis." + objectTokens(ref) }
+func AnalysisSubject(ref ObjectRef) string {
+	return SubjectEventsPrefix + ".analysis." + objectTokens(ref)
+}
 
 // WorkloadFilters are subject filters that select every event and decision about one workload, for
 // auditors; group "" matches any group.
