@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -77,6 +78,41 @@ func TestWorkloadLifecycle(t *testing.T) {
 	eventually(t, settle, "the job gone from cluster-a", func() bool {
 		return get(t, target, pytorchJobKind, "team-a", job.GetName()) == nil
 	})
+
+	// An auditor with nothing but a NATS client sees the whole story of the workload, in order.
+	sel, err := consumers.ParseWorkloadSelector("PyTorchJob/team-a/" + job.GetName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	eventually(t, settle, "the delete reported in the audit trail", func() bool {
+		types = nil
+		err := consumers.AuditTail(ctx, e.bus.JetStream, consumers.AuditQuery{Workload: sel}, func(r consumers.AuditRecord) error {
+			if r.Err != nil {
+				t.Errorf("unreadable audit record %s/%d: %v", r.Stream, r.Sequence, r.Err)
+			}
+			types = append(types, r.Event.Type())
+			return nil
+		})
+		return err == nil && len(types) > 0 && types[len(types)-1] == schemas.TypePlacementApplied &&
+			slices.Contains(types, schemas.TypeWorkloadDeleted)
+	})
+	wantOrder := []string{schemas.TypeWorkloadChanged, schemas.TypePlacementDecided, schemas.TypePlacementApplied,
+		schemas.TypeWorkloadChanged, schemas.TypePlacementDecided, schemas.TypePlacementApplied,
+		schemas.TypeWorkloadDeleted, schemas.TypePlacementDecided, schemas.TypePlacementApplied}
+	if !isSubsequence(wantOrder, types) {
+		t.Errorf("audit trail %v does not contain %v in order", types, wantOrder)
+	}
+}
+
+func isSubsequence(want, got []string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
 }
 
 // redeliverLatestDecision republishes the newest decision for cluster under a fresh message id (so

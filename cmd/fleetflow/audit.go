@@ -1,0 +1,96 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/internal/bus"
+)
+
+func init() { registerCommand(newAuditCommand) }
+
+func newAuditCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "audit",
+		Short: "Read fleetflow's event history as any third party can: a NATS client and a CloudEvents SDK",
+	}
+	cmd.AddCommand(newAuditTailCommand())
+	return cmd
+}
+
+func newAuditTailCommand() *cobra.Command {
+	var natsURL, workload, since, output string
+	var follow bool
+	cmd := &cobra.Command{
+		Use:   "tail [--workload KIND[.GROUP]/NAMESPACE/NAME] [--since 1h] [--follow]",
+		Short: "Print every event about a workload, in order, from history: submitted, analyzed, decided, applied, status",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			q := consumers.AuditQuery{Follow: follow}
+			if workload != "" {
+				sel, err := consumers.ParseWorkloadSelector(workload)
+				if err != nil {
+					return fmt.Errorf("--workload: %w", err)
+				}
+				q.Workload = sel
+			}
+			if since != "" {
+				d, err := parseDuration("--since", since)
+				if err != nil {
+					return err
+				}
+				q.Since = time.Now().Add(-d)
+			}
+			if output != "text" && output != "json" {
+				return fmt.Errorf("-o %q: want text or json", output)
+			}
+			nc, js, err := bus.Connect(natsURL, "fleetflow-audit")
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			out := cmd.OutOrStdout()
+			return consumers.AuditTail(ctx, js, q, func(r consumers.AuditRecord) error {
+				if output == "json" {
+					line, err := json.Marshal(map[string]any{"stream": r.Stream, "sequence": r.Sequence, "subject": r.Subject,
+						"event": r.Event, "error": errString(r.Err)})
+					if err != nil {
+						return err
+					}
+					_, err = fmt.Fprintln(out, string(line))
+					return err
+				}
+				_, err := fmt.Fprintf(out, "%s  %-34s %s\n", r.Event.Time().UTC().Format("2006-01-02T15:04:05.000Z"),
+					shortType(r.Event.Type()), r.Summary())
+				return err
+			})
+		},
+	}
+	cmd.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS JetStream URL")
+	cmd.Flags().StringVar(&workload, "workload", "", "only events about this workload: KIND[.GROUP]/NAMESPACE/NAME")
+	cmd.Flags().StringVar(&since, "since", "", "start this long ago (e.g. 1h); default: all history")
+	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, or json (one CloudEvent record per line)")
+	return cmd
+}
+
+func shortType(t string) string {
+	const prefix = "io.fleetflow."
+	if len(t) > len(prefix) && t[:len(prefix)] == prefix {
+		return t[len(prefix):]
+	}
+	return t
+}
+
+func errString(err error) any {
+	if err == nil {
+		return nil
+	}
+	return err.Error()
+}

@@ -1,0 +1,267 @@
+package consumers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// AuditQuery selects what an audit tail prints.
+type AuditQuery struct {
+	// Workload limits the tail to one workload; nil means every event.
+	Workload *WorkloadSelector
+	// Since is where history starts.
+	Since time.Time
+	// Follow keeps printing new events after the history.
+	Follow bool
+}
+
+// WorkloadSelector names a workload as KIND[.GROUP]/NAMESPACE/NAME, or KIND[.GROUP]/NAME when
+// cluster-scoped.
+type WorkloadSelector struct {
+	Group, Kind, Namespace, Name string
+}
+
+// ParseWorkloadSelector reads the --workload syntax.
+func ParseWorkloadSelector(s string) (*WorkloadSelector, error) {
+	parts := strings.Split(s, "/")
+	var sel WorkloadSelector
+	switch len(parts) {
+	case 3:
+		sel.Namespace, sel.Name = parts[1], parts[2]
+	case 2:
+		sel.Name = parts[1]
+	default:
+		return nil, fmt.Errorf("workload %q: want KIND[.GROUP]/NAMESPACE/NAME or KIND[.GROUP]/NAME", s)
+	}
+	sel.Kind, sel.Group, _ = strings.Cut(parts[0], ".")
+	if sel.Kind == "" || sel.Name == "" {
+		return nil, fmt.Errorf("workload %q: kind and name are required", s)
+	}
+	return &sel, nil
+}
+
+// AuditRecord is one event of the audit trail.
+type AuditRecord struct {
+	Stream   string
+	Sequence uint64
+	Subject  string
+	Event    cloudevents.Event
+	Payload  schemas.Payload
+	// Err is set when the stored message is not a valid fleetflow event; auditors see it rather than lose it.
+	Err error
+}
+
+// Summary is a one-line human account of the record.
+func (r AuditRecord) Summary() string {
+	if r.Err != nil {
+		return "unreadable message: " + r.Err.Error()
+	}
+	switch p := r.Payload.(type) {
+	case *schemas.ObjectChanged:
+		meta, _ := p.Object["metadata"].(map[string]any)
+		return fmt.Sprintf("%s changed (resourceVersion %v, generation %v)", p.Ref().Key(), meta["resourceVersion"], meta["generation"])
+	case *schemas.ObjectDeleted:
+		return p.Workload.Key() + " deleted"
+	case *schemas.WorkloadAnalyzed:
+		if p.Error != "" {
+			return fmt.Sprintf("%s analysis failed: %s", p.Workload.Key(), p.Error)
+		}
+		return fmt.Sprintf("%s analyzed by %s: %d pods, requests %s", p.Workload.Key(), p.ResourceInterface, p.TotalPods, formatResources(p.TotalRequests))
+	case *schemas.PlacementVerdict:
+		s := fmt.Sprintf("%s %s", p.Workload.Key(), p.Status)
+		if len(p.Clusters) > 0 {
+			s += " on " + strings.Join(p.Clusters, ",")
+		}
+		if p.Policy != "" {
+			s += " by policy " + p.Policy
+		}
+		if p.Message != "" {
+			s += ": " + p.Message
+		}
+		clusters := make([]string, 0, len(p.Reasons))
+		for c := range p.Reasons {
+			clusters = append(clusters, c)
+		}
+		slices.Sort(clusters)
+		for _, c := range clusters {
+			s += fmt.Sprintf("; %s: %s", c, p.Reasons[c])
+		}
+		return s
+	case *schemas.PlacementDecided:
+		return fmt.Sprintf("%s decided %s on %s (sequence %d): %s", p.Workload.Key(), p.Action, p.Cluster, p.Sequence, p.Reason)
+	case *schemas.PlacementApplied:
+		return fmt.Sprintf("%s %s applied on %s (sequence %d, resourceVersion %s)", p.Workload.Key(), p.Action, p.Cluster, p.Sequence, p.ResourceVersion)
+	case *schemas.PlacementFailed:
+		return fmt.Sprintf("%s %s FAILED on %s after %d attempts: %s", p.Workload.Key(), p.Action, p.Cluster, p.Attempts, p.Error)
+	case *schemas.WorkloadStatus:
+		if p.Gone {
+			return fmt.Sprintf("%s gone from %s", p.Workload.Key(), p.Cluster)
+		}
+		return fmt.Sprintf("%s status on %s: %s, %d pending pods", p.Workload.Key(), p.Cluster, compactStatus(p.Status), p.PendingPods)
+	case *schemas.NodeState:
+		return fmt.Sprintf("node %s/%s: allocatable %s, requested %s", p.Cluster, p.Name, formatResources(p.Allocatable), formatResources(p.Requested))
+	case *schemas.ClusterHeartbeat:
+		return "heartbeat from " + p.Cluster
+	case *schemas.ClusterAPIs:
+		return fmt.Sprintf("cluster %s serves %d kinds", p.Cluster, len(p.APIs))
+	default:
+		return r.Event.Type()
+	}
+}
+
+// AuditTail reads history from the events and decisions streams, merged in time order, and hands every
+// record to emit; with Follow it then keeps emitting new records until ctx is done.
+func AuditTail(ctx context.Context, js jetstream.JetStream, q AuditQuery, emit func(AuditRecord) error) error {
+	eventFilters, decisionFilters := []string{schemas.SubjectAllEvents}, []string{schemas.SubjectAllDecisions}
+	if w := q.Workload; w != nil {
+		eventFilters, decisionFilters = nil, nil
+		for _, f := range schemas.WorkloadFilters(w.Group, w.Kind, w.Namespace, w.Name) {
+			if strings.HasPrefix(f, schemas.SubjectDecisionsRoot) {
+				decisionFilters = append(decisionFilters, f)
+			} else {
+				eventFilters = append(eventFilters, f)
+			}
+		}
+	}
+	streams := []struct {
+		name    string
+		filters []string
+	}{{schemas.StreamEvents, eventFilters}, {schemas.StreamDecisions, decisionFilters}}
+
+	type source struct {
+		name     string
+		messages jetstream.MessagesContext
+		history  []AuditRecord
+	}
+	var sources []*source
+	defer func() {
+		for _, s := range sources {
+			s.messages.Stop()
+		}
+	}()
+	for _, st := range streams {
+		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: st.filters, DeliverPolicy: jetstream.DeliverAllPolicy}
+		if !q.Since.IsZero() {
+			since := q.Since
+			cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+		}
+		consumer, err := js.OrderedConsumer(ctx, st.name, cfg)
+		if err != nil {
+			return fmt.Errorf("audit %s: %w", st.name, err)
+		}
+		info, err := consumer.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("audit %s: %w", st.name, err)
+		}
+		messages, err := consumer.Messages()
+		if err != nil {
+			return fmt.Errorf("audit %s: %w", st.name, err)
+		}
+		s := &source{name: st.name, messages: messages}
+		sources = append(sources, s)
+		// History is what is pending when the tail starts.
+		for pending := info.NumPending; pending > 0; {
+			msg, err := messages.Next()
+			if err != nil {
+				return fmt.Errorf("audit %s: %w", st.name, err)
+			}
+			rec, meta := toRecord(st.name, msg)
+			s.history = append(s.history, rec)
+			if meta == nil {
+				break
+			}
+			pending = meta.NumPending
+		}
+	}
+	var history []AuditRecord
+	for _, s := range sources {
+		history = append(history, s.history...)
+	}
+	slices.SortStableFunc(history, func(a, b AuditRecord) int { return a.Event.Time().Compare(b.Event.Time()) })
+	for _, rec := range history {
+		if err := emit(rec); err != nil {
+			return err
+		}
+	}
+	if !q.Follow {
+		return nil
+	}
+	live := make(chan AuditRecord)
+	for _, s := range sources {
+		go func() {
+			for {
+				msg, err := s.messages.Next()
+				if err != nil {
+					return
+				}
+				rec, _ := toRecord(s.name, msg)
+				select {
+				case live <- rec:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case rec := <-live:
+			if err := emit(rec); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func toRecord(stream string, msg jetstream.Msg) (AuditRecord, *jetstream.MsgMetadata) {
+	rec := AuditRecord{Stream: stream, Subject: msg.Subject()}
+	meta, err := msg.Metadata()
+	if err == nil {
+		rec.Sequence = meta.Sequence.Stream
+	}
+	event, decodeErr := bus.Decode(msg.Headers(), msg.Data())
+	if decodeErr != nil {
+		rec.Err = decodeErr
+		if meta != nil {
+			rec.Event.SetTime(meta.Timestamp)
+		}
+		return rec, meta
+	}
+	rec.Event = event
+	rec.Payload, rec.Err = schemas.DecodePayload(event)
+	return rec, meta
+}
+
+func compactStatus(status map[string]any) string {
+	if len(status) == 0 {
+		return "no status"
+	}
+	if phase, ok := status["phase"].(string); ok {
+		return "phase " + phase
+	}
+	conditions, _ := status["conditions"].([]any)
+	var trueTypes []string
+	for _, c := range conditions {
+		cond, _ := c.(map[string]any)
+		if cond["status"] == "True" {
+			if t, ok := cond["type"].(string); ok {
+				trueTypes = append(trueTypes, t)
+			}
+		}
+	}
+	if len(trueTypes) > 0 {
+		return "conditions " + strings.Join(trueTypes, ",")
+	}
+	return fmt.Sprintf("%d status fields", len(status))
+}
