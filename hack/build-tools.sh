@@ -13,22 +13,6 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bin_dir=${BIN_DIR:-$root/bin}
 heartbeat=${HEARTBEAT:-30}
-force=false
-tools=()
-for arg in "$@"; do
-	case $arg in
-	--force) force=true ;;
-	etcd | kube-apiserver) tools+=("$arg") ;;
-	*)
-		echo "build-tools: unknown argument $arg (want --force, etcd or kube-apiserver)" >&2
-		exit 2
-		;;
-	esac
-done
-if [ ${#tools[@]} -eq 0 ]; then
-	tools=(etcd kube-apiserver)
-fi
-
 log() { echo "build-tools: $*"; }
 
 ticker=
@@ -110,10 +94,33 @@ build_one() {
 	log "built $name in $(((SECONDS - start) / 60))m$(((SECONDS - start) % 60))s: $("$target" --version 2>&1 | head -1)"
 }
 
-if ! command -v go >/dev/null; then
-	echo "build-tools: go is not on PATH" >&2
-	exit 1
-fi
-for tool in "${tools[@]}"; do
-	build_one "$tool"
-done
+# main is called on the last line, so bash has parsed the whole file before running any of it: editing the
+# script while a long build runs cannot derail it.
+main() {
+	force=false
+	tools=()
+	for arg in "$@"; do
+		case $arg in
+		--force) force=true ;;
+		etcd | kube-apiserver) tools+=("$arg") ;;
+		*)
+			echo "build-tools: unknown argument $arg (want --force, etcd or kube-apiserver)" >&2
+			exit 2
+			;;
+		esac
+	done
+	if [ ${#tools[@]} -eq 0 ]; then
+		tools=(etcd kube-apiserver)
+	fi
+
+	if ! command -v go >/dev/null; then
+		echo "build-tools: go is not on PATH" >&2
+		exit 1
+	fi
+	for tool in "${tools[@]}"; do
+		build_one "$tool"
+	done
+}
+
+main "$@"
+exit
