@@ -22,6 +22,7 @@ const (
 // Durable consumer names.
 const (
 	ConsumerPlacer = "placer"
+	ConsumerStatus = "status"
 )
 
 // ApplierConsumerName is the durable consumer of one cluster's applier; replicas of that applier share it.
@@ -124,6 +125,26 @@ func ApplierConsumer(cluster string) (stream string, cfg jetstream.ConsumerConfi
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 		AckWait:       time.Minute,
+		MaxDeliver:    MaxDeliver,
+		MaxAckPending: 1000,
+	}
+}
+
+// StatusConsumer is the durable consumer of the status writer: workload statuses from the clusters,
+// verdicts, applier outcomes, and RIs (whose statusMappings give the phase).
+func StatusConsumer() (stream string, cfg jetstream.ConsumerConfig) {
+	return StreamEvents, jetstream.ConsumerConfig{
+		Durable:     ConsumerStatus,
+		Description: "status writer: workload status and placement outcomes back to the control plane",
+		FilterSubjects: []string{
+			SubjectEventsPrefix + ".status.>",
+			SubjectEventsPrefix + ".verdict.>",
+			SubjectEventsPrefix + ".placement.>",
+			SubjectEventsPrefix + ".resourceinterface.>",
+		},
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait:       30 * time.Second,
 		MaxDeliver:    MaxDeliver,
 		MaxAckPending: 1000,
 	}

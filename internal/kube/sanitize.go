@@ -1,6 +1,8 @@
 package kube
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -10,6 +12,10 @@ var serverSetMetadata = []string{
 	"uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp",
 	"deletionGracePeriodSeconds", "managedFields", "selfLink", "ownerReferences", "finalizers",
 }
+
+// controlPlaneAnnotationPrefix marks fleetflow's bookkeeping on control-plane objects (schemas.AnnotationPrefix);
+// it describes the control plane's view and must neither travel to workload clusters nor count as a change.
+const controlPlaneAnnotationPrefix = "fleetflow.io/"
 
 // lastAppliedAnnotation is kubectl's client-side-apply record; it describes the source cluster's history.
 const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
@@ -24,6 +30,11 @@ func SanitizeForCopy(object map[string]any) map[string]any {
 	}
 	if annotations, ok := meta["annotations"].(map[string]any); ok {
 		delete(annotations, lastAppliedAnnotation)
+		for key := range annotations {
+			if strings.HasPrefix(key, controlPlaneAnnotationPrefix) {
+				delete(annotations, key)
+			}
+		}
 		if len(annotations) == 0 {
 			delete(meta, "annotations")
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -122,6 +123,23 @@ func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clien
 	return loop.Run(ctx)
 }
 
+// RunStatusWriter copies workload status and placement outcomes back to the control plane until ctx is done.
+func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, log *slog.Logger) error {
+	log = log.With("component", "status")
+	builtins, err := karta.Builtins()
+	if err != nil {
+		return fmt.Errorf("built-in resource interfaces: %w", err)
+	}
+	stream, cfg := schemas.StatusConsumer()
+	consumer, err := bus.EnsureConsumer(ctx, b.JetStream, stream, cfg)
+	if err != nil {
+		return err
+	}
+	writer := consumers.NewStatusWriter(controlPlane, karta.NewRegistry(builtins...), log)
+	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: writer.Handle, Log: log}
+	return loop.Run(ctx)
+}
+
 // ClusterKubeconfig names a workload cluster and its kubeconfig.
 type ClusterKubeconfig struct {
 	Name       string
@@ -150,6 +168,7 @@ func (a *AllInOne) Run(ctx context.Context, b *Bus, log *slog.Logger) error {
 	}
 	start("producer", func() error { return RunProducer(ctx, b, a.ControlPlane, a.Kinds, log) })
 	start("placer", func() error { return RunPlacer(ctx, b, a.Decider, log) })
+	start("status", func() error { return RunStatusWriter(ctx, b, a.ControlPlane, log) })
 	for name, clients := range a.Clusters {
 		start("applier "+name, func() error { return RunApplier(ctx, b, name, clients, log) })
 	}

@@ -1,0 +1,240 @@
+package consumers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// StatusWriter copies what happens to a workload back onto its control-plane object: the status from its
+// workload cluster (onto the status subresource), and annotations saying where it runs, its phase mapped
+// through its RI, and why it is not placed.
+type StatusWriter struct {
+	ControlPlane *kube.Clients
+	Log          *slog.Logger
+
+	mu  sync.RWMutex
+	ris *karta.Registry
+}
+
+// NewStatusWriter starts with the given RIs (normally the built-ins); RI events update them.
+func NewStatusWriter(controlPlane *kube.Clients, ris *karta.Registry, log *slog.Logger) *StatusWriter {
+	return &StatusWriter{ControlPlane: controlPlane, ris: ris, Log: log}
+}
+
+// Handle is the bus.Handler of the status writer's consumer.
+func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
+	switch p := d.Payload.(type) {
+	case *schemas.WorkloadStatus:
+		return s.copyStatus(ctx, p)
+	case *schemas.PlacementVerdict:
+		return s.annotateVerdict(ctx, p)
+	case *schemas.PlacementFailed:
+		return s.annotate(ctx, p.Workload, map[string]any{
+			schemas.AnnotationPlacementError: fmt.Sprintf("%s on %s: %s", p.Action, p.Cluster, p.Error),
+		})
+	case *schemas.PlacementApplied:
+		return s.annotate(ctx, p.Workload, map[string]any{schemas.AnnotationPlacementError: nil})
+	case *schemas.ObjectChanged:
+		if d.Event.Type() == schemas.TypeResourceInterfaceChanged {
+			s.upsertRI(p)
+		}
+		return nil
+	case *schemas.ObjectDeleted:
+		if d.Event.Type() == schemas.TypeResourceInterfaceDeleted {
+			s.mu.Lock()
+			s.ris = s.ris.Without(p.Workload.Name)
+			s.mu.Unlock()
+		}
+		return nil
+	default:
+		return nil
+	}
+}
+
+func (s *StatusWriter) upsertRI(p *schemas.ObjectChanged) {
+	data, err := json.Marshal(p.Object)
+	if err != nil {
+		return
+	}
+	ris, err := karta.ParseResourceInterfaces(data, "ResourceInterface "+p.Ref().Name)
+	if err != nil || len(ris) != 1 {
+		s.Log.Warn("ignoring ResourceInterface that does not parse", "ri", p.Ref().Name, "error", err)
+		return
+	}
+	compiled, err := karta.Compile(ris[0], "ResourceInterface "+p.Ref().Name)
+	if err != nil {
+		s.Log.Warn("ignoring ResourceInterface that does not compile", "ri", p.Ref().Name, "error", err)
+		return
+	}
+	s.mu.Lock()
+	s.ris = s.ris.With(compiled)
+	s.mu.Unlock()
+}
+
+func (s *StatusWriter) resource(ref schemas.ObjectRef) (dynamic.ResourceInterface, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, bus.Permanent(fmt.Errorf("workload %s: apiVersion: %w", ref, err))
+	}
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gv.WithKind(ref.Kind))
+	gvr, namespaced, err := s.ControlPlane.ResourceFor(obj)
+	if err != nil {
+		return nil, err
+	}
+	if namespaced {
+		return s.ControlPlane.Dynamic.Resource(gvr).Namespace(ref.Namespace), nil
+	}
+	return s.ControlPlane.Dynamic.Resource(gvr), nil
+}
+
+// current reads the control-plane object; nil when it is gone or is another incarnation.
+func (s *StatusWriter) current(ctx context.Context, client dynamic.ResourceInterface, ref schemas.ObjectRef) (*unstructured.Unstructured, error) {
+	obj, err := client.Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read %s on the control plane: %w", ref, err)
+	}
+	if string(obj.GetUID()) != ref.UID {
+		return nil, nil
+	}
+	return obj, nil
+}
+
+func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus) error {
+	if p.Gone {
+		return nil
+	}
+	client, err := s.resource(p.Workload)
+	if err != nil {
+		return err
+	}
+	obj, err := s.current(ctx, client, p.Workload)
+	if err != nil || obj == nil {
+		return err
+	}
+	log := s.Log.With("workload", p.Workload.Key(), "cluster", p.Cluster)
+	if p.Status != nil {
+		patch, err := json.Marshal(map[string]any{"status": p.Status})
+		if err != nil {
+			return bus.Permanent(err)
+		}
+		_, err = client.Patch(ctx, p.Workload.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}, "status")
+		switch {
+		case apierrors.IsNotFound(err):
+			// The CRD has no status subresource: the phase annotation below still tells the story.
+			log.Debug("workload kind has no status subresource; status not copied")
+		case err != nil:
+			return classify(fmt.Errorf("copy status of %s from %s: %w", p.Workload, p.Cluster, err))
+		}
+	}
+	phase := karta.PhaseUndefined
+	withStatus := obj.DeepCopy()
+	if p.Status != nil {
+		withStatus.Object["status"] = p.Status
+	}
+	s.mu.RLock()
+	ri, ok := s.ris.Lookup(withStatus.GroupVersionKind())
+	s.mu.RUnlock()
+	if ok {
+		if phase, err = ri.Phase(withStatus.Object); err != nil {
+			log.Warn("status mapping failed", "ri", ri.Name, "error", err)
+			phase = karta.PhaseUndefined
+		}
+	}
+	if phase == karta.PhaseFailed && obj.GetAnnotations()[schemas.AnnotationPhase] != string(karta.PhaseFailed) {
+		log.Warn("workload failed in its cluster", "ri", ri.Name)
+	}
+	return s.annotate(ctx, p.Workload, map[string]any{
+		schemas.AnnotationCluster: p.Cluster,
+		schemas.AnnotationPhase:   string(phase),
+	})
+}
+
+func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.PlacementVerdict) error {
+	annotations := map[string]any{
+		schemas.AnnotationPlacement: string(p.Status),
+		schemas.AnnotationPolicy:    nilIfEmpty(p.Policy),
+		schemas.AnnotationReasons:   nil,
+	}
+	if p.Status == schemas.VerdictPlaced {
+		annotations[schemas.AnnotationCluster] = strings.Join(p.Clusters, ",")
+	} else {
+		var lines []string
+		if p.Message != "" {
+			lines = append(lines, p.Message)
+		}
+		clusters := make([]string, 0, len(p.Reasons))
+		for c := range p.Reasons {
+			clusters = append(clusters, c)
+		}
+		slices.Sort(clusters)
+		for _, c := range clusters {
+			lines = append(lines, c+": "+p.Reasons[c])
+		}
+		annotations[schemas.AnnotationReasons] = nilIfEmpty(strings.Join(lines, "\n"))
+	}
+	return s.annotate(ctx, p.Workload, annotations)
+}
+
+// annotate merge-patches annotations (nil removes one) onto the control-plane object, if it still exists.
+func (s *StatusWriter) annotate(ctx context.Context, ref schemas.ObjectRef, annotations map[string]any) error {
+	client, err := s.resource(ref)
+	if err != nil {
+		return err
+	}
+	obj, err := s.current(ctx, client, ref)
+	if err != nil || obj == nil {
+		return err
+	}
+	existing := obj.GetAnnotations()
+	changed := false
+	for k, v := range annotations {
+		old, has := existing[k]
+		if (v == nil && has) || (v != nil && (!has || old != v)) {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"uid": ref.UID, "annotations": annotations,
+	}})
+	if err != nil {
+		return bus.Permanent(err)
+	}
+	if _, err := client.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil // gone, or replaced by another incarnation (the uid precondition failed)
+		}
+		return classify(fmt.Errorf("annotate %s on the control plane: %w", ref, err))
+	}
+	return nil
+}
+
+func nilIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}

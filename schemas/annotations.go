@@ -1,0 +1,26 @@
+package schemas
+
+import "strings"
+
+// Annotations fleetflow writes on control-plane workloads, so `kubectl get -o yaml` (or a column) tells
+// the user where each workload runs and why.
+const (
+	// AnnotationPrefix marks every fleetflow annotation; such annotations are bookkeeping of the control
+	// plane and are never copied to workload clusters.
+	AnnotationPrefix = "fleetflow.io/"
+	// AnnotationCluster is where the workload runs (comma-separated for a spread).
+	AnnotationCluster = AnnotationPrefix + "cluster"
+	// AnnotationPhase is the workload's phase mapped through its RI's statusMappings.
+	AnnotationPhase = AnnotationPrefix + "phase"
+	// AnnotationPlacement is the latest verdict: Placed, Unschedulable, NoPolicy or Invalid.
+	AnnotationPlacement = AnnotationPrefix + "placement"
+	// AnnotationPolicy is the SchedulePolicy that governs the workload.
+	AnnotationPolicy = AnnotationPrefix + "policy"
+	// AnnotationReasons explains an Unschedulable verdict, one "cluster: reason" per line.
+	AnnotationReasons = AnnotationPrefix + "reasons"
+	// AnnotationPlacementError is the API error of a decision an applier could not carry out.
+	AnnotationPlacementError = AnnotationPrefix + "placement-error"
+)
+
+// IsFleetflowAnnotation reports whether key is control-plane bookkeeping of fleetflow.
+func IsFleetflowAnnotation(key string) bool { return strings.HasPrefix(key, AnnotationPrefix) }
