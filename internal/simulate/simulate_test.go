@@ -77,7 +77,9 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 		wantErr string
 	}{
 		{"percentages that do not sum to 100",
-			func(s string) string { return strings.Replace(s, "{topologyValue: us, percentage: 50}", "{topologyValue: us, percentage: 40}", 1) },
+			func(s string) string {
+				return strings.Replace(s, "{topologyValue: us, percentage: 50}", "{topologyValue: us, percentage: 40}", 1)
+			},
 			"policies[1].spec.spreadConstraints.percentageSplit: percentages sum to 90, want 100"},
 		{"Divide on a non-divisible kind",
 			func(s string) string {
@@ -85,7 +87,9 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 			},
 			"policies[1].spec.resourceSelectors.kinds[0]: PyTorchJob.kubeflow.org is not divisible"},
 		{"a workload with both file and object",
-			func(s string) string { return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n  object: {kind: X}", 1) },
+			func(s string) string {
+				return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n  object: {kind: X}", 1)
+			},
 			"workloads[0]: set either file or object, not both"},
 		{"a kind without a ResourceInterface",
 			func(s string) string { return strings.Replace(s, "kind: RayCluster", "kind: Widget", 1) },

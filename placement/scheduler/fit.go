@@ -31,18 +31,24 @@ type gang struct {
 	own map[string]structs.Vector
 }
 
-// ownCapacity collects the reservations the given workloads hold on one cluster.
-func ownCapacity(st State, cluster string, workloadIDs []string) map[string]structs.Vector {
-	var own map[string]structs.Vector
-	for _, id := range workloadIDs {
-		for _, r := range st.ReservationsOf(id) {
-			if r.Cluster != cluster {
-				continue
+// ownReservations collects the reservations the given workloads hold, per cluster and node. Only placed
+// workloads hold any, so fresh workloads cost no lookup.
+func ownReservations(st State, workloads []*structs.Workload) map[string]map[string]structs.Vector {
+	var own map[string]map[string]structs.Vector
+	for _, wl := range workloads {
+		if wl.Placement == nil {
+			continue
+		}
+		for _, r := range st.ReservationsOf(wl.ID) {
+			for _, n := range r.Nodes {
+				if own == nil {
+					own = map[string]map[string]structs.Vector{}
+				}
+				if own[n.Cluster] == nil {
+					own[n.Cluster] = map[string]structs.Vector{}
+				}
+				own[n.Cluster][n.Node] = own[n.Cluster][n.Node].Add(n.Request)
 			}
-			if own == nil {
-				own = map[string]structs.Vector{}
-			}
-			own[r.Node] = own[r.Node].Add(r.Request)
 		}
 	}
 	return own
@@ -84,17 +90,27 @@ func boundCheck(rt *structs.ResourceTable, c *structs.ClusterCapacity, g *gang) 
 
 // packer packs one gang onto the nodes of one cluster.
 type packer struct {
-	rt   *structs.ResourceTable
-	c    *structs.ClusterCapacity
-	g    *gang
-	used map[int]structs.Vector
+	rt *structs.ResourceTable
+	c  *structs.ClusterCapacity
+	g  *gang
+	// ownTotal is the sum of g.own, added to chunk maxima so a chunk holding the gang's own reservations is
+	// never skipped wrongly.
+	ownTotal structs.Vector
+	used     map[nodeKey]structs.Vector
 }
+
+// nodeKey addresses a node by chunk and position.
+type nodeKey struct{ chunk, node int }
 
 // pack places every pod of the gang with first-fit-decreasing: pod groups in decreasing order of their dominant
 // share of the cluster, each pod on the first node (by name) where it is allowed and fits. Pods of one group are
-// identical and free capacity only shrinks while packing, so a group resumes from the node where its previous pod
-// went. It returns the assignments, or the reason the first pod that fit nowhere did not fit.
+// identical and free capacity only shrinks while packing, so a group resumes from the node where its previous
+// pod went, and skips whole chunks whose largest free amounts cannot hold the pod. It returns the assignments,
+// or the reason the first pod that fit nowhere did not fit.
 func (p *packer) pack() ([]ownedAssignment, string) {
+	for _, v := range p.g.own {
+		p.ownTotal = p.ownTotal.Add(v)
+	}
 	items := slices.Clone(p.g.items)
 	size := func(it item) float64 {
 		var share float64
@@ -112,13 +128,11 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 
 	var out []ownedAssignment
 	for _, it := range items {
-		pos := 0
+		pos := nodeKey{}
 		placed := int64(0)
 		for placed < it.count {
-			for pos < len(p.c.Nodes) && !p.fits(pos, it.group) {
-				pos++
-			}
-			if pos == len(p.c.Nodes) {
+			var ok bool
+			if pos, ok = p.next(pos, it.group); !ok {
 				return nil, p.diagnose(it, placed)
 			}
 			// Put as many of the group's pods on this node as fit, in one assignment.
@@ -129,45 +143,88 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 				placed++
 			}
 			out = append(out, ownedAssignment{owner: it.owner, Assignment: structs.Assignment{
-				Cluster: p.c.Name, Node: p.c.Nodes[pos].Node.Name, Component: it.group.Component,
+				Cluster: p.c.Name, Node: p.c.Chunks[pos.chunk].Nodes[pos.node].Node.Name, Component: it.group.Component,
 				Pods: n, PodRequest: it.group.Request}})
 		}
 	}
 	return out, ""
 }
 
-// free returns what node i has left for this gang, or nil when it is the stored free vector unchanged.
-func (p *packer) adjust(i int) (plus, minus structs.Vector) {
+// next returns the first node at or after pos where a pod of g fits.
+func (p *packer) next(pos nodeKey, g *structs.PodGroup) (nodeKey, bool) {
+	for ; pos.chunk < len(p.c.Chunks); pos = (nodeKey{chunk: pos.chunk + 1}) {
+		ch := p.c.Chunks[pos.chunk]
+		if !p.chunkMayFit(ch, g.Request) {
+			continue
+		}
+		eligible := p.eligible(ch, g)
+		for ; pos.node < len(ch.Nodes); pos.node++ {
+			if eligible[pos.node] && p.hasRoom(pos, g) {
+				return pos, true
+			}
+		}
+	}
+	return pos, false
+}
+
+// chunkMayFit is false when some request exceeds the chunk's largest free amount (plus the gang's own
+// reservations), so no node of the chunk can take the pod.
+func (p *packer) chunkMayFit(ch *structs.NodeChunk, req structs.Vector) bool {
+	for r, want := range req {
+		if want > 0 && want > ch.MaxFree.Get(r)+p.ownTotal.Get(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// adjust returns what the gang's own reservations add to a node, and what packing has taken from it so far.
+func (p *packer) adjust(k nodeKey, name string) (plus, minus structs.Vector) {
 	if len(p.g.own) > 0 {
-		plus = p.g.own[p.c.Nodes[i].Node.Name]
+		plus = p.g.own[name]
 	}
 	if len(p.used) > 0 {
-		minus = p.used[i]
+		minus = p.used[k]
 	}
 	return plus, minus
 }
 
-func (p *packer) fits(i int, g *structs.PodGroup) bool {
-	nc := p.c.Nodes[i]
-	plus, minus := p.adjust(i)
+// eligible is which nodes of a chunk allow pods of g, memoized on the chunk by g's constraints.
+func (p *packer) eligible(ch *structs.NodeChunk, g *structs.PodGroup) []bool {
+	return ch.Eligible(g.ConstraintKey, func(n *structs.Node) bool { return isAllowed(n, g) })
+}
+
+func (p *packer) fits(k nodeKey, g *structs.PodGroup) bool {
+	return p.eligible(p.c.Chunks[k.chunk], g)[k.node] && p.hasRoom(k, g)
+}
+
+func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
+	nc := p.c.Chunks[k.chunk].Nodes[k.node]
+	plus, minus := p.adjust(k, nc.Node.Name)
 	for r, want := range g.Request {
 		if want > 0 && want > nc.Free.Get(r)+plus.Get(r)-minus.Get(r) {
 			return false
 		}
 	}
-	return allowed(nc.Node, g) == ""
+	return true
 }
 
-func (p *packer) take(i int, req structs.Vector) {
+func (p *packer) take(k nodeKey, req structs.Vector) {
 	if p.used == nil {
-		p.used = map[int]structs.Vector{}
+		p.used = map[nodeKey]structs.Vector{}
 	}
-	u := p.used[i]
+	u := p.used[k]
 	if u == nil {
 		u = make(structs.Vector, p.rt.Len())
-		p.used[i] = u
+		p.used[k] = u
 	}
 	u.AddInPlace(req, 1)
+}
+
+// isAllowed reports whether a pod group may run on a node; allowed says why not.
+func isAllowed(n *structs.Node, g *structs.PodGroup) bool {
+	return !n.Unschedulable && matchesNodeSelector(g.NodeSelector, n.Labels) &&
+		matchesNodeAffinity(g.RequiredNodeAffinity, n.Name, n.Labels) && untoleratedTaint(n.Taints, g.Tolerations) == nil
 }
 
 // allowed returns why a pod group may not run on a node, "" when it may.
@@ -206,25 +263,32 @@ func (p *packer) diagnose(it item, placed int64) string {
 	allowedNodes := 0
 	largest := make(structs.Vector, len(g.Request))
 	largestNode := make([]string, len(g.Request))
-	for i, nc := range p.c.Nodes {
-		if why := allowed(nc.Node, g); why != "" {
-			if rejected[why] == 0 {
-				rejectOrder = append(rejectOrder, why)
+	for ci, ch := range p.c.Chunks {
+		eligible := p.eligible(ch, g)
+		for j, nc := range ch.Nodes {
+			if !eligible[j] {
+				// Only worth naming when no node at all allows the pod.
+				if allowedNodes == 0 {
+					why := allowed(nc.Node, g)
+					if rejected[why] == 0 {
+						rejectOrder = append(rejectOrder, why)
+					}
+					rejected[why]++
+				}
+				continue
 			}
-			rejected[why]++
-			continue
-		}
-		allowedNodes++
-		plus, minus := p.adjust(i)
-		for r := range g.Request {
-			free := nc.Free.Get(r) + plus.Get(r) - minus.Get(r)
-			if free > largest[r] || largestNode[r] == "" {
-				largest[r], largestNode[r] = free, nc.Node.Name
+			allowedNodes++
+			plus, minus := p.adjust(nodeKey{ci, j}, nc.Node.Name)
+			for r := range g.Request {
+				free := nc.Free.Get(r) + plus.Get(r) - minus.Get(r)
+				if free > largest[r] || largestNode[r] == "" {
+					largest[r], largestNode[r] = free, nc.Node.Name
+				}
 			}
 		}
 	}
 	if allowedNodes == 0 {
-		if len(p.c.Nodes) == 0 {
+		if p.c.NodeCount == 0 {
 			return who + " fits no node: the cluster has no nodes"
 		}
 		parts := make([]string, len(rejectOrder))

@@ -51,8 +51,10 @@ func TestStickiness(t *testing.T) {
 	// The move released the reservations on first and reserved on tight.
 	snap = h.Store.Snapshot()
 	for _, r := range snap.ReservationsOf(id) {
-		if r.Cluster != "tight" {
-			t.Errorf("reservation %s left on %s after the move", r.ID, r.Cluster)
+		for _, n := range r.Nodes {
+			if n.Cluster != "tight" {
+				t.Errorf("reservation %s left on %s after the move", r.ID, n.Cluster)
+			}
 		}
 	}
 	if got := snap.Workload(id).Placement.Clusters; !slices.Equal(got, []string{"tight"}) {

@@ -149,7 +149,7 @@ type candidate struct {
 // every cluster, recording a reason for each it rejects.
 func (c *cycle) filter(wl *structs.Workload, p *policy.Policy, d *structs.Decision) []candidate {
 	apiKey := structs.APIKey(wl.APIVersion, wl.Kind)
-	var out []candidate
+	out := make([]candidate, 0, len(c.capacities))
 	for _, cc := range c.capacities {
 		cl := cc.Cluster
 		if !p.SelectsCluster(cl.Labels) {
@@ -226,7 +226,7 @@ func (c *cycle) dominant(cands []candidate, demand structs.Vector) int {
 // are scored on their capacity summary first (the free dominant resource left after the gang), then packed in
 // score order, so only the clusters that are tried pay for node-level packing. A cluster listed in sticky comes
 // first: it keeps the workload while the workload still fits there.
-func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, ownerIDs []string, sticky string,
+func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*structs.Workload, sticky string,
 	d *structs.Decision) (*candidate, []ownedAssignment) {
 	if !p.CapacityAware() {
 		// Order alone decides: the sticky cluster, else the first tier, then name.
@@ -260,9 +260,10 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, ownerIDs []
 		}
 		return cmp.Or(cmp.Compare(a.tier, b.tier), cmp.Compare(a.score, b.score), cmp.Compare(a.capacity.Name, b.capacity.Name))
 	})
+	own := ownReservations(c.st, owners)
 	for i := range cands {
 		cand := &cands[i]
-		g.own = ownCapacity(c.st, cand.capacity.Name, ownerIDs)
+		g.own = own[cand.capacity.Name]
 		assignments, reason := c.fit(*cand, g)
 		if reason == "" {
 			return cand, assignments
@@ -286,7 +287,7 @@ func (c *cycle) scheduleOne(wl *structs.Workload, p *policy.Policy) *structs.Dec
 		return d
 	}
 	g := newGang(c.rt, []*structs.Workload{wl})
-	best, assignments := c.choose(p, cands, g, []string{wl.ID}, sticky, d)
+	best, assignments := c.choose(p, cands, g, []*structs.Workload{wl}, sticky, d)
 	if best == nil {
 		d.Status = structs.StatusUnschedulable
 		if len(c.capacities) == 0 {

@@ -102,7 +102,7 @@ func assertNoOvercommit(t interface {
 		for _, node := range snap.Nodes(c.Name) {
 			used := node.Requested
 			for _, r := range snap.ReservationsOn(c.Name, node.Name) {
-				used = used.Add(r.Request)
+				used = used.Add(r.On(c.Name, node.Name).Request)
 			}
 			for i, u := range used {
 				if u > node.Allocatable.Get(i) {

@@ -14,9 +14,10 @@ func (c *cycle) scheduleDuplicate(wl *structs.Workload, p *policy.Policy) *struc
 	d := c.newDecision(wl, p)
 	cands := c.filter(wl, p, d)
 	g := newGang(c.rt, []*structs.Workload{wl})
+	owned := ownReservations(c.st, []*structs.Workload{wl})
 	for _, cand := range cands {
 		if p.CapacityAware() {
-			g.own = ownCapacity(c.st, cand.capacity.Name, []string{wl.ID})
+			g.own = owned[cand.capacity.Name]
 			assignments, reason := c.fit(cand, g)
 			if reason != "" {
 				reject(d, cand.capacity.Name, structs.RejectCapacity, reason)
@@ -112,7 +113,7 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 		pg := wl.PodGroups[idx]
 		pg.Count = shares[i]
 		g := &gang{items: []item{{group: &pg, count: pg.Count}}, demand: pg.Request.Scale(pg.Count)}
-		best, owned := c.choose(p, group, g, []string{wl.ID}, previousClusterIn(wl, group), d)
+		best, owned := c.choose(p, group, g, []*structs.Workload{wl}, previousClusterIn(wl, group), d)
 		if best == nil {
 			d.Message = fmt.Sprintf("no cluster with %s=%s fits its %d replicas", sc.TopologyKey,
 				split.TopologyValue, shares[i])

@@ -2,13 +2,12 @@ package state
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
-// rebuildCapacity recomputes the capacity rows of the clusters this write touched. Nodes that did not change
-// keep their NodeCapacity object, so a snapshot taken earlier still sees the old rows untouched.
+// rebuildCapacity recomputes the capacity rows of the clusters this write touched. Only chunks holding a changed
+// node are rebuilt; the others are shared with the previous row, so earlier snapshots keep their view untouched.
 func (w *writeTxn) rebuildCapacity() error {
 	for cluster, nodes := range w.dirtyNodes {
 		if err := w.rebuildClusterCapacity(cluster, nodes); err != nil {
@@ -35,55 +34,115 @@ func (w *writeTxn) rebuildClusterCapacity(name string, dirty map[string]struct{}
 	if rawCluster != nil {
 		next.Cluster = rawCluster.(*structs.Cluster)
 	}
+	n := w.resources.Len()
 
 	if dirty == nil || old == nil {
-		// Rebuild from the nodes table.
 		nodes, err := w.all(TableNodes, indexCluster, name)
 		if err != nil {
 			return err
 		}
-		next.Nodes = make([]*structs.NodeCapacity, 0, len(nodes))
+		all := make([]*structs.NodeCapacity, 0, len(nodes))
 		for _, raw := range nodes {
 			nc, err := w.nodeCapacity(raw.(*structs.Node))
 			if err != nil {
 				return err
 			}
-			next.Nodes = append(next.Nodes, nc)
+			all = append(all, nc)
+		}
+		for chunk := range slices.Chunk(all, structs.ChunkNodes) {
+			ch := &structs.NodeChunk{Nodes: chunk}
+			ch.Summarize(n)
+			next.Chunks = append(next.Chunks, ch)
 		}
 	} else {
-		next.Nodes = slices.Clone(old.Nodes)
-		for nodeName := range dirty {
-			i, found := slices.BinarySearchFunc(next.Nodes, nodeName, func(nc *structs.NodeCapacity, n string) int {
-				return strings.Compare(nc.Node.Name, n)
-			})
-			raw, err := w.first(TableNodes, indexID, structs.NodeID(name, nodeName))
-			if err != nil {
-				return err
-			}
-			switch {
-			case raw == nil && found:
-				next.Nodes = slices.Delete(next.Nodes, i, i+1)
-			case raw != nil:
-				nc, err := w.nodeCapacity(raw.(*structs.Node))
-				if err != nil {
-					return err
-				}
-				if found {
-					next.Nodes[i] = nc
-				} else {
-					next.Nodes = slices.Insert(next.Nodes, i, nc)
-				}
-			}
+		next.Chunks = slices.Clone(old.Chunks)
+		if err := w.updateChunks(next, dirty); err != nil {
+			return err
 		}
 	}
-	if next.Cluster == nil && len(next.Nodes) == 0 {
+	if next.Cluster == nil && len(next.Chunks) == 0 {
 		if old != nil {
 			return w.delete(TableCapacity, old)
 		}
 		return nil
 	}
-	summarize(next, w.resources.Len())
+	next.Summarize(n)
 	return w.insert(TableCapacity, next)
+}
+
+// updateChunks applies the changed nodes to copies of the chunks that hold them.
+func (w *writeTxn) updateChunks(c *structs.ClusterCapacity, dirty map[string]struct{}) error {
+	names := make([]string, 0, len(dirty))
+	for name := range dirty {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	copied := map[*structs.NodeChunk]bool{}
+	for _, name := range names {
+		key := structs.NodeID(c.Name, name)
+		var nc *structs.NodeCapacity
+		if old := c.Node(name); old != nil && !w.rebuilt[key] {
+			nc = adjustReserved(old, w.reservedDelta[key], w.resources.Len())
+		} else {
+			raw, err := w.first(TableNodes, indexID, key)
+			if err != nil {
+				return err
+			}
+			if raw != nil {
+				if nc, err = w.nodeCapacity(raw.(*structs.Node)); err != nil {
+					return err
+				}
+			}
+		}
+		if len(c.Chunks) == 0 {
+			if nc != nil {
+				ch := &structs.NodeChunk{Nodes: []*structs.NodeCapacity{nc}}
+				c.Chunks = append(c.Chunks, ch)
+				copied[ch] = true
+			}
+			continue
+		}
+		ci := c.ChunkFor(name)
+		ch := c.Chunks[ci]
+		if !copied[ch] {
+			ch = &structs.NodeChunk{Nodes: slices.Clone(ch.Nodes)}
+			c.Chunks[ci] = ch
+			copied[ch] = true
+		}
+		j, found := slices.BinarySearchFunc(ch.Nodes, name, structs.CompareNodeName)
+		switch {
+		case nc == nil && found:
+			ch.Nodes = slices.Delete(ch.Nodes, j, j+1)
+			if len(ch.Nodes) == 0 {
+				// ChunkFor needs every chunk to have a last node.
+				c.Chunks = slices.Delete(c.Chunks, ci, ci+1)
+			}
+		case nc != nil && found:
+			ch.Nodes[j] = nc
+		case nc != nil:
+			ch.Nodes = slices.Insert(ch.Nodes, j, nc)
+		}
+	}
+	n := w.resources.Len()
+	out := make([]*structs.NodeChunk, 0, len(c.Chunks)+2)
+	for _, ch := range c.Chunks {
+		switch {
+		case !copied[ch]:
+			out = append(out, ch)
+		case len(ch.Nodes) == 0:
+		case len(ch.Nodes) > structs.MaxChunkNodes:
+			for part := range slices.Chunk(ch.Nodes, structs.ChunkNodes) {
+				split := &structs.NodeChunk{Nodes: part}
+				split.Summarize(n)
+				out = append(out, split)
+			}
+		default:
+			ch.Summarize(n)
+			out = append(out, ch)
+		}
+	}
+	c.Chunks = out
+	return nil
 }
 
 func (w *writeTxn) nodeCapacity(node *structs.Node) (*structs.NodeCapacity, error) {
@@ -96,7 +155,9 @@ func (w *writeTxn) nodeCapacity(node *structs.Node) (*structs.NodeCapacity, erro
 	if len(reservations) > 0 {
 		nc.Reserved = make(structs.Vector, n)
 		for _, raw := range reservations {
-			nc.Reserved.AddInPlace(raw.(*structs.Reservation).Request, 1)
+			if on := raw.(*structs.Reservation).On(node.Cluster, node.Name); on != nil {
+				nc.Reserved.AddInPlace(on.Request, 1)
+			}
 		}
 	}
 	nc.Free = make(structs.Vector, n)
@@ -106,23 +167,13 @@ func (w *writeTxn) nodeCapacity(node *structs.Node) (*structs.NodeCapacity, erro
 	return nc, nil
 }
 
-// summarize fills the sums and maxima over the schedulable nodes; unschedulable nodes offer nothing.
-func summarize(c *structs.ClusterCapacity, n int) {
-	c.Allocatable = make(structs.Vector, n)
-	c.Free = make(structs.Vector, n)
-	c.MaxFree = make(structs.Vector, n)
-	c.MaxFreeNode = make([]string, n)
-	for _, nc := range c.Nodes {
-		if nc.Node.Unschedulable {
-			continue
-		}
-		c.Allocatable.AddInPlace(nc.Node.Allocatable, 1)
-		for i, free := range nc.Free {
-			c.Free[i] += free
-			if free > c.MaxFree[i] || c.MaxFreeNode[i] == "" {
-				c.MaxFree[i] = free
-				c.MaxFreeNode[i] = nc.Node.Name
-			}
-		}
+// adjustReserved returns a copy of nc with delta more reserved.
+func adjustReserved(nc *structs.NodeCapacity, delta structs.Vector, n int) *structs.NodeCapacity {
+	next := &structs.NodeCapacity{Node: nc.Node, Reserved: make(structs.Vector, n), Free: make(structs.Vector, n)}
+	copy(next.Reserved, nc.Reserved)
+	next.Reserved.AddInPlace(delta, 1)
+	for i := range next.Free {
+		next.Free[i] = max(0, nc.Node.Allocatable.Get(i)-nc.Node.Requested.Get(i)-next.Reserved[i])
 	}
+	return next
 }

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -75,32 +74,6 @@ func (ix stringsIndexer[T]) FromArgs(args ...any) ([]byte, error) {
 		return nil, err
 	}
 	return append([]byte(s), 0), nil
-}
-
-// uintIndexer indexes by a uint64 in big-endian order, so range scans run in numeric order.
-type uintIndexer[T any] struct {
-	value func(T) uint64
-}
-
-var _ memdb.SingleIndexer = uintIndexer[int]{}
-
-func (ix uintIndexer[T]) FromObject(raw any) (bool, []byte, error) {
-	obj, ok := raw.(T)
-	if !ok {
-		return false, nil, fmt.Errorf("index: unexpected object type %T", raw)
-	}
-	return true, binary.BigEndian.AppendUint64(nil, ix.value(obj)), nil
-}
-
-func (ix uintIndexer[T]) FromArgs(args ...any) ([]byte, error) {
-	if len(args) != 1 {
-		return nil, fmt.Errorf("index: want 1 argument, got %d", len(args))
-	}
-	v, ok := args[0].(uint64)
-	if !ok {
-		return nil, fmt.Errorf("index: want uint64 argument, got %T", args[0])
-	}
-	return binary.BigEndian.AppendUint64(nil, v), nil
 }
 
 func oneString(args []any) (string, error) {

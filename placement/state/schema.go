@@ -11,7 +11,6 @@ import (
 
 // Table names.
 const (
-	TableIndex              = "index"
 	TableClusters           = "clusters"
 	TableNamespaces         = "namespaces"
 	TableNodes              = "nodes"
@@ -35,22 +34,14 @@ const (
 	indexGroupKind = "group_kind"
 	// indexWorkload finds a workload's reservations.
 	indexWorkload = "workload"
-	// indexNode finds a node's reservations ("cluster/node").
+	// indexNode finds the reservations holding capacity on a node ("cluster/node").
 	indexNode = "node"
-	// indexExpires orders reservations by expiry for ExpireReservations.
-	indexExpires = "expires"
 )
-
-// IndexEntry records the latest stream sequence that wrote a table.
-type IndexEntry struct {
-	Table string
-	Value uint64
-}
 
 func schema() *memdb.DBSchema {
 	db := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
 	for _, factory := range []func() *memdb.TableSchema{
-		indexTableSchema, clustersTableSchema, namespacesTableSchema, nodesTableSchema, workloadsTableSchema,
+		clustersTableSchema, namespacesTableSchema, nodesTableSchema, workloadsTableSchema,
 		policiesTableSchema, resourceInterfacesTableSchema, reservationsTableSchema, capacityTableSchema,
 	} {
 		t := factory()
@@ -64,12 +55,6 @@ func schema() *memdb.DBSchema {
 
 func idIndex[T any](value func(T) string) *memdb.IndexSchema {
 	return &memdb.IndexSchema{Name: indexID, Unique: true, Indexer: stringIndexer[T]{value: value}}
-}
-
-func indexTableSchema() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TableIndex, Indexes: map[string]*memdb.IndexSchema{
-		indexID: idIndex(func(e *IndexEntry) string { return e.Table }),
-	}}
 }
 
 func clustersTableSchema() *memdb.TableSchema {
@@ -124,9 +109,7 @@ func reservationsTableSchema() *memdb.TableSchema {
 		indexID: idIndex(func(r *structs.Reservation) string { return r.ID }),
 		indexWorkload: {Name: indexWorkload,
 			Indexer: stringIndexer[*structs.Reservation]{value: func(r *structs.Reservation) string { return r.WorkloadID }}},
-		indexNode: {Name: indexNode, Indexer: stringIndexer[*structs.Reservation]{value: (*structs.Reservation).NodeID}},
-		indexExpires: {Name: indexExpires,
-			Indexer: uintIndexer[*structs.Reservation]{value: func(r *structs.Reservation) uint64 { return uint64(r.ExpiresAt) }}},
+		indexNode: {Name: indexNode, Indexer: stringsIndexer[*structs.Reservation]{values: (*structs.Reservation).NodeIDs}},
 	}}
 }
 

@@ -12,21 +12,17 @@ import (
 // Snapshot is an immutable view of the fleet. Its reads never fail on a valid schema; they return
 // nil or empty results for missing objects. Returned objects must not be modified.
 type Snapshot struct {
-	txn       *memdb.Txn
-	resources *structs.ResourceTable
-	index     uint64
+	txn        *memdb.Txn
+	resources  *structs.ResourceTable
+	index      uint64
+	tableIndex map[string]uint64
 }
 
 // Index is the highest stream sequence applied to the view.
 func (s *Snapshot) Index() uint64 { return s.index }
 
 // TableIndex is the latest stream sequence that wrote table, 0 when none did.
-func (s *Snapshot) TableIndex(table string) uint64 {
-	if e, _ := first[*IndexEntry](s, TableIndex, indexID, table); e != nil {
-		return e.Value
-	}
-	return 0
-}
+func (s *Snapshot) TableIndex(table string) uint64 { return s.tableIndex[table] }
 
 // Resources is the resource table the view's vectors index.
 func (s *Snapshot) Resources() *structs.ResourceTable { return s.resources }

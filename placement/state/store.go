@@ -2,6 +2,8 @@ package state
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,6 +31,10 @@ type Store struct {
 	mu        sync.Mutex
 	resources *structs.ResourceTable
 	latest    uint64
+	// tableIndex is the latest sequence per table. It lives beside memdb rather than in a table of its own because
+	// every decision writes three tables, and a memdb row per table would triple the index writes per decision.
+	// It is replaced, never modified, so snapshots can share it.
+	tableIndex map[string]uint64
 }
 
 // NewStore returns an empty fleet view.
@@ -50,7 +56,7 @@ func (s *Store) Config() Config { return s.config }
 func (s *Store) Snapshot() *Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &Snapshot{txn: s.db.Txn(false), resources: s.resources, index: s.latest}
+	return &Snapshot{txn: s.db.Txn(false), resources: s.resources, index: s.latest, tableIndex: s.tableIndex}
 }
 
 // writeTxn is one write: a memdb transaction plus the capacity rows it has to rebuild before commit.
@@ -61,7 +67,12 @@ type writeTxn struct {
 	resources *structs.ResourceTable
 	// dirtyNodes lists, per cluster, the nodes whose capacity must be recomputed; a nil set means the whole cluster.
 	dirtyNodes map[string]map[string]struct{}
-	tables     map[string]struct{}
+	// reservedDelta holds, per node key, the change in reserved capacity of a node whose object did not change,
+	// so its capacity is the old one adjusted rather than recomputed from every reservation on it.
+	reservedDelta map[string]structs.Vector
+	// rebuilt marks node keys whose node object changed and must be recomputed from scratch.
+	rebuilt map[string]bool
+	tables  map[string]struct{}
 }
 
 // write runs fn in a write transaction stamped with seq and commits it if fn succeeds.
@@ -69,7 +80,8 @@ func (s *Store) write(seq uint64, fn func(w *writeTxn) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := &writeTxn{store: s, txn: s.db.Txn(true), seq: seq, resources: s.resources,
-		dirtyNodes: map[string]map[string]struct{}{}, tables: map[string]struct{}{}}
+		tables: map[string]struct{}{}}
+	w.resetDirty()
 	defer w.txn.Abort()
 	if err := fn(w); err != nil {
 		return err
@@ -77,12 +89,15 @@ func (s *Store) write(seq uint64, fn func(w *writeTxn) error) error {
 	if err := w.rebuildCapacity(); err != nil {
 		return err
 	}
-	for table := range w.tables {
-		if err := w.txn.Insert(TableIndex, &IndexEntry{Table: table, Value: seq}); err != nil {
-			return fmt.Errorf("state: record index of %s: %w", table, err)
-		}
-	}
 	w.txn.Commit()
+	if len(w.tables) > 0 {
+		next := make(map[string]uint64, len(s.tableIndex)+len(w.tables))
+		maps.Copy(next, s.tableIndex)
+		for table := range w.tables {
+			next[table] = max(next[table], seq)
+		}
+		s.tableIndex = next
+	}
 	s.resources = w.resources
 	s.latest = max(s.latest, seq)
 	return nil
@@ -124,7 +139,31 @@ func (w *writeTxn) all(table, index string, args ...any) ([]any, error) {
 	return out, nil
 }
 
+func (w *writeTxn) resetDirty() {
+	w.dirtyNodes = map[string]map[string]struct{}{}
+	w.reservedDelta = map[string]structs.Vector{}
+	w.rebuilt = map[string]bool{}
+}
+
+// markReserved records that a node's reserved capacity changes by sign × delta.
+func (w *writeTxn) markReserved(cluster, node string, delta structs.Vector, sign int64) {
+	w.touchNode(cluster, node)
+	key := structs.NodeID(cluster, node)
+	acc := w.reservedDelta[key]
+	if len(acc) < len(delta) {
+		acc = slices.Grow(acc, len(delta)-len(acc))[:len(delta)]
+	}
+	acc.AddInPlace(delta, sign)
+	w.reservedDelta[key] = acc
+}
+
+// markNode records that a node object changed (or went away): its capacity is recomputed from scratch.
 func (w *writeTxn) markNode(cluster, node string) {
+	w.rebuilt[structs.NodeID(cluster, node)] = true
+	w.touchNode(cluster, node)
+}
+
+func (w *writeTxn) touchNode(cluster, node string) {
 	set, seen := w.dirtyNodes[cluster]
 	if seen && set == nil {
 		return // the whole cluster is already dirty

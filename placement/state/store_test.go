@@ -115,7 +115,7 @@ func TestReservationLifecycle(t *testing.T) {
 	snap := s.Snapshot()
 	gpu := gpuIndex(t, snap)
 	// b had 4 free GPUs; 2 + 1 + 1 are reserved.
-	if free := snap.Capacity("c1").Nodes[1].Free.Get(gpu); free != 0 {
+	if free := snap.Capacity("c1").Node("b").Free.Get(gpu); free != 0 {
 		t.Fatalf("free gpu on b = %d, want 0 after reserving 4", free)
 	}
 
@@ -143,7 +143,7 @@ func TestReservationLifecycle(t *testing.T) {
 		t.Errorf("expiry released %d (%v), want 1", n, err)
 	}
 	// By hand: 4 GPUs − 2 requested by the observed pod, nothing reserved.
-	if free := s.Snapshot().Capacity("c1").Nodes[1].Free.Get(gpu); free != 2 {
+	if free := s.Snapshot().Capacity("c1").Node("b").Free.Get(gpu); free != 2 {
 		t.Errorf("free gpu on b = %d, want 2", free)
 	}
 }

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"cmp"
+	"encoding/json"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -11,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
@@ -149,8 +152,8 @@ func (w *writeTxn) upsertNode(info *structs.NodeInfo) error {
 		}
 		for _, raw := range reservations {
 			r := raw.(*structs.Reservation)
-			if node.PodsByWorkload[r.WorkloadLabel] >= r.Pods {
-				if err := w.delete(TableReservations, r); err != nil {
+			if on := r.On(node.Cluster, node.Name); on != nil && node.PodsByWorkload[r.WorkloadLabel] >= on.Pods {
+				if err := w.releaseNode(r, node.Cluster, node.Name); err != nil {
 					return err
 				}
 			}
@@ -179,13 +182,32 @@ func (w *writeTxn) deleteNode(node *structs.Node) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range reservations {
-		if err := w.delete(TableReservations, r); err != nil {
+	for _, raw := range reservations {
+		if err := w.releaseNode(raw.(*structs.Reservation), node.Cluster, node.Name); err != nil {
 			return err
 		}
 	}
 	w.markNode(node.Cluster, node.Name)
 	return nil
+}
+
+// releaseNode drops one node from a reservation, and the reservation once it holds no node.
+func (w *writeTxn) releaseNode(r *structs.Reservation, cluster, node string) error {
+	kept := make([]structs.NodeReservation, 0, len(r.Nodes))
+	for _, n := range r.Nodes {
+		if n.Cluster != cluster || n.Node != node {
+			kept = append(kept, n)
+		} else {
+			w.markReserved(cluster, node, n.Request, -1)
+		}
+	}
+	if len(kept) == 0 {
+		return w.delete(TableReservations, r)
+	}
+	next := *r
+	next.Nodes = kept
+	next.ModifyIndex = w.seq
+	return w.insert(TableReservations, &next)
 }
 
 // UpsertWorkload adds or replaces a workload from its RI analysis and returns the stored object. The workload
@@ -227,7 +249,7 @@ func (s *Store) UpsertWorkload(seq uint64, info structs.WorkloadInfo) (*structs.
 			req[structs.ResourcePods] = 1
 			wl.PodGroups = append(wl.PodGroups, structs.PodGroup{Component: name, Count: c.Pods, Request: req,
 				NodeSelector: c.NodeSelector, RequiredNodeAffinity: c.RequiredNodeAffinity, Tolerations: c.Tolerations,
-				Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
+				ConstraintKey: constraintKey(&c), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
 			wl.Demand.AddInPlace(req, c.Pods)
 		}
 		raw, err := w.first(TableWorkloads, indexID, wl.ID)
@@ -263,13 +285,18 @@ func (w *writeTxn) releaseWorkload(id string) error {
 		return err
 	}
 	for _, raw := range reservations {
-		r := raw.(*structs.Reservation)
-		if err := w.delete(TableReservations, r); err != nil {
+		if err := w.deleteReservation(raw.(*structs.Reservation)); err != nil {
 			return err
 		}
-		w.markNode(r.Cluster, r.Node)
 	}
 	return nil
+}
+
+func (w *writeTxn) deleteReservation(r *structs.Reservation) error {
+	for _, n := range r.Nodes {
+		w.markReserved(n.Cluster, n.Node, n.Request, -1)
+	}
+	return w.delete(TableReservations, r)
 }
 
 // UpsertPolicy adds or replaces a compiled policy.
@@ -322,7 +349,7 @@ func (s *Store) ApplyPlan(seq uint64, now time.Time, plan *structs.Plan) error {
 		if err := w.rebuildCapacity(); err != nil {
 			return err
 		}
-		w.dirtyNodes = map[string]map[string]struct{}{}
+		w.resetDirty()
 		for _, d := range plan.Decisions {
 			for _, a := range d.Assignments {
 				raw, err := w.first(TableCapacity, indexID, a.Cluster)
@@ -343,10 +370,7 @@ func (s *Store) ApplyPlan(seq uint64, now time.Time, plan *structs.Plan) error {
 
 // checkRoom fails when the reservations on a node exceed what it has left after running pods.
 func checkRoom(c *structs.ClusterCapacity, node string) error {
-	if i, found := slices.BinarySearchFunc(c.Nodes, node, func(nc *structs.NodeCapacity, name string) int {
-		return strings.Compare(nc.Node.Name, name)
-	}); found {
-		nc := c.Nodes[i]
+	if nc := c.Node(node); nc != nil {
 		for i, r := range nc.Reserved {
 			if r > 0 && nc.Node.Allocatable.Get(i)-nc.Node.Requested.Get(i)-r < 0 {
 				return fmt.Errorf("%w: node %s/%s is over-committed", ErrStalePlan, c.Name, node)
@@ -392,55 +416,69 @@ func (w *writeTxn) applyDecision(d *structs.Decision, expires int64) error {
 }
 
 func (w *writeTxn) reserve(d *structs.Decision, wl *structs.Workload, expires int64) error {
-	byNode := map[string]*structs.Reservation{}
-	var order []string
+	if len(d.Assignments) == 0 {
+		return nil
+	}
+	r := &structs.Reservation{ID: d.ID, WorkloadID: wl.ID, WorkloadLabel: structs.WorkloadLabelValue(wl.ID),
+		ExpiresAt: expires, ModifyIndex: w.seq}
 	for _, a := range d.Assignments {
-		id := d.ID + "/" + structs.NodeID(a.Cluster, a.Node)
-		r, ok := byNode[id]
-		if !ok {
-			r = &structs.Reservation{ID: id, DecisionID: d.ID, WorkloadID: wl.ID,
-				WorkloadLabel: structs.WorkloadLabelValue(wl.ID), Cluster: a.Cluster, Node: a.Node,
-				Request: make(structs.Vector, w.resources.Len()), ExpiresAt: expires, ModifyIndex: w.seq}
-			byNode[id] = r
-			order = append(order, id)
+		on := r.On(a.Cluster, a.Node)
+		if on == nil {
+			r.Nodes = append(r.Nodes, structs.NodeReservation{Cluster: a.Cluster, Node: a.Node,
+				Request: make(structs.Vector, w.resources.Len())})
+			on = &r.Nodes[len(r.Nodes)-1]
 		}
-		r.Pods += a.Pods
-		r.Request.AddInPlace(a.PodRequest, a.Pods)
+		on.Pods += a.Pods
+		on.Request.AddInPlace(a.PodRequest, a.Pods)
 	}
-	for _, id := range order {
-		r := byNode[id]
-		if err := w.insert(TableReservations, r); err != nil {
-			return err
-		}
-		w.markNode(r.Cluster, r.Node)
+	slices.SortFunc(r.Nodes, func(a, b structs.NodeReservation) int {
+		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Node, b.Node))
+	})
+	for _, n := range r.Nodes {
+		w.markReserved(n.Cluster, n.Node, n.Request, 1)
 	}
-	return nil
+	return w.insert(TableReservations, r)
 }
 
 // ExpireReservations releases every reservation whose TTL ran out by now and returns how many it released.
+// It scans all reservations: it runs on a timer, not per decision, so an expiry index would cost every
+// decision an index write to save the timer a scan.
 func (s *Store) ExpireReservations(seq uint64, now time.Time) (int, error) {
 	released := 0
 	err := s.write(seq, func(w *writeTxn) error {
-		it, err := w.txn.LowerBound(TableReservations, indexExpires, uint64(0))
+		all, err := w.all(TableReservations, indexID)
 		if err != nil {
-			return fmt.Errorf("state: scan reservations by expiry: %w", err)
+			return err
 		}
-		var expired []*structs.Reservation
-		for raw := it.Next(); raw != nil; raw = it.Next() {
+		for _, raw := range all {
 			r := raw.(*structs.Reservation)
 			if r.ExpiresAt > now.UnixNano() {
-				break
+				continue
 			}
-			expired = append(expired, r)
-		}
-		for _, r := range expired {
-			if err := w.delete(TableReservations, r); err != nil {
+			if err := w.deleteReservation(r); err != nil {
 				return err
 			}
-			w.markNode(r.Cluster, r.Node)
+			released++
 		}
-		released = len(expired)
 		return nil
 	})
 	return released, err
+}
+
+// constraintKey serializes what decides which nodes a component's pods may use; JSON sorts map keys, so equal
+// constraints give equal keys.
+func constraintKey(c *karta.ComponentInstance) string {
+	if len(c.NodeSelector) == 0 && c.RequiredNodeAffinity == nil && len(c.Tolerations) == 0 {
+		return ""
+	}
+	data, err := json.Marshal(struct {
+		S map[string]string    `json:"s,omitempty"`
+		A *corev1.NodeSelector `json:"a,omitempty"`
+		T []corev1.Toleration  `json:"t,omitempty"`
+	}{c.NodeSelector, c.RequiredNodeAffinity, c.Tolerations})
+	if err != nil {
+		// These types always marshal; a unique key only costs the memo, never correctness.
+		return fmt.Sprintf("%p", c)
+	}
+	return string(data)
 }

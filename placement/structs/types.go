@@ -3,8 +3,11 @@ package structs
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"iter"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -119,6 +122,9 @@ type PodGroup struct {
 	NodeSelector         map[string]string
 	RequiredNodeAffinity *corev1.NodeSelector
 	Tolerations          []corev1.Toleration
+	// ConstraintKey identifies NodeSelector, RequiredNodeAffinity and Tolerations together ("" when all are
+	// empty), so node eligibility can be memoized per chunk across cycles.
+	ConstraintKey string
 	// Scalable and ReplicasFieldPath come from the RI; Divide rewrites this path per cluster.
 	Scalable          bool
 	ReplicasFieldPath []string
@@ -154,26 +160,47 @@ func WorkloadLabelValue(workloadID string) string {
 	return hex.EncodeToString(sum[:10])
 }
 
-// Reservation holds capacity on one node for pods a decision packed there, until the cluster reports them,
-// the workload goes away or moves, or the reservation expires.
+// Reservation holds capacity for the pods one decision packed, node by node, until the cluster reports them (per
+// node), the workload goes away or moves, or the reservation expires.
 type Reservation struct {
-	// ID is "decisionID/cluster/node".
+	// ID is the decision ID.
 	ID            string
-	DecisionID    string
 	WorkloadID    string
 	WorkloadLabel string
-	Cluster       string
-	Node          string
-	Pods          int64
-	// Request is what all the reserved pods on the node ask for together.
-	Request Vector
+	// Nodes is sorted by cluster and node.
+	Nodes []NodeReservation
 	// ExpiresAt is in Unix nanoseconds.
 	ExpiresAt   int64
 	ModifyIndex uint64
 }
 
-// NodeID is the reserved node's key.
-func (r *Reservation) NodeID() string { return NodeID(r.Cluster, r.Node) }
+// NodeReservation is what a reservation holds on one node.
+type NodeReservation struct {
+	Cluster string
+	Node    string
+	Pods    int64
+	// Request is what all the reserved pods on the node ask for together.
+	Request Vector
+}
+
+// NodeIDs lists the reserved nodes' keys.
+func (r *Reservation) NodeIDs() []string {
+	ids := make([]string, len(r.Nodes))
+	for i, n := range r.Nodes {
+		ids[i] = NodeID(n.Cluster, n.Node)
+	}
+	return ids
+}
+
+// On returns what the reservation holds on a node, nil when nothing.
+func (r *Reservation) On(cluster, node string) *NodeReservation {
+	for i := range r.Nodes {
+		if r.Nodes[i].Cluster == cluster && r.Nodes[i].Node == node {
+			return &r.Nodes[i]
+		}
+	}
+	return nil
+}
 
 // DecisionStatus is the outcome of a placement cycle.
 type DecisionStatus string
@@ -283,14 +310,17 @@ type ResourceInterface struct {
 // GroupKind is "group/Kind".
 func (ri *ResourceInterface) GroupKind() string { return ri.Group + "/" + ri.Kind }
 
-// ClusterCapacity is the derived capacity view of one cluster: every node's free resources and the sums and
-// maxima that let the scheduler prune a cluster without looking at its nodes.
+// ClusterCapacity is the derived capacity view of one cluster: every node's free resources, in chunks, and the
+// sums and maxima that let the scheduler prune a cluster, or a chunk of its nodes, without looking at each node.
+// Chunks are copy-on-write: a write rebuilds only the chunks whose nodes changed, so updating one node costs a
+// chunk, not the cluster.
 type ClusterCapacity struct {
 	Name string
 	// Cluster is nil while nodes are known but the cluster is not.
 	Cluster *Cluster
-	// Nodes is sorted by name.
-	Nodes []*NodeCapacity
+	// Chunks hold the nodes sorted by name, at most MaxChunkNodes each.
+	Chunks    []*NodeChunk
+	NodeCount int
 	// Allocatable and Free sum the schedulable nodes.
 	Allocatable Vector
 	Free        Vector
@@ -299,6 +329,130 @@ type ClusterCapacity struct {
 	MaxFreeNode []string
 	ModifyIndex uint64
 }
+
+// Chunk sizes: a chunk is split in two when it grows past MaxChunkNodes.
+const (
+	ChunkNodes    = 64
+	MaxChunkNodes = 2 * ChunkNodes
+)
+
+// NodeChunk is a run of nodes with their sums and maxima over the schedulable ones.
+type NodeChunk struct {
+	Nodes []*NodeCapacity
+	// eligible memoizes, per PodGroup.ConstraintKey, which nodes a pod with those constraints may run on. It is
+	// a cache over immutable nodes, so filling it does not change what the chunk means.
+	eligibleMu  sync.Mutex
+	eligible    map[string][]bool
+	Allocatable Vector
+	Free        Vector
+	MaxFree     Vector
+	// MaxFreeNode is, per resource, the index in Nodes of the node with MaxFree, -1 when none.
+	MaxFreeNode []int
+}
+
+// Eligible returns, per node of the chunk, whether a pod with the given constraint key may run there, computing
+// it with allowed the first time a key is seen.
+func (ch *NodeChunk) Eligible(key string, allowed func(*Node) bool) []bool {
+	ch.eligibleMu.Lock()
+	defer ch.eligibleMu.Unlock()
+	if mask, ok := ch.eligible[key]; ok {
+		return mask
+	}
+	mask := make([]bool, len(ch.Nodes))
+	for j, nc := range ch.Nodes {
+		mask[j] = allowed(nc.Node)
+	}
+	if ch.eligible == nil {
+		ch.eligible = map[string][]bool{}
+	}
+	ch.eligible[key] = mask
+	return mask
+}
+
+// Summarize recomputes the chunk's sums and maxima over its schedulable nodes for a table of n resources.
+func (ch *NodeChunk) Summarize(n int) {
+	ch.Allocatable = make(Vector, n)
+	ch.Free = make(Vector, n)
+	ch.MaxFree = make(Vector, n)
+	ch.MaxFreeNode = make([]int, n)
+	for i := range ch.MaxFreeNode {
+		ch.MaxFreeNode[i] = -1
+	}
+	for j, nc := range ch.Nodes {
+		if nc.Node.Unschedulable {
+			continue
+		}
+		ch.Allocatable.AddInPlace(nc.Node.Allocatable, 1)
+		for i, free := range nc.Free {
+			ch.Free[i] += free
+			if free > ch.MaxFree[i] || ch.MaxFreeNode[i] < 0 {
+				ch.MaxFree[i] = free
+				ch.MaxFreeNode[i] = j
+			}
+		}
+	}
+}
+
+// Summarize recomputes the cluster's sums and maxima from its chunks.
+func (c *ClusterCapacity) Summarize(n int) {
+	c.Allocatable = make(Vector, n)
+	c.Free = make(Vector, n)
+	c.MaxFree = make(Vector, n)
+	c.MaxFreeNode = make([]string, n)
+	c.NodeCount = 0
+	for _, ch := range c.Chunks {
+		c.NodeCount += len(ch.Nodes)
+		c.Allocatable.AddInPlace(ch.Allocatable, 1)
+		c.Free.AddInPlace(ch.Free, 1)
+		for i, m := range ch.MaxFree {
+			if ch.MaxFreeNode[i] >= 0 && (m > c.MaxFree[i] || c.MaxFreeNode[i] == "") {
+				c.MaxFree[i] = m
+				c.MaxFreeNode[i] = ch.Nodes[ch.MaxFreeNode[i]].Node.Name
+			}
+		}
+	}
+}
+
+// Node returns a node by name, nil when the cluster has none of that name.
+func (c *ClusterCapacity) Node(name string) *NodeCapacity {
+	ci := c.ChunkFor(name)
+	if ci >= len(c.Chunks) {
+		return nil
+	}
+	ch := c.Chunks[ci]
+	j, found := slices.BinarySearchFunc(ch.Nodes, name, compareNodeName)
+	if !found {
+		return nil
+	}
+	return ch.Nodes[j]
+}
+
+// ChunkFor returns the index of the chunk that holds, or would hold, a node name: the first chunk whose last node
+// sorts at or after it, or the last chunk. It returns 0 when there are no chunks.
+func (c *ClusterCapacity) ChunkFor(name string) int {
+	i, _ := slices.BinarySearchFunc(c.Chunks, name, func(ch *NodeChunk, n string) int {
+		return strings.Compare(ch.Nodes[len(ch.Nodes)-1].Node.Name, n)
+	})
+	return min(i, max(0, len(c.Chunks)-1))
+}
+
+// All yields every node in name order.
+func (c *ClusterCapacity) All() iter.Seq[*NodeCapacity] {
+	return func(yield func(*NodeCapacity) bool) {
+		for _, ch := range c.Chunks {
+			for _, nc := range ch.Nodes {
+				if !yield(nc) {
+					return
+				}
+			}
+		}
+	}
+}
+
+func compareNodeName(nc *NodeCapacity, name string) int { return strings.Compare(nc.Node.Name, name) }
+
+// CompareNodeName orders NodeCapacity by node name, for binary searches.
+func CompareNodeName(nc *NodeCapacity, name string) int { return compareNodeName(nc, name) }
 
 // NodeCapacity is one node with what is reserved on it and what is left.
 type NodeCapacity struct {

@@ -1,0 +1,96 @@
+package placementbench
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestRunSmall checks a small run end to end: every workload gets a decision, something is placed, and the fleet
+// view reports a plausible size.
+func TestRunSmall(t *testing.T) {
+	res, err := Run(Config{Clusters: 4, NodesPerCluster: 50, Workloads: 300, GPUNodePercent: 20, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Placed+res.Unschedulable+res.NoPolicy != 300 {
+		t.Errorf("decisions %d+%d+%d, want 300", res.Placed, res.Unschedulable, res.NoPolicy)
+	}
+	if res.Placed == 0 || res.NoPolicy != 0 {
+		t.Errorf("placed %d, no policy %d: want some placed and every kind covered by a policy", res.Placed, res.NoPolicy)
+	}
+	if res.BytesPerNode <= 0 {
+		t.Errorf("bytes per node = %v", res.BytesPerNode)
+	}
+}
+
+// BenchmarkPlacement places workloads one at a time on a loaded fleet; each op is one decision (upsert,
+// cycle, reserve). The fleet is rebuilt whenever it fills up, outside the timer.
+func BenchmarkPlacement(b *testing.B) {
+	for _, size := range []struct{ clusters, nodes int }{{10, 100}, {100, 1000}} {
+		b.Run(fmt.Sprintf("clusters=%d/nodes=%d", size.clusters, size.nodes), func(b *testing.B) {
+			cfg := Config{Clusters: size.clusters, NodesPerCluster: size.nodes, Workloads: 20000, GPUNodePercent: 20, Seed: 1}
+			analyses, err := Analyses(cfg.Workloads, cfg.Seed)
+			if err != nil {
+				b.Fatal(err)
+			}
+			fleet, err := BuildFleet(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res := &Result{}
+			i := 0
+			b.ResetTimer()
+			for b.Loop() {
+				if i == len(analyses) {
+					b.StopTimer()
+					if fleet, err = BuildFleet(cfg); err != nil {
+						b.Fatal(err)
+					}
+					i = 0
+					b.StartTimer()
+				}
+				if err := fleet.Place(analyses[i:i+1], res); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+			if res.Placed == 0 {
+				b.Fatal("nothing placed")
+			}
+			b.ReportMetric(float64(res.Placed)/float64(res.Placed+res.Unschedulable), "placed/op")
+		})
+	}
+}
+
+// BenchmarkFleetMemory reports the live heap per node of a loaded fleet view.
+func BenchmarkFleetMemory(b *testing.B) {
+	cfg := Config{Clusters: 100, NodesPerCluster: 1000, GPUNodePercent: 20}
+	for b.Loop() {
+		before := liveHeap()
+		fleet, err := BuildFleet(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(float64(liveHeap()-before)/float64(cfg.Clusters*cfg.NodesPerCluster), "bytes/node")
+		_ = fleet.Store.Snapshot()
+	}
+}
+
+// TestRunDefault runs the full-size benchmark of `fleetflow bench placement` when FLEETFLOW_BENCH=1, so the
+// numbers can be reproduced without the binary.
+func TestRunDefault(t *testing.T) {
+	if os.Getenv("FLEETFLOW_BENCH") != "1" {
+		t.Skip("set FLEETFLOW_BENCH=1 to run the full-size placement benchmark")
+	}
+	res, err := Run(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(res)
+	t.Logf("%s", out)
+	if res.Placed == 0 {
+		t.Error("nothing placed")
+	}
+}

@@ -1,0 +1,151 @@
+package placementbench
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/placement/policy"
+	"github.com/fleetflow/fleetflow/placement/scheduler"
+	"github.com/fleetflow/fleetflow/placement/state"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// Config sizes a run.
+type Config struct {
+	Clusters        int
+	NodesPerCluster int
+	Workloads       int
+	// GPUNodePercent is the share of each cluster's nodes that carry 8 GPUs; the rest are CPU nodes.
+	GPUNodePercent int
+	Seed           int64
+}
+
+// DefaultConfig is the size the performance targets are stated for.
+func DefaultConfig() Config {
+	return Config{Clusters: 100, NodesPerCluster: 1000, Workloads: 20000, GPUNodePercent: 20, Seed: 1}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Clusters < 1:
+		return fmt.Errorf("clusters %d: want at least 1", c.Clusters)
+	case c.NodesPerCluster < 1:
+		return fmt.Errorf("nodes per cluster %d: want at least 1", c.NodesPerCluster)
+	case c.Workloads < 0:
+		return fmt.Errorf("workloads %d: want 0 or more", c.Workloads)
+	case c.GPUNodePercent < 0 || c.GPUNodePercent > 100:
+		return fmt.Errorf("GPU node percent %d: want 0..100", c.GPUNodePercent)
+	}
+	return nil
+}
+
+// Fleet is a store loaded with a synthetic fleet, and the planner that applies decisions to it.
+type Fleet struct {
+	Store   *state.Store
+	Planner *scheduler.StorePlanner
+	seq     uint64
+	now     time.Time
+}
+
+// NextSeq returns the next stream sequence.
+func (f *Fleet) NextSeq() uint64 {
+	f.seq++
+	return f.seq
+}
+
+var (
+	gpuAllocatable = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1Ti"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("2Ti"), corev1.ResourcePods: resource.MustParse("110"),
+		"nvidia.com/gpu": resource.MustParse("8")}
+	cpuAllocatable = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("500Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	systemRequested = corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+	gpuTaints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+)
+
+// BuildFleet loads the synthetic fleet: clusters labelled with a region (4 of them) and a provider (onprem for
+// even clusters, cloud for odd), each with GPU nodes (tainted, 8 GPUs) and CPU nodes, every node with its own
+// labels as real nodes have (hostname, zone, instance type), plus the benchmark's policies.
+func BuildFleet(cfg Config) (*Fleet, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	store, err := state.NewStore(state.Config{})
+	if err != nil {
+		return nil, err
+	}
+	f := &Fleet{Store: store, now: time.Unix(1_700_000_000, 0)}
+	f.Planner = &scheduler.StorePlanner{Store: store, NextSeq: f.NextSeq, Now: func() time.Time { return f.now }}
+	gpuNodes := cfg.NodesPerCluster * cfg.GPUNodePercent / 100
+	for c := range cfg.Clusters {
+		name := fmt.Sprintf("cluster-%03d", c)
+		provider := "onprem"
+		if c%2 == 1 {
+			provider = "cloud"
+		}
+		region := fmt.Sprintf("region-%d", c%4)
+		if err := store.UpsertCluster(f.NextSeq(), &structs.Cluster{Name: name, Ready: true,
+			Labels: map[string]string{"provider": provider, "topology.kubernetes.io/region": region}}); err != nil {
+			return nil, err
+		}
+		infos := make([]structs.NodeInfo, cfg.NodesPerCluster)
+		for n := range cfg.NodesPerCluster {
+			node := fmt.Sprintf("%s-node-%04d", name, n)
+			info := structs.NodeInfo{Cluster: name, Name: node, Requested: systemRequested}
+			if n < gpuNodes {
+				info.Labels = map[string]string{"kubernetes.io/hostname": node, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
+					"topology.kubernetes.io/zone": fmt.Sprintf("%s-%c", region, 'a'+n%3), "node.kubernetes.io/instance-type": "p5.48xlarge"}
+				info.Taints = gpuTaints
+				info.Allocatable = gpuAllocatable
+			} else {
+				info.Labels = map[string]string{"kubernetes.io/hostname": node,
+					"topology.kubernetes.io/zone": fmt.Sprintf("%s-%c", region, 'a'+n%3), "node.kubernetes.io/instance-type": "m7i.16xlarge"}
+				info.Allocatable = cpuAllocatable
+			}
+			infos[n] = info
+		}
+		if err := store.UpsertNodes(f.NextSeq(), infos...); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range policies() {
+		compiled, err := policy.Compile(p, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := store.UpsertPolicy(f.NextSeq(), compiled); err != nil {
+			return nil, err
+		}
+	}
+	return f, nil
+}
+
+func policies() []*v1alpha1.SchedulePolicy {
+	named := func(name string, spec v1alpha1.SchedulePolicySpec) *v1alpha1.SchedulePolicy {
+		p := &v1alpha1.SchedulePolicy{Spec: spec}
+		p.Name = name
+		return p
+	}
+	return []*v1alpha1.SchedulePolicy{
+		// Training fills on-prem clusters first and spills to the cloud.
+		named("training", v1alpha1.SchedulePolicySpec{Priority: 10,
+			ResourceSelectors: v1alpha1.ResourceSelectors{Kinds: []v1alpha1.GroupKind{
+				{Group: "kubeflow.org", Kind: "PyTorchJob"}, {Group: "kubeflow.org", Kind: "MPIJob"},
+				{Group: "ray.io", Kind: "RayCluster"}, {Group: "jobset.x-k8s.io", Kind: "JobSet"}}},
+			OrderedClusterSelector: &v1alpha1.OrderedClusterSelector{Tiers: []metav1.LabelSelector{
+				{MatchLabels: map[string]string{"provider": "onprem"}}, {MatchLabels: map[string]string{"provider": "cloud"}}}}}),
+		named("serving", v1alpha1.SchedulePolicySpec{Priority: 5, Scoring: v1alpha1.ScoringSpread,
+			ResourceSelectors: v1alpha1.ResourceSelectors{Kinds: []v1alpha1.GroupKind{
+				{Group: "apps", Kind: "Deployment"}, {Group: "apps", Kind: "StatefulSet"},
+				{Group: "leaderworkerset.x-k8s.io", Kind: "LeaderWorkerSet"}}}}),
+		named("default", v1alpha1.SchedulePolicySpec{}),
+	}
+}

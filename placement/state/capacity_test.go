@@ -1,0 +1,84 @@
+package state
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// TestChunksMatchFullRebuild grows a cluster node by node in random order (so chunks split), removes some,
+// reserves on others, and checks that the incrementally maintained capacity row equals one rebuilt from scratch:
+// same nodes in name order, no chunk over its limit, and the same sums and maxima.
+func TestChunksMatchFullRebuild(t *testing.T) {
+	s, err := NewStore(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := uint64(0)
+	next := func() uint64 { seq++; return seq }
+	if err := s.UpsertCluster(next(), &structs.Cluster{Name: "c1", Ready: true}); err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	order := r.Perm(400)
+	for _, i := range order {
+		cpu := fmt.Sprint(1 + r.IntN(64))
+		if err := s.UpsertNodes(next(), structs.NodeInfo{Cluster: "c1", Name: fmt.Sprintf("n-%03d", i),
+			Allocatable: corev1.ResourceList{"cpu": qty(cpu)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, i := range order[:50] {
+		if err := s.DeleteNode(next(), "c1", fmt.Sprintf("n-%03d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wl := addWorkload(t, s, next(), "job", "0")
+	plan := placeOn(wl, s.Snapshot(), fmt.Sprintf("n-%03d", order[60]))
+	if err := s.ApplyPlan(next(), time.Unix(0, 0), plan); err != nil {
+		t.Fatal(err)
+	}
+
+	incremental := s.Snapshot().Capacity("c1")
+	// A cluster upsert with no chunk change, then a forced full rebuild of the same nodes for comparison.
+	var full *structs.ClusterCapacity
+	if err := s.write(next(), func(w *writeTxn) error {
+		w.markCluster("c1")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	full = s.Snapshot().Capacity("c1")
+
+	var names []string
+	for nc := range incremental.All() {
+		names = append(names, nc.Node.Name)
+	}
+	if !slices.IsSorted(names) || len(names) != 350 || incremental.NodeCount != 350 {
+		t.Fatalf("incremental row holds %d nodes (count %d), sorted %v; want 350 sorted", len(names),
+			incremental.NodeCount, slices.IsSorted(names))
+	}
+	for _, ch := range incremental.Chunks {
+		if len(ch.Nodes) == 0 || len(ch.Nodes) > structs.MaxChunkNodes {
+			t.Errorf("chunk of %d nodes, want 1..%d", len(ch.Nodes), structs.MaxChunkNodes)
+		}
+	}
+	for i := range s.Snapshot().Resources().Len() {
+		if incremental.Free.Get(i) != full.Free.Get(i) || incremental.Allocatable.Get(i) != full.Allocatable.Get(i) ||
+			incremental.MaxFree.Get(i) != full.MaxFree.Get(i) {
+			t.Errorf("resource %d: incremental free %d alloc %d max %d, full %d %d %d", i,
+				incremental.Free.Get(i), incremental.Allocatable.Get(i), incremental.MaxFree.Get(i),
+				full.Free.Get(i), full.Allocatable.Get(i), full.MaxFree.Get(i))
+		}
+	}
+	node := fmt.Sprintf("n-%03d", order[60])
+	if got, want := incremental.Node(node).Reserved, full.Node(node).Reserved; !slices.Equal(got, want) {
+		t.Errorf("reserved on %s: incremental %v, full %v", node, got, want)
+	}
+}
