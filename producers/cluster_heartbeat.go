@@ -1,0 +1,69 @@
+package producers
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// HeartbeatID identifies the heartbeat of cluster in the heartbeat slot that contains t: replicas that
+// beat within the same interval publish the same id, and JetStream keeps one of them.
+func HeartbeatID(cluster string, t time.Time, interval time.Duration) string {
+	return "heartbeat/" + cluster + "/" + strconv.FormatInt(t.Truncate(interval).UnixNano(), 10)
+}
+
+// heartbeatLoop publishes a heartbeat every interval in which the apiserver says it is ready. Silence is
+// the signal: the placer marks a cluster NotReady when its heartbeats stop.
+func (p *ClusterProducer) heartbeatLoop(ctx context.Context) {
+	ticker := time.NewTicker(p.Heartbeat)
+	defer ticker.Stop()
+	healthy := true
+	for {
+		err := p.beat(ctx)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && healthy:
+			p.Log.Warn("no heartbeat: apiserver or bus not reachable", "error", err)
+		case err == nil && !healthy:
+			p.Log.Info("heartbeats resumed")
+		}
+		healthy = err == nil
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func (p *ClusterProducer) beat(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, p.Heartbeat)
+	defer cancel()
+	if err := p.probe(ctx); err != nil {
+		return fmt.Errorf("apiserver readiness: %w", err)
+	}
+	now := time.Now().UTC()
+	subject := schemas.ClusterHeartbeatSubject(p.Cluster)
+	event, err := schemas.NewEvent(schemas.TypeClusterHeartbeat, schemas.SourceClusterProducer(p.Cluster), subject,
+		HeartbeatID(p.Cluster, now, p.Heartbeat), &schemas.ClusterHeartbeat{Cluster: p.Cluster, Time: now})
+	if err != nil {
+		return err
+	}
+	_, err = p.Publisher.Publish(ctx, subject, event)
+	return err
+}
+
+// probe asks the apiserver's /readyz, which also checks its storage; clients without a REST client (fakes)
+// fall back to GET /version.
+func (p *ClusterProducer) probe(ctx context.Context) error {
+	disco := p.Clients.Core.Discovery()
+	if rest := disco.RESTClient(); rest != nil {
+		return rest.Get().AbsPath("/readyz").Do(ctx).Error()
+	}
+	_, err := disco.ServerVersion()
+	return err
+}
