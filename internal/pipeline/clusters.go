@@ -1,0 +1,221 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"sort"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/fleetflow/fleetflow/deploy/crds"
+	"github.com/fleetflow/fleetflow/internal/kube"
+)
+
+// SystemNamespace holds fleetflow's own objects on the control plane, such as cluster kubeconfig Secrets.
+const SystemNamespace = "fleetflow-system"
+
+// DefaultKubeconfigKey is the Secret key of a Cluster's kubeconfig when its spec names none.
+const DefaultKubeconfigKey = "kubeconfig"
+
+var clusterGVR = schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
+
+// InstallControlPlaneCRDs applies fleetflow's CRDs (Cluster, SchedulePolicy, ResourceInterface) to the
+// control plane and waits until they are served.
+func InstallControlPlaneCRDs(ctx context.Context, controlPlane *kube.Clients, fieldManager string) error {
+	names, err := fs.Glob(crds.FS, "*.yaml")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		data, err := fs.ReadFile(crds.FS, name)
+		if err != nil {
+			return err
+		}
+		objs, err := kube.DecodeYAML(data, "deploy/crds/"+name)
+		if err != nil {
+			return err
+		}
+		if err := controlPlane.Apply(ctx, fieldManager, objs...); err != nil {
+			return fmt.Errorf("install %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// RegisterCluster stores a workload cluster's kubeconfig in a Secret and creates or updates its Cluster
+// object on the control plane.
+func RegisterCluster(ctx context.Context, controlPlane *kube.Clients, name string, kubeconfig []byte, labels map[string]string, fieldManager string) error {
+	if _, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
+		return fmt.Errorf("cluster %s: kubeconfig: %w", name, err)
+	}
+	if err := controlPlane.EnsureNamespace(ctx, SystemNamespace, fieldManager); err != nil {
+		return err
+	}
+	secretName := "cluster-" + name + "-kubeconfig"
+	secret := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": secretName, "namespace": SystemNamespace},
+		"type":       "Opaque",
+		"stringData": map[string]any{DefaultKubeconfigKey: string(kubeconfig)},
+	}}
+	labelMap := map[string]any{}
+	for k, v := range labels {
+		labelMap[k] = v
+	}
+	cluster := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster",
+		"metadata": map[string]any{"name": name, "labels": labelMap},
+		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{
+			"name": secretName, "namespace": SystemNamespace, "key": DefaultKubeconfigKey,
+		}},
+	}}
+	return controlPlane.Apply(ctx, fieldManager, secret, cluster)
+}
+
+// ClusterRunner runs everything fleetflow does for one workload cluster until ctx is done.
+type ClusterRunner func(ctx context.Context, name string, clients *kube.Clients) error
+
+// ClusterManager watches Cluster objects on the control plane and keeps one ClusterRunner per cluster
+// running: it starts one for a new cluster, restarts it when an update of the Cluster finds a different
+// kubeconfig, and stops it when the Cluster is deleted.
+type ClusterManager struct {
+	ControlPlane *kube.Clients
+	Run          ClusterRunner
+	Log          *slog.Logger
+
+	mu      sync.Mutex
+	running map[string]*runningCluster
+}
+
+type runningCluster struct {
+	kubeconfig string
+	cancel     context.CancelFunc
+	done       chan struct{}
+}
+
+// Start watches Clusters until ctx is done, then stops every runner.
+func (m *ClusterManager) Start(ctx context.Context) error {
+	m.running = map[string]*runningCluster{}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(m.ControlPlane.Dynamic, 0)
+	informer := factory.ForResource(clusterGVR).Informer()
+	sync := func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			m.reconcile(ctx, u)
+		}
+	}
+	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    sync,
+		UpdateFunc: func(_, obj any) { sync(obj) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				m.stop(u.GetName())
+			}
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("watch clusters: %w", err)
+	}
+	informer.Run(ctx.Done())
+	m.mu.Lock()
+	names := make([]string, 0, len(m.running))
+	for name := range m.running {
+		names = append(names, name)
+	}
+	m.mu.Unlock()
+	for _, name := range names {
+		m.stop(name)
+	}
+	return nil
+}
+
+func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Unstructured) {
+	name := cluster.GetName()
+	log := m.Log.With("cluster", name)
+	kubeconfig, err := m.kubeconfig(ctx, cluster)
+	if err != nil {
+		log.Error("cannot reach cluster: kubeconfig unavailable", "error", err)
+		return
+	}
+	m.mu.Lock()
+	current := m.running[name]
+	m.mu.Unlock()
+	if current != nil && current.kubeconfig == string(kubeconfig) {
+		return
+	}
+	if current != nil {
+		m.stop(name)
+	}
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		log.Error("cannot reach cluster: kubeconfig does not parse", "error", err)
+		return
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		log.Error("cannot reach cluster", "error", err)
+		return
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	rc := &runningCluster{kubeconfig: string(kubeconfig), cancel: cancel, done: make(chan struct{})}
+	m.mu.Lock()
+	m.running[name] = rc
+	m.mu.Unlock()
+	log.Info("cluster joined", "server", cfg.Host)
+	go func() {
+		defer close(rc.done)
+		if err := m.Run(runCtx, name, clients); err != nil && runCtx.Err() == nil {
+			log.Error("cluster runner stopped", "error", err)
+		}
+	}()
+}
+
+func (m *ClusterManager) stop(name string) {
+	m.mu.Lock()
+	rc := m.running[name]
+	delete(m.running, name)
+	m.mu.Unlock()
+	if rc == nil {
+		return
+	}
+	rc.cancel()
+	<-rc.done
+	m.Log.Info("cluster runner stopped", "cluster", name)
+}
+
+func (m *ClusterManager) kubeconfig(ctx context.Context, cluster *unstructured.Unstructured) ([]byte, error) {
+	ref, _, _ := unstructured.NestedStringMap(cluster.Object, "spec", "kubeconfigSecretRef")
+	if ref["name"] == "" || ref["namespace"] == "" {
+		return nil, fmt.Errorf("Cluster %s: spec.kubeconfigSecretRef: name and namespace are required", cluster.GetName())
+	}
+	key := ref["key"]
+	if key == "" {
+		key = DefaultKubeconfigKey
+	}
+	secret, err := m.ControlPlane.Core.CoreV1().Secrets(ref["namespace"]).Get(ctx, ref["name"], metav1.GetOptions{})
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("Cluster %s: spec.kubeconfigSecretRef: Secret %s/%s not found", cluster.GetName(), ref["namespace"], ref["name"])
+		}
+		return nil, fmt.Errorf("Cluster %s: read Secret %s/%s: %w", cluster.GetName(), ref["namespace"], ref["name"], err)
+	}
+	data, ok := secret.Data[key]
+	if !ok {
+		return nil, fmt.Errorf("Cluster %s: spec.kubeconfigSecretRef: Secret %s/%s has no key %q", cluster.GetName(), ref["namespace"], ref["name"], key)
+	}
+	return data, nil
+}
+
