@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"reflect"
 	"strconv"
 
 	jsoniter "github.com/json-iterator/go"
@@ -17,10 +18,26 @@ import (
 // children in RI order; instances in the order the paths yield them. A pod definition path that
 // yields null means that instance is absent from this CR (a KServe transformer that is not set).
 func (c *Compiled) Analyze(obj map[string]any) (*Analysis, error) {
-	input, err := normalizeInput(obj)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", c.label(), err)
+	if obj == nil {
+		return nil, fmt.Errorf("%s: no object to analyze", c.label())
 	}
+	// Objects decoded from JSON are already in gojq's value types, so the first attempt runs on obj
+	// as it is. Anything else (int64 from client-go, typed maps from Go builders) makes gojq or our
+	// decoding fail; then, and only then, the object is normalized and analyzed again, so a failure
+	// is always reported on well-typed input.
+	a, err := c.analyze(c.newEvaluation(obj))
+	if err == nil || jqCompatible(obj, 0) {
+		return a, err
+	}
+	input, nerr := normalizeInput(obj)
+	if nerr != nil {
+		return nil, fmt.Errorf("%s: %w", c.label(), nerr)
+	}
+	return c.analyze(c.newEvaluation(input))
+}
+
+func (c *Compiled) analyze(ev *evaluation) (*Analysis, error) {
+	input := ev.input
 	a := &Analysis{ResourceInterface: c.Name, TotalRequests: corev1.ResourceList{}}
 	a.APIVersion, _ = input["apiVersion"].(string)
 	a.Kind, _ = input["kind"].(string)
@@ -36,7 +53,7 @@ func (c *Compiled) Analyze(obj map[string]any) (*Analysis, error) {
 		}
 	}
 	for _, cc := range c.components {
-		instances, err := c.instances(input, cc)
+		instances, err := c.instances(ev, cc)
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +72,8 @@ func (c *Compiled) Analyze(obj map[string]any) (*Analysis, error) {
 		}
 	}
 	a.GangGroups = copyGangGroups(c.gangGroups)
-	if a.Status, err = c.phase(input); err != nil {
+	var err error
+	if a.Status, err = c.phase(ev); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -81,8 +99,8 @@ func copyGangGroups(in []GangGroup) []GangGroup {
 
 // instances evaluates one component. Paths are aligned by position: the i-th pod definition goes
 // with the i-th instance id and the i-th replica counts, as in Karta.
-func (c *Compiled) instances(input map[string]any, cc *compiledComponent) ([]ComponentInstance, error) {
-	templates, err := c.podTemplates(input, cc)
+func (c *Compiled) instances(ev *evaluation, cc *compiledComponent) ([]ComponentInstance, error) {
+	templates, err := c.podTemplates(ev, cc)
 	if err != nil {
 		return nil, err
 	}
@@ -92,12 +110,12 @@ func (c *Compiled) instances(input map[string]any, cc *compiledComponent) ([]Com
 	}
 	var ids []string
 	if cc.instanceID != nil {
-		out, err := c.run(input, cc.name, cc.instanceID)
+		out, err := c.run(ev, cc.name, cc.instanceID)
 		if err != nil {
 			return nil, err
 		}
 		if len(out) != count {
-			return nil, c.evalError(input, cc.name, cc.instanceID,
+			return nil, c.evalError(ev, cc.name, cc.instanceID,
 				fmt.Errorf("yields %d instance ids for %d pod definitions", len(out), count))
 		}
 		ids = make([]string, count)
@@ -105,41 +123,42 @@ func (c *Compiled) instances(input map[string]any, cc *compiledComponent) ([]Com
 			switch x := v.(type) {
 			case string:
 				ids[i] = x
-			case int, float64, *big.Int:
+			case int, int64, int32, float64, *big.Int:
 				ids[i] = scalarString(x)
 			default:
-				return nil, c.evalError(input, cc.name, cc.instanceID, fmt.Errorf("instance id %d is %s, want a string", i, typeName(v)))
+				return nil, c.evalError(ev, cc.name, cc.instanceID, fmt.Errorf("instance id %d is %s, want a string", i, typeName(v)))
 			}
 			if ids[i] == "" {
-				return nil, c.evalError(input, cc.name, cc.instanceID, fmt.Errorf("instance id %d is empty", i))
+				return nil, c.evalError(ev, cc.name, cc.instanceID, fmt.Errorf("instance id %d is empty", i))
 			}
 		}
 	}
-	replicas, err := c.counts(input, cc.name, cc.replicas, count)
+	replicas, err := c.counts(ev, cc.name, cc.replicas, count)
 	if err != nil {
 		return nil, err
 	}
-	minReplicas, err := c.counts(input, cc.name, cc.minReplicas, count)
+	minReplicas, err := c.counts(ev, cc.name, cc.minReplicas, count)
 	if err != nil {
 		return nil, err
 	}
-	maxReplicas, err := c.counts(input, cc.name, cc.maxReplicas, count)
+	maxReplicas, err := c.counts(ev, cc.name, cc.maxReplicas, count)
 	if err != nil {
 		return nil, err
 	}
 
 	out := make([]ComponentInstance, 0, count)
-	for i, t := range templates {
-		if t == nil {
+	for i, d := range templates {
+		if d == nil {
 			continue
 		}
+		t := d.template
 		ci := ComponentInstance{
 			Name:        cc.name,
 			Replicas:    replicas[i],
 			MinReplicas: minReplicas[i],
 			MaxReplicas: maxReplicas[i],
 			PodTemplate: t,
-			PodRequests: EffectivePodRequests(&t.Spec),
+			PodRequests: d.requests,
 		}
 		if ids != nil {
 			ci.Instance = ids[i]
@@ -158,7 +177,7 @@ func (c *Compiled) instances(input map[string]any, cc *compiledComponent) ([]Com
 			ci.RequiredNodeAffinity = aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 		}
 		if cc.replicasField != nil {
-			ci.ReplicasFieldPath, ci.Scalable = cc.replicasField.resolve(input, i, count)
+			ci.ReplicasFieldPath, ci.Scalable = cc.replicasField.resolve(ev.input, i, count)
 		}
 		out = append(out, ci)
 	}
@@ -167,12 +186,12 @@ func (c *Compiled) instances(input map[string]any, cc *compiledComponent) ([]Com
 
 // counts evaluates a replica path. It may yield nothing (unset everywhere) or one value per pod
 // definition; null means unset.
-func (c *Compiled) counts(input map[string]any, component string, p *program, count int) ([]*int64, error) {
+func (c *Compiled) counts(ev *evaluation, component string, p *program, count int) ([]*int64, error) {
 	res := make([]*int64, count)
 	if p == nil {
 		return res, nil
 	}
-	out, err := c.run(input, component, p)
+	out, err := c.run(ev, component, p)
 	if err != nil {
 		return nil, err
 	}
@@ -180,12 +199,12 @@ func (c *Compiled) counts(input map[string]any, component string, p *program, co
 		return res, nil
 	}
 	if len(out) != count {
-		return nil, c.evalError(input, component, p, fmt.Errorf("yields %d values for %d pod definitions", len(out), count))
+		return nil, c.evalError(ev, component, p, fmt.Errorf("yields %d values for %d pod definitions", len(out), count))
 	}
 	for i, v := range out {
 		n, err := toCount(v)
 		if err != nil {
-			return nil, c.evalError(input, component, p, fmt.Errorf("value %d: %w", i, err))
+			return nil, c.evalError(ev, component, p, fmt.Errorf("value %d: %w", i, err))
 		}
 		res[i] = n
 	}
@@ -217,7 +236,16 @@ func toCount(v any) (*int64, error) {
 		}
 		n = parsed
 	default:
-		return nil, fmt.Errorf("%s is not a replica count", typeName(v))
+		// Integers of other Go types (int64 from client-go objects).
+		rv := reflect.ValueOf(v)
+		switch {
+		case rv.CanInt():
+			n = rv.Int()
+		case rv.CanUint() && rv.Uint() <= math.MaxInt32:
+			n = int64(rv.Uint())
+		default:
+			return nil, fmt.Errorf("%s is not a replica count", typeName(v))
+		}
 	}
 	if n < 0 || n > math.MaxInt32 {
 		return nil, fmt.Errorf("%d is not a valid replica count", n)
@@ -226,57 +254,60 @@ func toCount(v any) (*int64, error) {
 }
 
 // podTemplates evaluates the pod definition; nil entries are instances absent from this CR.
-func (c *Compiled) podTemplates(input map[string]any, cc *compiledComponent) ([]*corev1.PodTemplateSpec, error) {
+func (c *Compiled) podTemplates(ev *evaluation, cc *compiledComponent) ([]*decodedTemplate, error) {
 	switch cc.form {
 	case specPodTemplate:
-		out, err := c.run(input, cc.name, cc.podTemplate)
+		out, err := c.run(ev, cc.name, cc.podTemplate)
 		if err != nil {
 			return nil, err
 		}
-		res := make([]*corev1.PodTemplateSpec, len(out))
+		res := make([]*decodedTemplate, len(out))
 		for i, v := range out {
 			if v == nil {
 				continue
 			}
-			t := &corev1.PodTemplateSpec{}
-			if err := decodeValue(v, t); err != nil {
-				return nil, c.evalError(input, cc.name, cc.podTemplate, fmt.Errorf("value %d is not a PodTemplateSpec: %w", i, err))
+			d, err := decodeTemplate(v, specPodTemplate)
+			if err != nil {
+				return nil, c.evalError(ev, cc.name, cc.podTemplate, fmt.Errorf("value %d is not a PodTemplateSpec: %w", i, err))
 			}
-			res[i] = t
+			res[i] = d
 		}
 		return res, nil
 	case specPodSpec:
-		out, err := c.run(input, cc.name, cc.podSpec)
+		out, err := c.run(ev, cc.name, cc.podSpec)
 		if err != nil {
 			return nil, err
 		}
 		var metas []any
 		if cc.metadata != nil {
-			if metas, err = c.run(input, cc.name, cc.metadata); err != nil {
+			if metas, err = c.run(ev, cc.name, cc.metadata); err != nil {
 				return nil, err
 			}
 		}
-		res := make([]*corev1.PodTemplateSpec, len(out))
+		res := make([]*decodedTemplate, len(out))
 		for i, v := range out {
 			if v == nil {
 				continue
 			}
-			t := &corev1.PodTemplateSpec{}
-			if err := decodeValue(v, &t.Spec); err != nil {
-				return nil, c.evalError(input, cc.name, cc.podSpec, fmt.Errorf("value %d is not a PodSpec: %w", i, err))
+			d, err := decodeTemplate(v, specPodSpec)
+			if err != nil {
+				return nil, c.evalError(ev, cc.name, cc.podSpec, fmt.Errorf("value %d is not a PodSpec: %w", i, err))
 			}
 			if i < len(metas) && metas[i] != nil {
 				var meta metav1.ObjectMeta
 				if err := decodeValue(metas[i], &meta); err != nil {
-					return nil, c.evalError(input, cc.name, cc.metadata, fmt.Errorf("value %d is not object metadata: %w", i, err))
+					return nil, c.evalError(ev, cc.name, cc.metadata, fmt.Errorf("value %d is not object metadata: %w", i, err))
 				}
+				// The cached template is shared: give this instance its own copy with the metadata.
+				t := &corev1.PodTemplateSpec{Spec: d.template.Spec}
 				t.Labels, t.Annotations = meta.Labels, meta.Annotations
+				d = &decodedTemplate{template: t, requests: d.requests}
 			}
-			res[i] = t
+			res[i] = d
 		}
 		return res, nil
 	case specFragmented:
-		return c.fragmentedTemplates(input, cc)
+		return c.fragmentedTemplates(ev, cc)
 	}
 	return nil, nil
 }
@@ -285,7 +316,7 @@ func (c *Compiled) podTemplates(input map[string]any, cc *compiledComponent) ([]
 // containers are containers plus container (unless one of the same name is there); when none of
 // them has requests or limits, resources is the pod's request and is given to the first container
 // (or to a container named "main" when there is none) so the template alone says what the pod needs.
-func (c *Compiled) fragmentedTemplates(input map[string]any, cc *compiledComponent) ([]*corev1.PodTemplateSpec, error) {
+func (c *Compiled) fragmentedTemplates(ev *evaluation, cc *compiledComponent) ([]*decodedTemplate, error) {
 	f := &cc.fragments
 	progs := f.all()
 	values := make([][]any, len(progs))
@@ -294,7 +325,7 @@ func (c *Compiled) fragmentedTemplates(input map[string]any, cc *compiledCompone
 		if p == nil {
 			continue
 		}
-		out, err := c.run(input, cc.name, p)
+		out, err := c.run(ev, cc.name, p)
 		if err != nil {
 			return nil, err
 		}
@@ -309,7 +340,7 @@ func (c *Compiled) fragmentedTemplates(input map[string]any, cc *compiledCompone
 		}
 		return nil
 	}
-	res := make([]*corev1.PodTemplateSpec, count)
+	res := make([]*decodedTemplate, count)
 	for i := range count {
 		t := &corev1.PodTemplateSpec{}
 		spec := &t.Spec
@@ -338,7 +369,7 @@ func (c *Compiled) fragmentedTemplates(input map[string]any, cc *compiledCompone
 				continue
 			}
 			if err := decodeValue(v, fd.dst); err != nil {
-				return nil, c.evalError(input, cc.name, fd.p, fmt.Errorf("value %d: %w", i, err))
+				return nil, c.evalError(ev, cc.name, fd.p, fmt.Errorf("value %d: %w", i, err))
 			}
 		}
 		for _, aff := range []struct {
@@ -359,7 +390,7 @@ func (c *Compiled) fragmentedTemplates(input map[string]any, cc *compiledCompone
 				err = decodeValue(v, &spec.Affinity.NodeAffinity)
 			}
 			if err != nil {
-				return nil, c.evalError(input, cc.name, aff.p, fmt.Errorf("value %d: %w", i, err))
+				return nil, c.evalError(ev, cc.name, aff.p, fmt.Errorf("value %d: %w", i, err))
 			}
 		}
 		if container != nil && !hasContainer(spec.Containers, container.Name) {
@@ -377,7 +408,7 @@ func (c *Compiled) fragmentedTemplates(input map[string]any, cc *compiledCompone
 			}
 			spec.Containers[0].Resources = *resources
 		}
-		res[i] = t
+		res[i] = &decodedTemplate{template: t, requests: EffectivePodRequests(spec)}
 	}
 	return res, nil
 }
@@ -400,7 +431,30 @@ func anyHasResources(list []corev1.Container) bool {
 	return false
 }
 
-var fastJSON = jsoniter.ConfigCompatibleWithStandardLibrary
+// fastJSON is json-iterator without map-key sorting: the JSON only feeds the decoder.
+var fastJSON = jsoniter.Config{EscapeHTML: false, SortMapKeys: false}.Froze()
+
+// decodeTemplate decodes a pod template (or, for specPodSpec, a PodSpec) and its effective
+// request, through the content-keyed cache.
+func decodeTemplate(v any, form specForm) (*decodedTemplate, error) {
+	key := contentKey(form, v)
+	if d, ok := sharedTemplates.get(key); ok {
+		return d, nil
+	}
+	t := &corev1.PodTemplateSpec{}
+	var err error
+	if form == specPodSpec {
+		err = decodeValue(v, &t.Spec)
+	} else {
+		err = decodeValue(v, t)
+	}
+	if err != nil {
+		return nil, err
+	}
+	d := &decodedTemplate{template: t, requests: EffectivePodRequests(&t.Spec)}
+	sharedTemplates.put(key, d)
+	return d, nil
+}
 
 // decodeValue converts a jq value into a Kubernetes API type through its JSON form, so the API
 // types' own decoding (quantities, int-or-string) applies.

@@ -64,3 +64,42 @@ func BenchmarkAnalyzeRayCluster64(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAnalyzeRayCluster64Cold changes a template every iteration, so every worker template
+// misses the decoded-template cache: the cost of a CR seen for the first time.
+func BenchmarkAnalyzeRayCluster64Cold(b *testing.B) {
+	obj := rayCluster64(b)
+	c, _ := builtinRegistry(b).Lookup(GVKOf(obj))
+	groups := obj["spec"].(map[string]any)["workerGroupSpecs"].([]any)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		for j, g := range groups {
+			spec := g.(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			spec["priorityClassName"] = fmt.Sprintf("p%d-%d", i, j)
+		}
+		if _, err := c.Analyze(obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAnalyzeRayCluster64Rescaled changes replica counts every iteration, as updates and
+// autoscaling do; the templates stay the same.
+func BenchmarkAnalyzeRayCluster64Rescaled(b *testing.B) {
+	obj := rayCluster64(b)
+	c, _ := builtinRegistry(b).Lookup(GVKOf(obj))
+	groups := obj["spec"].(map[string]any)["workerGroupSpecs"].([]any)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		for _, g := range groups {
+			g.(map[string]any)["replicas"] = float64(1 + i%8)
+		}
+		if _, err := c.Analyze(obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package karta
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/itchyny/gojq"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,6 +24,10 @@ type Compiled struct {
 	components []*compiledComponent
 	status     *compiledStatus
 	gangGroups []GangGroup
+
+	// combined evaluates every path Analyze reads from the CR in one run; slots is its arity.
+	combined *gojq.Code
+	slots    int
 }
 
 // label names the RI for messages: the name, and the source when it differs.
@@ -70,6 +75,7 @@ type program struct {
 	field string // e.g. "scaleDefinition.replicasPath"
 	expr  string
 	code  *gojq.Code
+	slot  int // index in the combined program's result, -1 when not part of it
 }
 
 // CompileError is an RI that failed validation or whose jq does not compile.
@@ -104,6 +110,40 @@ func (e *CompileError) Unwrap() error { return e.Err }
 type compiler struct {
 	name, source string
 	err          error
+	crPrograms   []*program // paths evaluated on the CR, in slot order
+}
+
+// onCR marks p as evaluated on the CR by Analyze, giving it a slot in the combined program.
+func (cp *compiler) onCR(p *program) *program {
+	if p != nil {
+		p.slot = len(cp.crPrograms)
+		cp.crPrograms = append(cp.crPrograms, p)
+	}
+	return p
+}
+
+// combine builds one jq program yielding [[outputs of path 0], [outputs of path 1], ...]. It is an
+// optimization only: if it does not compile, Analyze runs each path alone.
+func (cp *compiler) combine() (*gojq.Code, int) {
+	if len(cp.crPrograms) == 0 {
+		return nil, 0
+	}
+	var b strings.Builder
+	b.WriteString("[")
+	for i, p := range cp.crPrograms {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("[")
+		b.WriteString(p.expr)
+		b.WriteString("\n]")
+	}
+	b.WriteString("]")
+	code, err := compileJQ(b.String())
+	if err != nil {
+		return nil, 0
+	}
+	return code, len(cp.crPrograms)
 }
 
 func (cp *compiler) fail(component, field, expr string, err error) {
@@ -122,7 +162,7 @@ func (cp *compiler) jq(component, field string, expr *string) *program {
 		cp.fail(component, field, *expr, err)
 		return nil
 	}
-	return &program{field: field, expr: *expr, code: code}
+	return &program{field: field, expr: *expr, code: code, slot: -1}
 }
 
 func compileJQ(expr string) (*gojq.Code, error) {
@@ -191,16 +231,17 @@ func Compile(ri *ResourceInterface, source string) (*Compiled, error) {
 		cp.podSelector(def)
 		if def != root && def.StatusDefinition != nil {
 			// Karta documents status for the root only; we still validate a child's so a typo is caught.
-			cp.statusDefinition(def.Name, def.StatusDefinition)
+			cp.statusDefinition(def.Name, def.StatusDefinition, false)
 		}
 	}
 	if root.StatusDefinition != nil {
-		c.status = cp.statusDefinition(root.Name, root.StatusDefinition)
+		c.status = cp.statusDefinition(root.Name, root.StatusDefinition, true)
 	}
 	c.gangGroups = cp.gangGroups(ri.Spec.OptimizationInstructions, names)
 	if cp.err != nil {
 		return nil, cp.err
 	}
+	c.combined, c.slots = cp.combine()
 	return c, nil
 }
 
@@ -246,14 +287,14 @@ func (cp *compiler) component(def *ComponentDefinition) *compiledComponent {
 	cc := &compiledComponent{name: def.Name}
 	if def.ScaleDefinition != nil {
 		s := def.ScaleDefinition
-		cc.replicas = cp.jq(def.Name, "scaleDefinition.replicasPath", s.ReplicasPath)
-		cc.minReplicas = cp.jq(def.Name, "scaleDefinition.minReplicasPath", s.MinReplicasPath)
-		cc.maxReplicas = cp.jq(def.Name, "scaleDefinition.maxReplicasPath", s.MaxReplicasPath)
+		cc.replicas = cp.onCR(cp.jq(def.Name, "scaleDefinition.replicasPath", s.ReplicasPath))
+		cc.minReplicas = cp.onCR(cp.jq(def.Name, "scaleDefinition.minReplicasPath", s.MinReplicasPath))
+		cc.maxReplicas = cp.onCR(cp.jq(def.Name, "scaleDefinition.maxReplicasPath", s.MaxReplicasPath))
 		if s.ReplicasPath != nil {
 			cc.replicasField = parsePlainPath(*s.ReplicasPath)
 		}
 	}
-	cc.instanceID = cp.jq(def.Name, "instanceIdPath", def.InstanceIDPath)
+	cc.instanceID = cp.onCR(cp.jq(def.Name, "instanceIdPath", def.InstanceIDPath))
 
 	sd := def.SpecDefinition
 	if sd == nil {
@@ -263,38 +304,38 @@ func (cp *compiler) component(def *ComponentDefinition) *compiledComponent {
 	if sd.PodTemplateSpecPath != nil {
 		forms++
 		cc.form = specPodTemplate
-		cc.podTemplate = cp.jq(def.Name, "specDefinition.podTemplateSpecPath", sd.PodTemplateSpecPath)
+		cc.podTemplate = cp.onCR(cp.jq(def.Name, "specDefinition.podTemplateSpecPath", sd.PodTemplateSpecPath))
 	}
 	if sd.PodSpecPath != nil {
 		forms++
 		cc.form = specPodSpec
-		cc.podSpec = cp.jq(def.Name, "specDefinition.podSpecPath", sd.PodSpecPath)
+		cc.podSpec = cp.onCR(cp.jq(def.Name, "specDefinition.podSpecPath", sd.PodSpecPath))
 	}
 	if sd.MetadataPath != nil {
 		if sd.PodSpecPath == nil {
 			cp.fail(def.Name, "specDefinition.metadataPath", *sd.MetadataPath, errors.New("may be used only with podSpecPath"))
 			return nil
 		}
-		cc.metadata = cp.jq(def.Name, "specDefinition.metadataPath", sd.MetadataPath)
+		cc.metadata = cp.onCR(cp.jq(def.Name, "specDefinition.metadataPath", sd.MetadataPath))
 	}
 	if f := sd.FragmentedPodSpecDefinition; f != nil {
 		forms++
 		cc.form = specFragmented
 		const p = "specDefinition.fragmentedPodSpecDefinition."
 		fp := &cc.fragments
-		fp.schedulerName = cp.jq(def.Name, p+"schedulerNamePath", f.SchedulerNamePath)
-		fp.labels = cp.jq(def.Name, p+"labelsPath", f.LabelsPath)
-		fp.annotations = cp.jq(def.Name, p+"annotationsPath", f.AnnotationsPath)
-		fp.resources = cp.jq(def.Name, p+"resourcesPath", f.ResourcesPath)
-		fp.resourceClaims = cp.jq(def.Name, p+"resourceClaimsPath", f.ResourceClaimsPath)
-		fp.podAffinity = cp.jq(def.Name, p+"podAffinityPath", f.PodAffinityPath)
-		fp.nodeAffinity = cp.jq(def.Name, p+"nodeAffinityPath", f.NodeAffinityPath)
-		fp.containers = cp.jq(def.Name, p+"containersPath", f.ContainersPath)
-		fp.container = cp.jq(def.Name, p+"containerPath", f.ContainerPath)
-		fp.priorityClass = cp.jq(def.Name, p+"priorityClassNamePath", f.PriorityClassNamePath)
-		fp.image = cp.jq(def.Name, p+"imagePath", f.ImagePath)
-		fp.nodeSelector = cp.jq(def.Name, p+"nodeSelectorPath", f.NodeSelectorPath)
-		fp.tolerations = cp.jq(def.Name, p+"tolerationsPath", f.TolerationsPath)
+		fp.schedulerName = cp.onCR(cp.jq(def.Name, p+"schedulerNamePath", f.SchedulerNamePath))
+		fp.labels = cp.onCR(cp.jq(def.Name, p+"labelsPath", f.LabelsPath))
+		fp.annotations = cp.onCR(cp.jq(def.Name, p+"annotationsPath", f.AnnotationsPath))
+		fp.resources = cp.onCR(cp.jq(def.Name, p+"resourcesPath", f.ResourcesPath))
+		fp.resourceClaims = cp.onCR(cp.jq(def.Name, p+"resourceClaimsPath", f.ResourceClaimsPath))
+		fp.podAffinity = cp.onCR(cp.jq(def.Name, p+"podAffinityPath", f.PodAffinityPath))
+		fp.nodeAffinity = cp.onCR(cp.jq(def.Name, p+"nodeAffinityPath", f.NodeAffinityPath))
+		fp.containers = cp.onCR(cp.jq(def.Name, p+"containersPath", f.ContainersPath))
+		fp.container = cp.onCR(cp.jq(def.Name, p+"containerPath", f.ContainerPath))
+		fp.priorityClass = cp.onCR(cp.jq(def.Name, p+"priorityClassNamePath", f.PriorityClassNamePath))
+		fp.image = cp.onCR(cp.jq(def.Name, p+"imagePath", f.ImagePath))
+		fp.nodeSelector = cp.onCR(cp.jq(def.Name, p+"nodeSelectorPath", f.NodeSelectorPath))
+		fp.tolerations = cp.onCR(cp.jq(def.Name, p+"tolerationsPath", f.TolerationsPath))
 		if len(fp.nonNil()) == 0 {
 			cp.fail(def.Name, "specDefinition.fragmentedPodSpecDefinition", "", errors.New("defines no path"))
 			return nil

@@ -39,31 +39,83 @@ func (e *AnalysisError) Error() string {
 
 func (e *AnalysisError) Unwrap() error { return e.Err }
 
-// run evaluates p on input and collects its outputs.
-func (c *Compiled) run(input map[string]any, component string, p *program) ([]any, error) {
-	iter := p.code.Run(input)
-	var out []any
+// evaluation is one analysis of one object: the object and, when the RI's combined program ran
+// cleanly, every path's outputs at once.
+type evaluation struct {
+	input   map[string]any
+	results [][]any // by program slot; nil when each path must run on its own
+}
+
+// newEvaluation runs the combined program, which evaluates every CR path of the RI in one gojq run
+// (much cheaper than one run per path). If it fails anywhere, results stay nil and each path runs
+// alone, so errors are attributed to the exact component and field, and paths an analysis would not
+// reach (a lower-priority status matcher) cannot fail it.
+func (c *Compiled) newEvaluation(input map[string]any) *evaluation {
+	ev := &evaluation{input: input}
+	if c.combined == nil {
+		return ev
+	}
+	out, err := runCode(c.combined, input)
+	if err != nil || len(out) != 1 {
+		return ev
+	}
+	all, ok := out[0].([]any)
+	if !ok || len(all) != c.slots {
+		return ev
+	}
+	ev.results = make([][]any, len(all))
+	for i, v := range all {
+		list, ok := v.([]any)
+		if !ok || len(list) > maxOutputs {
+			ev.results = nil
+			return ev
+		}
+		ev.results[i] = list
+	}
+	return ev
+}
+
+// runCode runs compiled jq, turning a panic (gojq panics on values outside its type set) into an error.
+func runCode(code *gojq.Code, input map[string]any) (out []any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = nil, fmt.Errorf("jq evaluation failed on a value of unsupported type: %v", r)
+		}
+	}()
+	iter := code.Run(input)
 	for {
 		v, ok := iter.Next()
 		if !ok {
 			return out, nil
 		}
-		if err, isErr := v.(error); isErr {
+		if e, isErr := v.(error); isErr {
 			var halt *gojq.HaltError
-			if errors.As(err, &halt) && halt.Value() == nil {
+			if errors.As(e, &halt) && halt.Value() == nil {
 				return out, nil
 			}
-			return nil, c.evalError(input, component, p, err)
+			return nil, e
 		}
 		if len(out) == maxOutputs {
-			return nil, c.evalError(input, component, p, fmt.Errorf("yields more than %d values", maxOutputs))
+			return nil, fmt.Errorf("yields more than %d values", maxOutputs)
 		}
 		out = append(out, v)
 	}
 }
 
-func (c *Compiled) evalError(input map[string]any, component string, p *program, err error) error {
-	return &AnalysisError{RI: c.label(), Component: component, Field: p.field, Expr: p.expr, Object: objectLabel(input), Err: err}
+// run evaluates p and collects its outputs.
+func (c *Compiled) run(ev *evaluation, component string, p *program) ([]any, error) {
+	if ev.results != nil && p.slot >= 0 {
+		return ev.results[p.slot], nil
+	}
+	out, err := runCode(p.code, ev.input)
+	if err != nil {
+		return nil, c.evalError(ev, component, p, err)
+	}
+	return out, nil
+}
+
+func (c *Compiled) evalError(ev *evaluation, component string, p *program, err error) error {
+	return &AnalysisError{RI: c.label(), Component: component, Field: p.field, Expr: p.expr, Object: objectLabel(ev.input), Err: err}
 }
 
 // objectLabel renders "Kind namespace/name" for messages.

@@ -29,21 +29,27 @@ type compiledMatcher struct {
 	expected     string
 }
 
-func (cp *compiler) statusDefinition(component string, sd *StatusDefinition) *compiledStatus {
+func (cp *compiler) statusDefinition(component string, sd *StatusDefinition, evaluated bool) *compiledStatus {
+	mark := func(p *program) *program {
+		if evaluated {
+			return cp.onCR(p)
+		}
+		return p
+	}
 	cs := &compiledStatus{typeField: "type", statusField: "status", reasonField: "reason"}
 	if sd.PhaseDefinition != nil {
 		if sd.PhaseDefinition.Path == "" {
 			cp.fail(component, "statusDefinition.phaseDefinition.path", "", errors.New("required"))
 			return nil
 		}
-		cs.phase = cp.jq(component, "statusDefinition.phaseDefinition.path", &sd.PhaseDefinition.Path)
+		cs.phase = mark(cp.jq(component, "statusDefinition.phaseDefinition.path", &sd.PhaseDefinition.Path))
 	}
 	if cd := sd.ConditionsDefinition; cd != nil {
 		if cd.Path == "" {
 			cp.fail(component, "statusDefinition.conditionsDefinition.path", "", errors.New("required"))
 			return nil
 		}
-		cs.conditions = cp.jq(component, "statusDefinition.conditionsDefinition.path", &cd.Path)
+		cs.conditions = mark(cp.jq(component, "statusDefinition.conditionsDefinition.path", &cd.Path))
 		if cd.TypeFieldName != "" {
 			cs.typeField = cd.TypeFieldName
 		}
@@ -87,7 +93,7 @@ func (cp *compiler) statusDefinition(component string, sd *StatusDefinition) *co
 				}
 			}
 			if e := sm.ByExpression; e != nil {
-				cm.expression = cp.jq(component, field+".byExpression.expression", &e.Expression)
+				cm.expression = mark(cp.jq(component, field+".byExpression.expression", &e.Expression))
 				cm.expected = e.ExpectedResult
 			}
 			if sm.ByPhase == "" && len(sm.ByConditions) == 0 && sm.ByExpression == nil {
@@ -108,21 +114,28 @@ type condition struct {
 // Phase maps a CR's status through the RI's statusMappings. A CR without a matching status, or an
 // RI without a status definition, is Undefined. A condition the CR lacks never matches.
 func (c *Compiled) Phase(obj map[string]any) (Phase, error) {
-	input, err := normalizeInput(obj)
-	if err != nil {
-		return PhaseUndefined, fmt.Errorf("%s: %w", c.label(), err)
+	if obj == nil {
+		return PhaseUndefined, fmt.Errorf("%s: no object", c.label())
 	}
-	return c.phase(input)
+	phase, err := c.phase(c.newEvaluation(obj))
+	if err == nil || jqCompatible(obj, 0) {
+		return phase, err
+	}
+	input, nerr := normalizeInput(obj)
+	if nerr != nil {
+		return PhaseUndefined, fmt.Errorf("%s: %w", c.label(), nerr)
+	}
+	return c.phase(c.newEvaluation(input))
 }
 
-func (c *Compiled) phase(input map[string]any) (Phase, error) {
+func (c *Compiled) phase(ev *evaluation) (Phase, error) {
 	cs := c.status
 	if cs == nil {
 		return PhaseUndefined, nil
 	}
 	var phase *string
 	if cs.phase != nil {
-		out, err := c.run(input, "", cs.phase)
+		out, err := c.run(ev, "", cs.phase)
 		if err != nil {
 			return PhaseUndefined, err
 		}
@@ -133,7 +146,7 @@ func (c *Compiled) phase(input map[string]any) (Phase, error) {
 	}
 	conds := map[string]condition{}
 	if cs.conditions != nil {
-		out, err := c.run(input, "", cs.conditions)
+		out, err := c.run(ev, "", cs.conditions)
 		if err != nil {
 			return PhaseUndefined, err
 		}
@@ -143,7 +156,7 @@ func (c *Compiled) phase(input map[string]any) (Phase, error) {
 			}
 			list, ok := v.([]any)
 			if !ok {
-				return PhaseUndefined, c.evalError(input, "", cs.conditions, fmt.Errorf("yields %s, want an array of conditions", typeName(v)))
+				return PhaseUndefined, c.evalError(ev, "", cs.conditions, fmt.Errorf("yields %s, want an array of conditions", typeName(v)))
 			}
 			for _, item := range list {
 				m, ok := item.(map[string]any)
@@ -162,7 +175,7 @@ func (c *Compiled) phase(input map[string]any) (Phase, error) {
 	}
 	for _, rule := range cs.byPriority {
 		for _, m := range rule.matchers {
-			ok, err := c.matches(input, m, phase, conds)
+			ok, err := c.matches(ev, m, phase, conds)
 			if err != nil {
 				return PhaseUndefined, err
 			}
@@ -174,7 +187,7 @@ func (c *Compiled) phase(input map[string]any) (Phase, error) {
 	return PhaseUndefined, nil
 }
 
-func (c *Compiled) matches(input map[string]any, m compiledMatcher, phase *string, conds map[string]condition) (bool, error) {
+func (c *Compiled) matches(ev *evaluation, m compiledMatcher, phase *string, conds map[string]condition) (bool, error) {
 	if m.byPhase != "" && (phase == nil || *phase != m.byPhase) {
 		return false, nil
 	}
@@ -191,7 +204,7 @@ func (c *Compiled) matches(input map[string]any, m compiledMatcher, phase *strin
 		}
 	}
 	if m.expression != nil {
-		out, err := c.run(input, "", m.expression)
+		out, err := c.run(ev, "", m.expression)
 		if err != nil {
 			return false, err
 		}
