@@ -89,8 +89,9 @@ func TestBuiltinCorpusSamples(t *testing.T) {
 	}{
 		// Head 500m/2Gi + small-group replicas 1 (in [1,10]) x 1 host x 500m/1Gi.
 		{"kuberay", "raycluster-complete.yaml", 2, map[string]string{"cpu": "1", "memory": "3Gi"}},
-		// Autoscaler sample: replicas 0, minReplicas 0: workers 0; head 1/2Gi.
-		{"kuberay", "raycluster-autoscaler-v1.yaml", 1, map[string]string{"cpu": "1", "memory": "2Gi"}},
+		// Autoscaler sample: replicas 0, minReplicas 0: workers 0; head 1/2Gi plus the autoscaler
+		// sidecar KubeRay adds (enableInTreeAutoscaling), 500m/512Mi: 1500m and 2560Mi.
+		{"kuberay", "raycluster-autoscaler-v1.yaml", 1, map[string]string{"cpu": "1500m", "memory": "2560Mi"}},
 		// Head only: requests 36 CPU, 144G, 4 GPUs.
 		{"kuberay", "raycluster-verl-4gpu.yaml", 1, map[string]string{"cpu": "36", "memory": "144G", "nvidia.com/gpu": "4"}},
 		// RayJob: head 8/40G, tpu-group replicas 1 x numOfHosts 4 x (24 CPU, 200G, 4 TPU), default

@@ -52,6 +52,15 @@ spec:
     headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "1"}}}]}}}
     workerGroupSpecs: [{groupName: g, replicas: 2, numOfHosts: 2, template: {spec: {containers: [{name: w, resources: {requests: {nvidia.com/gpu: "1"}}}]}}}]
 `, 5, map[string]string{"cpu": "1", "nvidia.com/gpu": "4"}},
+		{"autoscaler sidecar with overridden resources", `
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: rc}
+spec:
+  enableInTreeAutoscaling: true
+  autoscalerOptions: {resources: {requests: {cpu: "1", memory: 1Gi}}}
+  headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "2", memory: 4Gi}}}]}}}
+`, 1, map[string]string{"cpu": "3", "memory": "5Gi"}},
 		{"rayjob in HTTP mode has no submitter pod", `
 apiVersion: ray.io/v1
 kind: RayJob
