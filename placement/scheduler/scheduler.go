@@ -243,26 +243,42 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 	}
 	dom := c.dominant(cands, g.demand)
 	spread := p.Scoring() == v1alpha1.ScoringSpread
-	for i := range cands {
-		left := cands[i].capacity.Free.Get(dom) - g.demand.Get(dom)
+	own := ownReservations(c.st, owners)
+	// Score on the capacity summary. A cluster whose free dominant resource is below the demand cannot fit and
+	// is rejected with its bound reason right away; the others are packed best first until one fits, so a cycle
+	// usually packs one cluster.
+	live := cands[:0]
+	for _, cand := range cands {
+		g.own = own[cand.capacity.Name]
+		left := cand.capacity.Free.Get(dom) - g.demand.Get(dom)
+		if left < 0 && len(g.own) == 0 && cand.capacity.Name != sticky {
+			reject(d, cand.capacity.Name, structs.RejectCapacity, boundCheck(c.rt, cand.capacity, g))
+			continue
+		}
 		if spread {
 			left = -left
 		}
-		cands[i].score = left
+		cand.score = left
+		live = append(live, cand)
 	}
-	slices.SortStableFunc(cands, func(a, b candidate) int {
+	better := func(a, b *candidate) bool {
 		stickyA, stickyB := a.capacity.Name == sticky, b.capacity.Name == sticky
-		switch {
-		case stickyA && !stickyB:
-			return -1
-		case stickyB && !stickyA:
-			return 1
+		if stickyA != stickyB {
+			return stickyA
 		}
-		return cmp.Or(cmp.Compare(a.tier, b.tier), cmp.Compare(a.score, b.score), cmp.Compare(a.capacity.Name, b.capacity.Name))
-	})
-	own := ownReservations(c.st, owners)
-	for i := range cands {
-		cand := &cands[i]
+		return cmp.Or(cmp.Compare(a.tier, b.tier), cmp.Compare(a.score, b.score), cmp.Compare(a.capacity.Name, b.capacity.Name)) < 0
+	}
+	// Selection instead of a full sort: the first pick usually fits.
+	tried := make([]bool, len(live))
+	for range live {
+		best := -1
+		for i := range live {
+			if !tried[i] && (best < 0 || better(&live[i], &live[best])) {
+				best = i
+			}
+		}
+		tried[best] = true
+		cand := &live[best]
 		g.own = own[cand.capacity.Name]
 		assignments, reason := c.fit(*cand, g)
 		if reason == "" {

@@ -28,12 +28,8 @@ const (
 	indexID = "id"
 	// indexCluster finds a cluster's nodes.
 	indexCluster = "cluster"
-	// indexPlacedOn finds the workloads placed on a cluster.
-	indexPlacedOn = "placed_on"
 	// indexGroupKind finds the ResourceInterface of a kind ("group/Kind").
 	indexGroupKind = "group_kind"
-	// indexWorkload finds a workload's reservations.
-	indexWorkload = "workload"
 	// indexNode finds the reservations holding capacity on a node ("cluster/node").
 	indexNode = "node"
 )
@@ -80,13 +76,6 @@ func nodesTableSchema() *memdb.TableSchema {
 func workloadsTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TableWorkloads, Indexes: map[string]*memdb.IndexSchema{
 		indexID: idIndex(func(w *structs.Workload) string { return w.ID }),
-		indexPlacedOn: {Name: indexPlacedOn, AllowMissing: true,
-			Indexer: stringsIndexer[*structs.Workload]{values: func(w *structs.Workload) []string {
-				if w.Placement == nil {
-					return nil
-				}
-				return w.Placement.Clusters
-			}}},
 	}}
 }
 
@@ -106,9 +95,7 @@ func resourceInterfacesTableSchema() *memdb.TableSchema {
 
 func reservationsTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TableReservations, Indexes: map[string]*memdb.IndexSchema{
-		indexID: idIndex(func(r *structs.Reservation) string { return r.ID }),
-		indexWorkload: {Name: indexWorkload,
-			Indexer: stringIndexer[*structs.Reservation]{value: func(r *structs.Reservation) string { return r.WorkloadID }}},
+		indexID:   idIndex(func(r *structs.Reservation) string { return r.ID }),
 		indexNode: {Name: indexNode, Indexer: stringsIndexer[*structs.Reservation]{values: (*structs.Reservation).NodeIDs}},
 	}}
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 
 	memdb "github.com/hashicorp/go-memdb"
 
@@ -78,9 +79,16 @@ func (s *Snapshot) Workloads() []*structs.Workload {
 	return all[*structs.Workload](s, TableWorkloads, indexID)
 }
 
-// WorkloadsOn returns the workloads placed on a cluster.
+// WorkloadsOn returns the workloads placed on a cluster. It scans every workload: it serves cluster events,
+// which are rare, and an index would cost every decision one more index write.
 func (s *Snapshot) WorkloadsOn(cluster string) []*structs.Workload {
-	return all[*structs.Workload](s, TableWorkloads, indexPlacedOn, cluster)
+	var out []*structs.Workload
+	for _, wl := range s.Workloads() {
+		if wl.Placement != nil && slices.Contains(wl.Placement.Clusters, cluster) {
+			out = append(out, wl)
+		}
+	}
+	return out
 }
 
 // Policies returns every policy, sorted by name.
@@ -99,8 +107,17 @@ func (s *Snapshot) ResourceInterfacesFor(group, kind string) []*structs.Resource
 }
 
 // ReservationsOf returns a workload's reservations.
+// A workload holds at most one reservation, named after the decision that placed it.
 func (s *Snapshot) ReservationsOf(workloadID string) []*structs.Reservation {
-	return all[*structs.Reservation](s, TableReservations, indexWorkload, workloadID)
+	wl := s.Workload(workloadID)
+	if wl == nil || wl.Placement == nil {
+		return nil
+	}
+	r, _ := first[*structs.Reservation](s, TableReservations, indexID, wl.Placement.DecisionID)
+	if r == nil {
+		return nil
+	}
+	return []*structs.Reservation{r}
 }
 
 // ReservationsOn returns the reservations on a node.

@@ -275,21 +275,20 @@ func (s *Store) DeleteWorkload(seq uint64, id string) error {
 		if err := w.delete(TableWorkloads, raw); err != nil {
 			return err
 		}
-		return w.releaseWorkload(id)
+		return w.releaseWorkload(raw.(*structs.Workload))
 	})
 }
 
-func (w *writeTxn) releaseWorkload(id string) error {
-	reservations, err := w.all(TableReservations, indexWorkload, id)
-	if err != nil {
+// releaseWorkload drops the reservation of a workload: the one named after the decision that placed it.
+func (w *writeTxn) releaseWorkload(wl *structs.Workload) error {
+	if wl.Placement == nil {
+		return nil
+	}
+	raw, err := w.first(TableReservations, indexID, wl.Placement.DecisionID)
+	if err != nil || raw == nil {
 		return err
 	}
-	for _, raw := range reservations {
-		if err := w.deleteReservation(raw.(*structs.Reservation)); err != nil {
-			return err
-		}
-	}
-	return nil
+	return w.deleteReservation(raw.(*structs.Reservation))
 }
 
 func (w *writeTxn) deleteReservation(r *structs.Reservation) error {
@@ -399,7 +398,7 @@ func (w *writeTxn) applyDecision(d *structs.Decision, expires int64) error {
 	if old.Generation != d.Generation {
 		return fmt.Errorf("%w: workload is at generation %d, decision was for %d", ErrStalePlan, old.Generation, d.Generation)
 	}
-	if err := w.releaseWorkload(d.WorkloadID); err != nil {
+	if err := w.releaseWorkload(old); err != nil {
 		return err
 	}
 	wl := *old
