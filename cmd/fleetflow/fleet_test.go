@@ -2,8 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/fleetflow/fleetflow/internal/localfleet"
+	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 )
 
 // These tests stop before any process starts; the real fleet is covered by internal/localfleet's tests.
@@ -43,4 +48,55 @@ func runFleetCommand(t *testing.T, args ...string) error {
 	cmd.SetErr(&bytes.Buffer{})
 	cmd.SetArgs(args)
 	return cmd.Execute()
+}
+
+// TestFleetUpDetachThenDown runs the commands the way a user does: up --detach leaves a control plane
+// running (one apiserver, the smallest fleet), and down stops it by its pid files.
+func TestFleetUpDetachThenDown(t *testing.T) {
+	binDir := localfleettest.RequireBinaries(t)
+	unlock, err := localfleettest.Lock(func(path string) { t.Logf("waiting for another fleet to finish (%s)", path) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	dir := t.TempDir()
+	t.Cleanup(func() { _, _ = localfleet.Down(context.Background(), dir, time.Second) })
+
+	var out bytes.Buffer
+	up := newFleetCommand()
+	up.SetOut(&out)
+	up.SetErr(&bytes.Buffer{})
+	up.SetArgs([]string{"up", "--clusters", "0", "--dir", dir, "--bin-dir", binDir, "--detach"})
+	if err := up.Execute(); err != nil {
+		t.Fatalf("fleet up: %v", err)
+	}
+	state, err := localfleet.ReadState(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(state.Clusters) != 1 || !strings.Contains(out.String(), state.Clusters[0].Kubeconfig) {
+		t.Fatalf("fleet up printed %q for state %+v, want the control plane's kubeconfig", out.String(), state)
+	}
+	pids := []int{state.Etcd.PID, state.Clusters[0].PID}
+	for _, pid := range pids {
+		if !localfleet.ProcessAlive(pid) {
+			t.Fatalf("pid %d not running after up --detach", pid)
+		}
+	}
+
+	out.Reset()
+	down := newFleetCommand()
+	down.SetOut(&out)
+	down.SetArgs([]string{"down", "--dir", dir})
+	if err := down.Execute(); err != nil {
+		t.Fatalf("fleet down: %v", err)
+	}
+	if !strings.Contains(out.String(), "stopped 2 fleet processes") {
+		t.Errorf("fleet down printed %q", out.String())
+	}
+	for _, pid := range pids {
+		if localfleet.ProcessAlive(pid) {
+			t.Errorf("pid %d still running after down", pid)
+		}
+	}
 }
