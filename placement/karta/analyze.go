@@ -25,7 +25,7 @@ func (c *Compiled) Analyze(obj map[string]any) (*Analysis, error) {
 	// as it is. Anything else (int64 from client-go, typed maps from Go builders) makes gojq or our
 	// decoding fail; then, and only then, the object is normalized and analyzed again, so a failure
 	// is always reported on well-typed input.
-	a, err := c.analyze(c.newEvaluation(obj))
+	a, err := c.analyzeOnce(obj)
 	if err == nil || jqCompatible(obj, 0) {
 		return a, err
 	}
@@ -33,7 +33,13 @@ func (c *Compiled) Analyze(obj map[string]any) (*Analysis, error) {
 	if nerr != nil {
 		return nil, fmt.Errorf("%s: %w", c.label(), nerr)
 	}
-	return c.analyze(c.newEvaluation(input))
+	return c.analyzeOnce(input)
+}
+
+func (c *Compiled) analyzeOnce(input map[string]any) (*Analysis, error) {
+	ev := c.newEvaluation(input)
+	defer ev.release()
+	return c.analyze(ev)
 }
 
 func (c *Compiled) analyze(ev *evaluation) (*Analysis, error) {

@@ -122,29 +122,43 @@ func (cp *compiler) onCR(p *program) *program {
 	return p
 }
 
-// combine builds one jq program yielding [[outputs of path 0], [outputs of path 1], ...]. It is an
-// optimization only: if it does not compile, Analyze runs each path alone.
+// combine builds one jq program that yields the outputs of every CR path in slot order, each path
+// followed by a separator value: (P0), sep, (P1), sep, ... It is an optimization only: if it does
+// not compile, Analyze runs each path alone. Streaming the outputs (rather than collecting them in
+// jq) lets the Go side stop a runaway path after maxOutputs values at no cost to the others.
 func (cp *compiler) combine() (*gojq.Code, int) {
 	if len(cp.crPrograms) == 0 {
 		return nil, 0
 	}
 	var b strings.Builder
-	b.WriteString("[")
 	for i, p := range cp.crPrograms {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString("[")
-		b.WriteString(p.expr)
-		b.WriteString("\n]")
+		// The newline ends a trailing jq comment in the path before the closing parenthesis.
+		fmt.Fprintf(&b, "(%s\n), %s", p.expr, separatorFunc)
 	}
-	b.WriteString("]")
-	code, err := compileJQ(b.String())
+	query, err := gojq.Parse(b.String())
+	if err != nil {
+		return nil, 0
+	}
+	code, err := gojq.Compile(query,
+		gojq.WithEnvironLoader(func() []string { return nil }),
+		gojq.WithFunction(separatorFunc, 0, 0, func(any, []any) any { return pathSeparator }))
 	if err != nil {
 		return nil, 0
 	}
 	return code, len(cp.crPrograms)
 }
+
+// separatorFunc names the jq function emitting pathSeparator. A user path calling it would only
+// break the combined run's slot count, which sends Analyze to the per-path runs.
+const separatorFunc = "_fleetflow_path_separator"
+
+// pathSeparator is a value no jq path can produce: a pointer to a private type.
+var pathSeparator any = &separatorValue{}
+
+type separatorValue struct{ _ byte }
 
 func (cp *compiler) fail(component, field, expr string, err error) {
 	if cp.err == nil {

@@ -1,10 +1,12 @@
 package karta
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
+	"time"
 
 	"github.com/itchyny/gojq"
 )
@@ -42,47 +44,88 @@ func (e *AnalysisError) Unwrap() error { return e.Err }
 // evaluation is one analysis of one object: the object and, when the RI's combined program ran
 // cleanly, every path's outputs at once.
 type evaluation struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
 	input   map[string]any
 	results [][]any // by program slot; nil when each path must run on its own
 }
+
+func (ev *evaluation) release() { ev.cancel() }
+
+// evalTimeout bounds the jq evaluation of one analysis, so a user RI whose expression never ends
+// (`def f: f; f`) fails that analysis instead of stalling placement.
+var evalTimeout = time.Second
 
 // newEvaluation runs the combined program, which evaluates every CR path of the RI in one gojq run
 // (much cheaper than one run per path). If it fails anywhere, results stay nil and each path runs
 // alone, so errors are attributed to the exact component and field, and paths an analysis would not
 // reach (a lower-priority status matcher) cannot fail it.
 func (c *Compiled) newEvaluation(input map[string]any) *evaluation {
-	ev := &evaluation{input: input}
+	ctx, cancel := context.WithTimeout(context.Background(), evalTimeout)
+	ev := &evaluation{ctx: ctx, cancel: cancel, input: input}
 	if c.combined == nil {
 		return ev
 	}
-	out, err := runCode(c.combined, input)
-	if err != nil || len(out) != 1 {
+	results, err := runCombined(ctx, c.combined, input, c.slots)
+	if err != nil {
+		// The per-path runs that follow find the failing path; they get a budget of their own so a
+		// path that never ends is the one reported.
+		cancel()
+		ev.ctx, ev.cancel = context.WithTimeout(context.Background(), evalTimeout)
 		return ev
 	}
-	all, ok := out[0].([]any)
-	if !ok || len(all) != c.slots {
-		return ev
-	}
-	ev.results = make([][]any, len(all))
-	for i, v := range all {
-		list, ok := v.([]any)
-		if !ok || len(list) > maxOutputs {
-			ev.results = nil
-			return ev
-		}
-		ev.results[i] = list
-	}
+	ev.results = results
 	return ev
 }
 
+// errCombined is any reason to fall back from the combined run to per-path runs.
+var errCombined = errors.New("combined evaluation incomplete")
+
+// runCombined splits the combined program's output stream at the separators into per-path results.
+func runCombined(ctx context.Context, code *gojq.Code, input map[string]any, slots int) (results [][]any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			results, err = nil, errCombined
+		}
+	}()
+	results = make([][]any, 0, slots)
+	var cur []any
+	iter := code.RunWithContext(ctx, input)
+	for {
+		v, ok := iter.Next()
+		if !ok {
+			break
+		}
+		if v == pathSeparator {
+			if len(results) == slots {
+				return nil, errCombined
+			}
+			results = append(results, cur)
+			cur = nil
+			continue
+		}
+		if _, isErr := v.(error); isErr {
+			return nil, errCombined
+		}
+		if len(cur) == maxOutputs {
+			return nil, errCombined
+		}
+		cur = append(cur, v)
+	}
+	if len(results) != slots || cur != nil {
+		return nil, errCombined
+	}
+	return results, nil
+}
+
 // runCode runs compiled jq, turning a panic (gojq panics on values outside its type set) into an error.
-func runCode(code *gojq.Code, input map[string]any) (out []any, err error) {
+func runCode(ctx context.Context, code *gojq.Code, input map[string]any) (out []any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = nil, fmt.Errorf("jq evaluation failed on a value of unsupported type: %v", r)
 		}
 	}()
-	iter := code.Run(input)
+	iter := code.RunWithContext(ctx, input)
 	for {
 		v, ok := iter.Next()
 		if !ok {
@@ -92,6 +135,9 @@ func runCode(code *gojq.Code, input map[string]any) (out []any, err error) {
 			var halt *gojq.HaltError
 			if errors.As(e, &halt) && halt.Value() == nil {
 				return out, nil
+			}
+			if errors.Is(e, context.DeadlineExceeded) {
+				return nil, fmt.Errorf("evaluation did not finish within %v", evalTimeout)
 			}
 			return nil, e
 		}
@@ -107,7 +153,7 @@ func (c *Compiled) run(ev *evaluation, component string, p *program) ([]any, err
 	if ev.results != nil && p.slot >= 0 {
 		return ev.results[p.slot], nil
 	}
-	out, err := runCode(p.code, ev.input)
+	out, err := runCode(ev.ctx, p.code, ev.input)
 	if err != nil {
 		return nil, c.evalError(ev, component, p, err)
 	}

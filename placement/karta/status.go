@@ -1,6 +1,7 @@
 package karta
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -117,7 +118,7 @@ func (c *Compiled) Phase(obj map[string]any) (Phase, error) {
 	if obj == nil {
 		return PhaseUndefined, fmt.Errorf("%s: no object", c.label())
 	}
-	phase, err := c.phase(c.newEvaluation(obj))
+	phase, err := c.phaseOnce(obj)
 	if err == nil || jqCompatible(obj, 0) {
 		return phase, err
 	}
@@ -125,7 +126,14 @@ func (c *Compiled) Phase(obj map[string]any) (Phase, error) {
 	if nerr != nil {
 		return PhaseUndefined, fmt.Errorf("%s: %w", c.label(), nerr)
 	}
-	return c.phase(c.newEvaluation(input))
+	return c.phaseOnce(input)
+}
+
+// phaseOnce runs only the status paths, each alone: the combined program would evaluate far more.
+func (c *Compiled) phaseOnce(input map[string]any) (Phase, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), evalTimeout)
+	defer cancel()
+	return c.phase(&evaluation{ctx: ctx, cancel: cancel, input: input})
 }
 
 func (c *Compiled) phase(ev *evaluation) (Phase, error) {
