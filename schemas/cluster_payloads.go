@@ -128,3 +128,16 @@ func (p *WorkloadStatus) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// PlacerTick is a tick of the placer's clock.
+type PlacerTick struct {
+	Time time.Time `json:"time"`
+}
+
+// Validate implements Payload.
+func (p *PlacerTick) Validate() error {
+	if p.Time.IsZero() {
+		return errors.New("time: required")
+	}
+	return nil
+}

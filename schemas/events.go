@@ -38,6 +38,7 @@ var payloadFactories = map[string]func() Payload{
 	TypeClusterHeartbeat: func() Payload { return &ClusterHeartbeat{} },
 	TypeClusterAPIs:      func() Payload { return &ClusterAPIs{} },
 	TypeWorkloadStatus:   func() Payload { return &WorkloadStatus{} },
+	TypePlacerTick:       func() Payload { return &PlacerTick{} },
 }
 
 // NewEvent builds a valid CloudEvent carrying payload. The id is derived from the content identity

@@ -131,6 +131,9 @@ func WorkloadFilters(group, kind, namespace, name string) []string {
 	}
 }
 
+// SubjectPlacerTick carries the placer's clock ticks.
+const SubjectPlacerTick = SubjectEventsPrefix + ".placer.tick"
+
 // DecisionSubject is where decisions for one workload on one cluster are published.
 func DecisionSubject(cluster string, ref ObjectRef) string {
 	return SubjectDecisionsRoot + "." + Token(cluster) + "." + objectTokens(ref)

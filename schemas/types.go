@@ -26,6 +26,10 @@ const (
 	TypeClusterHeartbeat = "io.fleetflow.cluster.heartbeat.v1"
 	TypeClusterAPIs      = "io.fleetflow.cluster.apis.v1"
 	TypeWorkloadStatus   = "io.fleetflow.workload.status.v1"
+
+	// TypePlacerTick is the placer's clock, published into its own input so that time-based decisions
+	// (heartbeat timeouts, pods pending too long, reservation expiry) are events: ordered, replayable, audited.
+	TypePlacerTick = "io.fleetflow.placer.tick.v1"
 )
 
 // Sources name who published an event, as CloudEvents "source" URI references.
