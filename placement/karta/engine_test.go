@@ -373,6 +373,19 @@ kind: PyTorchJob`, PhaseUndefined},
 apiVersion: ray.io/v1
 kind: RayCluster
 status: {state: ready}`, PhaseRunning},
+		{"starting inferenceservice is initializing, not failed", `
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+status: {conditions: [{type: Ready, status: "False"}, {type: PredictorReady, status: "False"}]}`, PhaseInitializing},
+		{"inferenceservice failed", `
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+status: {conditions: [{type: Ready, status: "False"}, {type: PredictorReady, status: "False"},
+  {type: PredictorConfigurationReady, status: "False"}, {type: RoutesReady, status: "False"}]}`, PhaseFailed},
+		{"jobset running by expression", `
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+status: {replicatedJobsStatus: [{name: a, active: 2}]}`, PhaseRunning},
 		{"deployment by expression", `
 apiVersion: apps/v1
 kind: Deployment

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // FuzzParse feeds arbitrary bytes to the RI loader: it must return RIs or an error, never panic, and
@@ -20,6 +21,12 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("---\n---\n"))
 	f.Add([]byte("a: [1, 2\n"))
 	f.Add([]byte(`{"apiVersion":"optimization.nvidia.com/v1alpha1","kind":"ResourceInterface"}`))
+	saved := evalTimeout
+	evalTimeout = 20 * time.Millisecond // fuzzed RIs may hold expressions that never end
+	defer func() { evalTimeout = saved }()
+	cr := map[string]any{"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": map[string]any{"name": "f"},
+		"spec": map[string]any{"workerGroupSpecs": []any{map[string]any{"groupName": "g", "replicas": 2.0,
+			"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c"}}}}}}}}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ris, err := ParseResourceInterfaces(data, "fuzz.yaml")
 		if err != nil {
@@ -29,8 +36,21 @@ func FuzzParse(f *testing.F) {
 			return
 		}
 		for _, ri := range ris {
-			if c, err := Compile(ri, "fuzz.yaml"); err == nil && c.Name == "" {
+			c, err := Compile(ri, "fuzz.yaml")
+			if err != nil {
+				continue
+			}
+			if c.Name == "" {
 				t.Fatal("compiled RI without a name")
+			}
+			// Whatever the RI says, analysis returns a result or an error.
+			obj := map[string]any{}
+			for k, v := range cr {
+				obj[k] = v
+			}
+			obj["apiVersion"], obj["kind"] = c.GVK.GroupVersion().String(), c.GVK.Kind
+			if a, err := c.Analyze(obj); err == nil && a.TotalPods < 0 {
+				t.Fatal("negative pod count")
 			}
 		}
 	})
