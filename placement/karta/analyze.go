@@ -473,7 +473,7 @@ func decodeValue(v any, dst any) error {
 	}
 	// json-iterator in its standard-library-compatible mode honours the API types' UnmarshalJSON
 	// (quantities, int-or-string) at a fraction of encoding/json's cost, which dominates analysis.
-	data, err := fastJSON.Marshal(v)
+	data, err := appendJSON(nil, v)
 	if err != nil {
 		return err
 	}
