@@ -1,0 +1,173 @@
+package producers_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetflow/fleetflow/producers"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+const trainerCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: trainers.status.producers.test
+spec:
+  group: status.producers.test
+  scope: Namespaced
+  names: {kind: Trainer, listKind: TrainerList, plural: trainers, singular: trainer}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: servers.status.producers.test
+spec:
+  group: status.producers.test
+  scope: Namespaced
+  names: {kind: Server, listKind: ServerList, plural: servers, singular: server}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+var (
+	trainerGVK = schema.GroupVersionKind{Group: "status.producers.test", Version: "v1", Kind: "Trainer"}
+	trainerGVR = schema.GroupVersionResource{Group: "status.producers.test", Version: "v1", Resource: "trainers"}
+	serverGVK  = schema.GroupVersionKind{Group: "status.producers.test", Version: "v1", Kind: "Server"}
+	serverGVR  = schema.GroupVersionResource{Group: "status.producers.test", Version: "v1", Resource: "servers"}
+)
+
+// placedObject builds a CR as the applier leaves it in a workload cluster; an empty workloadUID leaves
+// the fleetflow labels off.
+func placedObject(gvk schema.GroupVersionKind, namespace, name, workloadUID string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	if workloadUID != "" {
+		u.SetLabels(map[string]string{schemas.LabelManagedBy: schemas.ManagedByFleetflow, schemas.LabelWorkloadUID: workloadUID})
+	}
+	u.Object["spec"] = map[string]any{"replicas": int64(3)}
+	return u
+}
+
+func TestPlacedWorkloadStatusAndPendingPods(t *testing.T) {
+	b := newBench(t)
+	const ns = "status"
+	b.namespace(ns)
+	// The kind is named before its CRD exists: the watch starts when the cluster begins serving it.
+	p, _ := b.start(func(p *producers.ClusterProducer) {
+		p.Kinds = []schema.GroupVersionKind{trainerGVK}
+		p.APIsResync = time.Hour
+	})
+	applyYAML(t, b.clients, trainerCRD)
+	eventually(t, "Trainer watched", func() bool { return slices.Contains(p.WatchedKinds(), trainerGVK) })
+
+	ctx := context.Background()
+	trainers := b.clients.Dynamic.Resource(trainerGVR).Namespace(ns)
+	placed, err := trainers.Create(ctx, placedObject(trainerGVK, ns, "llama", "cp-uid-llama"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not placed by fleetflow: never reported.
+	if _, err := trainers.Create(ctx, placedObject(trainerGVK, ns, "handmade", ""), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The framework's controller would make these: two pods waiting for a node (one owned by the CR, one
+	// labelled with the workload) and one already bound, which is not pending.
+	owned := b.createPod(newPod(ns, "llama-0").ownedBy("status.producers.test/v1", "Trainer", "llama", string(placed.GetUID())).build())
+	b.createPod(newPod(ns, "llama-1").label(schemas.LabelWorkloadUID, "cp-uid-llama").build())
+	b.createPod(newPod(ns, "llama-2").on("some-node").ownedBy("status.producers.test/v1", "Trainer", "llama", string(placed.GetUID())).build())
+	b.createPod(newPod(ns, "other").build()) // pending, but of no workload
+
+	// The framework's controller reports status.
+	placed.Object["status"] = map[string]any{"phase": "Running", "conditions": []any{map[string]any{"type": "Created", "status": "True"}}}
+	if _, err := trainers.UpdateStatus(ctx, placed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	ref := schemas.ObjectRef{APIVersion: "status.producers.test/v1", Kind: "Trainer", Namespace: ns, Name: "llama", UID: "cp-uid-llama"}
+	subject := schemas.WorkloadStatusSubject(testCluster, ref)
+	var got *schemas.WorkloadStatus
+	waitStatus := func(what string, cond func(*schemas.WorkloadStatus) bool) {
+		t.Helper()
+		eventually(t, what, func() bool {
+			e, ok := b.last(subject)
+			if !ok {
+				return false
+			}
+			got = e.payload.(*schemas.WorkloadStatus)
+			return cond(got)
+		})
+	}
+	waitStatus("status Running with two pending pods", func(s *schemas.WorkloadStatus) bool {
+		return s.Status["phase"] == "Running" && s.PendingPods == 2
+	})
+	if got.Workload != ref || got.Cluster != testCluster || got.Gone {
+		t.Errorf("status identity %+v cluster %q gone %v, want %+v", got.Workload, got.Cluster, got.Gone, ref)
+	}
+	if conds, _ := got.Status["conditions"].([]any); len(conds) != 1 {
+		t.Errorf("status not copied verbatim: %v", got.Status)
+	}
+	// The oldest pending pod is llama-0, created first (creation times have one-second resolution).
+	if got.PendingSince == nil || !got.PendingSince.Equal(owned.CreationTimestamp.UTC()) {
+		t.Errorf("pendingSince = %v, want %v", got.PendingSince, owned.CreationTimestamp.UTC())
+	}
+
+	// The scheduler binds llama-0: one pod still waits.
+	err = b.clients.Core.CoreV1().Pods(ns).Bind(ctx, &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "llama-0"},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: "some-node"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus("one pending pod after binding", func(s *schemas.WorkloadStatus) bool { return s.PendingPods == 1 })
+
+	// A kind added while running.
+	p.AddKind(serverGVK)
+	eventually(t, "Server watched", func() bool { return slices.Contains(p.WatchedKinds(), serverGVK) })
+	server := placedObject(serverGVK, ns, "vllm", "cp-uid-vllm")
+	if _, err := b.clients.Dynamic.Resource(serverGVR).Namespace(ns).Create(ctx, server, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	serverRef := schemas.ObjectRef{APIVersion: "status.producers.test/v1", Kind: "Server", Namespace: ns, Name: "vllm", UID: "cp-uid-vllm"}
+	eventually(t, "status of the Server", func() bool {
+		_, ok := b.last(schemas.WorkloadStatusSubject(testCluster, serverRef))
+		return ok
+	})
+
+	// Deleting the placed object reports it gone.
+	if err := trainers.Delete(ctx, "llama", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus("gone", func(s *schemas.WorkloadStatus) bool { return s.Gone })
+	if got.Workload != ref {
+		t.Errorf("gone status for %+v, want %+v", got.Workload, ref)
+	}
+
+	handmade := schemas.ObjectRef{APIVersion: "status.producers.test/v1", Kind: "Trainer", Namespace: ns, Name: "handmade"}
+	if n := len(b.messages(schemas.WorkloadStatusSubject(testCluster, handmade))); n != 0 {
+		t.Errorf("%d status events for an object fleetflow did not place", n)
+	}
+}
