@@ -1,6 +1,8 @@
 package karta
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,34 +12,68 @@ import (
 // TestCombinedProgramMatchesPerPathRuns: the combined gojq run is only an optimization. For every
 // corpus sample, analysis with it must equal analysis with each path run alone.
 func TestCombinedProgramMatchesPerPathRuns(t *testing.T) {
-	reg := builtinRegistry(t)
+	builtins := builtinRegistry(t)
+	karta := kartaRegistry(t)
 	compared := 0
 	for _, s := range corpusSamples(t) {
-		c, ok := reg.Lookup(GVKOf(s.obj))
+		c, ok := builtins.Lookup(GVKOf(s.obj))
 		if !ok {
 			t.Errorf("%s: no built-in RI", s.file)
 			continue
 		}
-		if c.combined == nil {
-			t.Errorf("%s: the combined program of %s did not compile", s.file, c.Name)
-			continue
+		compared += compareCombined(t, s, c)
+		if kc, ok := karta.Lookup(GVKOf(s.obj)); ok {
+			compared += compareCombined(t, s, kc)
 		}
-		perPath := *c
-		perPath.combined = nil
-		want, wantErr := perPath.Analyze(s.obj)
-		got, gotErr := c.Analyze(s.obj)
-		if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
-			t.Errorf("%s: errors differ: combined %v, per path %v", s.file, gotErr, wantErr)
-			continue
-		}
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s: analyses differ:\ncombined %+v\nper path %+v", s.file, got, want)
-		}
-		compared++
 	}
 	if compared == 0 {
 		t.Skip("no samples compared")
 	}
+}
+
+// kartaRegistry compiles Karta's valid example RIs.
+func kartaRegistry(t *testing.T) *Registry {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(corpusDir(t), "karta", "*.yaml"))
+	var cs []*Compiled
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ris, err := ParseResourceInterfaces(data, filepath.Base(f))
+		if err != nil {
+			continue // the CRD and the invalid mpijob.yaml
+		}
+		for _, ri := range ris {
+			if c, err := Compile(ri, filepath.Base(f)); err == nil {
+				cs = append(cs, c)
+			}
+		}
+	}
+	return NewRegistry(cs...)
+}
+
+// compareCombined analyzes s with c as built and with its per-path runs only; both must agree,
+// on the result and on any error.
+func compareCombined(t *testing.T, s sample, c *Compiled) int {
+	t.Helper()
+	if c.combined == nil {
+		t.Errorf("%s: the combined program of %s did not compile", s.file, c.Name)
+		return 0
+	}
+	perPath := *c
+	perPath.combined = nil
+	want, wantErr := perPath.Analyze(s.obj)
+	got, gotErr := c.Analyze(s.obj)
+	if (wantErr == nil) != (gotErr == nil) || (wantErr != nil && wantErr.Error() != gotErr.Error()) {
+		t.Errorf("%s with %s: errors differ: combined %v, per path %v", s.file, c.Name, gotErr, wantErr)
+		return 0
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s with %s: analyses differ:\ncombined %+v\nper path %+v", s.file, c.Name, got, want)
+	}
+	return 1
 }
 
 func TestRunawayExpressions(t *testing.T) {
