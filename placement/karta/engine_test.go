@@ -146,6 +146,39 @@ spec:
     rootCoord: {}
     queryNode: {replicas: 3, resources: {requests: {cpu: "4", memory: 8Gi}}}
 `, 1 /*proxy*/ + 4 /*coords*/ + 1 /*dataNode*/ + 3 /*queryNode*/ + 1 /*indexNode*/, map[string]string{"cpu": "19", "memory": "24Gi"}},
+		{"mpijob v1 with defaulted replicas", `
+apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata: {name: mj}
+spec:
+  mpiReplicaSpecs:
+    # Launcher replicas default 1, Worker 3: launcher 1 CPU + 3 x (8 CPU, 2 GPUs)
+    Launcher: {template: {spec: {containers: [{name: l, resources: {requests: {cpu: "1"}}}]}}}
+    Worker: {replicas: 3, template: {spec: {containers: [{name: w, resources: {requests: {cpu: "8"}, limits: {nvidia.com/gpu: "2"}}}]}}}
+`, 4, map[string]string{"cpu": "25", "nvidia.com/gpu": "6"}},
+		{"mpijob v2beta1 with workers", `
+apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: mj}
+spec:
+  mpiReplicaSpecs:
+    Launcher: {replicas: 1, template: {spec: {containers: [{name: l, resources: {requests: {cpu: 500m}}}]}}}
+    Worker: {replicas: 2, template: {spec: {containers: [{name: w, resources: {requests: {memory: 4Gi}}}]}}}
+`, 3, map[string]string{"cpu": "500m", "memory": "8Gi"}},
+		{"statefulset with init and sidecar containers", `
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: s}
+spec:
+  replicas: 3
+  template:
+    spec:
+      # per pod: max(app 1 + sidecar 500m, init 2 + earlier sidecar 500m) = 2500m CPU
+      initContainers:
+      - {name: proxy, restartPolicy: Always, resources: {requests: {cpu: 500m}}}
+      - {name: warm, resources: {requests: {cpu: "2"}}}
+      containers: [{name: c, resources: {requests: {cpu: "1"}}}]
+`, 3, map[string]string{"cpu": "7500m"}},
 		{"deployment", `
 apiVersion: apps/v1
 kind: Deployment
