@@ -170,6 +170,14 @@ func applyYAML(t *testing.T, clients *kube.Clients, manifests string) {
 			}
 			if err != nil && !apierrors.IsNotFound(err) {
 				t.Errorf("delete %s %s: %v", obj.GetKind(), obj.GetName(), err)
+				continue
+			}
+			// A CRD's deletion finishes after its objects are removed; a later test may create it again.
+			if obj.GetKind() == "CustomResourceDefinition" {
+				eventually(t, "CRD "+obj.GetName()+" deleted", func() bool {
+					_, err := client.Get(context.Background(), obj.GetName(), metav1.GetOptions{})
+					return apierrors.IsNotFound(err)
+				})
 			}
 		}
 	})

@@ -1,9 +1,11 @@
 package producers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -257,6 +259,12 @@ func (p *ClusterProducer) nodeState(ctx context.Context, node *corev1.Node) (*sc
 	if err != nil {
 		return nil, fmt.Errorf("pods of node %s: %w", node.Name, err)
 	}
+	// A sum takes the format (1Gi or 1073741824) of its first term; summing in a fixed order gives equal
+	// JSON, and so equal content ids, in every replica and every recomputation.
+	slices.SortFunc(pods, func(a, b any) int {
+		pa, pb := a.(*corev1.Pod), b.(*corev1.Pod)
+		return cmp.Or(cmp.Compare(pa.Namespace, pb.Namespace), cmp.Compare(pa.Name, pb.Name))
+	})
 	requested := corev1.ResourceList{}
 	workloadPods := map[string]int{}
 	count := 0

@@ -40,6 +40,11 @@ func TestNodeStateSumsEffectiveRequestsOfNonTerminalPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		for _, name := range []string{top.Name, middle.Name} {
+			_ = configMaps.Delete(context.Background(), name, metav1.DeleteOptions{})
+		}
+	})
 
 	// A: cpu=1,memory=2Gi requested, plus a container with limits only (cpu=500m,memory=1Gi), whose
 	// requests default to its limits: cpu 1.5, memory 3Gi. Labelled with its workload directly.
