@@ -43,6 +43,11 @@ type bench struct {
 
 func newBench(t *testing.T) *bench {
 	t.Helper()
+	return newBenchWith(t, schemas.DefaultStreamOptions())
+}
+
+func newBenchWith(t *testing.T, streams schemas.StreamOptions) *bench {
+	t.Helper()
 	fleet := localfleettest.Fleet(t)
 	clients, err := kube.NewClients(fleet.Workloads[0].RESTConfig())
 	if err != nil {
@@ -58,7 +63,7 @@ func newBench(t *testing.T) *bench {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	if err := bus.ProvisionStreams(context.Background(), js, schemas.DefaultStreamOptions(), slog.New(slog.DiscardHandler)); err != nil {
+	if err := bus.ProvisionStreams(context.Background(), js, streams, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	stream, err := js.Stream(context.Background(), schemas.StreamEvents)

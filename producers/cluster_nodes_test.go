@@ -177,3 +177,28 @@ func TestNodeStateReturningToAnEarlierValueIsStored(t *testing.T) {
 		t.Errorf("the repeated state reused id %q", last.id)
 	}
 }
+
+// A stale state stored by someone else (or left by a producer that died mid-change) is repaired by the
+// periodic resync, once the duplicate window of the current state's id has passed.
+func TestStateResyncRepairsAStaleLastState(t *testing.T) {
+	b := newBenchWith(t, schemas.StreamOptions{History: time.Hour, DuplicateWindow: 200 * time.Millisecond, Replicas: 1})
+	const nodeName = "node-resync"
+	b.createNode(nodeSpec{name: nodeName, allocatable: resources("cpu=4"), ready: true})
+	b.start(func(p *producers.ClusterProducer) { p.StateResync = 500 * time.Millisecond })
+	b.waitNode(nodeName, "node state", func(s *schemas.NodeState) bool { return s.Pods == 0 })
+
+	subject := schemas.NodeSubject(testCluster, nodeName)
+	stale := &schemas.NodeState{Cluster: testCluster, Name: nodeName, Allocatable: resources("cpu=4"),
+		Requested: resources("cpu=3"), Pods: 3, Ready: true}
+	event, err := schemas.NewEvent(schemas.TypeNodeChanged, "/test", subject, "stale-state", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.pub.Publish(context.Background(), subject, event); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := b.last(subject); e.id != "stale-state" {
+		t.Fatalf("last event %q, want the stale one just published", e.id)
+	}
+	b.waitNode(nodeName, "the true state back", func(s *schemas.NodeState) bool { return s.Pods == 0 })
+}
