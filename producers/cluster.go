@@ -164,13 +164,13 @@ func (p *ClusterProducer) Run(ctx context.Context) error {
 func (p *ClusterProducer) init(ctx context.Context) error {
 	var errs []error
 	if p.Cluster == "" {
-		errs = append(errs, errors.New("Cluster: required"))
+		errs = append(errs, errors.New("field Cluster: required"))
 	}
 	if p.Clients == nil || p.Clients.Core == nil || p.Clients.Dynamic == nil || p.Clients.Mapper == nil {
-		errs = append(errs, errors.New("Clients: Core, Dynamic and Mapper are required"))
+		errs = append(errs, errors.New("field Clients: Core, Dynamic and Mapper are required"))
 	}
 	if p.Publisher == nil {
-		errs = append(errs, errors.New("Publisher: required"))
+		errs = append(errs, errors.New("field Publisher: required"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("cluster producer %q: %w", p.Cluster, err)

@@ -36,7 +36,9 @@ func TestHeartbeatsOnlyWhileTheAPIServerAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadAddr := listener.Addr().String()
-	listener.Close()
+	if err := listener.Close(); err != nil {
+		t.Fatal(err)
+	}
 	deadClients, err := kube.NewClients(&rest.Config{Host: "https://" + deadAddr, Timeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
