@@ -178,21 +178,21 @@ func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.Placement
 	}
 	if p.Status == schemas.VerdictPlaced {
 		annotations[schemas.AnnotationCluster] = strings.Join(p.Clusters, ",")
-	} else {
-		var lines []string
-		if p.Message != "" {
-			lines = append(lines, p.Message)
-		}
-		clusters := make([]string, 0, len(p.Reasons))
-		for c := range p.Reasons {
-			clusters = append(clusters, c)
-		}
-		slices.Sort(clusters)
-		for _, c := range clusters {
-			lines = append(lines, c+": "+p.Reasons[c])
-		}
-		annotations[schemas.AnnotationReasons] = nilIfEmpty(strings.Join(lines, "\n"))
 	}
+	// For a placed workload the reasons say why the other clusters were passed over.
+	var lines []string
+	if p.Message != "" {
+		lines = append(lines, p.Message)
+	}
+	clusters := make([]string, 0, len(p.Reasons))
+	for c := range p.Reasons {
+		clusters = append(clusters, c)
+	}
+	slices.Sort(clusters)
+	for _, c := range clusters {
+		lines = append(lines, c+": "+p.Reasons[c])
+	}
+	annotations[schemas.AnnotationReasons] = nilIfEmpty(strings.Join(lines, "\n"))
 	return s.annotate(ctx, p.Workload, annotations)
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/internal/fleetspec"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
@@ -25,8 +26,10 @@ const fieldManager = "fleetflow-e2e"
 
 var pytorchJobKind = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"}
 
+const aThenB = "testdata/policies/a-then-b.yaml"
+
 func TestMain(m *testing.M) {
-	os.Exit(localfleettest.Run(m, localfleettest.WithClusters("cluster-a", "cluster-b")))
+	os.Exit(localfleettest.Run(m, localfleettest.WithFleetFile("testdata/fleet.yaml")))
 }
 
 // env is one test's view of the fleet plus a running pipeline.
@@ -65,39 +68,58 @@ func clientsFor(t *testing.T, c *localfleet.Cluster) *kube.Clients {
 	return clients
 }
 
-// newEnv connects to the package's fleet, installs the test CRDs everywhere and starts the whole pipeline
-// in process on a fresh embedded JetStream. Everything stops when the test ends.
-func newEnv(t *testing.T, kinds ...schema.GroupVersionKind) *env {
+// newEnv connects to the package's fleet, installs fleetflow's and the test frameworks' CRDs, registers
+// the workload clusters and the given policies on the control plane, and starts the whole pipeline in
+// process on a fresh embedded JetStream; it returns once the placer can see every cluster's nodes.
+// Everything stops when the test ends.
+func newEnv(t *testing.T, policyFiles ...string) *env {
 	t.Helper()
 	fleet := localfleettest.Fleet(t)
+	ctx := t.Context()
 	e := &env{t: t, fleet: fleet, controlPlane: clientsFor(t, fleet.ControlPlane), clusters: map[string]*kube.Clients{},
 		logs: &syncBuffer{}}
 	for _, c := range fleet.Workloads {
 		e.clusters[c.Name] = clientsFor(t, c)
 	}
+	spec := fleetSpec(t)
 	crds := readObjects(t, "testdata/crds/pytorchjobs.yaml")
 	for _, clients := range append([]*kube.Clients{e.controlPlane}, e.clusterClients()...) {
-		if err := clients.Apply(t.Context(), fieldManager, crds...); err != nil {
+		if err := clients.Apply(ctx, fieldManager, crds...); err != nil {
 			t.Fatalf("install CRDs: %v", err)
+		}
+	}
+	if err := pipeline.InstallControlPlaneCRDs(ctx, e.controlPlane, fieldManager); err != nil {
+		t.Fatal(err)
+	}
+	expected := map[string]int{}
+	for _, c := range spec.Clusters {
+		target, _ := fleet.Cluster(c.Name)
+		kubeconfig, err := os.ReadFile(target.KubeconfigPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pipeline.RegisterCluster(ctx, e.controlPlane, c.Name, kubeconfig, c.Labels, fieldManager); err != nil {
+			t.Fatal(err)
+		}
+		expected[c.Name] = len(c.AllNodes())
+	}
+	for _, f := range policyFiles {
+		if err := e.controlPlane.Apply(ctx, fieldManager, readObjects(t, f)...); err != nil {
+			t.Fatal(err)
 		}
 	}
 
 	log := slog.New(slog.NewTextHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	ctx, cancel := context.WithCancel(context.Background())
-	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), log)
+	runCtx, cancel := context.WithCancel(context.Background())
+	b, err := pipeline.OpenBus(runCtx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), log)
 	if err != nil {
 		cancel()
 		t.Fatalf("open bus: %v", err)
 	}
 	e.bus = b
-	names := make([]string, 0, len(e.clusters))
-	for name := range e.clusters {
-		names = append(names, name)
-	}
-	all := &pipeline.AllInOne{ControlPlane: e.controlPlane, Clusters: e.clusters, Kinds: kinds,
-		Decider: consumers.NewFirstReadyCluster(names...)}
+	all := &pipeline.AllInOne{ControlPlane: e.controlPlane, Placer: consumers.PlacerConfig{HeartbeatTimeout: 6 * time.Second}}
 	done := make(chan error, 1)
-	go func() { done <- all.Run(ctx, b, log) }()
+	go func() { done <- all.Run(runCtx, b, log) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -108,7 +130,25 @@ func newEnv(t *testing.T, kinds ...schema.GroupVersionKind) *env {
 			t.Logf("pipeline log:\n%s", e.logs.String())
 		}
 	})
+	waitCtx, stop := context.WithTimeout(ctx, settle)
+	defer stop()
+	if err := pipeline.WaitObserved(waitCtx, b, expected); err != nil {
+		t.Fatal(err)
+	}
 	return e
+}
+
+func fleetSpec(t *testing.T) *fleetspec.Fleet {
+	t.Helper()
+	data, err := os.ReadFile("testdata/fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := fleetspec.Parse(data, "testdata/fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
 }
 
 func (e *env) clusterClients() []*kube.Clients {

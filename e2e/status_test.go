@@ -13,7 +13,7 @@ import (
 // control-plane object's status subresource, with annotations naming the cluster and the phase mapped
 // through the built-in PyTorchJob RI. A verdict of Unschedulable puts the reasons in an annotation.
 func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
-	e := newEnv(t, pytorchJobKind)
+	e := newEnv(t, aThenB)
 	ctx := t.Context()
 	job := readObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
 	job.SetNamespace("team-status")

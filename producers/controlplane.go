@@ -69,9 +69,9 @@ type ControlPlaneProducer struct {
 	ctx        context.Context
 	factory    dynamicinformer.DynamicSharedInformerFactory
 	queue      workqueue.TypedRateLimitingInterface[objectKey]
-	kinds      map[schema.GroupVersionKind]Family
+	kinds      map[kindFamilyKey]bool
 	pending    []kindFamily
-	informers  map[schema.GroupVersionResource]watched
+	informers  map[informerKey]watched
 	tombstones map[objectKey]schemas.ObjectRef
 	wg         sync.WaitGroup
 }
@@ -81,13 +81,25 @@ type kindFamily struct {
 	family Family
 }
 
+// A kind may be watched as several families: Namespaces are both namespace events (their labels feed
+// policies' namespaceSelectors) and, when a policy copies them to clusters, workloads.
+type kindFamilyKey struct {
+	gvk    schema.GroupVersionKind
+	family string
+}
+
+type informerKey struct {
+	gvr    schema.GroupVersionResource
+	family string
+}
+
 type watched struct {
 	informer cache.SharedIndexInformer
 	family   Family
 }
 
 type objectKey struct {
-	gvr       schema.GroupVersionResource
+	informerKey
 	namespace string
 	name      string
 }
@@ -97,12 +109,13 @@ func (p *ControlPlaneProducer) AddKind(gvk schema.GroupVersionKind, family Famil
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.kinds == nil {
-		p.kinds = map[schema.GroupVersionKind]Family{}
+		p.kinds = map[kindFamilyKey]bool{}
 	}
-	if _, ok := p.kinds[gvk]; ok {
+	key := kindFamilyKey{gvk: gvk, family: family.Name}
+	if p.kinds[key] {
 		return
 	}
-	p.kinds[gvk] = family
+	p.kinds[key] = true
 	if p.ctx == nil {
 		p.pending = append(p.pending, kindFamily{gvk, family})
 		return
@@ -123,7 +136,7 @@ func (p *ControlPlaneProducer) Run(ctx context.Context) error {
 		workqueue.DefaultTypedControllerRateLimiter[objectKey](),
 		workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "control-plane"})
 	p.factory = dynamicinformer.NewDynamicSharedInformerFactory(p.Clients.Dynamic, 0)
-	p.informers = map[schema.GroupVersionResource]watched{}
+	p.informers = map[informerKey]watched{}
 	p.tombstones = map[objectKey]schemas.ObjectRef{}
 	for _, kf := range p.pending {
 		p.wg.Go(func() { p.watchKind(ctx, kf.gvk, kf.family) })
@@ -138,6 +151,7 @@ func (p *ControlPlaneProducer) Run(ctx context.Context) error {
 	for p.processNext(ctx) {
 	}
 	p.wg.Wait()
+	p.factory.Shutdown()
 	return nil
 }
 
@@ -164,24 +178,26 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 	p.mu.Lock()
 	informer := p.factory.ForResource(gvr).Informer()
 	p.mu.Unlock()
+	ik := informerKey{gvr: gvr, family: family.Name}
 	_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { p.enqueue(gvr, obj) },
+		AddFunc: func(obj any) { p.enqueue(ik, obj) },
 		UpdateFunc: func(oldObj, newObj any) {
 			if relevantUpdate(family, oldObj, newObj) {
-				p.enqueue(gvr, newObj)
+				p.enqueue(ik, newObj)
 			}
 		},
-		DeleteFunc: func(obj any) { p.enqueueDeleted(gvr, obj) },
+		DeleteFunc: func(obj any) { p.enqueueDeleted(ik, obj) },
 	})
 	if err != nil {
 		log.Error("cannot watch kind", "error", err)
 		return
 	}
 	p.mu.Lock()
-	p.informers[gvr] = watched{informer: informer, family: family}
+	p.informers[ik] = watched{informer: informer, family: family}
 	p.mu.Unlock()
 	log.Info("watching", "family", family.Name, "resource", gvr.String())
-	informer.Run(ctx.Done())
+	// The factory runs each shared informer once however many families watch it.
+	p.factory.Start(ctx.Done())
 }
 
 // relevantUpdate ignores status-only updates and bookkeeping: only a change to what would be copied to a
@@ -199,19 +215,19 @@ func relevantUpdate(family Family, oldObj, newObj any) bool {
 		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
 }
 
-func (p *ControlPlaneProducer) enqueue(gvr schema.GroupVersionResource, obj any) {
+func (p *ControlPlaneProducer) enqueue(ik informerKey, obj any) {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok {
 		return
 	}
-	key := objectKey{gvr: gvr, namespace: u.GetNamespace(), name: u.GetName()}
+	key := objectKey{informerKey: ik, namespace: u.GetNamespace(), name: u.GetName()}
 	p.mu.Lock()
 	delete(p.tombstones, key)
 	p.mu.Unlock()
 	p.queue.Add(key)
 }
 
-func (p *ControlPlaneProducer) enqueueDeleted(gvr schema.GroupVersionResource, obj any) {
+func (p *ControlPlaneProducer) enqueueDeleted(ik informerKey, obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -219,7 +235,7 @@ func (p *ControlPlaneProducer) enqueueDeleted(gvr schema.GroupVersionResource, o
 	if !ok {
 		return
 	}
-	key := objectKey{gvr: gvr, namespace: u.GetNamespace(), name: u.GetName()}
+	key := objectKey{informerKey: ik, namespace: u.GetNamespace(), name: u.GetName()}
 	p.mu.Lock()
 	p.tombstones[key] = schemas.RefOf(u.Object)
 	p.mu.Unlock()
@@ -247,7 +263,7 @@ func (p *ControlPlaneProducer) processNext(ctx context.Context) bool {
 
 func (p *ControlPlaneProducer) publish(ctx context.Context, key objectKey) error {
 	p.mu.Lock()
-	w, known := p.informers[key.gvr]
+	w, known := p.informers[key.informerKey]
 	tomb, deleted := p.tombstones[key]
 	p.mu.Unlock()
 	if !known {
@@ -266,8 +282,12 @@ func (p *ControlPlaneProducer) publish(ctx context.Context, key objectKey) error
 		u := item.(*unstructured.Unstructured)
 		payload := &schemas.ObjectChanged{Object: u.Object}
 		ref := payload.Ref()
-		return p.send(ctx, family.ChangedType, family.Subject(ref),
-			schemas.ObjectChangedID(family.Name, ref, u.GetResourceVersion()), payload)
+		if err := p.send(ctx, family.ChangedType, family.Subject(ref),
+			schemas.ObjectChangedID(family.Name, ref, u.GetResourceVersion()), payload); err != nil {
+			return err
+		}
+		p.watchNamedKinds(family, u)
+		return nil
 	}
 	if !deleted {
 		return nil
@@ -295,4 +315,48 @@ func (p *ControlPlaneProducer) send(ctx context.Context, eventType, subject, id 
 	}
 	p.Log.Debug("published", "event_type", eventType, "subject", subject, "seq", ack.Sequence, "duplicate", ack.Duplicate)
 	return nil
+}
+
+// watchNamedKinds starts watching the workload kinds a policy selects or an RI describes, so a new kind
+// needs no restart.
+func (p *ControlPlaneProducer) watchNamedKinds(family Family, obj *unstructured.Unstructured) {
+	switch family.Name {
+	case PolicyFamily.Name:
+		kinds, _, _ := unstructured.NestedSlice(obj.Object, "spec", "resourceSelectors", "kinds")
+		for _, k := range kinds {
+			m, _ := k.(map[string]any)
+			group, _ := m["group"].(string)
+			kind, _ := m["kind"].(string)
+			if kind != "" {
+				p.addGroupKind(schema.GroupKind{Group: group, Kind: kind})
+			}
+		}
+	case ResourceInterfaceFamily.Name:
+		root, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "structureDefinition", "rootComponent", "kind")
+		if root["kind"] != "" && root["version"] != "" {
+			p.AddKind(schema.GroupVersionKind{Group: root["group"], Version: root["version"], Kind: root["kind"]}, WorkloadFamily)
+		}
+	}
+}
+
+// addGroupKind watches a kind named without a version at the version the control plane prefers, once the
+// kind is served.
+func (p *ControlPlaneProducer) addGroupKind(gk schema.GroupKind) {
+	p.mu.Lock()
+	ctx := p.ctx
+	p.mu.Unlock()
+	if ctx == nil {
+		return
+	}
+	p.wg.Go(func() {
+		_ = wait.PollUntilContextCancel(ctx, 5*time.Second, true, func(context.Context) (bool, error) {
+			mapping, err := p.Clients.Mapper.RESTMapping(gk)
+			if err != nil {
+				p.Clients.Mapper.Reset()
+				return false, nil
+			}
+			p.AddKind(mapping.GroupVersionKind, WorkloadFamily)
+			return true, nil
+		})
+	})
 }

@@ -142,8 +142,10 @@ type PlacementDecided struct {
 	Sequence uint64 `json:"sequence"`
 	// Object is the desired object, for Apply.
 	Object map[string]any `json:"object,omitempty"`
-	Policy string         `json:"policy,omitempty"`
-	Reason string         `json:"reason,omitempty"`
+	// Replicas is the replica count written into Object for a Divide spread; 0 when not divided.
+	Replicas int64  `json:"replicas,omitempty"`
+	Policy   string `json:"policy,omitempty"`
+	Reason   string `json:"reason,omitempty"`
 }
 
 // Validate implements Payload.

@@ -102,17 +102,31 @@ func RetryDelay(attempt uint64) time.Duration {
 	return min(delay, 30*time.Second)
 }
 
-// PlacerConsumer is the placer's durable consumer on workload events.
+// PlacerInputs are the subjects the placer consumes: every input event, but not its own verdicts and
+// analyses.
+var PlacerInputs = []string{
+	SubjectEventsPrefix + ".workload.>",
+	SubjectEventsPrefix + ".policy.>",
+	SubjectEventsPrefix + ".resourceinterface.>",
+	SubjectEventsPrefix + ".namespace.>",
+	SubjectEventsPrefix + ".cluster.>",
+	SubjectEventsPrefix + ".node.>",
+	SubjectEventsPrefix + ".status.>",
+	SubjectEventsPrefix + ".placement.>",
+	SubjectEventsPrefix + ".placer.>",
+}
+
+// PlacerConsumer is the placer's durable consumer on its input events.
 func PlacerConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 	return StreamEvents, jetstream.ConsumerConfig{
-		Durable:       ConsumerPlacer,
-		Description:   "placer: workload events to placement decisions",
-		FilterSubject: SubjectAllWorkloadEvents,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    MaxDeliver,
-		MaxAckPending: 1000,
+		Durable:        ConsumerPlacer,
+		Description:    "placer: fleet events to placement decisions",
+		FilterSubjects: PlacerInputs,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+		AckWait:        30 * time.Second,
+		MaxDeliver:     MaxDeliver,
+		MaxAckPending:  1000,
 	}
 }
 

@@ -31,7 +31,10 @@ type PlacementVerdict struct {
 	Replicas map[string]int32 `json:"replicas,omitempty"`
 	// Reasons maps each rejected cluster to why it was rejected.
 	Reasons map[string]string `json:"reasons,omitempty"`
-	Message string            `json:"message,omitempty"`
+	// ReasonCodes maps each rejected cluster to a machine-readable reason: Selector, NotReady, Taint, API,
+	// Capacity or Group.
+	ReasonCodes map[string]string `json:"reasonCodes,omitempty"`
+	Message     string            `json:"message,omitempty"`
 	// ViewSequence is the stream sequence of the fleet view the verdict was computed on.
 	ViewSequence uint64 `json:"viewSequence"`
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -17,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
@@ -28,8 +28,8 @@ import (
 func init() { registerCommand(newDemoCommand) }
 
 type demoOptions struct {
-	dir, fleetFile, crds, workloads, binDir, natsListen string
-	timeout                                            time.Duration
+	dir, fleetFile, crds, policies, workloads, binDir, natsListen string
+	timeout                                                       time.Duration
 }
 
 func newDemoCommand() *cobra.Command {
@@ -51,6 +51,7 @@ The fleet keeps running, with kubeconfigs to explore it, until Ctrl-C tears ever
 	cmd.Flags().StringVar(&o.dir, "dir", ".fleet/demo", "directory for the fleet's data, logs, kubeconfigs and NATS storage")
 	cmd.Flags().StringVar(&o.fleetFile, "fleet", "deploy/fleets/demo.yaml", "fleet description: clusters and nodes")
 	cmd.Flags().StringVar(&o.crds, "crds", "deploy/demo/crds.yaml", "framework CRDs to install on every cluster")
+	cmd.Flags().StringVar(&o.policies, "policies", "deploy/demo/policies.yaml", "SchedulePolicies to apply to the control plane")
 	cmd.Flags().StringVar(&o.workloads, "workloads", "deploy/demo/workloads.yaml", "CRs to submit to the control plane")
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "bin", "directory holding the etcd and kube-apiserver binaries")
 	cmd.Flags().StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "listen address of the embedded NATS server (port 0 picks one)")
@@ -65,6 +66,10 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		return err
 	}
 	crds, err := readObjectsFile(o.crds)
+	if err != nil {
+		return err
+	}
+	policies, err := readObjectsFile(o.policies)
 	if err != nil {
 		return err
 	}
@@ -117,7 +122,30 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		}
 	}
 
-	b, err := openDemoBus(ctx, filepath.Join(o.dir, "nats"), o.natsListen)
+	step("registering %d workload clusters and %d SchedulePolicies on the control plane", len(names), len(policies))
+	if err := pipeline.InstallControlPlaneCRDs(startCtx, controlPlane, "fleetflow-demo"); err != nil {
+		return err
+	}
+	for _, c := range spec.Clusters {
+		target, _ := fleet.Cluster(c.Name)
+		kubeconfig, err := os.ReadFile(target.KubeconfigPath)
+		if err != nil {
+			return err
+		}
+		if err := pipeline.RegisterCluster(startCtx, controlPlane, c.Name, kubeconfig, c.Labels, "fleetflow-demo"); err != nil {
+			return err
+		}
+	}
+	if err := controlPlane.Apply(startCtx, "fleetflow-demo", policies...); err != nil {
+		return err
+	}
+
+	// A demo starts from empty streams; a previous run's history would replay its decisions.
+	natsDir := filepath.Join(o.dir, "nats")
+	if err := os.RemoveAll(natsDir); err != nil {
+		return err
+	}
+	b, err := openDemoBus(ctx, natsDir, o.natsListen)
 	if err != nil {
 		return err
 	}
@@ -126,8 +154,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	if err != nil {
 		return err
 	}
-	all := &pipeline.AllInOne{ControlPlane: controlPlane, Clusters: clusters, Kinds: kinds,
-		Decider: consumers.NewFirstReadyCluster(names...)}
+	all := &pipeline.AllInOne{ControlPlane: controlPlane, Kinds: kinds}
 	pipelineCtx, stopPipeline := context.WithCancel(ctx)
 	pipelineDone := make(chan error, 1)
 	go func() { pipelineDone <- all.Run(pipelineCtx, b, slog.Default()) }()
@@ -136,11 +163,19 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		err = errors.Join(err, <-pipelineDone)
 	}()
 
+	expected := map[string]int{}
+	for _, c := range spec.Clusters {
+		expected[c.Name] = len(c.AllNodes())
+	}
+	if err := pipeline.WaitObserved(startCtx, b, expected); err != nil {
+		return err
+	}
+	step("every cluster's nodes, APIs and heartbeat are in the streams")
 	step("submitting %d CR(s) to the control plane", len(workloads))
 	if err := controlPlane.Apply(startCtx, "fleetflow-demo", workloads...); err != nil {
 		return err
 	}
-	landed, err := waitLanded(startCtx, clusters, workloads)
+	landed, err := waitPlaced(startCtx, controlPlane, clusters, workloads)
 	if err != nil {
 		return err
 	}
@@ -168,40 +203,73 @@ func openDemoBus(ctx context.Context, dataDir, listen string) (*pipeline.Bus, er
 	return b, err
 }
 
-// waitLanded polls the workload clusters until each workload exists on one of them.
-func waitLanded(ctx context.Context, clusters map[string]*kube.Clients, workloads []*unstructured.Unstructured) (map[string]string, error) {
-	landed := map[string]string{}
+// placement is where the demo found a workload: its verdict on the control plane, and the cluster
+// whose apiserver holds the copy.
+type placement struct {
+	verdict, cluster, reasons string
+}
+
+// waitPlaced polls each workload's verdict annotation on the control plane and, for placed ones, the
+// workload cluster the verdict names, until every workload has a verdict and every placed one has landed.
+func waitPlaced(ctx context.Context, controlPlane *kube.Clients, clusters map[string]*kube.Clients, workloads []*unstructured.Unstructured) (map[string]placement, error) {
+	out := map[string]placement{}
 	for _, w := range workloads {
 		key := w.GetNamespace() + "/" + w.GetName()
-		for landed[key] == "" {
-			for name, clients := range clusters {
-				gvr, _, err := clients.ResourceFor(w)
-				if err != nil {
-					continue
-				}
-				if _, err := clients.Dynamic.Resource(gvr).Namespace(w.GetNamespace()).Get(ctx, w.GetName(), metav1.GetOptions{}); err == nil {
-					landed[key] = name
-				}
-			}
-			if landed[key] != "" {
+		for {
+			if p, ok := landed(ctx, controlPlane, clusters, w); ok {
+				out[key] = p
 				break
 			}
 			select {
 			case <-ctx.Done():
-				return landed, fmt.Errorf("%s %s was not placed in time: %w", w.GetKind(), key, ctx.Err())
+				return out, fmt.Errorf("%s %s was not placed in time: %w", w.GetKind(), key, ctx.Err())
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
 	}
-	return landed, nil
+	return out, nil
 }
 
-func printDemo(out io.Writer, fleet *localfleet.Fleet, natsURL string, workloads []*unstructured.Unstructured, landed map[string]string) {
+func landed(ctx context.Context, controlPlane *kube.Clients, clusters map[string]*kube.Clients, w *unstructured.Unstructured) (placement, bool) {
+	get := func(c *kube.Clients) *unstructured.Unstructured {
+		gvr, _, err := c.ResourceFor(w)
+		if err != nil {
+			return nil
+		}
+		obj, err := c.Dynamic.Resource(gvr).Namespace(w.GetNamespace()).Get(ctx, w.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		return obj
+	}
+	source := get(controlPlane)
+	if source == nil {
+		return placement{}, false
+	}
+	a := source.GetAnnotations()
+	p := placement{verdict: a[schemas.AnnotationPlacement], cluster: a[schemas.AnnotationCluster], reasons: a[schemas.AnnotationReasons]}
+	switch p.verdict {
+	case "":
+		return p, false
+	case string(schemas.VerdictPlaced):
+		c := clusters[p.cluster]
+		return p, c != nil && get(c) != nil
+	default:
+		return p, true
+	}
+}
+
+func printDemo(out io.Writer, fleet *localfleet.Fleet, natsURL string, workloads []*unstructured.Unstructured, landed map[string]placement) {
 	fmt.Fprintln(out, "\nPlacements:")
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tCLUSTER")
+	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tVERDICT\tCLUSTER\tWHY NOT ELSEWHERE")
 	for _, w := range workloads {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", w.GetKind(), w.GetNamespace(), w.GetName(), landed[w.GetNamespace()+"/"+w.GetName()])
+		p := landed[w.GetNamespace()+"/"+w.GetName()]
+		why := strings.ReplaceAll(p.reasons, "\n", "; ")
+		if why == "" {
+			why = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", w.GetKind(), w.GetNamespace(), w.GetName(), p.verdict, p.cluster, why)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(out, "\nClusters:")
@@ -213,14 +281,16 @@ func printDemo(out io.Writer, fleet *localfleet.Fleet, natsURL string, workloads
 	_ = tw.Flush()
 	example := fleet.Workloads[0]
 	if len(workloads) > 0 {
-		if name := landed[workloads[0].GetNamespace()+"/"+workloads[0].GetName()]; name != "" {
+		if name := landed[workloads[0].GetNamespace()+"/"+workloads[0].GetName()].cluster; name != "" {
 			example, _ = fleet.Cluster(name)
 		}
 	}
 	kind := "pytorchjobs"
 	fmt.Fprintf(out, "\nTry:\n  kubectl --kubeconfig %s get %s -A\n", example.KubeconfigPath, kind)
 	fmt.Fprintf(out, "  kubectl --kubeconfig %s get %s -A   # the control plane\n", fleet.ControlPlane.KubeconfigPath, kind)
+	fmt.Fprintf(out, "  kubectl --kubeconfig %s get clusters,schedulepolicies\n", fleet.ControlPlane.KubeconfigPath)
 	fmt.Fprintf(out, "  nats --server %s stream ls\n", natsURL)
+	fmt.Fprintf(out, "  fleetflow audit tail --nats-url %s --workload PyTorchJob/%s/%s\n", natsURL, workloads[0].GetNamespace(), workloads[0].GetName())
 	fmt.Fprintln(out, "\nThe fleet and the pipeline keep running. Press Ctrl-C to tear everything down.")
 }
 

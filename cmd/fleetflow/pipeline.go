@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -16,6 +18,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -24,15 +27,7 @@ func init() {
 	registerCommand(newProducerCommand)
 	registerCommand(newPlacerCommand)
 	registerCommand(newApplierCommand)
-}
-
-// defaultWatchedKinds are the framework kinds fleetflow places out of the box.
-var defaultWatchedKinds = []string{
-	"kubeflow.org/v1/PyTorchJob", "kubeflow.org/v1/MPIJob", "kubeflow.org/v2beta1/MPIJob",
-	"jobset.x-k8s.io/v1alpha2/JobSet", "leaderworkerset.x-k8s.io/v1/LeaderWorkerSet",
-	"serving.kserve.io/v1beta1/InferenceService", "nvidia.com/v1alpha1/DynamoGraphDeployment",
-	"milvus.io/v1beta1/Milvus", "ray.io/v1/RayCluster", "ray.io/v1/RayJob", "ray.io/v1/RayService",
-	"apps.nvidia.com/v1alpha1/NIMService",
+	registerCommand(newStatusCommand)
 }
 
 type busFlags struct {
@@ -84,10 +79,16 @@ func parseKinds(values []string) ([]schema.GroupVersionKind, error) {
 	return kinds, nil
 }
 
+// clusterKubeconfig names a workload cluster and its kubeconfig.
+type clusterKubeconfig struct {
+	Name       string
+	Kubeconfig string
+}
+
 // parseClusters reads repeated name=kubeconfig flags.
-func parseClusters(values []string) ([]pipeline.ClusterKubeconfig, error) {
+func parseClusters(values []string) ([]clusterKubeconfig, error) {
 	seen := map[string]bool{}
-	var out []pipeline.ClusterKubeconfig
+	var out []clusterKubeconfig
 	for _, v := range values {
 		name, path, ok := strings.Cut(v, "=")
 		if !ok || name == "" || path == "" {
@@ -97,7 +98,7 @@ func parseClusters(values []string) ([]pipeline.ClusterKubeconfig, error) {
 			return nil, fmt.Errorf("--cluster %q: cluster %s given twice", v, name)
 		}
 		seen[name] = true
-		out = append(out, pipeline.ClusterKubeconfig{Name: name, Kubeconfig: path})
+		out = append(out, clusterKubeconfig{Name: name, Kubeconfig: path})
 	}
 	return out, nil
 }
@@ -106,13 +107,31 @@ func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 }
 
+type placerFlags struct {
+	heartbeatTimeout, pendingTimeout, reservationTTL time.Duration
+}
+
+func (f *placerFlags) register(flags *pflag.FlagSet) {
+	flags.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 30*time.Second, "a cluster silent this long is NotReady and its workloads fail over")
+	flags.DurationVar(&f.pendingTimeout, "pending-timeout", 5*time.Minute, "a workload whose pods pend this long moves to another cluster that fits")
+	flags.DurationVar(&f.reservationTTL, "reservation-ttl", 5*time.Minute, "how long a decision's reservations hold capacity before the cluster shows the pods")
+}
+
+func (f *placerFlags) config() consumers.PlacerConfig {
+	return consumers.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL}
+}
+
 func newRunCommand() *cobra.Command {
 	var bf busFlags
+	var pf placerFlags
 	var controlPlane string
 	var clusterFlags, watch []string
 	cmd := &cobra.Command{
-		Use:   "run --control-plane KUBECONFIG --cluster NAME=KUBECONFIG...",
-		Short: "Run the producer, the placer and one applier per cluster in one process",
+		Use:   "run --control-plane KUBECONFIG [--cluster NAME=KUBECONFIG...]",
+		Short: "Run every part of fleetflow in one process: producers, placer, status writer and per-cluster appliers",
+		Long: `Run every part of fleetflow in one process against one control plane. Workload clusters are the Cluster
+objects of the control plane; each --cluster registers one (its kubeconfig goes into a Secret in
+fleetflow-system). fleetflow's CRDs are installed on the control plane if missing.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
@@ -120,9 +139,6 @@ func newRunCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if len(clusters) == 0 {
-				return fmt.Errorf("at least one --cluster NAME=KUBECONFIG is required")
-			}
 			kinds, err := parseKinds(watch)
 			if err != nil {
 				return err
@@ -131,89 +147,137 @@ func newRunCommand() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--control-plane: %w", err)
 			}
-			all := &pipeline.AllInOne{ControlPlane: cp, Clusters: map[string]*kube.Clients{}, Kinds: kinds}
-			names := make([]string, 0, len(clusters))
+			if err := pipeline.InstallControlPlaneCRDs(ctx, cp, "fleetflow"); err != nil {
+				return err
+			}
 			for _, c := range clusters {
-				clients, err := kube.ClientsFromKubeconfig(c.Kubeconfig)
+				data, err := os.ReadFile(c.Kubeconfig)
 				if err != nil {
 					return fmt.Errorf("--cluster %s: %w", c.Name, err)
 				}
-				all.Clusters[c.Name] = clients
-				names = append(names, c.Name)
+				if err := pipeline.RegisterCluster(ctx, cp, c.Name, data, nil, "fleetflow"); err != nil {
+					return err
+				}
 			}
-			all.Decider = consumers.NewFirstReadyCluster(names...)
 			b, err := bf.open(ctx, "fleetflow-run")
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			slog.Info("fleetflow running", "nats", b.URL, "clusters", names)
+			slog.Info("fleetflow running", "nats", b.URL)
+			all := &pipeline.AllInOne{ControlPlane: cp, Kinds: kinds, Placer: pf.config()}
 			return all.Run(ctx, b, slog.Default())
 		},
 	}
 	bf.register(cmd.Flags())
+	pf.register(cmd.Flags())
 	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver")
-	cmd.Flags().StringArrayVar(&clusterFlags, "cluster", nil, "workload cluster as NAME=KUBECONFIG (repeatable)")
-	cmd.Flags().StringSliceVar(&watch, "watch", defaultWatchedKinds, "workload kinds to place, as group/version/Kind")
+	cmd.Flags().StringArrayVar(&clusterFlags, "cluster", nil, "register a workload cluster as NAME=KUBECONFIG (repeatable)")
+	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds to place, as group/version/Kind (built-in RI kinds and kinds named by policies or RIs are watched anyway)")
 	_ = cmd.MarkFlagRequired("control-plane")
 	return cmd
 }
 
 func newProducerCommand() *cobra.Command {
 	var bf busFlags
-	var controlPlane string
+	var controlPlane, cluster string
 	var watch []string
 	cmd := &cobra.Command{
-		Use:   "producer --control-plane KUBECONFIG",
-		Short: "Publish control-plane workload changes to JetStream",
+		Use:   "producer (--control-plane KUBECONFIG | --cluster NAME=KUBECONFIG)",
+		Short: "Publish control-plane changes, or one workload cluster's nodes, APIs, heartbeats and statuses",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
+			if (controlPlane == "") == (cluster == "") {
+				return fmt.Errorf("give exactly one of --control-plane and --cluster")
+			}
 			kinds, err := parseKinds(watch)
 			if err != nil {
 				return err
 			}
-			cp, err := kube.ClientsFromKubeconfig(controlPlane)
+			builtin, err := pipeline.BuiltinKinds()
 			if err != nil {
-				return fmt.Errorf("--control-plane: %w", err)
+				return err
 			}
+			kinds = append(builtin, kinds...)
 			b, err := bf.open(ctx, "fleetflow-producer")
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			return pipeline.RunProducer(ctx, b, cp, kinds, slog.Default())
+			if controlPlane != "" {
+				cp, err := kube.ClientsFromKubeconfig(controlPlane)
+				if err != nil {
+					return fmt.Errorf("--control-plane: %w", err)
+				}
+				return pipeline.RunProducer(ctx, b, cp, kinds, slog.Default())
+			}
+			parsed, err := parseClusters([]string{cluster})
+			if err != nil {
+				return err
+			}
+			clients, err := kube.ClientsFromKubeconfig(parsed[0].Kubeconfig)
+			if err != nil {
+				return fmt.Errorf("--cluster %s: %w", parsed[0].Name, err)
+			}
+			p := &producers.ClusterProducer{Cluster: parsed[0].Name, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
+				Log: slog.Default().With("component", "cluster-producer", "cluster", parsed[0].Name)}
+			return p.Run(ctx)
 		},
 	}
 	bf.register(cmd.Flags())
 	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver")
-	cmd.Flags().StringSliceVar(&watch, "watch", defaultWatchedKinds, "workload kinds to place, as group/version/Kind")
-	_ = cmd.MarkFlagRequired("control-plane")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "a workload cluster as NAME=KUBECONFIG")
+	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds, as group/version/Kind")
 	return cmd
 }
 
 func newPlacerCommand() *cobra.Command {
 	var bf busFlags
-	var clusters []string
+	var pf placerFlags
 	cmd := &cobra.Command{
-		Use:   "placer --cluster NAME...",
-		Short: "Consume workload events and publish placement decisions",
+		Use:   "placer",
+		Short: "Rebuild the fleet view from the streams, then turn fleet events into placement decisions",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			if len(clusters) == 0 {
-				return fmt.Errorf("at least one --cluster NAME is required")
-			}
 			b, err := bf.open(ctx, "fleetflow-placer")
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			return pipeline.RunPlacer(ctx, b, consumers.NewFirstReadyCluster(clusters...), slog.Default())
+			return pipeline.RunPlacer(ctx, b, pf.config(), slog.Default())
 		},
 	}
 	bf.register(cmd.Flags())
-	cmd.Flags().StringSliceVar(&clusters, "cluster", nil, "workload cluster names (repeatable)")
+	pf.register(cmd.Flags())
+	return cmd
+}
+
+func newStatusCommand() *cobra.Command {
+	var bf busFlags
+	var controlPlane string
+	cmd := &cobra.Command{
+		Use:   "status --control-plane KUBECONFIG",
+		Short: "Copy workload status and placement outcomes back onto control-plane objects",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			cp, err := kube.ClientsFromKubeconfig(controlPlane)
+			if err != nil {
+				return fmt.Errorf("--control-plane: %w", err)
+			}
+			b, err := bf.open(ctx, "fleetflow-status")
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			return pipeline.RunStatusWriter(ctx, b, cp, slog.Default())
+		},
+	}
+	bf.register(cmd.Flags())
+	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver")
+	_ = cmd.MarkFlagRequired("control-plane")
 	return cmd
 }
 

@@ -6,8 +6,11 @@ import (
 	"io/fs"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
+	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,6 +21,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/deploy/crds"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/schemas"
 )
 
 // SystemNamespace holds fleetflow's own objects on the control plane, such as cluster kubeconfig Secrets.
@@ -219,3 +223,40 @@ func (m *ClusterManager) kubeconfig(ctx context.Context, cluster *unstructured.U
 	return data, nil
 }
 
+// WaitObserved waits until the streams hold, for every named cluster, its installed APIs, a heartbeat and
+// at least the given number of nodes: the placer then sees the fleet as it is, not half of it.
+func WaitObserved(ctx context.Context, b *Bus, nodes map[string]int) error {
+	stream, err := b.JetStream.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		return err
+	}
+	for {
+		missing := ""
+		for cluster, want := range nodes {
+			info, err := stream.Info(ctx, jetstream.WithSubjectFilter(schemas.SubjectEventsPrefix+".*."+schemas.Token(cluster)+".>"))
+			if err != nil {
+				return err
+			}
+			got := 0
+			for subject := range info.State.Subjects {
+				if strings.HasPrefix(subject, schemas.SubjectEventsPrefix+".node.") {
+					got++
+				}
+			}
+			_, apis := info.State.Subjects[schemas.ClusterAPIsSubject(cluster)]
+			_, beat := info.State.Subjects[schemas.ClusterHeartbeatSubject(cluster)]
+			if got < want || !apis || !beat {
+				missing = fmt.Sprintf("cluster %s: %d/%d nodes, APIs %t, heartbeat %t", cluster, got, want, apis, beat)
+				break
+			}
+		}
+		if missing == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("fleet not observed in time (%s): %w", missing, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -88,26 +89,81 @@ func (b *Bus) Close() {
 	}
 }
 
-// RunProducer publishes control-plane workload events until ctx is done.
+// RunProducer publishes control-plane changes until ctx is done: namespaces, clusters, policies, RIs,
+// and workloads of the given kinds, of every built-in RI's kind, and of every kind a policy or an RI names.
 func RunProducer(ctx context.Context, b *Bus, controlPlane *kube.Clients, kinds []schema.GroupVersionKind, log *slog.Logger) error {
 	p := &producers.ControlPlaneProducer{Clients: controlPlane, Publisher: b.Publisher, Log: log.With("component", "producer")}
+	p.AddKind(producers.NamespaceKind, producers.NamespaceFamily)
+	p.AddKind(producers.ClusterKind, producers.ClusterFamily)
+	p.AddKind(producers.SchedulePolicyKind, producers.PolicyFamily)
+	p.AddKind(producers.ResourceInterfaceKind, producers.ResourceInterfaceFamily)
 	for _, gvk := range kinds {
 		p.AddKind(gvk, producers.WorkloadFamily)
 	}
 	return p.Run(ctx)
 }
 
-// RunPlacer consumes workload events and publishes decisions until ctx is done.
-func RunPlacer(ctx context.Context, b *Bus, decider consumers.Decider, log *slog.Logger) error {
+// BuiltinKinds are the kinds the built-in RIs describe.
+func BuiltinKinds() ([]schema.GroupVersionKind, error) {
+	builtins, err := karta.Builtins()
+	if err != nil {
+		return nil, fmt.Errorf("built-in resource interfaces: %w", err)
+	}
+	kinds := make([]schema.GroupVersionKind, 0, len(builtins))
+	for _, ri := range builtins {
+		kinds = append(kinds, ri.GVK)
+	}
+	return kinds, nil
+}
+
+// PlacerTickInterval is how often the placer publishes its clock.
+const PlacerTickInterval = 2 * time.Second
+
+// RunPlacer rebuilds the placer's view from the state stream, then consumes fleet events and publishes
+// verdicts and decisions until ctx is done. It publishes a tick into its own input every
+// PlacerTickInterval, so heartbeat timeouts and pending pods are judged as events.
+func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slog.Logger) error {
 	log = log.With("component", "placer")
-	stream, cfg := schemas.PlacerConsumer()
-	consumer, err := bus.EnsureConsumer(ctx, b.JetStream, stream, cfg)
+	builtins, err := karta.Builtins()
+	if err != nil {
+		return fmt.Errorf("built-in resource interfaces: %w", err)
+	}
+	placer, err := consumers.NewPlacer(b.Publisher, karta.NewRegistry(builtins...), cfg, log)
 	if err != nil {
 		return err
 	}
-	placer := consumers.NewPlacer(decider, b.Publisher, log)
+	if err := placer.Rebuild(ctx, b.JetStream); err != nil {
+		return err
+	}
+	stream, consumerCfg := schemas.PlacerConsumer()
+	consumer, err := bus.EnsureConsumer(ctx, b.JetStream, stream, consumerCfg)
+	if err != nil {
+		return err
+	}
+	go publishTicks(ctx, b, log)
 	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: placer.Handle, Log: log}
 	return loop.Run(ctx)
+}
+
+func publishTicks(ctx context.Context, b *Bus, log *slog.Logger) {
+	ticker := time.NewTicker(PlacerTickInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-ticker.C:
+			id := fmt.Sprintf("tick/%d", now.UnixNano()/int64(PlacerTickInterval))
+			event, err := schemas.NewEvent(schemas.TypePlacerTick, schemas.SourcePlacer, schemas.SubjectPlacerTick, id,
+				&schemas.PlacerTick{Time: now.UTC()})
+			if err == nil {
+				_, err = b.Publisher.Publish(ctx, schemas.SubjectPlacerTick, event)
+			}
+			if err != nil && ctx.Err() == nil {
+				log.Warn("placer tick not published", "error", err)
+			}
+		}
+	}
 }
 
 // RunApplier carries out the decisions for one cluster until ctx is done.
@@ -140,22 +196,47 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 	return loop.Run(ctx)
 }
 
-// ClusterKubeconfig names a workload cluster and its kubeconfig.
-type ClusterKubeconfig struct {
-	Name       string
-	Kubeconfig string
+// RunClusterParts runs what fleetflow does for one workload cluster: the producer of its nodes, APIs,
+// heartbeats and workload statuses, and the applier of its decisions.
+func RunClusterParts(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, kinds []schema.GroupVersionKind, log *slog.Logger) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		p := &producers.ClusterProducer{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
+			Log: log.With("component", "cluster-producer", "cluster", cluster)}
+		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
+			cancel(fmt.Errorf("cluster producer %s: %w", cluster, err))
+		}
+	})
+	wg.Go(func() {
+		if err := RunApplier(ctx, b, cluster, clients, log); err != nil && ctx.Err() == nil {
+			cancel(fmt.Errorf("applier %s: %w", cluster, err))
+		}
+	})
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
 }
 
-// AllInOne is everything fleetflow run starts.
+// AllInOne is everything fleetflow run starts: the control-plane producer, the placer, the status writer,
+// and, for every Cluster registered on the control plane, that cluster's producer and applier.
 type AllInOne struct {
 	ControlPlane *kube.Clients
-	Clusters     map[string]*kube.Clients
-	Kinds        []schema.GroupVersionKind
-	Decider      consumers.Decider
+	// Kinds are workload kinds to watch besides the built-in RIs' kinds and those policies and RIs name.
+	Kinds  []schema.GroupVersionKind
+	Placer consumers.PlacerConfig
 }
 
-// Run runs the producer, the placer and one applier per cluster on b until ctx is done or one of them fails.
+// Run runs every part on b until ctx is done or one of them fails.
 func (a *AllInOne) Run(ctx context.Context, b *Bus, log *slog.Logger) error {
+	kinds, err := BuiltinKinds()
+	if err != nil {
+		return err
+	}
+	kinds = append(kinds, a.Kinds...)
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -166,12 +247,14 @@ func (a *AllInOne) Run(ctx context.Context, b *Bus, log *slog.Logger) error {
 			}
 		})
 	}
-	start("producer", func() error { return RunProducer(ctx, b, a.ControlPlane, a.Kinds, log) })
-	start("placer", func() error { return RunPlacer(ctx, b, a.Decider, log) })
+	start("producer", func() error { return RunProducer(ctx, b, a.ControlPlane, kinds, log) })
+	start("placer", func() error { return RunPlacer(ctx, b, a.Placer, log) })
 	start("status", func() error { return RunStatusWriter(ctx, b, a.ControlPlane, log) })
-	for name, clients := range a.Clusters {
-		start("applier "+name, func() error { return RunApplier(ctx, b, name, clients, log) })
-	}
+	manager := &ClusterManager{ControlPlane: a.ControlPlane, Log: log.With("component", "clusters"),
+		Run: func(ctx context.Context, name string, clients *kube.Clients) error {
+			return RunClusterParts(ctx, b, name, clients, kinds, log)
+		}}
+	start("clusters", func() error { return manager.Start(ctx) })
 	<-ctx.Done()
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -1,0 +1,244 @@
+package consumers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/policy"
+	"github.com/fleetflow/fleetflow/placement/scheduler"
+	"github.com/fleetflow/fleetflow/placement/state"
+	"github.com/fleetflow/fleetflow/placement/structs"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// EventPublisher publishes CloudEvents; *bus.Publisher implements it.
+type EventPublisher interface {
+	Publish(ctx context.Context, subject string, e cloudevents.Event) (*jetstream.PubAck, error)
+}
+
+// PlacerConfig tunes the placer's time-based behaviour.
+type PlacerConfig struct {
+	// HeartbeatTimeout is how long a cluster may stay silent before it is NotReady and its workloads fail
+	// over (default 30s).
+	HeartbeatTimeout time.Duration
+	// PendingTimeout is how long a placed workload's pods may stay Pending before it moves to another
+	// cluster that fits (default 5m).
+	PendingTimeout time.Duration
+	// ReservationTTL is how long a decision's reservations hold capacity without the cluster showing the
+	// pods (default 5m).
+	ReservationTTL time.Duration
+}
+
+func (c PlacerConfig) withDefaults() PlacerConfig {
+	if c.HeartbeatTimeout <= 0 {
+		c.HeartbeatTimeout = 30 * time.Second
+	}
+	if c.PendingTimeout <= 0 {
+		c.PendingTimeout = 5 * time.Minute
+	}
+	if c.ReservationTTL <= 0 {
+		c.ReservationTTL = state.DefaultReservationTTL
+	}
+	return c
+}
+
+// Placer keeps the placement core's fleet view up to date from events, runs a placement cycle whenever an
+// event could change a workload's answer, and publishes verdicts and per-cluster decisions.
+//
+// It is idempotent under redelivery: an event whose stream sequence is not newer than the last one applied
+// for its subject is ignored, and decisions are derived by comparing where a workload should be (the
+// store's placement) with what was already published, so a retried event publishes only what is missing.
+// Decision ids are derived from the workload, the triggering sequence, the action and the cluster, so a
+// decision published twice is dropped by JetStream's dedupe.
+type Placer struct {
+	publisher EventPublisher
+	log       *slog.Logger
+	config    PlacerConfig
+
+	store    *state.Store
+	sched    *scheduler.Scheduler
+	blocked  *scheduler.Blocked
+	registry *karta.Registry
+
+	// seq is the stream sequence of the event being handled; it stamps store writes and decisions.
+	seq uint64
+	// now is the time of the event being handled (a tick's time, or the wall clock).
+	now time.Time
+	// seen is the last sequence applied per subject.
+	seen      map[string]uint64
+	workloads map[string]*workloadEntry // by workload ID
+	byUID     map[string]string         // control-plane uid -> workload ID
+	clusters  map[string]*clusterEntry
+	policies  map[string]*policyEntry
+}
+
+type workloadEntry struct {
+	id     string
+	ref    schemas.ObjectRef
+	object map[string]any
+	labels map[string]string
+	// analysis is nil when the workload could not be analyzed; analysisErr says why.
+	analysis    *karta.Analysis
+	analysisErr string
+	// published holds the last decision published per cluster.
+	published map[string]publishedDecision
+	// confirmed holds the sequence of the last decision each cluster's applier reported applied.
+	confirmed map[string]uint64
+	// pendingSince is when the workload's pods started pending on its cluster, zero when none pend.
+	pendingCluster string
+	pendingSince   time.Time
+	// avoid lists clusters the workload is moved away from because its pods stayed Pending there.
+	avoid map[string]bool
+	// lastVerdict identifies the last verdict published, to avoid repeating identical verdicts.
+	lastVerdict string
+	// deleted is set once the control plane deleted the workload; the entry goes when its copies are gone.
+	deleted bool
+	// restore is the last verdict read while rebuilding, which says where the workload was placed.
+	restore *schemas.PlacementVerdict
+}
+
+type publishedDecision struct {
+	action          schemas.DecisionAction
+	sequence        uint64
+	resourceVersion string
+	replicas        int64
+}
+
+type clusterEntry struct {
+	name string
+	// registered is true once the control plane has a Cluster object for it.
+	registered    bool
+	labels        map[string]string
+	taints        []corev1.Taint
+	apis          []string
+	lastHeartbeat time.Time
+	ready         bool
+}
+
+type policyEntry struct {
+	name     string
+	compiled *policy.Policy
+	err      error
+}
+
+// NewPlacer returns a placer with an empty fleet view and the given RIs (normally the built-ins).
+func NewPlacer(publisher EventPublisher, ris *karta.Registry, config PlacerConfig, log *slog.Logger) (*Placer, error) {
+	config = config.withDefaults()
+	store, err := state.NewStore(state.Config{ReservationTTL: config.ReservationTTL})
+	if err != nil {
+		return nil, err
+	}
+	return &Placer{
+		publisher: publisher, log: log, config: config,
+		store: store, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris,
+		seen: map[string]uint64{}, workloads: map[string]*workloadEntry{}, byUID: map[string]string{},
+		clusters: map[string]*clusterEntry{}, policies: map[string]*policyEntry{},
+	}, nil
+}
+
+// Snapshot is the placer's current fleet view, for tests and diagnostics.
+func (p *Placer) Snapshot() *state.Snapshot { return p.store.Snapshot() }
+
+// Handle is the bus.Handler of the placer's consumer.
+func (p *Placer) Handle(ctx context.Context, d bus.Delivery) error {
+	if d.StreamSequence <= p.seen[d.Subject] {
+		return nil // already applied, e.g. during the rebuild from the state stream
+	}
+	p.seq = d.StreamSequence
+	p.now = time.Now()
+	if !d.Event.Time().IsZero() {
+		p.now = d.Event.Time()
+	}
+	touched, err := p.apply(d.Event.Type(), d.Payload, false)
+	if err != nil {
+		return err
+	}
+	if err := p.reconcile(ctx, touched); err != nil {
+		return err
+	}
+	p.seen[d.Subject] = d.StreamSequence
+	return nil
+}
+
+// touchedSet collects workloads whose decisions may need publishing after an event, with the cycle
+// outcome to report for the ones that were scheduled.
+type touchedSet struct {
+	ids      map[string]bool
+	verdicts map[string]*structs.Decision
+	// analyzed lists workloads whose analysis was (re)computed; invalid those whose analysis failed.
+	analyzed map[string]bool
+	invalid  map[string]string
+}
+
+func newTouched() *touchedSet {
+	return &touchedSet{ids: map[string]bool{}, verdicts: map[string]*structs.Decision{},
+		analyzed: map[string]bool{}, invalid: map[string]string{}}
+}
+
+func (t *touchedSet) add(id string) { t.ids[id] = true }
+
+func (t *touchedSet) decided(d *structs.Decision) {
+	t.ids[d.WorkloadID] = true
+	t.verdicts[d.WorkloadID] = d
+}
+
+// apply folds one event into the fleet view and runs the cycles it calls for. With rebuilding set it
+// only updates the view: decisions are reconciled once the whole state has been read.
+func (p *Placer) apply(eventType string, payload schemas.Payload, rebuilding bool) (*touchedSet, error) {
+	touched := newTouched()
+	var err error
+	switch eventType {
+	case schemas.TypeWorkloadChanged:
+		err = p.onWorkloadChanged(payload.(*schemas.ObjectChanged), touched, rebuilding)
+	case schemas.TypeWorkloadDeleted:
+		err = p.onWorkloadDeleted(payload.(*schemas.ObjectDeleted), touched)
+	case schemas.TypePolicyChanged:
+		err = p.onPolicyChanged(payload.(*schemas.ObjectChanged), touched, rebuilding)
+	case schemas.TypePolicyDeleted:
+		err = p.onPolicyDeleted(payload.(*schemas.ObjectDeleted), touched, rebuilding)
+	case schemas.TypeResourceInterfaceChanged:
+		err = p.onResourceInterfaceChanged(payload.(*schemas.ObjectChanged), touched, rebuilding)
+	case schemas.TypeResourceInterfaceDeleted:
+		err = p.onResourceInterfaceDeleted(payload.(*schemas.ObjectDeleted), touched, rebuilding)
+	case schemas.TypeNamespaceChanged, schemas.TypeNamespaceDeleted:
+		err = p.onNamespace(eventType, payload, touched, rebuilding)
+	case schemas.TypeClusterChanged:
+		err = p.onClusterChanged(payload.(*schemas.ObjectChanged), touched, rebuilding)
+	case schemas.TypeClusterDeleted:
+		err = p.onClusterDeleted(payload.(*schemas.ObjectDeleted), touched, rebuilding)
+	case schemas.TypeClusterHeartbeat:
+		err = p.onHeartbeat(payload.(*schemas.ClusterHeartbeat), touched, rebuilding)
+	case schemas.TypeClusterAPIs:
+		err = p.onAPIs(payload.(*schemas.ClusterAPIs), touched, rebuilding)
+	case schemas.TypeNodeChanged:
+		err = p.onNode(payload.(*schemas.NodeState), touched, rebuilding)
+	case schemas.TypeNodeDeleted:
+		err = p.onNodeDeleted(payload.(*schemas.NodeDeleted), touched, rebuilding)
+	case schemas.TypeWorkloadStatus:
+		p.onStatus(payload.(*schemas.WorkloadStatus))
+	case schemas.TypePlacementApplied:
+		p.onApplied(payload.(*schemas.PlacementApplied), touched)
+	case schemas.TypePlacementFailed:
+		p.onFailed(payload.(*schemas.PlacementFailed))
+	case schemas.TypePlacerTick:
+		if !rebuilding {
+			err = p.onTick(payload.(*schemas.PlacerTick), touched)
+		}
+	case schemas.TypePlacementDecided:
+		p.onDecided(payload.(*schemas.PlacementDecided))
+	case schemas.TypePlacementVerdict:
+		p.onVerdict(payload.(*schemas.PlacementVerdict))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("placer: %s at sequence %d: %w", eventType, p.seq, err)
+	}
+	return touched, nil
+}

@@ -1,0 +1,314 @@
+package consumers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/fleetflow/fleetflow/placement/scheduler"
+	"github.com/fleetflow/fleetflow/placement/structs"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// planner records plans in the store under the sequence of the event being handled.
+func (p *Placer) planner() scheduler.Planner {
+	return &storePlanner{p: p}
+}
+
+type storePlanner struct{ p *Placer }
+
+func (s *storePlanner) SubmitPlan(plan *structs.Plan) (scheduler.State, error) {
+	err := s.p.store.ApplyPlan(s.p.seq, s.p.now, plan)
+	return s.p.store.Snapshot(), err
+}
+
+// process runs a placement cycle for one workload.
+func (p *Placer) process(id string, touched *touchedSet) error {
+	plan, _, err := p.sched.Process(p.store.Snapshot(), p.planner(), id)
+	if err != nil {
+		return err
+	}
+	for _, d := range plan.Decisions {
+		p.record(d, touched)
+	}
+	return nil
+}
+
+// reevaluate runs cycles for placed workloads and records the ones that move.
+func (p *Placer) reevaluate(ids []string, touched *touchedSet) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	moves, _, err := p.sched.Reevaluate(p.store.Snapshot(), p.planner(), ids)
+	for _, d := range moves {
+		p.record(d, touched)
+	}
+	return err
+}
+
+// wake retries the blocked workloads that ev could unblock.
+func (p *Placer) wake(ev scheduler.Event, touched *touchedSet) {
+	for _, id := range p.blocked.Wake(ev) {
+		if err := p.process(id, touched); err != nil {
+			p.log.Warn("retrying blocked workload failed", "workload", id, "error", err)
+		}
+	}
+}
+
+func (p *Placer) record(d *structs.Decision, touched *touchedSet) {
+	touched.decided(d)
+	if d.Status == structs.StatusPlaced {
+		p.blocked.Forget(d.WorkloadID)
+	} else {
+		p.blocked.Record(d)
+	}
+}
+
+// reconcile publishes what an event changed: analyses, verdicts, then per-cluster decisions derived by
+// comparing where each touched workload should be with what was already published.
+func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
+	for _, id := range slices.Sorted(maps.Keys(touched.analyzed)) {
+		if err := p.publishAnalysis(ctx, p.workloads[id]); err != nil {
+			return err
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(touched.invalid)) {
+		e := p.workloads[id]
+		v := &schemas.PlacementVerdict{Workload: e.ref, Sequence: p.seq, Status: schemas.VerdictInvalid,
+			Message: touched.invalid[id], ViewSequence: p.store.Snapshot().Index()}
+		if err := p.publishVerdict(ctx, e, v); err != nil {
+			return err
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(touched.verdicts)) {
+		e := p.workloads[id]
+		if e == nil {
+			continue
+		}
+		if err := p.publishVerdict(ctx, e, verdictOf(e.ref, p.seq, touched.verdicts[id])); err != nil {
+			return err
+		}
+	}
+	snap := p.store.Snapshot()
+	for _, id := range slices.Sorted(maps.Keys(touched.ids)) {
+		e := p.workloads[id]
+		if e == nil {
+			continue
+		}
+		if err := p.publishDecisions(ctx, e, snap.Workload(id)); err != nil {
+			return err
+		}
+		if e.deleted && len(e.published) == 0 {
+			delete(p.workloads, id)
+			delete(p.byUID, e.ref.UID)
+		}
+	}
+	return nil
+}
+
+func verdictOf(ref schemas.ObjectRef, seq uint64, d *structs.Decision) *schemas.PlacementVerdict {
+	v := &schemas.PlacementVerdict{Workload: ref, Sequence: seq, Policy: d.Policy, Clusters: d.Clusters,
+		Reasons: d.Reasons, Message: d.Message, ViewSequence: d.SnapshotIndex}
+	switch d.Status {
+	case structs.StatusPlaced:
+		v.Status = schemas.VerdictPlaced
+	case structs.StatusNoPolicy:
+		v.Status = schemas.VerdictNoPolicy
+	default:
+		v.Status = schemas.VerdictUnschedulable
+	}
+	if len(d.RejectCodes) > 0 {
+		v.ReasonCodes = map[string]string{}
+		for c, code := range d.RejectCodes {
+			v.ReasonCodes[c] = string(code)
+		}
+	}
+	if len(d.Replicas) > 0 {
+		v.Replicas = map[string]int32{}
+		for c, n := range d.Replicas {
+			v.Replicas[c] = int32(n)
+		}
+	}
+	return v
+}
+
+// verdictKey identifies what a verdict says, leaving out when it was said and the amounts in its reasons:
+// a blocked workload retried as capacity trickles in keeps the same verdict until a cluster is rejected
+// for another kind of reason, so the streams and the control plane are not flooded with new free amounts.
+func verdictKey(v *schemas.PlacementVerdict) string {
+	reasons := v.ReasonCodes
+	if len(reasons) == 0 {
+		reasons = v.Reasons
+	}
+	identity, _ := json.Marshal(struct {
+		Status   schemas.VerdictStatus
+		Policy   string
+		Clusters []string
+		Replicas map[string]int32
+		Reasons  map[string]string
+		Message  string
+	}{v.Status, v.Policy, v.Clusters, v.Replicas, reasons, v.Message})
+	sum := sha256.Sum256(identity)
+	return hex.EncodeToString(sum[:8])
+}
+
+func (p *Placer) publishVerdict(ctx context.Context, e *workloadEntry, v *schemas.PlacementVerdict) error {
+	key := verdictKey(v)
+	if key == e.lastVerdict {
+		return nil // nothing new to say: e.g. a blocked workload retried and still blocked
+	}
+	subject := schemas.VerdictSubject(e.ref)
+	if err := p.send(ctx, schemas.TypePlacementVerdict, subject, fmt.Sprintf("verdict/%s/%d", e.ref.UID, p.seq), v); err != nil {
+		return err
+	}
+	e.lastVerdict = key
+	p.log.Info("verdict", "workload", e.ref.Key(), "status", v.Status, "clusters", v.Clusters, "policy", v.Policy,
+		"reasons", v.Reasons, "message", v.Message)
+	return nil
+}
+
+func (p *Placer) publishAnalysis(ctx context.Context, e *workloadEntry) error {
+	payload := &schemas.WorkloadAnalyzed{Workload: e.ref, Error: e.analysisErr}
+	if a := e.analysis; a != nil {
+		payload.ResourceInterface, payload.TotalPods, payload.TotalRequests = a.ResourceInterface, a.TotalPods, a.TotalRequests
+		for _, c := range a.Components {
+			payload.Components = append(payload.Components, schemas.AnalyzedComponent{Name: c.Name, Instance: c.Instance,
+				Pods: c.Pods, PodRequests: c.PodRequests})
+		}
+	}
+	rv := ""
+	if e.object != nil {
+		rv = schemas.ResourceVersionOf(e.object)
+	}
+	return p.send(ctx, schemas.TypeWorkloadAnalyzed, schemas.AnalysisSubject(e.ref),
+		fmt.Sprintf("analyzed/%s/%s/%d", e.ref.UID, rv, p.seq), payload)
+}
+
+// publishDecisions makes the published decisions of one workload match its placement in the store: an
+// Apply for every cluster that should run the current version, and a Delete for every cluster that runs
+// it but should not. On a move, deletes wait until the new clusters confirmed their applies, so the
+// workload is never nowhere.
+func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *structs.Workload) error {
+	desired := map[string]int64{}
+	if wl != nil && wl.Placement != nil && !e.deleted && e.object != nil {
+		for _, c := range wl.Placement.Clusters {
+			desired[c] = wl.Placement.Replicas[c]
+		}
+	}
+	rv := ""
+	if e.object != nil {
+		rv = schemas.ResourceVersionOf(e.object)
+	}
+	for _, cluster := range slices.Sorted(maps.Keys(desired)) {
+		replicas := desired[cluster]
+		prev, ok := e.published[cluster]
+		if ok && prev.action == schemas.ActionApply && prev.resourceVersion == rv && prev.replicas == replicas {
+			continue
+		}
+		object, err := p.desiredObject(e, wl, replicas)
+		if err != nil {
+			return err
+		}
+		if err := p.decide(ctx, e, cluster, schemas.ActionApply, object, replicas, wl.Placement.Policy); err != nil {
+			return err
+		}
+	}
+	settled := true
+	for cluster := range desired {
+		if e.confirmed[cluster] < e.published[cluster].sequence {
+			settled = false
+		}
+	}
+	for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
+		prev := e.published[cluster]
+		if _, keep := desired[cluster]; keep || prev.action != schemas.ActionApply {
+			continue
+		}
+		if !settled && len(desired) > 0 && p.clusterReady(cluster) {
+			continue // delete after the new clusters confirmed, unless the old one is gone anyway
+		}
+		if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, 0, ""); err != nil {
+			return err
+		}
+	}
+	if e.deleted || len(desired) == 0 {
+		for cluster, prev := range e.published {
+			if prev.action == schemas.ActionDelete {
+				delete(e.published, cluster)
+			}
+		}
+	}
+	return nil
+}
+
+func (p *Placer) clusterReady(name string) bool {
+	c := p.clusters[name]
+	return c != nil && c.ready
+}
+
+// desiredObject is the control-plane object to apply, with the cluster's share of replicas for a Divide.
+func (p *Placer) desiredObject(e *workloadEntry, wl *structs.Workload, replicas int64) (map[string]any, error) {
+	if replicas == 0 || wl == nil {
+		return e.object, nil
+	}
+	for _, g := range wl.PodGroups {
+		if !g.Scalable || len(g.ReplicasFieldPath) == 0 {
+			continue
+		}
+		obj := (&unstructured.Unstructured{Object: e.object}).DeepCopy().Object
+		if err := unstructured.SetNestedField(obj, replicas, g.ReplicasFieldPath...); err != nil {
+			return nil, fmt.Errorf("set %v of %s: %w", g.ReplicasFieldPath, e.ref, err)
+		}
+		return obj, nil
+	}
+	return nil, fmt.Errorf("%s: divided into %d replicas, but no component has a plain replicas path", e.ref, replicas)
+}
+
+func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, action schemas.DecisionAction,
+	object map[string]any, replicas int64, policyName string) error {
+	d := &schemas.PlacementDecided{
+		DecisionID: fmt.Sprintf("%s/%d/%s/%s", e.ref.UID, p.seq, action, cluster),
+		Workload:   e.ref, Cluster: cluster, Action: action, Sequence: p.seq, Object: object, Replicas: replicas,
+		Policy: policyName,
+	}
+	switch {
+	case action == schemas.ActionDelete && e.deleted:
+		d.Reason = "workload deleted on the control plane"
+	case action == schemas.ActionDelete:
+		d.Reason = "workload no longer placed on " + cluster
+	default:
+		d.Reason = "placed by policy " + policyName
+	}
+	subject := schemas.DecisionSubject(cluster, e.ref)
+	if err := p.send(ctx, schemas.TypePlacementDecided, subject, d.DecisionID, d); err != nil {
+		return err
+	}
+	rv := ""
+	if object != nil {
+		rv = schemas.ResourceVersionOf(object)
+	}
+	e.published[cluster] = publishedDecision{action: action, sequence: p.seq, resourceVersion: rv, replicas: replicas}
+	p.log.Info("decided", "workload", e.ref.Key(), "cluster", cluster, "action", action, "sequence", p.seq)
+	return nil
+}
+
+func (p *Placer) send(ctx context.Context, eventType, subject, id string, payload schemas.Payload) error {
+	event, err := schemas.NewEvent(eventType, schemas.SourcePlacer, subject, id, payload)
+	if err != nil {
+		return fmt.Errorf("placer: %w", err)
+	}
+	_, err = p.publisher.Publish(ctx, subject, event)
+	return err
+}
+
+// tickID buckets ticks by interval, so placer replicas publishing the same tick store it once.
+func tickID(t time.Time, interval time.Duration) string {
+	return fmt.Sprintf("tick/%d", t.UnixNano()/int64(interval))
+}

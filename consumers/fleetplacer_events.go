@@ -1,0 +1,493 @@
+package consumers
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/policy"
+	"github.com/fleetflow/fleetflow/placement/scheduler"
+	"github.com/fleetflow/fleetflow/placement/structs"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+func workloadIDOf(ref schemas.ObjectRef) string {
+	return structs.WorkloadID(ref.APIVersion, ref.Kind, ref.Namespace, ref.Name)
+}
+
+func (p *Placer) entry(ref schemas.ObjectRef) *workloadEntry {
+	id := workloadIDOf(ref)
+	e := p.workloads[id]
+	if e == nil {
+		e = &workloadEntry{id: id, ref: ref, published: map[string]publishedDecision{}, confirmed: map[string]uint64{}}
+		p.workloads[id] = e
+	}
+	if ref.UID != "" && e.ref.UID != ref.UID {
+		delete(p.byUID, e.ref.UID)
+		e.ref = ref
+	}
+	if ref.UID != "" {
+		p.byUID[ref.UID] = id
+	}
+	return e
+}
+
+func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
+	ref := payload.Ref()
+	e := p.entry(ref)
+	e.object = payload.Object
+	e.labels = labelsOf(payload.Object)
+	e.deleted = false
+	analysis, err := p.analyze(payload.Object)
+	if err != nil {
+		e.analysis, e.analysisErr = nil, err.Error()
+		touched.analyzed[e.id] = true
+		touched.invalid[e.id] = err.Error()
+		p.log.Warn("workload cannot be analyzed", "workload", ref.Key(), "error", err)
+		return nil
+	}
+	e.analysis, e.analysisErr = analysis, ""
+	touched.analyzed[e.id] = true
+	generation, _, _ := unstructured.NestedInt64(payload.Object, "metadata", "generation")
+	if _, err := p.store.UpsertWorkload(p.seq, structs.WorkloadInfo{Labels: e.labels, Generation: generation, Analysis: analysis}); err != nil {
+		return err
+	}
+	if rebuilding {
+		return nil
+	}
+	return p.process(e.id, touched)
+}
+
+// analyze reads a workload through its RI. A kind without an RI (a CRD, a ConfigMap, a Namespace: what
+// level 1 copies) asks nothing of the fleet's capacity.
+func (p *Placer) analyze(object map[string]any) (*karta.Analysis, error) {
+	gvk := karta.GVKOf(object)
+	ri, ok := p.registry.Lookup(gvk)
+	if !ok {
+		ref := schemas.RefOf(object)
+		return &karta.Analysis{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
+			Status: karta.PhaseUndefined}, nil
+	}
+	return ri.Analyze(object)
+}
+
+func (p *Placer) onWorkloadDeleted(payload *schemas.ObjectDeleted, touched *touchedSet) error {
+	e := p.entry(payload.Workload)
+	e.deleted = true
+	e.object = nil
+	p.blocked.Forget(e.id)
+	var clusters []string
+	if wl := p.store.Snapshot().Workload(e.id); wl != nil && wl.Placement != nil {
+		clusters = wl.Placement.Clusters
+	}
+	if err := p.store.DeleteWorkload(p.seq, e.id); err != nil {
+		return err
+	}
+	touched.add(e.id)
+	for _, c := range clusters {
+		p.wake(scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: c}, touched)
+	}
+	return nil
+}
+
+func (p *Placer) kindInfo(group, kind string) (divisible, known bool) {
+	for _, ri := range p.registry.All() {
+		if ri.GVK.Group == group && ri.GVK.Kind == kind {
+			// Whether the replicas of a kind can be split is a property of each object's replicas path;
+			// the scheduler checks it per workload and reports a workload it cannot split.
+			return true, true
+		}
+	}
+	return false, false
+}
+
+func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
+	name := policyName(payload.Ref())
+	var sp v1alpha1.SchedulePolicy
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(payload.Object, &sp); err != nil {
+		p.policies[name] = &policyEntry{name: name, err: fmt.Errorf("SchedulePolicy %s: %w", name, err)}
+		p.log.Warn("policy rejected", "policy", name, "error", err)
+		return nil
+	}
+	sp.Name = name
+	compiled, err := policy.Compile(&sp, p.kindInfo)
+	if err != nil {
+		// Like an admission webhook would, keep the last valid version and say why the new one is refused.
+		p.policies[name] = &policyEntry{name: name, compiled: p.policyOrNil(name), err: err}
+		p.log.Warn("policy rejected; keeping its last valid version", "policy", name, "error", err)
+		return nil
+	}
+	p.policies[name] = &policyEntry{name: name, compiled: compiled}
+	if err := p.store.UpsertPolicy(p.seq, compiled); err != nil {
+		return err
+	}
+	if rebuilding {
+		return nil
+	}
+	return p.policiesChanged(touched)
+}
+
+func (p *Placer) policyOrNil(name string) *policy.Policy {
+	if e := p.policies[name]; e != nil {
+		return e.compiled
+	}
+	return nil
+}
+
+// policyName keeps namespaced policies apart from cluster-wide ones of the same name.
+func policyName(ref schemas.ObjectRef) string {
+	if ref.Namespace == "" {
+		return ref.Name
+	}
+	return ref.Namespace + "/" + ref.Name
+}
+
+func (p *Placer) onPolicyDeleted(payload *schemas.ObjectDeleted, touched *touchedSet, rebuilding bool) error {
+	name := policyName(payload.Workload)
+	delete(p.policies, name)
+	if err := p.store.DeletePolicy(p.seq, name); err != nil {
+		return err
+	}
+	if rebuilding {
+		return nil
+	}
+	return p.policiesChanged(touched)
+}
+
+// policiesChanged moves placed workloads whose answer changed and retries the blocked ones.
+func (p *Placer) policiesChanged(touched *touchedSet) error {
+	if err := p.reevaluate(scheduler.AffectedByPolicy(p.store.Snapshot()), touched); err != nil {
+		return err
+	}
+	p.wake(scheduler.Event{Kind: scheduler.EventPolicyChanged}, touched)
+	return nil
+}
+
+func (p *Placer) onResourceInterfaceChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
+	name := payload.Ref().Name
+	data, err := json.Marshal(payload.Object)
+	if err != nil {
+		return err
+	}
+	source := "ResourceInterface " + name
+	ris, err := karta.ParseResourceInterfaces(data, source)
+	if err == nil && len(ris) != 1 {
+		err = fmt.Errorf("%s: want exactly one ResourceInterface, got %d", source, len(ris))
+	}
+	var compiled *karta.Compiled
+	if err == nil {
+		compiled, err = karta.Compile(ris[0], source)
+	}
+	if err != nil {
+		// An invalid RI never affects the ones already loaded.
+		p.log.Warn("ResourceInterface rejected", "ri", name, "error", err)
+		return nil
+	}
+	p.registry = p.registry.With(compiled)
+	if err := p.store.UpsertResourceInterface(p.seq, &structs.ResourceInterface{Name: compiled.Name,
+		Group: compiled.GVK.Group, Kind: compiled.GVK.Kind, Engine: compiled}); err != nil {
+		return err
+	}
+	return p.reanalyze(compiled.GVK.Group, compiled.GVK.Kind, touched, rebuilding)
+}
+
+func (p *Placer) onResourceInterfaceDeleted(payload *schemas.ObjectDeleted, touched *touchedSet, rebuilding bool) error {
+	var gvkGroup, gvkKind string
+	for _, ri := range p.registry.All() {
+		if ri.Name == payload.Workload.Name && !ri.Builtin {
+			gvkGroup, gvkKind = ri.GVK.Group, ri.GVK.Kind
+		}
+	}
+	p.registry = p.registry.Without(payload.Workload.Name)
+	if err := p.store.DeleteResourceInterface(p.seq, payload.Workload.Name); err != nil {
+		return err
+	}
+	if gvkKind == "" {
+		return nil
+	}
+	return p.reanalyze(gvkGroup, gvkKind, touched, rebuilding)
+}
+
+// reanalyze re-reads every workload of a kind whose RI changed, and re-places it.
+func (p *Placer) reanalyze(group, kind string, touched *touchedSet, rebuilding bool) error {
+	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
+		e := p.workloads[id]
+		if e.object == nil || e.deleted || e.ref.Kind != kind || e.ref.Group() != group {
+			continue
+		}
+		if err := p.onWorkloadChanged(&schemas.ObjectChanged{Object: e.object}, touched, rebuilding); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Placer) onNamespace(eventType string, payload schemas.Payload, touched *touchedSet, rebuilding bool) error {
+	var err error
+	if eventType == schemas.TypeNamespaceDeleted {
+		err = p.store.DeleteNamespace(p.seq, payload.(*schemas.ObjectDeleted).Workload.Name)
+	} else {
+		obj := payload.(*schemas.ObjectChanged)
+		err = p.store.UpsertNamespace(p.seq, &structs.Namespace{Name: obj.Ref().Name, Labels: labelsOf(obj.Object)})
+	}
+	if err != nil || rebuilding {
+		return err
+	}
+	// A namespace's labels can hand its workloads to another policy.
+	return p.policiesChanged(touched)
+}
+
+func (p *Placer) cluster(name string) *clusterEntry {
+	c := p.clusters[name]
+	if c == nil {
+		c = &clusterEntry{name: name}
+		p.clusters[name] = c
+	}
+	return c
+}
+
+// syncCluster writes a cluster's view into the store. A cluster is Ready while it is registered and its
+// heartbeat is fresh; until its producer reports installed APIs it serves none, so nothing lands on a
+// cluster that may lack the framework's CRD.
+func (p *Placer) syncCluster(c *clusterEntry) error {
+	if !c.registered {
+		return nil
+	}
+	apis := map[string]struct{}{}
+	for _, api := range c.apis {
+		apis[api] = struct{}{}
+	}
+	return p.store.UpsertCluster(p.seq, &structs.Cluster{Name: c.name, Labels: c.labels, Taints: c.taints,
+		Ready: c.ready, APIs: apis})
+}
+
+func (p *Placer) fresh(c *clusterEntry) bool {
+	return !c.lastHeartbeat.IsZero() && p.now.Sub(c.lastHeartbeat) < p.config.HeartbeatTimeout
+}
+
+func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
+	c := p.cluster(payload.Ref().Name)
+	var spec v1alpha1.Cluster
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(payload.Object, &spec); err != nil {
+		p.log.Warn("Cluster rejected", "cluster", c.name, "error", err)
+		return nil
+	}
+	c.registered = true
+	c.labels = spec.Labels
+	c.taints = spec.Spec.Taints
+	c.ready = p.fresh(c)
+	if err := p.syncCluster(c); err != nil {
+		return err
+	}
+	if rebuilding {
+		return nil
+	}
+	return p.clusterChanged(c.name, touched)
+}
+
+// clusterChanged moves workloads that no longer belong on the cluster and retries the blocked ones.
+func (p *Placer) clusterChanged(name string, touched *touchedSet) error {
+	if err := p.reevaluate(scheduler.AffectedByCluster(p.store.Snapshot(), name), touched); err != nil {
+		return err
+	}
+	p.wake(scheduler.Event{Kind: scheduler.EventClusterChanged, Cluster: name}, touched)
+	return nil
+}
+
+func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touchedSet, rebuilding bool) error {
+	name := payload.Workload.Name
+	affected := scheduler.AffectedByCluster(p.store.Snapshot(), name)
+	delete(p.clusters, name)
+	if err := p.store.DeleteCluster(p.seq, name); err != nil {
+		return err
+	}
+	if rebuilding {
+		return nil
+	}
+	return p.reevaluate(affected, touched)
+}
+
+func (p *Placer) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, rebuilding bool) error {
+	c := p.cluster(hb.Cluster)
+	if hb.Time.After(c.lastHeartbeat) {
+		c.lastHeartbeat = hb.Time
+	}
+	if c.ready || !p.fresh(c) {
+		return nil
+	}
+	c.ready = true
+	p.log.Info("cluster Ready", "cluster", c.name)
+	if err := p.syncCluster(c); err != nil || rebuilding {
+		return err
+	}
+	return p.clusterChanged(c.name, touched)
+}
+
+func (p *Placer) onAPIs(apis *schemas.ClusterAPIs, touched *touchedSet, rebuilding bool) error {
+	c := p.cluster(apis.Cluster)
+	sorted := slices.Sorted(slices.Values(apis.APIs))
+	if slices.Equal(sorted, c.apis) {
+		return nil
+	}
+	c.apis = sorted
+	if err := p.syncCluster(c); err != nil || rebuilding {
+		return err
+	}
+	return p.clusterChanged(c.name, touched)
+}
+
+func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bool) error {
+	var pods map[string]int64
+	if len(n.WorkloadPods) > 0 {
+		pods = map[string]int64{}
+		for uid, count := range n.WorkloadPods {
+			if id, ok := p.byUID[uid]; ok {
+				pods[structs.WorkloadLabelValue(id)] += int64(count)
+			}
+		}
+	}
+	taints := n.Taints
+	if !n.Ready {
+		// A node that is not Ready takes no new pods, as the node lifecycle controller's taint says.
+		taints = append(slices.Clone(taints), corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
+	}
+	err := p.store.UpsertNodes(p.seq, structs.NodeInfo{Cluster: n.Cluster, Name: n.Name, Labels: n.Labels,
+		Taints: taints, Unschedulable: n.Unschedulable, Allocatable: n.Allocatable, Requested: n.Requested,
+		PodsByWorkload: pods})
+	if err != nil || rebuilding {
+		return err
+	}
+	p.wake(scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: n.Cluster}, touched)
+	return nil
+}
+
+func (p *Placer) onNodeDeleted(n *schemas.NodeDeleted, touched *touchedSet, rebuilding bool) error {
+	affected := scheduler.AffectedByCluster(p.store.Snapshot(), n.Cluster)
+	if err := p.store.DeleteNode(p.seq, n.Cluster, n.Name); err != nil || rebuilding {
+		return err
+	}
+	// Workloads on the cluster may no longer fit there without the node.
+	return p.reevaluate(affected, touched)
+}
+
+func (p *Placer) onStatus(s *schemas.WorkloadStatus) {
+	id, ok := p.byUID[s.Workload.UID]
+	if !ok {
+		return
+	}
+	e := p.workloads[id]
+	switch {
+	case s.Gone || s.PendingPods == 0 || s.PendingSince == nil:
+		if e.pendingCluster == s.Cluster {
+			e.pendingCluster, e.pendingSince = "", time.Time{}
+		}
+	default:
+		e.pendingCluster, e.pendingSince = s.Cluster, *s.PendingSince
+	}
+}
+
+func (p *Placer) onApplied(a *schemas.PlacementApplied, touched *touchedSet) {
+	id, ok := p.byUID[a.Workload.UID]
+	if !ok {
+		return
+	}
+	e := p.workloads[id]
+	if a.Sequence > e.confirmed[a.Cluster] {
+		e.confirmed[a.Cluster] = a.Sequence
+	}
+	// A confirmed apply on a move's new cluster releases the delete on the old one.
+	touched.add(id)
+}
+
+func (p *Placer) onFailed(f *schemas.PlacementFailed) {
+	p.log.Warn("applier could not carry out a decision", "workload", f.Workload.Key(), "cluster", f.Cluster,
+		"action", f.Action, "error", f.Error)
+}
+
+func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
+	p.now = tick.Time
+	for _, name := range slices.Sorted(maps.Keys(p.clusters)) {
+		c := p.clusters[name]
+		if !c.registered || c.ready == p.fresh(c) {
+			continue
+		}
+		c.ready = p.fresh(c)
+		if c.ready {
+			p.log.Info("cluster Ready", "cluster", name)
+		} else {
+			p.log.Warn("cluster NotReady: no heartbeat", "cluster", name, "last_heartbeat", c.lastHeartbeat,
+				"timeout", p.config.HeartbeatTimeout)
+		}
+		if err := p.syncCluster(c); err != nil {
+			return err
+		}
+		if err := p.clusterChanged(name, touched); err != nil {
+			return err
+		}
+	}
+	released, err := p.store.ExpireReservations(p.seq, p.now)
+	if err != nil {
+		return err
+	}
+	if released > 0 {
+		for name := range p.clusters {
+			p.wake(scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: name}, touched)
+		}
+	}
+	return p.movePending(touched)
+}
+
+// movePending moves workloads whose pods have been Pending on their cluster for longer than
+// PendingTimeout, when another cluster fits: the capacity the cluster reported was not really there.
+func (p *Placer) movePending(touched *touchedSet) error {
+	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
+		e := p.workloads[id]
+		if e.pendingCluster == "" || p.now.Sub(e.pendingSince) < p.config.PendingTimeout || e.avoid[e.pendingCluster] {
+			continue
+		}
+		wl := p.store.Snapshot().Workload(id)
+		if wl == nil || wl.Placement == nil || !slices.Contains(wl.Placement.Clusters, e.pendingCluster) {
+			continue
+		}
+		if e.avoid == nil {
+			e.avoid = map[string]bool{}
+		}
+		e.avoid[e.pendingCluster] = true
+		p.log.Info("pods pending too long; looking for another cluster", "workload", e.ref.Key(),
+			"cluster", e.pendingCluster, "pending_since", e.pendingSince)
+		if err := p.process(id, touched); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Placer) onDecided(d *schemas.PlacementDecided) {
+	e := p.entry(d.Workload)
+	rv := ""
+	if d.Object != nil {
+		rv = schemas.ResourceVersionOf(d.Object)
+	}
+	if prev, ok := e.published[d.Cluster]; ok && prev.sequence > d.Sequence {
+		return
+	}
+	e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, resourceVersion: rv, replicas: d.Replicas}
+}
+
+func (p *Placer) onVerdict(v *schemas.PlacementVerdict) {
+	e := p.entry(v.Workload)
+	e.restore = v
+}
+
+func labelsOf(object map[string]any) map[string]string {
+	labels, _, _ := unstructured.NestedStringMap(object, "metadata", "labels")
+	return labels
+}

@@ -1,0 +1,186 @@
+package consumers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/placement/structs"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// streamSourceHeader is set by JetStream on messages a stream sourced from another; its second field is
+// the sequence in the origin stream.
+const streamSourceHeader = "Nats-Stream-Source"
+
+// Rebuild reads the state stream (the last message of every subject) into an empty placer, so a restarted
+// placer knows every node, cluster, policy, workload and published decision without any other source.
+// It then restores where each workload was placed and publishes only what is missing, so a restart makes
+// no duplicate or conflicting decision.
+func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
+	stream, err := js.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		return fmt.Errorf("placer rebuild: %w", err)
+	}
+	if err := waitSourced(ctx, stream); err != nil {
+		return err
+	}
+	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
+	if err != nil {
+		return fmt.Errorf("placer rebuild: %w", err)
+	}
+	info, err := consumer.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("placer rebuild: %w", err)
+	}
+	read := 0
+	if info.NumPending > 0 {
+		messages, err := consumer.Messages()
+		if err != nil {
+			return fmt.Errorf("placer rebuild: %w", err)
+		}
+		for {
+			msg, err := messages.Next()
+			if err != nil {
+				messages.Stop()
+				return fmt.Errorf("placer rebuild: %w", err)
+			}
+			meta, _ := msg.Metadata()
+			p.rebuildOne(msg)
+			read++
+			if meta == nil || meta.NumPending == 0 {
+				break
+			}
+		}
+		messages.Stop()
+	}
+	p.now = time.Now()
+	touched := newTouched()
+	if err := p.restore(touched); err != nil {
+		return err
+	}
+	p.log.Info("placer view rebuilt from the state stream", "messages", read, "workloads", len(p.workloads),
+		"clusters", len(p.clusters), "policies", len(p.policies), "view_sequence", p.store.Snapshot().Index())
+	return p.reconcile(ctx, touched)
+}
+
+// waitSourced waits, briefly, until the state stream has copied everything from its sources, so the rebuild
+// does not miss an event the durable consumer already acknowledged.
+func waitSourced(ctx context.Context, stream jetstream.Stream) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		info, err := stream.Info(ctx)
+		if err != nil {
+			return fmt.Errorf("placer rebuild: %w", err)
+		}
+		lag := uint64(0)
+		for _, s := range info.Sources {
+			lag += s.Lag
+		}
+		if lag == 0 || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (p *Placer) rebuildOne(msg jetstream.Msg) {
+	event, err := bus.Decode(msg.Headers(), msg.Data())
+	if err != nil {
+		return
+	}
+	payload, err := schemas.DecodePayload(event)
+	if err != nil {
+		return
+	}
+	seq := originSequence(msg.Headers().Get(streamSourceHeader))
+	if seq == 0 {
+		return
+	}
+	isDecision := strings.HasPrefix(msg.Subject(), schemas.SubjectDecisionsRoot+".")
+	if !isDecision {
+		if seq <= p.seen[msg.Subject()] {
+			return
+		}
+		p.seen[msg.Subject()] = seq
+		p.seq = seq
+	}
+	p.now = event.Time()
+	if _, err := p.apply(event.Type(), payload, true); err != nil {
+		p.log.Warn("rebuild: event not applied", "subject", msg.Subject(), "error", err)
+	}
+}
+
+// originSequence reads the origin stream's sequence from a Nats-Stream-Source header.
+func originSequence(header string) uint64 {
+	fields := strings.Fields(header)
+	if len(fields) < 2 {
+		return 0
+	}
+	seq, err := strconv.ParseUint(fields[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return seq
+}
+
+// restore puts each workload back where its last verdict placed it, recomputes cluster readiness, and
+// schedules workloads that were never decided.
+func (p *Placer) restore(touched *touchedSet) error {
+	for _, c := range p.clusters {
+		c.ready = c.registered && p.fresh(c)
+		if err := p.syncCluster(c); err != nil {
+			return err
+		}
+	}
+	snap := p.store.Snapshot()
+	var plan structs.Plan
+	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
+		e := p.workloads[id]
+		wl := snap.Workload(id)
+		if wl == nil || e.restore == nil || e.restore.Status != schemas.VerdictPlaced {
+			continue
+		}
+		d := &structs.Decision{ID: fmt.Sprintf("restored/%s/%d", e.ref.UID, e.restore.Sequence), WorkloadID: id,
+			Workload: wl.DisplayName(), Generation: wl.Generation, SnapshotIndex: snap.Index(),
+			Policy: e.restore.Policy, Status: structs.StatusPlaced, Clusters: e.restore.Clusters}
+		if len(e.restore.Replicas) > 0 {
+			d.Replicas = map[string]int64{}
+			for c, n := range e.restore.Replicas {
+				d.Replicas[c] = int64(n)
+			}
+		}
+		plan.Decisions = append(plan.Decisions, d)
+	}
+	if len(plan.Decisions) > 0 {
+		if err := p.store.ApplyPlan(p.seq, p.now, &plan); err != nil {
+			return fmt.Errorf("placer rebuild: restore placements: %w", err)
+		}
+	}
+	snap = p.store.Snapshot()
+	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
+		e := p.workloads[id]
+		touched.add(id)
+		if e.restore != nil {
+			// A verdict identical to the one published before the restart is not published again.
+			e.lastVerdict = verdictKey(e.restore)
+		}
+		if wl := snap.Workload(id); wl != nil && wl.Placement == nil && !e.deleted && e.analysisErr == "" {
+			if err := p.process(id, touched); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
