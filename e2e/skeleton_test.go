@@ -4,39 +4,33 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/nats-io/nats.go"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
-var getOptions = metav1.GetOptions{}
-
-func isNotFound(err error) bool { return apierrors.IsNotFound(err) }
-
-const settle = 60 * time.Second
 
 // TestWorkloadLifecycle: a CR created on the control plane lands in the first Ready workload cluster,
 // follows updates, survives a redelivered decision unchanged, and is deleted with its source.
 func TestWorkloadLifecycle(t *testing.T) {
-	e := newEnv(t, aThenB)
+	e := newEnv(t)
 	ctx := t.Context()
-	job := readObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
-	if err := e.controlPlane.Apply(ctx, fieldManager, job); err != nil {
+	job := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, job); err != nil {
 		t.Fatal(err)
 	}
-	source := get(t, e.controlPlane, pytorchJobKind, "team-a", job.GetName())
-	target := e.clusters["cluster-a"] // first Ready cluster by name
+	source := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-a", job.GetName())
+	target := e.Clusters["cluster-a"] // first Ready cluster by name
 
 	var placed *unstructured.Unstructured
-	eventually(t, settle, "the job in cluster-a", func() bool {
-		placed = get(t, target, pytorchJobKind, "team-a", job.GetName())
+	e2eenv.Eventually(t, e2eenv.Settle, "the job in cluster-a", func() bool {
+		placed = e2eenv.Get(t, target, pytorchJobKind, "team-a", job.GetName())
 		return placed != nil
 	})
 	if got := placed.GetLabels()[consumers.LabelWorkloadUID]; got != string(source.GetUID()) {
@@ -45,36 +39,36 @@ func TestWorkloadLifecycle(t *testing.T) {
 	if placed.GetLabels()["team"] != "a" {
 		t.Errorf("user labels were not copied: %v", placed.GetLabels())
 	}
-	if get(t, e.clusters["cluster-b"], pytorchJobKind, "team-a", job.GetName()) != nil {
+	if e2eenv.Get(t, e.Clusters["cluster-b"], pytorchJobKind, "team-a", job.GetName()) != nil {
 		t.Error("the job was also placed on cluster-b")
 	}
 
 	// Update: the new worker count reaches the workload cluster.
-	gvr, _, _ := e.controlPlane.ResourceFor(source)
+	gvr, _, _ := e.ControlPlane.ResourceFor(source)
 	patch := []byte(`{"spec":{"pytorchReplicaSpecs":{"Worker":{"replicas":4}}}}`)
-	if _, err := e.controlPlane.Dynamic.Resource(gvr).Namespace("team-a").Patch(ctx, source.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := e.ControlPlane.Dynamic.Resource(gvr).Namespace("team-a").Patch(ctx, source.GetName(), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, settle, "the update in cluster-a", func() bool {
-		placed = get(t, target, pytorchJobKind, "team-a", job.GetName())
+	e2eenv.Eventually(t, e2eenv.Settle, "the update in cluster-a", func() bool {
+		placed = e2eenv.Get(t, target, pytorchJobKind, "team-a", job.GetName())
 		replicas, _, _ := unstructured.NestedInt64(placed.Object, "spec", "pytorchReplicaSpecs", "Worker", "replicas")
 		return replicas == 4
 	})
 
 	// Redeliver the latest decision: the applier carries it out again and nothing changes.
 	redeliverLatestDecision(t, e, "cluster-a")
-	again := get(t, target, pytorchJobKind, "team-a", job.GetName())
+	again := e2eenv.Get(t, target, pytorchJobKind, "team-a", job.GetName())
 	if again.GetResourceVersion() != placed.GetResourceVersion() {
 		t.Errorf("redelivered decision changed the object: resourceVersion %s -> %s",
 			placed.GetResourceVersion(), again.GetResourceVersion())
 	}
 
 	// Delete on the control plane removes the copy.
-	if err := e.controlPlane.Dynamic.Resource(gvr).Namespace("team-a").Delete(ctx, job.GetName(), metav1.DeleteOptions{}); err != nil {
+	if err := e.ControlPlane.Dynamic.Resource(gvr).Namespace("team-a").Delete(ctx, job.GetName(), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, settle, "the job gone from cluster-a", func() bool {
-		return get(t, target, pytorchJobKind, "team-a", job.GetName()) == nil
+	e2eenv.Eventually(t, e2eenv.Settle, "the job gone from cluster-a", func() bool {
+		return e2eenv.Get(t, target, pytorchJobKind, "team-a", job.GetName()) == nil
 	})
 
 	// An auditor with nothing but a NATS client sees the whole story of the workload, in order.
@@ -87,9 +81,9 @@ func TestWorkloadLifecycle(t *testing.T) {
 		schemas.TypeWorkloadChanged, schemas.TypePlacementDecided, schemas.TypePlacementApplied,
 		schemas.TypeWorkloadDeleted, schemas.TypePlacementDecided, schemas.TypePlacementApplied}
 	var types []string
-	eventually(t, settle, "the whole story in the audit trail", func() bool {
+	e2eenv.Eventually(t, e2eenv.Settle, "the whole story in the audit trail", func() bool {
 		types = nil
-		err := consumers.AuditTail(ctx, e.bus.JetStream, consumers.AuditQuery{Workload: sel}, func(r consumers.AuditRecord) error {
+		err := consumers.AuditTail(ctx, e.Bus.JetStream, consumers.AuditQuery{Workload: sel}, func(r consumers.AuditRecord) error {
 			if r.Err != nil {
 				t.Errorf("unreadable audit record %s/%d: %v", r.Stream, r.Sequence, r.Err)
 			}
@@ -115,10 +109,10 @@ func isSubsequence(want, got []string) bool {
 
 // redeliverLatestDecision republishes the newest decision for cluster under a fresh message id (so
 // dedupe does not drop it, as a redelivery would not be dropped) and waits until the applier acked it.
-func redeliverLatestDecision(t *testing.T, e *env, cluster string) {
+func redeliverLatestDecision(t *testing.T, e *e2eenv.Env, cluster string) {
 	t.Helper()
 	ctx := t.Context()
-	stream, err := e.bus.JetStream.Stream(ctx, schemas.StreamDecisions)
+	stream, err := e.Bus.JetStream.Stream(ctx, schemas.StreamDecisions)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,24 +127,24 @@ func redeliverLatestDecision(t *testing.T, e *env, cluster string) {
 		}
 	}
 	msg.Data = latest.Data
-	ack, err := e.bus.JetStream.PublishMsg(ctx, msg)
+	ack, err := e.Bus.JetStream.PublishMsg(ctx, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitConsumed(t, e, schemas.StreamDecisions, schemas.ApplierConsumerName(cluster), ack.Sequence)
-	if !strings.Contains(e.logs.String(), "decision carried out") {
+	if !strings.Contains(e.Logs.String(), "decision carried out") {
 		t.Error("the applier did not report carrying out the redelivered decision")
 	}
 }
 
 // waitConsumed waits until a durable consumer has delivered and acked every message up to seq.
-func waitConsumed(t *testing.T, e *env, stream, durable string, seq uint64) {
+func waitConsumed(t *testing.T, e *e2eenv.Env, stream, durable string, seq uint64) {
 	t.Helper()
-	consumer, err := e.bus.JetStream.Consumer(t.Context(), stream, durable)
+	consumer, err := e.Bus.JetStream.Consumer(t.Context(), stream, durable)
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, settle, "consumer "+durable+" to ack stream sequence "+strconvU(seq), func() bool {
+	e2eenv.Eventually(t, e2eenv.Settle, "consumer "+durable+" to ack stream sequence "+strconvU(seq), func() bool {
 		info, err := consumer.Info(context.Background())
 		return err == nil && info.AckFloor.Stream >= seq
 	})
@@ -160,7 +154,7 @@ func waitConsumed(t *testing.T, e *env, stream, durable string, seq uint64) {
 // payload to the placer's and an applier's subjects; both stay up, terminate the bad messages with a
 // logged reason, and still place a good workload submitted behind them.
 func TestBadMessagesDoNotStopConsumers(t *testing.T) {
-	e := newEnv(t, aThenB)
+	e := newEnv(t)
 	ctx := t.Context()
 	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team-b", Name: "junk", UID: "u"}
 	badPayload := nats.Header{}
@@ -189,22 +183,22 @@ func TestBadMessagesDoNotStopConsumers(t *testing.T) {
 				msg.Header.Set("ce-type", m.eventType)
 			}
 			msg.Data = []byte(m.data)
-			if _, err := e.bus.JetStream.PublishMsg(ctx, msg); err != nil {
+			if _, err := e.Bus.JetStream.PublishMsg(ctx, msg); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 
-	job := readObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
+	job := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
 	job.SetNamespace("team-b")
 	job.SetName("after-junk")
-	if err := e.controlPlane.Apply(ctx, fieldManager, job); err != nil {
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, job); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, settle, "the good job placed behind the junk", func() bool {
-		return get(t, e.clusters["cluster-a"], pytorchJobKind, "team-b", "after-junk") != nil
+	e2eenv.Eventually(t, e2eenv.Settle, "the good job placed behind the junk", func() bool {
+		return e2eenv.Get(t, e.Clusters["cluster-a"], pytorchJobKind, "team-b", "after-junk") != nil
 	})
-	logs := e.logs.String()
+	logs := e.Logs.String()
 	for _, reason := range []string{"no ce-specversion header", "invalid payload", "Explode"} {
 		if !strings.Contains(logs, reason) {
 			t.Errorf("no logged termination reason %q", reason)
@@ -215,11 +209,11 @@ func TestBadMessagesDoNotStopConsumers(t *testing.T) {
 		if durable != schemas.ConsumerPlacer {
 			stream = schemas.StreamDecisions
 		}
-		consumer, err := e.bus.JetStream.Consumer(ctx, stream, durable)
+		consumer, err := e.Bus.JetStream.Consumer(ctx, stream, durable)
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, settle, durable+" with nothing pending", func() bool {
+		e2eenv.Eventually(t, e2eenv.Settle, durable+" with nothing pending", func() bool {
 			info, err := consumer.Info(context.Background())
 			return err == nil && info.NumPending == 0 && info.NumAckPending == 0
 		})

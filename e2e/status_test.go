@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -13,55 +14,44 @@ import (
 // control-plane object's status subresource, with annotations naming the cluster and the phase mapped
 // through the built-in PyTorchJob RI. A verdict of Unschedulable puts the reasons in an annotation.
 func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
-	e := newEnv(t, aThenB)
+	e := newEnv(t)
 	ctx := t.Context()
-	job := readObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
+	job := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
 	job.SetNamespace("team-status")
-	if err := e.controlPlane.Apply(ctx, fieldManager, job); err != nil {
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, job); err != nil {
 		t.Fatal(err)
 	}
-	source := get(t, e.controlPlane, pytorchJobKind, "team-status", job.GetName())
+	source := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-status", job.GetName())
 	ref := schemas.RefOf(source.Object)
-	eventually(t, settle, "the job placed", func() bool {
-		return get(t, e.clusters["cluster-a"], pytorchJobKind, "team-status", job.GetName()) != nil
+	e2eenv.Eventually(t, e2eenv.Settle, "the job placed", func() bool {
+		return e2eenv.Get(t, e.Clusters["cluster-a"], pytorchJobKind, "team-status", job.GetName()) != nil
 	})
 
 	status := map[string]any{"conditions": []any{
 		map[string]any{"type": "Created", "status": "True"},
 		map[string]any{"type": "Running", "status": "True", "message": "all replicas running"},
 	}}
-	e.publish(t, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "status-1",
+	e.Publish(t, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "status-1",
 		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: status})
-	eventually(t, settle, "status and annotations on the control plane", func() bool {
-		obj := get(t, e.controlPlane, pytorchJobKind, "team-status", job.GetName())
+	e2eenv.Eventually(t, e2eenv.Settle, "status and annotations on the control plane", func() bool {
+		obj := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-status", job.GetName())
 		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 		a := obj.GetAnnotations()
 		return len(conditions) == 2 && a[schemas.AnnotationCluster] == "cluster-a" && a[schemas.AnnotationPhase] == "Running"
 	})
 
-	e.publish(t, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "verdict-1", &schemas.PlacementVerdict{
+	e.Publish(t, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "verdict-1", &schemas.PlacementVerdict{
 		Workload: ref, Sequence: 99, Status: schemas.VerdictUnschedulable, Policy: "gpu-first",
 		Reasons: map[string]string{"cluster-b": "pod worker (nvidia.com/gpu 8) fits no node", "cluster-a": "not Ready"},
 	})
-	eventually(t, settle, "unschedulable reasons annotated", func() bool {
-		a := get(t, e.controlPlane, pytorchJobKind, "team-status", job.GetName()).GetAnnotations()
+	e2eenv.Eventually(t, e2eenv.Settle, "unschedulable reasons annotated", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-status", job.GetName()).GetAnnotations()
 		return a[schemas.AnnotationPlacement] == "Unschedulable" && a[schemas.AnnotationPolicy] == "gpu-first" &&
 			a[schemas.AnnotationReasons] == "cluster-a: not Ready\ncluster-b: pod worker (nvidia.com/gpu 8) fits no node"
 	})
 	// Bookkeeping annotations never travel to the workload cluster.
-	placed := get(t, e.clusters["cluster-a"], pytorchJobKind, "team-status", job.GetName())
+	placed := e2eenv.Get(t, e.Clusters["cluster-a"], pytorchJobKind, "team-status", job.GetName())
 	if _, copied := placed.GetAnnotations()[schemas.AnnotationReasons]; copied {
 		t.Error("control-plane bookkeeping annotation copied to the workload cluster")
-	}
-}
-
-func (e *env) publish(t *testing.T, eventType, subject, id string, payload schemas.Payload) {
-	t.Helper()
-	event, err := schemas.NewEvent(eventType, "/e2e", subject, id, payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.bus.Publisher.Publish(t.Context(), subject, event); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -9,6 +9,11 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
+// MaxPayload is the embedded server's message size limit. Real framework CRDs reach 2 MB and a decision
+// carries its whole object, so NATS's 1 MB default is too small; an external server needs the same
+// max_payload setting.
+const MaxPayload = 8 << 20
+
 // EmbeddedOptions configure an in-process NATS server with JetStream.
 type EmbeddedOptions struct {
 	// StoreDir holds JetStream's file storage.
@@ -54,6 +59,7 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		Port:       port,
 		JetStream:  true,
 		StoreDir:   opts.StoreDir,
+		MaxPayload: MaxPayload,
 		NoSigs:     true,
 		NoLog:      true,
 	})

@@ -228,6 +228,8 @@ type AllInOne struct {
 	// Kinds are workload kinds to watch besides the built-in RIs' kinds and those policies and RIs name.
 	Kinds  []schema.GroupVersionKind
 	Placer consumers.PlacerConfig
+	// NoPlacer leaves the placer out, for a placer that runs elsewhere.
+	NoPlacer bool
 }
 
 // Run runs every part on b until ctx is done or one of them fails.
@@ -248,7 +250,9 @@ func (a *AllInOne) Run(ctx context.Context, b *Bus, log *slog.Logger) error {
 		})
 	}
 	start("producer", func() error { return RunProducer(ctx, b, a.ControlPlane, kinds, log) })
-	start("placer", func() error { return RunPlacer(ctx, b, a.Placer, log) })
+	if !a.NoPlacer {
+		start("placer", func() error { return RunPlacer(ctx, b, a.Placer, log) })
+	}
 	start("status", func() error { return RunStatusWriter(ctx, b, a.ControlPlane, log) })
 	manager := &ClusterManager{ControlPlane: a.ControlPlane, Log: log.With("component", "clusters"),
 		Run: func(ctx context.Context, name string, clients *kube.Clients) error {

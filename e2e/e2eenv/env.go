@@ -1,0 +1,264 @@
+// Package e2eenv is the harness of fleetflow's end-to-end tests: one test's view of the package's real
+// local fleet (from localfleettest) with the whole pipeline running in process on a fresh embedded
+// JetStream, plus poll-until-true helpers. It is a package of its own so every e2e package shares it.
+package e2eenv
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/internal/fleetspec"
+	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/localfleet"
+	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// FieldManager is the field manager of objects the tests apply themselves.
+const FieldManager = "fleetflow-e2e"
+
+// Settle bounds every wait of the e2e tests.
+const Settle = 60 * time.Second
+
+// Options shape one test's environment.
+type Options struct {
+	// FleetFile is the fleet description the package's TestMain seeded (its clusters are registered).
+	FleetFile string
+	// CRDFiles are framework CRDs installed on the control plane and on every workload cluster before the
+	// pipeline starts; a test that copies CRDs by a Duplicate policy leaves this empty.
+	CRDFiles []string
+	// ControlPlaneCRDFiles are installed on the control plane only.
+	ControlPlaneCRDFiles []string
+	// PolicyFiles are SchedulePolicies applied before the pipeline starts.
+	PolicyFiles []string
+	// Placer tunes the placer; HeartbeatTimeout defaults to 6s so failover tests stay short.
+	Placer consumers.PlacerConfig
+	// NoPlacer starts everything but the placer, for tests that run (and kill) placers themselves.
+	NoPlacer bool
+}
+
+// Env is one test's view of the fleet plus a running pipeline.
+type Env struct {
+	T            *testing.T
+	Fleet        *localfleet.Fleet
+	Spec         *fleetspec.Fleet
+	ControlPlane *kube.Clients
+	Clusters     map[string]*kube.Clients
+	Bus          *pipeline.Bus
+	Logs         *SyncBuffer
+	Log          *slog.Logger
+}
+
+// SyncBuffer is a goroutine-safe log sink.
+type SyncBuffer struct {
+	mu sync.Mutex
+	sb strings.Builder
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sb.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sb.String()
+}
+
+// New connects to the package's fleet, installs fleetflow's CRDs and the given framework CRDs, registers
+// the workload clusters and the given policies on the control plane, and starts the pipeline on a fresh
+// embedded JetStream. It returns once every cluster's nodes, APIs and heartbeat are in the streams.
+// Everything it started stops when the test ends.
+func New(t *testing.T, opts Options) *Env {
+	t.Helper()
+	fleet := localfleettest.Fleet(t)
+	ctx := t.Context()
+	e := &Env{T: t, Fleet: fleet, ControlPlane: ClientsFor(t, fleet.ControlPlane), Clusters: map[string]*kube.Clients{},
+		Logs: &SyncBuffer{}}
+	e.Log = slog.New(slog.NewTextHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	for _, c := range fleet.Workloads {
+		e.Clusters[c.Name] = ClientsFor(t, c)
+	}
+	e.Spec = ReadFleetSpec(t, opts.FleetFile)
+	for _, f := range opts.CRDFiles {
+		crds := ReadObjects(t, f)
+		for _, clients := range append([]*kube.Clients{e.ControlPlane}, e.ClusterClients()...) {
+			if err := clients.Apply(ctx, FieldManager, crds...); err != nil {
+				t.Fatalf("install %s: %v", f, err)
+			}
+		}
+	}
+	for _, f := range opts.ControlPlaneCRDFiles {
+		if err := e.ControlPlane.Apply(ctx, FieldManager, ReadObjects(t, f)...); err != nil {
+			t.Fatalf("install %s: %v", f, err)
+		}
+	}
+	if err := pipeline.InstallControlPlaneCRDs(ctx, e.ControlPlane, FieldManager); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range e.Spec.Clusters {
+		target, _ := fleet.Cluster(c.Name)
+		kubeconfig, err := os.ReadFile(target.KubeconfigPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pipeline.RegisterCluster(ctx, e.ControlPlane, c.Name, kubeconfig, c.Labels, FieldManager); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range opts.PolicyFiles {
+		if err := e.ControlPlane.Apply(ctx, FieldManager, ReadObjects(t, f)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	b, err := pipeline.OpenBus(runCtx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), e.Log)
+	if err != nil {
+		cancel()
+		t.Fatalf("open bus: %v", err)
+	}
+	e.Bus = b
+	placer := opts.Placer
+	if placer.HeartbeatTimeout == 0 {
+		placer.HeartbeatTimeout = 6 * time.Second
+	}
+	all := &pipeline.AllInOne{ControlPlane: e.ControlPlane, Placer: placer, NoPlacer: opts.NoPlacer}
+	done := make(chan error, 1)
+	go func() { done <- all.Run(runCtx, b, e.Log) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("pipeline ended with %v", err)
+		}
+		b.Close()
+		if t.Failed() {
+			t.Logf("pipeline log:\n%s", e.Logs.String())
+		}
+	})
+	waitCtx, stop := context.WithTimeout(ctx, Settle)
+	defer stop()
+	if err := pipeline.WaitObserved(waitCtx, b, e.ExpectedNodes()); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// ExpectedNodes counts the fleet file's nodes per cluster.
+func (e *Env) ExpectedNodes() map[string]int {
+	out := map[string]int{}
+	for _, c := range e.Spec.Clusters {
+		out[c.Name] = len(c.AllNodes())
+	}
+	return out
+}
+
+// ClusterClients lists the workload clusters' clients.
+func (e *Env) ClusterClients() []*kube.Clients {
+	out := make([]*kube.Clients, 0, len(e.Clusters))
+	for _, c := range e.Clusters {
+		out = append(out, c)
+	}
+	return out
+}
+
+// Publish publishes an event as a producer would.
+func (e *Env) Publish(t *testing.T, eventType, subject, id string, payload schemas.Payload) {
+	t.Helper()
+	event, err := schemas.NewEvent(eventType, "/e2e", subject, id, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Bus.Publisher.Publish(t.Context(), subject, event); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ClientsFor builds clients for one cluster of the fleet.
+func ClientsFor(t *testing.T, c *localfleet.Cluster) *kube.Clients {
+	t.Helper()
+	clients, err := kube.NewClients(c.RESTConfig())
+	if err != nil {
+		t.Fatalf("clients for %s: %v", c.Name, err)
+	}
+	return clients
+}
+
+// ReadFleetSpec parses a fleet file.
+func ReadFleetSpec(t *testing.T, path string) *fleetspec.Fleet {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := fleetspec.Parse(data, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// ReadObjects reads a multi-document YAML file.
+func ReadObjects(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := kube.DecodeYAML(data, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
+// Get reads an object from a cluster; nil when it does not exist (or its kind is not served).
+func Get(t *testing.T, c *kube.Clients, gvk schema.GroupVersionKind, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	gvr, namespaced, err := c.ResourceFor(obj)
+	if err != nil {
+		return nil
+	}
+	client := c.Dynamic.Resource(gvr)
+	var got *unstructured.Unstructured
+	if namespaced {
+		got, err = client.Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	} else {
+		got, err = client.Get(context.Background(), name, metav1.GetOptions{})
+	}
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		t.Fatalf("get %s %s/%s: %v", gvk.Kind, namespace, name, err)
+	}
+	return got
+}
+
+// Eventually polls cond until it holds, failing the test with what after the deadline.
+func Eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
