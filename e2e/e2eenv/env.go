@@ -262,3 +262,8 @@ func Eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// PlacerConfig is the placer configuration the e2e tests run with.
+func PlacerConfig() consumers.PlacerConfig {
+	return consumers.PlacerConfig{HeartbeatTimeout: 6 * time.Second}
+}
