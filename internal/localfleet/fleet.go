@@ -528,18 +528,16 @@ func (f *Fleet) waitReady(ctx context.Context, proc *process, component string, 
 	defer poll.Stop()
 	report := time.NewTicker(2 * time.Second)
 	defer report.Stop()
-	detail := "not answering yet"
 	for {
-		ok, answer := ready(ctx)
+		ok, detail := ready(ctx)
 		if ok {
 			return nil
 		}
-		detail = answer
 		select {
 		case <-proc.exited:
 			tail := tailFile(proc.logPath, logTailLines)
-			err := fmt.Errorf("local fleet: %s exited (%v) before becoming ready; last lines of %s:\n%s",
-				proc.name, proc.waitErr, proc.logPath, tail)
+			err := fmt.Errorf("local fleet: %s exited (%s) before becoming ready; last lines of %s:\n%s",
+				proc.name, exitDescription(proc.waitErr), proc.logPath, tail)
 			if strings.Contains(tail, "address already in use") {
 				return fmt.Errorf("%w: %w", errPortInUse, err)
 			}
@@ -578,7 +576,7 @@ func probe(ctx context.Context, client *http.Client, url, token string, ok func(
 	if err != nil {
 		return false, shortError(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
 	text := strings.TrimSpace(string(body))
 	if resp.StatusCode == http.StatusOK && ok(text) {
@@ -621,7 +619,7 @@ func freePorts(n int) ([]int, error) {
 	listeners := make([]net.Listener, 0, n)
 	defer func() {
 		for _, l := range listeners {
-			l.Close()
+			_ = l.Close()
 		}
 	}()
 	ports := make([]int, 0, n)
@@ -654,13 +652,34 @@ func (f *Fleet) watchExits() {
 				return // exited because of Stop
 			default:
 			}
+			if p.stopRequested.Load() {
+				return // stopped by StopCluster
+			}
 			f.exitOnce.Do(func() {
-				f.exitErr = fmt.Errorf("local fleet: %s (pid %d) exited unexpectedly (%v); last lines of %s:\n%s",
-					p.name, p.pid, p.waitErr, p.logPath, tailFile(p.logPath, logTailLines))
+				f.exitErr = fmt.Errorf("local fleet: %s (pid %d) exited unexpectedly (%s); last lines of %s:\n%s",
+					p.name, p.pid, exitDescription(p.waitErr), p.logPath, tailFile(p.logPath, logTailLines))
 				close(f.exited)
 			})
 		}()
 	}
+}
+
+// StopCluster stops one cluster's apiserver, as an outage would take it down, and leaves the rest of the
+// fleet running: SIGTERM, then SIGKILL after Options.StopGrace or when ctx ends. Its exit is not reported
+// through Exited, and Stop later skips it. Stopping a stopped cluster does nothing.
+func (f *Fleet) StopCluster(ctx context.Context, name string) error {
+	c, ok := f.Cluster(name)
+	if !ok {
+		return fmt.Errorf("local fleet: stop cluster %q: no such cluster in %s", name, f.Dir)
+	}
+	if c.proc == nil {
+		return fmt.Errorf("local fleet: stop cluster %q: its apiserver was not started by this process", name)
+	}
+	c.proc.stopRequested.Store(true)
+	if err := c.proc.stop(ctx, f.opts.StopGrace); err != nil {
+		return fmt.Errorf("local fleet: stop cluster %q: %w", name, err)
+	}
+	return nil
 }
 
 // Stop stops every process of the fleet, apiservers first and etcd last, each with SIGTERM and, after
@@ -691,4 +710,12 @@ func (f *Fleet) Stop(ctx context.Context) error {
 		f.opts.Logger.Info("local fleet stopped", "dir", f.Dir)
 	})
 	return f.stopErr
+}
+
+// exitDescription says how a process ended; its log tail, not this error, carries the reason.
+func exitDescription(waitErr error) string {
+	if waitErr == nil {
+		return "exit status 0"
+	}
+	return waitErr.Error()
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -27,6 +28,8 @@ type process struct {
 	// exited is closed once the process has been reaped; waitErr is its exit status.
 	exited  chan struct{}
 	waitErr error
+	// stopRequested is set before a deliberate stop of this one process, so its exit is not a crash.
+	stopRequested atomic.Bool
 }
 
 type processSpec struct {
@@ -44,7 +47,7 @@ func startProcess(spec processSpec) (*process, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", spec.name, err)
 	}
-	defer logFile.Close() // the child holds its own descriptor
+	defer func() { _ = logFile.Close() }() // the child holds its own descriptor
 	cmd := exec.Command(spec.binary, spec.args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
@@ -88,7 +91,7 @@ func (p *process) hasExited() bool {
 // stop sends SIGTERM to the process group, then SIGKILL after grace or when ctx ends, and waits until the
 // process is reaped.
 func (p *process) stop(ctx context.Context, grace time.Duration) error {
-	defer os.Remove(p.pidPath)
+	defer func() { _ = os.Remove(p.pidPath) }()
 	if p.hasExited() {
 		return nil
 	}
@@ -214,7 +217,7 @@ func tailFile(path string, n int) string {
 	if err != nil {
 		return fmt.Sprintf("(cannot read %s: %v)", path, err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	const window = 64 << 10
 	info, err := f.Stat()
 	if err != nil {
