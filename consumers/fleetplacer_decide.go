@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -306,9 +305,4 @@ func (p *Placer) send(ctx context.Context, eventType, subject, id string, payloa
 	}
 	_, err = p.publisher.Publish(ctx, subject, event)
 	return err
-}
-
-// tickID buckets ticks by interval, so placer replicas publishing the same tick store it once.
-func tickID(t time.Time, interval time.Duration) string {
-	return fmt.Sprintf("tick/%d", t.UnixNano()/int64(interval))
 }

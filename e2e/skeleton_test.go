@@ -15,7 +15,6 @@ import (
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
-
 // TestWorkloadLifecycle: a CR created on the control plane lands in the first Ready workload cluster,
 // follows updates, survives a redelivered decision unchanged, and is deleted with its source.
 func TestWorkloadLifecycle(t *testing.T) {

@@ -263,7 +263,7 @@ func TestFleetLifecycle(t *testing.T) {
 	}
 	pidFiles, _ := filepath.Glob(filepath.Join(dir, "*", "*", "*.pid"))
 	rootPIDFiles, _ := filepath.Glob(filepath.Join(dir, "*.pid"))
-	if left := append(pidFiles, rootPIDFiles...); len(left) > 0 {
+	if left := slices.Concat(pidFiles, rootPIDFiles); len(left) > 0 {
 		t.Errorf("pid files left after Stop: %v", left)
 	}
 }

@@ -83,7 +83,7 @@ func TestDownStopsOnlyFleetProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer proc.stop(context.Background(), time.Second)
+	defer func() { _ = proc.stop(context.Background(), time.Second) }()
 	// A stale pid file naming a process of someone else (this test binary) must not be signalled.
 	strangerDir := filepath.Join(dir, clustersDirName, "stale")
 	if err := os.MkdirAll(strangerDir, 0o755); err != nil {

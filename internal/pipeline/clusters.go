@@ -203,7 +203,7 @@ func (m *ClusterManager) stop(name string) {
 func (m *ClusterManager) kubeconfig(ctx context.Context, cluster *unstructured.Unstructured) ([]byte, error) {
 	ref, _, _ := unstructured.NestedStringMap(cluster.Object, "spec", "kubeconfigSecretRef")
 	if ref["name"] == "" || ref["namespace"] == "" {
-		return nil, fmt.Errorf("Cluster %s: spec.kubeconfigSecretRef: name and namespace are required", cluster.GetName())
+		return nil, fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: name and namespace are required", cluster.GetName())
 	}
 	key := ref["key"]
 	if key == "" {
@@ -212,13 +212,13 @@ func (m *ClusterManager) kubeconfig(ctx context.Context, cluster *unstructured.U
 	secret, err := m.ControlPlane.Core.CoreV1().Secrets(ref["namespace"]).Get(ctx, ref["name"], metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("Cluster %s: spec.kubeconfigSecretRef: Secret %s/%s not found", cluster.GetName(), ref["namespace"], ref["name"])
+			return nil, fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: Secret %s/%s not found", cluster.GetName(), ref["namespace"], ref["name"])
 		}
-		return nil, fmt.Errorf("Cluster %s: read Secret %s/%s: %w", cluster.GetName(), ref["namespace"], ref["name"], err)
+		return nil, fmt.Errorf("cluster %s: read Secret %s/%s: %w", cluster.GetName(), ref["namespace"], ref["name"], err)
 	}
 	data, ok := secret.Data[key]
 	if !ok {
-		return nil, fmt.Errorf("Cluster %s: spec.kubeconfigSecretRef: Secret %s/%s has no key %q", cluster.GetName(), ref["namespace"], ref["name"], key)
+		return nil, fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: Secret %s/%s has no key %q", cluster.GetName(), ref["namespace"], ref["name"], key)
 	}
 	return data, nil
 }

@@ -47,7 +47,8 @@ func (r *Registry) with(c *Compiled, inPlace bool) *Registry {
 			kept = append(kept, u)
 		}
 	}
-	next.users = append(kept, c)
+	kept = append(kept, c)
+	next.users = kept
 	return next
 }
 

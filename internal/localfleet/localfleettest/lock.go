@@ -33,14 +33,14 @@ func lockAt(path string, waiting func(path string)) (unlock func(), err error) {
 		err = syscall.Flock(int(file.Fd()), syscall.LOCK_EX)
 	}
 	if err != nil {
-		file.Close()
+		_ = file.Close()
 		return nil, fmt.Errorf("localfleettest: lock %s: %w", path, err)
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			_ = syscall.Flock(int(file.Fd()), syscall.LOCK_UN)
-			file.Close()
+			_ = file.Close()
 		})
 	}, nil
 }
