@@ -358,6 +358,41 @@ func TestPolicyFeatures(t *testing.T) {
 			want:   placeWant{status: structs.StatusPlaced, clusters: []string{"c-large"}},
 		},
 		{
+			// 4 replicas at 50/50: 2 per region. us has only a 1-CPU cluster, so the us share fits nowhere and the
+			// whole workload stays unplaced (no partial Divide).
+			name: "Divide is all or nothing when a share fits no cluster of its topology value",
+			setup: func(h *placementtest.Harness) {
+				h.AddCluster("eu-1", placementtest.Labels(map[string]string{"region": "eu"}))
+				h.AddNodes("eu-1", cpuNodes("n", 1, "8"))
+				h.AddCluster("us-1", placementtest.Labels(map[string]string{"region": "us"}))
+				h.AddNodes("us-1", cpuNodes("n", 1, "1"))
+				h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{
+					ResourceSelectors: v1alpha1.ResourceSelectors{Kinds: []v1alpha1.GroupKind{{Group: "apps", Kind: "Deployment"}}},
+					SpreadConstraints: &v1alpha1.SpreadConstraints{SpreadMode: v1alpha1.SpreadModeDivide, TopologyKey: "region",
+						PercentageSplit: []v1alpha1.PercentageSplit{{TopologyValue: "eu", Percentage: 50}, {TopologyValue: "us", Percentage: 50}}}}))
+			},
+			workloads: []*placementtest.AnalysisBuilder{placementtest.Deployment("web", "frontend").Component("pod", 4, res("cpu", "1")).Scalable()},
+			want: placeWant{status: structs.StatusUnschedulable, reasons: map[string]string{"us-1": "needs cpu 2 in total, 1 free"}},
+		},
+		{
+			// g-a (6 CPUs) goes to small (BinPack: 2 left vs 10) before g-b is known; g-b (6 CPUs) must follow it
+			// there, where only 2 are left, so it is unschedulable although big has room.
+			name: "groupBy keeps a group on its cluster even when a later member no longer fits there",
+			setup: func(h *placementtest.Harness) {
+				h.AddCluster("big")
+				h.AddNodes("big", cpuNodes("n", 1, "16"))
+				h.AddCluster("small")
+				h.AddNodes("small", cpuNodes("n", 1, "8"))
+				h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{GroupBy: &v1alpha1.GroupBy{LabelKey: "team"}}))
+				h.Place(h.AddWorkload(placementtest.PyTorchJob("team-a", "g-a").Component("worker", 1, res("cpu", "6")).Obj(),
+					map[string]string{"team": "ml"}))
+			},
+			workloads: []*placementtest.AnalysisBuilder{placementtest.PyTorchJob("team-a", "g-b").Component("worker", 1, res("cpu", "6"))},
+			labels:    map[string]string{"team": "ml"},
+			want: placeWant{status: structs.StatusUnschedulable, reasons: map[string]string{
+				"big": "group team=ml is placed on small", "small": "needs cpu 6 in total, 2 free"}},
+		},
+		{
 			// Pods honour node selectors, required affinity and node taints: only gpu-1 carries H100, isn't tainted
 			// against the pod, and matches the NotIn on zone.
 			name: "node selector, affinity and node taints steer pods",

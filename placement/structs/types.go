@@ -297,13 +297,13 @@ type Plan struct {
 }
 
 // ResourceInterface is a ResourceInterface known to the fleet view: which kind it reads and whether that kind is
-// divisible. Engine holds the compiled RI for callers that analyze objects; the scheduler never reads it.
+// divisible. Engine is the compiled RI, for callers that analyze objects; the scheduler never reads it.
 type ResourceInterface struct {
 	Name        string
 	Group       string
 	Kind        string
 	Divisible   bool
-	Engine      any
+	Engine      *karta.Compiled
 	ModifyIndex uint64
 }
 
