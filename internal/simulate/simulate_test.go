@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
 
 // TestSimulateFleet runs the sample fleet. Expectations by hand:
@@ -106,5 +108,33 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestSimulateUserRIOverridesBuiltin: a resourceInterfaces entry for apps/v1 Deployment replaces the built-in RI.
+// This one computes the replica count (a constant) instead of reading a plain field, which makes Deployments
+// non-divisible; the web policy's Divide must then be rejected, which shows the user RI is the one in force.
+func TestSimulateUserRIOverridesBuiltin(t *testing.T) {
+	data, err := os.ReadFile("../../deploy/resourceinterfaces/deployment.yaml")
+	if err != nil {
+		t.Skipf("built-in Deployment RI not found: %v", err)
+	}
+	riYAML := strings.Replace(string(data), "replicasPath: .spec.replicas // 1", `replicasPath: "2"`, 1)
+	riYAML = strings.Replace(riYAML, "name: fleetflow-apps-deployment-v1", "name: my-deployment", 1)
+	if riYAML == string(data) {
+		t.Fatal("could not rewrite the replicas path of the built-in RI")
+	}
+	var ri map[string]any
+	if err := yaml.Unmarshal([]byte(riYAML), &ri); err != nil {
+		t.Fatal(err)
+	}
+	in, err := Load("testdata/fleet.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.File.ResourceInterfaces = []map[string]any{ri}
+	_, err = Run(in, nil)
+	if err == nil || !strings.Contains(err.Error(), "policies[1].spec.resourceSelectors.kinds[0]: Deployment.apps is not divisible") {
+		t.Errorf("err = %v, want Divide rejected because the user RI makes Deployment non-divisible", err)
 	}
 }
