@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,9 +29,12 @@ import (
 type StatusWriter struct {
 	ControlPlane *kube.Clients
 	Log          *slog.Logger
+	// HeartbeatTimeout is how long a silent cluster is still shown Ready (default 30s, as the placer's).
+	HeartbeatTimeout time.Duration
 
-	mu  sync.RWMutex
-	ris *karta.Registry
+	mu       sync.RWMutex
+	ris      *karta.Registry
+	clusters map[string]*clusterView
 }
 
 // NewStatusWriter starts with the given RIs (normally the built-ins); RI events update them.
@@ -40,6 +44,9 @@ func NewStatusWriter(controlPlane *kube.Clients, ris *karta.Registry, log *slog.
 
 // Handle is the bus.Handler of the status writer's consumer.
 func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
+	if handled, err := s.handleFleet(ctx, d); handled {
+		return err
+	}
 	switch p := d.Payload.(type) {
 	case *schemas.WorkloadStatus:
 		return s.copyStatus(ctx, p)

@@ -1,10 +1,19 @@
 package e2e
 
 import (
+	"context"
+	"slices"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -54,4 +63,58 @@ func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
 	if _, copied := placed.GetAnnotations()[schemas.AnnotationReasons]; copied {
 		t.Error("control-plane bookkeeping annotation copied to the workload cluster")
 	}
+}
+
+// TestClusterAndPolicyStatus: `kubectl get clusters` shows each cluster Ready with its heartbeat, the
+// summed allocatable of its nodes and its installed APIs; a SchedulePolicy that fleetflow cannot use
+// says why, with the field path, in its Accepted condition.
+func TestClusterAndPolicyStatus(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	clusterKind := schema.GroupVersionKind{Group: "fleetflow.io", Version: "v1alpha1", Kind: "Cluster"}
+	// cluster-a in testdata/fleet.yaml: 2 GPU nodes of 32 cpu and one CPU node of 16 cpu = 80 cpu.
+	e2eenv.Eventually(t, e2eenv.Settle, "cluster-a status", func() bool {
+		obj := e2eenv.Get(t, e.ControlPlane, clusterKind, "", "cluster-a")
+		var c v1alpha1.Cluster
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &c) != nil {
+			return false
+		}
+		cpu := c.Status.Allocatable[corev1.ResourceCPU]
+		ready := len(c.Status.Conditions) == 1 && c.Status.Conditions[0].Status == metav1.ConditionTrue
+		return ready && c.Status.LastHeartbeatTime != nil && cpu.Cmp(resource.MustParse("80")) == 0 &&
+			slices.Contains(c.Status.InstalledAPIs, "kubeflow.org/v1/PyTorchJob")
+	})
+
+	bad := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
+		"metadata": map[string]any{"name": "bad-split"},
+		"spec": map[string]any{
+			"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "apps", "kind": "Deployment"}}},
+			"spreadConstraints": map[string]any{"spreadMode": "Divide", "topologyKey": "region",
+				"percentageSplit": []any{
+					map[string]any{"topologyValue": "east", "percentage": int64(60)},
+					map[string]any{"topologyValue": "west", "percentage": int64(30)},
+				}},
+		},
+	}}
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, bad); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1",
+			Resource: "schedulepolicies"}).Delete(context.Background(), "bad-split", metav1.DeleteOptions{})
+	})
+	policyKind := schema.GroupVersionKind{Group: "fleetflow.io", Version: "v1alpha1", Kind: "SchedulePolicy"}
+	e2eenv.Eventually(t, e2eenv.Settle, "the bad policy rejected with the field path", func() bool {
+		obj := e2eenv.Get(t, e.ControlPlane, policyKind, "", "bad-split")
+		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, c := range conditions {
+			cond, _ := c.(map[string]any)
+			msg, _ := cond["message"].(string)
+			if cond["type"] == "Accepted" && cond["status"] == "False" && strings.Contains(msg, "spec.spreadConstraints.percentageSplit") {
+				return true
+			}
+		}
+		return false
+	})
 }

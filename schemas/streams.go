@@ -145,7 +145,8 @@ func ApplierConsumer(cluster string) (stream string, cfg jetstream.ConsumerConfi
 }
 
 // StatusConsumer is the durable consumer of the status writer: workload statuses from the clusters,
-// verdicts, applier outcomes, and RIs (whose statusMappings give the phase).
+// verdicts, applier outcomes, RIs (whose statusMappings give the phase), policies (validated into their
+// status), and cluster heartbeats, APIs and nodes (summed into Cluster status).
 func StatusConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 	return StreamEvents, jetstream.ConsumerConfig{
 		Durable:     ConsumerStatus,
@@ -155,6 +156,10 @@ func StatusConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 			SubjectEventsPrefix + ".verdict.>",
 			SubjectEventsPrefix + ".placement.>",
 			SubjectEventsPrefix + ".resourceinterface.>",
+			SubjectEventsPrefix + ".policy.>",
+			SubjectEventsPrefix + ".cluster.>",
+			SubjectEventsPrefix + ".node.>",
+			SubjectPlacerTick,
 		},
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		DeliverPolicy: jetstream.DeliverAllPolicy,

@@ -257,6 +257,7 @@ func newPlacerCommand() *cobra.Command {
 func newStatusCommand() *cobra.Command {
 	var bf busFlags
 	var controlPlane string
+	var heartbeatTimeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "status --control-plane KUBECONFIG",
 		Short: "Copy workload status and placement outcomes back onto control-plane objects",
@@ -272,11 +273,12 @@ func newStatusCommand() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			return pipeline.RunStatusWriter(ctx, b, cp, slog.Default())
+			return pipeline.RunStatusWriter(ctx, b, cp, heartbeatTimeout, slog.Default())
 		},
 	}
 	bf.register(cmd.Flags())
 	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver")
+	cmd.Flags().DurationVar(&heartbeatTimeout, "heartbeat-timeout", 30*time.Second, "a cluster silent this long is shown NotReady")
 	_ = cmd.MarkFlagRequired("control-plane")
 	return cmd
 }

@@ -180,7 +180,7 @@ func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clien
 }
 
 // RunStatusWriter copies workload status and placement outcomes back to the control plane until ctx is done.
-func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, log *slog.Logger) error {
+func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, heartbeatTimeout time.Duration, log *slog.Logger) error {
 	log = log.With("component", "status")
 	builtins, err := karta.Builtins()
 	if err != nil {
@@ -192,6 +192,7 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 		return err
 	}
 	writer := consumers.NewStatusWriter(controlPlane, karta.NewRegistry(builtins...), log)
+	writer.HeartbeatTimeout = heartbeatTimeout
 	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: writer.Handle, Log: log}
 	return loop.Run(ctx)
 }
@@ -253,7 +254,7 @@ func (a *AllInOne) Run(ctx context.Context, b *Bus, log *slog.Logger) error {
 	if !a.NoPlacer {
 		start("placer", func() error { return RunPlacer(ctx, b, a.Placer, log) })
 	}
-	start("status", func() error { return RunStatusWriter(ctx, b, a.ControlPlane, log) })
+	start("status", func() error { return RunStatusWriter(ctx, b, a.ControlPlane, a.Placer.HeartbeatTimeout, log) })
 	manager := &ClusterManager{ControlPlane: a.ControlPlane, Log: log.With("component", "clusters"),
 		Run: func(ctx context.Context, name string, clients *kube.Clients) error {
 			return RunClusterParts(ctx, b, name, clients, kinds, log)
