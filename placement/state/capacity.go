@@ -2,9 +2,61 @@ package state
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
+
+// capacityRows is the derived capacity view: one row per cluster, sorted by name. It lives beside memdb, like the
+// resource table, because it is rewritten by every decision and a memdb row would cost an index write each time;
+// it is replaced, never modified, so a snapshot holding it is unaffected by later writes.
+type capacityRows struct {
+	rows []*structs.ClusterCapacity
+	// registered holds the rows whose cluster is known, which is what the scheduler reads.
+	registered []*structs.ClusterCapacity
+}
+
+func (c *capacityRows) find(name string) (int, bool) {
+	return slices.BinarySearchFunc(c.rows, name, func(r *structs.ClusterCapacity, n string) int {
+		return strings.Compare(r.Name, n)
+	})
+}
+
+func (c *capacityRows) get(name string) *structs.ClusterCapacity {
+	if i, ok := c.find(name); ok {
+		return c.rows[i]
+	}
+	return nil
+}
+
+func (c *capacityRows) with(row *structs.ClusterCapacity) *capacityRows {
+	i, found := c.find(row.Name)
+	rows := slices.Clone(c.rows)
+	if found {
+		rows[i] = row
+	} else {
+		rows = slices.Insert(rows, i, row)
+	}
+	return newCapacityRows(rows)
+}
+
+func (c *capacityRows) without(name string) *capacityRows {
+	i, found := c.find(name)
+	if !found {
+		return c
+	}
+	return newCapacityRows(slices.Delete(slices.Clone(c.rows), i, i+1))
+}
+
+func newCapacityRows(rows []*structs.ClusterCapacity) *capacityRows {
+	out := &capacityRows{rows: rows, registered: make([]*structs.ClusterCapacity, 0, len(rows))}
+	for _, r := range rows {
+		if r.Cluster != nil {
+			out.registered = append(out.registered, r)
+		}
+	}
+	return out
+}
 
 // rebuildCapacity recomputes the capacity rows of the clusters this write touched. Only chunks holding a changed
 // node are rebuilt; the others are shared with the previous row, so earlier snapshots keep their view untouched.
@@ -18,14 +70,7 @@ func (w *writeTxn) rebuildCapacity() error {
 }
 
 func (w *writeTxn) rebuildClusterCapacity(name string, dirty map[string]struct{}) error {
-	raw, err := w.first(TableCapacity, indexID, name)
-	if err != nil {
-		return err
-	}
-	var old *structs.ClusterCapacity
-	if raw != nil {
-		old = raw.(*structs.ClusterCapacity)
-	}
+	old := w.capacity.get(name)
 	rawCluster, err := w.first(TableClusters, indexID, name)
 	if err != nil {
 		return err
@@ -61,13 +106,12 @@ func (w *writeTxn) rebuildClusterCapacity(name string, dirty map[string]struct{}
 		}
 	}
 	if next.Cluster == nil && len(next.Chunks) == 0 {
-		if old != nil {
-			return w.delete(TableCapacity, old)
-		}
+		w.capacity = w.capacity.without(name)
 		return nil
 	}
 	next.Summarize(n)
-	return w.insert(TableCapacity, next)
+	w.capacity = w.capacity.with(next)
+	return nil
 }
 
 // updateChunks applies the changed nodes to copies of the chunks that hold them.

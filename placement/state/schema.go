@@ -18,9 +18,6 @@ const (
 	TablePolicies           = "policies"
 	TableResourceInterfaces = "resource_interfaces"
 	TableReservations       = "reservations"
-	// TableCapacity is derived: one ClusterCapacity per cluster, rebuilt by every write that changes a node,
-	// a reservation or the cluster itself.
-	TableCapacity = "capacity"
 )
 
 // Index names.
@@ -38,7 +35,7 @@ func schema() *memdb.DBSchema {
 	db := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
 	for _, factory := range []func() *memdb.TableSchema{
 		clustersTableSchema, namespacesTableSchema, nodesTableSchema, workloadsTableSchema,
-		policiesTableSchema, resourceInterfacesTableSchema, reservationsTableSchema, capacityTableSchema,
+		policiesTableSchema, resourceInterfacesTableSchema, reservationsTableSchema,
 	} {
 		t := factory()
 		if _, dup := db.Tables[t.Name]; dup {
@@ -97,11 +94,5 @@ func reservationsTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TableReservations, Indexes: map[string]*memdb.IndexSchema{
 		indexID:   idIndex(func(r *structs.Reservation) string { return r.ID }),
 		indexNode: {Name: indexNode, Indexer: stringsIndexer[*structs.Reservation]{values: (*structs.Reservation).NodeIDs}},
-	}}
-}
-
-func capacityTableSchema() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TableCapacity, Indexes: map[string]*memdb.IndexSchema{
-		indexID: idIndex(func(c *structs.ClusterCapacity) string { return c.Name }),
 	}}
 }

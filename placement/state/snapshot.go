@@ -15,6 +15,7 @@ import (
 type Snapshot struct {
 	txn        *memdb.Txn
 	resources  *structs.ResourceTable
+	capacity   *capacityRows
 	index      uint64
 	tableIndex map[string]uint64
 }
@@ -41,20 +42,13 @@ func (s *Snapshot) Clusters() []*structs.Cluster {
 
 // Capacity returns a cluster's capacity row.
 func (s *Snapshot) Capacity(cluster string) *structs.ClusterCapacity {
-	c, _ := first[*structs.ClusterCapacity](s, TableCapacity, indexID, cluster)
-	return c
+	return s.capacity.get(cluster)
 }
 
 // Capacities returns the capacity row of every cluster that is registered, sorted by name.
 func (s *Snapshot) Capacities() []*structs.ClusterCapacity {
-	rows := all[*structs.ClusterCapacity](s, TableCapacity, indexID)
-	out := rows[:0]
-	for _, c := range rows {
-		if c.Cluster != nil {
-			out = append(out, c)
-		}
-	}
-	return out
+	// The slice is shared by every snapshot of this version: callers must not modify it.
+	return s.capacity.registered
 }
 
 // Nodes returns a cluster's nodes, sorted by name.

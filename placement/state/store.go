@@ -30,6 +30,7 @@ type Store struct {
 	// mu serializes writers and keeps resources and latest consistent with the database root a Snapshot reads.
 	mu        sync.Mutex
 	resources *structs.ResourceTable
+	capacity  *capacityRows
 	latest    uint64
 	// tableIndex is the latest sequence per table. It lives beside memdb rather than in a table of its own because
 	// every decision writes three tables, and a memdb row per table would triple the index writes per decision.
@@ -46,7 +47,7 @@ func NewStore(config Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: build schema: %w", err)
 	}
-	return &Store{config: config, db: db, resources: structs.NewResourceTable()}, nil
+	return &Store{config: config, db: db, resources: structs.NewResourceTable(), capacity: &capacityRows{}}, nil
 }
 
 // Config returns the store's configuration with defaults filled in.
@@ -56,7 +57,8 @@ func (s *Store) Config() Config { return s.config }
 func (s *Store) Snapshot() *Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return &Snapshot{txn: s.db.Txn(false), resources: s.resources, index: s.latest, tableIndex: s.tableIndex}
+	return &Snapshot{txn: s.db.Txn(false), resources: s.resources, capacity: s.capacity, index: s.latest,
+		tableIndex: s.tableIndex}
 }
 
 // writeTxn is one write: a memdb transaction plus the capacity rows it has to rebuild before commit.
@@ -65,6 +67,7 @@ type writeTxn struct {
 	txn       *memdb.Txn
 	seq       uint64
 	resources *structs.ResourceTable
+	capacity  *capacityRows
 	// dirtyNodes lists, per cluster, the nodes whose capacity must be recomputed; a nil set means the whole cluster.
 	dirtyNodes map[string]map[string]struct{}
 	// reservedDelta holds, per node key, the change in reserved capacity of a node whose object did not change,
@@ -79,7 +82,7 @@ type writeTxn struct {
 func (s *Store) write(seq uint64, fn func(w *writeTxn) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := &writeTxn{store: s, txn: s.db.Txn(true), seq: seq, resources: s.resources,
+	w := &writeTxn{store: s, txn: s.db.Txn(true), seq: seq, resources: s.resources, capacity: s.capacity,
 		tables: map[string]struct{}{}}
 	w.resetDirty()
 	defer w.txn.Abort()
@@ -99,6 +102,7 @@ func (s *Store) write(seq uint64, fn func(w *writeTxn) error) error {
 		s.tableIndex = next
 	}
 	s.resources = w.resources
+	s.capacity = w.capacity
 	s.latest = max(s.latest, seq)
 	return nil
 }

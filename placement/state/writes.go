@@ -351,14 +351,11 @@ func (s *Store) ApplyPlan(seq uint64, now time.Time, plan *structs.Plan) error {
 		w.resetDirty()
 		for _, d := range plan.Decisions {
 			for _, a := range d.Assignments {
-				raw, err := w.first(TableCapacity, indexID, a.Cluster)
-				if err != nil {
-					return err
-				}
-				if raw == nil {
+				row := w.capacity.get(a.Cluster)
+				if row == nil {
 					return fmt.Errorf("%w: cluster %s is gone", ErrStalePlan, a.Cluster)
 				}
-				if err := checkRoom(raw.(*structs.ClusterCapacity), a.Node); err != nil {
+				if err := checkRoom(row, a.Node); err != nil {
 					return fmt.Errorf("decision %s for %s: %w", d.ID, d.Workload, err)
 				}
 			}
