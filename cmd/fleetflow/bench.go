@@ -11,6 +11,14 @@ import (
 
 func init() { registerCommand(newBenchCommand) }
 
+// benchChildFactories are bench subcommands that live in files of their own.
+var benchChildFactories []func() *cobra.Command
+
+// registerBenchCommand adds a subcommand to bench; call it from an init function.
+func registerBenchCommand(factory func() *cobra.Command) {
+	benchChildFactories = append(benchChildFactories, factory)
+}
+
 // newBenchCommand is the parent of the benchmark subcommands; each measures one part of fleetflow.
 func newBenchCommand() *cobra.Command {
 	cmd := &cobra.Command{
@@ -18,6 +26,9 @@ func newBenchCommand() *cobra.Command {
 		Short: "Measure fleetflow's throughput and memory",
 	}
 	cmd.AddCommand(newBenchPlacementCommand())
+	for _, factory := range benchChildFactories {
+		cmd.AddCommand(factory())
+	}
 	return cmd
 }
 

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/pprof"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetflow/fleetflow/internal/benchpipeline"
+)
+
+func init() { registerBenchCommand(newBenchPipelineCommand) }
+
+func newBenchPipelineCommand() *cobra.Command {
+	cfg := benchpipeline.DefaultConfig()
+	var output, cpuProfile string
+	cmd := &cobra.Command{
+		Use:   "pipeline [--clusters 100 --nodes-per-cluster 1000 --workloads 10000 --rate 0] [-o json|table]",
+		Short: "Push synthetic fleet and workload events through embedded JetStream into the real placer",
+		Long: "bench pipeline starts an embedded JetStream and the placer, publishes a synthetic fleet (Clusters,\n" +
+			"installed APIs, heartbeats, node states, one SchedulePolicy) and then workload CRs of the built-in kinds\n" +
+			"as CloudEvents, exactly as the producers do, and measures the verdicts and decisions the placer persists:\n" +
+			"decisions per second, and latency from a workload event's publish to its first verdict stored. The\n" +
+			"reference is plain JetStream async publish of messages of the same size on the same server.\n" +
+			"--rate offers a fixed load in workload events per second (0: as fast as possible). The placer logs at\n" +
+			"warn level during the run.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "json" && output != "table" {
+				return fmt.Errorf("--output %q: want json or table", output)
+			}
+			cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("--cpuprofile: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
+			res, err := benchpipeline.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			rate := "as fast as possible"
+			if res.Rate > 0 {
+				rate = fmt.Sprintf("%d/s offered", res.Rate)
+			}
+			fmt.Fprintf(out, "fleet:            %d clusters, %d nodes (%d events, loaded in %.1f s)\n",
+				res.Clusters, res.Nodes, res.FleetEvents, res.FleetLoadSeconds)
+			fmt.Fprintf(out, "workloads:        %d, %s, published at %.0f/s (%d B per event)\n",
+				res.Workloads, rate, res.OfferedPerSecond, res.EventBytes)
+			fmt.Fprintf(out, "verdicts:         placed %d, unschedulable %d, other %d; %d decisions\n",
+				res.Placed, res.Unschedulable, res.Other, res.Decisions)
+			fmt.Fprintf(out, "decisions/s:      %.0f (%.2f s wall, %.2f s CPU)\n", res.DecisionsPerSecond, res.WorkloadSeconds, res.CPUSeconds)
+			fmt.Fprintf(out, "latency:          p50 %.2f ms, p99 %.2f ms, max %.2f ms (publish to first verdict stored)\n",
+				res.P50Ms, res.P99Ms, res.MaxMs)
+			fmt.Fprintf(out, "decision latency: p50 %.2f ms, p99 %.2f ms (publish to first decision stored)\n",
+				res.DecisionP50Ms, res.DecisionP99Ms)
+			fmt.Fprintf(out, "raw publish/s:    %.0f (%d messages in %.2f s)\n", res.RawPublishPerSecond, res.RawMessages, res.RawSeconds)
+			fmt.Fprintf(out, "ratio:            %.3f decisions per raw publish (target >= 0.1)\n", res.Ratio)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&cfg.Clusters, "clusters", cfg.Clusters, "number of clusters")
+	cmd.Flags().IntVar(&cfg.NodesPerCluster, "nodes-per-cluster", cfg.NodesPerCluster, "nodes in each cluster")
+	cmd.Flags().IntVar(&cfg.Workloads, "workloads", cfg.Workloads, "workload events to publish")
+	cmd.Flags().IntVar(&cfg.Rate, "rate", cfg.Rate, "offered workload events per second (0: as fast as possible)")
+	cmd.Flags().IntVar(&cfg.GPUNodePercent, "gpu-node-percent", cfg.GPUNodePercent, "share of each cluster's nodes with GPUs")
+	cmd.Flags().Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload mix")
+	cmd.Flags().IntVar(&cfg.RawMessages, "raw-messages", cfg.RawMessages, "messages of the raw publish reference (0: max(workloads, 20000))")
+	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "JetStream storage directory (default: a temporary directory, removed afterwards)")
+	cmd.Flags().DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up after this long")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
+	return cmd
+}

@@ -1,0 +1,73 @@
+package benchpipeline
+
+import (
+	"testing"
+	"time"
+)
+
+// TestRunTinyFleet runs the whole pipeline on 2 clusters of 10 nodes with 50 workloads and checks that
+// every workload got a verdict and that every figure the command prints was measured. The numbers
+// themselves are not asserted: performance is reported by the command, not judged by a test.
+func TestRunTinyFleet(t *testing.T) {
+	cfg := Config{Clusters: 2, NodesPerCluster: 10, Workloads: 50, GPUNodePercent: 20, Seed: 1,
+		RawMessages: 2000, DataDir: t.TempDir(), Timeout: 2 * time.Minute}
+	res, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Placed + res.Unschedulable + res.Other; got != cfg.Workloads {
+		t.Errorf("verdicts for %d workloads (placed %d, unschedulable %d, other %d), want %d",
+			got, res.Placed, res.Unschedulable, res.Other, cfg.Workloads)
+	}
+	if res.Other != 0 {
+		t.Errorf("%d workloads got NoPolicy or Invalid; the one policy selects every workload and every kind has a built-in RI", res.Other)
+	}
+	// Each cluster has 2 GPU nodes of 8 GPUs and 8 CPU nodes of 64 CPUs: the first workloads fit, and
+	// 50 gangs and services cannot all fit on 4 GPU nodes, so both outcomes occur.
+	if res.Placed == 0 || res.Unschedulable == 0 {
+		t.Errorf("placed %d, unschedulable %d: want both outcomes on a fleet this small", res.Placed, res.Unschedulable)
+	}
+	// One Apply per placed workload (a single-cluster policy), none for the unschedulable ones.
+	if res.Decisions < res.Placed {
+		t.Errorf("%d decisions persisted for %d placed workloads", res.Decisions, res.Placed)
+	}
+	if wantFleet := 1 + len(teams) + cfg.Clusters*(3+cfg.NodesPerCluster); res.FleetEvents != wantFleet {
+		t.Errorf("fleet events = %d, want %d (policy, namespaces, and per cluster: object, APIs, heartbeat, nodes)", res.FleetEvents, wantFleet)
+	}
+	for name, v := range map[string]float64{
+		"decisionsPerSecond": res.DecisionsPerSecond, "p50Ms": res.P50Ms, "p99Ms": res.P99Ms,
+		"rawPublishPerSecond": res.RawPublishPerSecond, "ratio": res.Ratio, "decisionP50Ms": res.DecisionP50Ms,
+		"offeredPerSecond": res.OfferedPerSecond, "eventBytes": float64(res.EventBytes),
+	} {
+		if !(v > 0) {
+			t.Errorf("%s = %v, want > 0", name, v)
+		}
+	}
+	if res.P50Ms > res.P99Ms || res.P99Ms > res.MaxMs {
+		t.Errorf("percentiles out of order: p50 %v, p99 %v, max %v", res.P50Ms, res.P99Ms, res.MaxMs)
+	}
+	if res.RawMessages != cfg.RawMessages {
+		t.Errorf("raw messages = %d, want %d", res.RawMessages, cfg.RawMessages)
+	}
+}
+
+func TestConfigRejectsBadSizes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+	}{
+		{"no clusters", func(c *Config) { c.Clusters = 0 }},
+		{"no nodes", func(c *Config) { c.NodesPerCluster = 0 }},
+		{"no workloads", func(c *Config) { c.Workloads = 0 }},
+		{"negative rate", func(c *Config) { c.Rate = -1 }},
+		{"GPU share over 100", func(c *Config) { c.GPUNodePercent = 101 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := DefaultConfig()
+			tc.edit(&cfg)
+			if _, err := Run(t.Context(), cfg); err == nil {
+				t.Errorf("Run accepted %+v", cfg)
+			}
+		})
+	}
+}

@@ -1,0 +1,51 @@
+package benchpipeline
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Config sizes a run.
+type Config struct {
+	Clusters        int
+	NodesPerCluster int
+	Workloads       int
+	// Rate is the offered load in workload events per second; 0 publishes as fast as JetStream takes them.
+	Rate int
+	// GPUNodePercent is the share of each cluster's nodes that carry 8 GPUs; the rest are CPU nodes.
+	GPUNodePercent int
+	Seed           int64
+	// RawMessages is how many messages the raw publish reference sends; 0 means max(Workloads, 20000), so
+	// the reference runs long enough to be measured even for a tiny configuration.
+	RawMessages int
+	// DataDir holds the embedded JetStream's storage; empty uses a temporary directory removed afterwards.
+	DataDir string
+	// Timeout bounds the whole run.
+	Timeout time.Duration
+	// Log receives the placer's and the bus's logs; nil discards them.
+	Log *slog.Logger
+}
+
+// DefaultConfig is the size the issue states the targets for.
+func DefaultConfig() Config {
+	return Config{Clusters: 100, NodesPerCluster: 1000, Workloads: 10000, GPUNodePercent: 20, Seed: 1, Timeout: 30 * time.Minute}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Clusters < 1:
+		return fmt.Errorf("clusters %d: want at least 1", c.Clusters)
+	case c.NodesPerCluster < 1:
+		return fmt.Errorf("nodes per cluster %d: want at least 1", c.NodesPerCluster)
+	case c.Workloads < 1:
+		return fmt.Errorf("workloads %d: want at least 1", c.Workloads)
+	case c.Rate < 0:
+		return fmt.Errorf("rate %d: want 0 (as fast as possible) or more events per second", c.Rate)
+	case c.GPUNodePercent < 0 || c.GPUNodePercent > 100:
+		return fmt.Errorf("GPU node percent %d: want 0..100", c.GPUNodePercent)
+	case c.RawMessages < 0:
+		return fmt.Errorf("raw messages %d: want 0 (default) or more", c.RawMessages)
+	}
+	return nil
+}

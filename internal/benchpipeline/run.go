@@ -1,0 +1,479 @@
+package benchpipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// Result is what a run measured. Times are wall-clock on the machine the run shares with everything else.
+type Result struct {
+	Clusters  int `json:"clusters"`
+	Nodes     int `json:"nodes"`
+	Workloads int `json:"workloads"`
+	// Rate is the offered load in workload events per second, 0 for as fast as possible.
+	Rate int `json:"rate"`
+	// OfferedPerSecond is the rate the workload events were actually published at.
+	OfferedPerSecond float64 `json:"offeredPerSecond"`
+
+	// DecisionsPerSecond counts workloads given a persisted verdict per second, from the first workload event
+	// published to the last first verdict stored.
+	DecisionsPerSecond float64 `json:"decisionsPerSecond"`
+	// P50Ms, P99Ms and MaxMs are percentiles of the time from a workload event's publish to its first verdict
+	// stored in FLEETFLOW_EVENTS, the placer's first persisted answer for it.
+	P50Ms float64 `json:"p50Ms"`
+	P99Ms float64 `json:"p99Ms"`
+	MaxMs float64 `json:"maxMs"`
+	// DecisionP50Ms and DecisionP99Ms run from publish to the first decision stored in FLEETFLOW_DECISIONS,
+	// over the workloads that were placed.
+	DecisionP50Ms float64 `json:"decisionP50Ms"`
+	DecisionP99Ms float64 `json:"decisionP99Ms"`
+	// RawPublishPerSecond is plain JetStream async publish of messages of EventBytes to a scratch stream on
+	// the same server, in the same run.
+	RawPublishPerSecond float64 `json:"rawPublishPerSecond"`
+	// Ratio is DecisionsPerSecond / RawPublishPerSecond; the target is at least 0.1.
+	Ratio float64 `json:"ratio"`
+
+	// Placed and Unschedulable count first verdicts; Other counts NoPolicy and Invalid.
+	Placed        int `json:"placed"`
+	Unschedulable int `json:"unschedulable"`
+	Other         int `json:"other"`
+	// Decisions counts the decisions persisted for the workloads.
+	Decisions int `json:"decisions"`
+	// EventBytes is the mean size of a workload event message (headers and body).
+	EventBytes int `json:"eventBytes"`
+	// FleetEvents were published to load the fleet, which took FleetLoadSeconds until the placer had them all.
+	FleetEvents      int     `json:"fleetEvents"`
+	FleetLoadSeconds float64 `json:"fleetLoadSeconds"`
+	// WorkloadSeconds is the span DecisionsPerSecond divides by; CPUSeconds is the whole process's CPU time
+	// over it (placer, server, producers and watcher share the process).
+	WorkloadSeconds float64 `json:"workloadSeconds"`
+	CPUSeconds      float64 `json:"cpuSeconds"`
+	RawMessages     int     `json:"rawMessages"`
+	RawSeconds      float64 `json:"rawSeconds"`
+}
+
+// Run starts an embedded JetStream and the placer, loads the fleet through the bus, then publishes the
+// workload events at the configured rate and measures what the placer persists, and finally the raw
+// publish reference on the same server.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cfg.Timeout)
+		defer cancel()
+	}
+	log := cfg.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	dataDir := cfg.DataDir
+	if dataDir == "" {
+		dir, err := os.MkdirTemp("", "fleetflow-bench-pipeline-")
+		if err != nil {
+			return nil, fmt.Errorf("bench data directory: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		dataDir = dir
+	}
+	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: dataDir, Streams: schemas.DefaultStreamOptions()},
+		"fleetflow-bench-placer", log)
+	if err != nil {
+		return nil, err
+	}
+	defer b.Close()
+
+	// A placer that fails ends the run at once instead of leaving it to time out.
+	ctx, cancelRun := context.WithCancelCause(ctx)
+	defer cancelRun(nil)
+	placerCtx, stopPlacer := context.WithCancel(ctx)
+	placerDone := make(chan struct{})
+	var placerErr error
+	go func() {
+		defer close(placerDone)
+		placerErr = pipeline.RunPlacer(placerCtx, b, consumers.PlacerConfig{}, log)
+		if placerCtx.Err() == nil {
+			cancelRun(fmt.Errorf("placer stopped: %w", placerErr))
+		}
+	}()
+	stop := func() error {
+		stopPlacer()
+		<-placerDone
+		return placerErr
+	}
+	defer func() { _ = stop() }()
+	cause := func(err error) error {
+		if c := context.Cause(ctx); c != nil && !errors.Is(c, context.Canceled) && !errors.Is(c, context.DeadlineExceeded) {
+			return c
+		}
+		return err
+	}
+
+	res := &Result{Clusters: cfg.Clusters, Nodes: cfg.Clusters * cfg.NodesPerCluster, Workloads: cfg.Workloads, Rate: cfg.Rate}
+	producer, err := newAsyncPublisher(b.URL, "fleetflow-bench-producers")
+	if err != nil {
+		return nil, err
+	}
+	defer producer.close()
+
+	heartbeatsDone := make(chan struct{})
+	var heartbeats sync.WaitGroup
+	defer func() { close(heartbeatsDone); heartbeats.Wait() }()
+	if err := loadFleet(ctx, b, producer, cfg, res); err != nil {
+		return nil, cause(fmt.Errorf("load the fleet: %w", err))
+	}
+	heartbeats.Go(func() { beat(ctx, producer, cfg.Clusters, heartbeatsDone, log) })
+
+	msgs, refs, err := workloadMessages(cfg)
+	if err != nil {
+		return nil, err
+	}
+	size := 0
+	for _, m := range msgs {
+		size += messageSize(m)
+	}
+	res.EventBytes = size / len(msgs)
+
+	w, err := newWatcher(ctx, b.URL, refs)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+
+	published := make([]time.Time, len(msgs))
+	start, startCPU := time.Now(), cpuTime()
+	if err := publishPaced(ctx, producer, msgs, refs, cfg.Rate, published); err != nil {
+		return nil, cause(fmt.Errorf("publish workloads: %w", err))
+	}
+	res.OfferedPerSecond = float64(len(msgs)) / time.Since(start).Seconds()
+	if err := w.waitFor(ctx, "a verdict for every workload", func(w *watcher) bool { return w.verdicts == len(msgs) }); err != nil {
+		return nil, cause(err)
+	}
+	res.CPUSeconds = (cpuTime() - startCPU).Seconds()
+	// Every decision the workloads caused is persisted once the placer has handled all its input; the
+	// watcher has read them all once it reached the stream's last sequence.
+	if err := waitDrained(ctx, b.JetStream); err != nil {
+		return nil, cause(err)
+	}
+	decisions, err := b.JetStream.Stream(ctx, schemas.StreamDecisions)
+	if err != nil {
+		return nil, err
+	}
+	info, err := decisions.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.waitFor(ctx, "every decision read back", func(w *watcher) bool { return w.lastDecisionSeq >= info.State.LastSeq }); err != nil {
+		return nil, cause(err)
+	}
+	if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
+		return nil, fmt.Errorf("placer: %w", err)
+	}
+	w.mu.Lock()
+	summarize(res, w.outcomes, published)
+	w.mu.Unlock()
+
+	if err := rawPublish(ctx, b, msgs, cfg, res); err != nil {
+		return nil, err
+	}
+	if res.RawPublishPerSecond > 0 {
+		res.Ratio = res.DecisionsPerSecond / res.RawPublishPerSecond
+	}
+	return res, nil
+}
+
+// loadFleet publishes the policy, the namespaces, every cluster and every node, then waits until the
+// placer has applied them all, so the workload phase measures workloads only.
+func loadFleet(ctx context.Context, b *pipeline.Bus, producer *asyncPublisher, cfg Config, res *Result) error {
+	start := time.Now()
+	apis, err := servedAPIs()
+	if err != nil {
+		return err
+	}
+	send := func(o outgoing) error {
+		res.FleetEvents++
+		return producer.publishEvent(ctx, o)
+	}
+	policy, err := policyEvent()
+	if err != nil {
+		return err
+	}
+	if err := send(policy); err != nil {
+		return err
+	}
+	namespaces, err := namespaceEvents()
+	if err != nil {
+		return err
+	}
+	for _, o := range namespaces {
+		if err := send(o); err != nil {
+			return err
+		}
+	}
+	gpuNodes := cfg.NodesPerCluster * cfg.GPUNodePercent / 100
+	for c := range cfg.Clusters {
+		events, err := clusterEvents(c, apis, time.Now())
+		if err != nil {
+			return err
+		}
+		for n := range cfg.NodesPerCluster {
+			o, err := nodeEvent(c, n, gpuNodes)
+			if err != nil {
+				return err
+			}
+			events = append(events, o)
+		}
+		for _, o := range events {
+			if err := send(o); err != nil {
+				return err
+			}
+		}
+	}
+	if err := producer.wait(ctx); err != nil {
+		return err
+	}
+	if err := waitDrained(ctx, b.JetStream); err != nil {
+		return err
+	}
+	res.FleetLoadSeconds = time.Since(start).Seconds()
+	return nil
+}
+
+// waitDrained waits until the placer's durable consumer has nothing pending or unacknowledged.
+func waitDrained(ctx context.Context, js jetstream.JetStream) error {
+	for {
+		c, err := js.Consumer(ctx, schemas.StreamEvents, schemas.ConsumerPlacer)
+		if err == nil {
+			info, err := c.Info(ctx)
+			if err == nil && info.NumPending == 0 && info.NumAckPending == 0 {
+				return nil
+			}
+		} else if !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return fmt.Errorf("placer consumer: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the placer to take every event: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// beat publishes every cluster's heartbeat each heartbeatInterval, as the cluster producers do.
+func beat(ctx context.Context, producer *asyncPublisher, clusters int, done <-chan struct{}, log *slog.Logger) {
+	ticker := time.NewTicker(heartbeatInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-done:
+			return
+		case now := <-ticker.C:
+			for c := range clusters {
+				o, err := heartbeatEvent(c, now)
+				if err == nil {
+					err = producer.publishEvent(ctx, o)
+				}
+				if err != nil && ctx.Err() == nil {
+					log.Warn("bench heartbeat not published", "cluster", clusterName(c), "error", err)
+				}
+			}
+		}
+	}
+}
+
+// workloadMessages encodes every workload event ahead of time, so the publisher spends its time publishing.
+func workloadMessages(cfg Config) ([]*nats.Msg, []schemas.ObjectRef, error) {
+	r := rand.New(rand.NewPCG(uint64(cfg.Seed), 1))
+	created := time.Now()
+	msgs := make([]*nats.Msg, cfg.Workloads)
+	refs := make([]schemas.ObjectRef, cfg.Workloads)
+	for i := range cfg.Workloads {
+		payload := &schemas.WorkloadChanged{Object: workloadObject(i, r, created)}
+		ref := payload.Ref()
+		subject := schemas.WorkloadSubject(ref)
+		e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, schemas.SourceControlPlaneProducer, subject,
+			schemas.WorkloadChangedID(ref, schemas.ResourceVersionOf(payload.Object)), payload)
+		if err != nil {
+			return nil, nil, fmt.Errorf("workload %s: %w", ref, err)
+		}
+		msg, err := bus.Encode(subject, e)
+		if err != nil {
+			return nil, nil, err
+		}
+		msgs[i], refs[i] = msg, ref
+	}
+	return msgs, refs, nil
+}
+
+func messageSize(m *nats.Msg) int {
+	n := len(m.Data)
+	for k, vs := range m.Header {
+		for _, v := range vs {
+			n += len(k) + len(v) + 4 // "k: v\r\n"
+		}
+	}
+	return n
+}
+
+// publishPaced publishes msgs at rate per second (0: as fast as the bounded in-flight window allows),
+// stamping each event's time and recording when its publish started.
+func publishPaced(ctx context.Context, p *asyncPublisher, msgs []*nats.Msg, refs []schemas.ObjectRef, rate int, published []time.Time) error {
+	send := func(i int) error {
+		now := time.Now()
+		msgs[i].Header.Set("ce-time", now.UTC().Format(time.RFC3339Nano))
+		published[i] = now
+		return p.publish(ctx, msgs[i], jetstream.WithMsgID(msgs[i].Header.Get("ce-id")))
+	}
+	if rate == 0 {
+		for i := range msgs {
+			if err := send(i); err != nil {
+				return err
+			}
+		}
+		return p.wait(ctx)
+	}
+	interval := max(time.Second/time.Duration(rate), time.Millisecond)
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	start := time.Now()
+	sent := 0
+	for sent < len(msgs) {
+		// Each tick sends what is due by now, so a late tick catches up instead of lowering the rate.
+		due := min(len(msgs), int(time.Since(start).Seconds()*float64(rate))+1)
+		for ; sent < due; sent++ {
+			if err := send(sent); err != nil {
+				return err
+			}
+		}
+		if sent == len(msgs) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+	}
+	return p.wait(ctx)
+}
+
+func summarize(res *Result, outcomes []outcome, published []time.Time) {
+	var latencies, decisionLatencies []float64
+	first, last := published[0], time.Time{}
+	for i, o := range outcomes {
+		if published[i].Before(first) {
+			first = published[i]
+		}
+		if o.verdictAt.After(last) {
+			last = o.verdictAt
+		}
+		latencies = append(latencies, ms(o.verdictAt.Sub(published[i])))
+		if !o.decidedAt.IsZero() {
+			decisionLatencies = append(decisionLatencies, ms(o.decidedAt.Sub(published[i])))
+		}
+		res.Decisions += o.decisions
+		switch o.firstStatus {
+		case schemas.VerdictPlaced:
+			res.Placed++
+		case schemas.VerdictUnschedulable:
+			res.Unschedulable++
+		default:
+			res.Other++
+		}
+	}
+	res.WorkloadSeconds = last.Sub(first).Seconds()
+	if res.WorkloadSeconds > 0 {
+		res.DecisionsPerSecond = float64(len(outcomes)) / res.WorkloadSeconds
+	}
+	slices.Sort(latencies)
+	slices.Sort(decisionLatencies)
+	res.P50Ms, res.P99Ms, res.MaxMs = percentile(latencies, 50), percentile(latencies, 99), percentile(latencies, 100)
+	res.DecisionP50Ms, res.DecisionP99Ms = percentile(decisionLatencies, 50), percentile(decisionLatencies, 99)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// percentile is the nearest-rank percentile of sorted values.
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// rawPublishStream is the scratch stream of the reference measurement; file storage like fleetflow's own.
+const rawPublishStream = "BENCH_RAW_PUBLISH"
+
+// rawPublish measures plain JetStream async publish of the workload messages' bytes to a scratch stream.
+func rawPublish(ctx context.Context, b *pipeline.Bus, msgs []*nats.Msg, cfg Config, res *Result) error {
+	n := cfg.RawMessages
+	if n == 0 {
+		n = max(cfg.Workloads, 20000)
+	}
+	if _, err := b.JetStream.CreateStream(ctx, jetstream.StreamConfig{Name: rawPublishStream,
+		Subjects: []string{"bench.raw.>"}, Storage: jetstream.FileStorage}); err != nil {
+		return fmt.Errorf("raw publish stream: %w", err)
+	}
+	raw := make([]*nats.Msg, len(msgs))
+	for i, m := range msgs {
+		// The same headers and body, without the Nats-Msg-Id the workload publish added: a plain publish.
+		header := nats.Header{}
+		for k, v := range m.Header {
+			if k != jetstream.MsgIDHeader {
+				header[k] = v
+			}
+		}
+		raw[i] = &nats.Msg{Subject: "bench.raw." + strconv.Itoa(i%len(teams)) + m.Subject[len("fleetflow"):],
+			Header: header, Data: m.Data}
+	}
+	p, err := newAsyncPublisher(b.URL, "fleetflow-bench-raw")
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	start := time.Now()
+	for i := range n {
+		m := raw[i%len(raw)]
+		if err := p.publish(ctx, &nats.Msg{Subject: m.Subject, Header: m.Header, Data: m.Data}); err != nil {
+			return err
+		}
+	}
+	if err := p.wait(ctx); err != nil {
+		return fmt.Errorf("raw publish: %w", err)
+	}
+	res.RawSeconds = time.Since(start).Seconds()
+	res.RawMessages = n
+	res.RawPublishPerSecond = float64(n) / res.RawSeconds
+	return nil
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,184 @@
+package benchpipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// outcome is what the placer persisted about one workload.
+type outcome struct {
+	// verdictAt is when the stream stored the workload's first verdict; zero until there is one.
+	verdictAt time.Time
+	// firstStatus is the status of that first verdict, lastStatus of the newest one.
+	firstStatus, lastStatus schemas.VerdictStatus
+	// decidedAt is when the stream stored the workload's first decision; zero while there is none.
+	decidedAt time.Time
+	decisions int
+}
+
+// watcher reads verdicts and decisions back from their streams with ordered consumers, so each is seen
+// only once it is persisted, and the stream's own timestamp says when that was.
+type watcher struct {
+	nc *nats.Conn
+
+	mu       sync.Mutex
+	byObject map[string]int // workload subject tokens -> workload index
+	outcomes []outcome
+	verdicts int // workloads with a verdict
+	// lastDecisionSeq is the stream sequence of the newest decision read.
+	lastDecisionSeq uint64
+	err             error
+	changed         chan struct{}
+
+	contexts []jetstream.ConsumeContext
+}
+
+// objectTokens is the part of a workload's subjects that names it: group.kind.namespace.name.
+func objectTokens(ref schemas.ObjectRef) string {
+	return strings.TrimPrefix(schemas.VerdictSubject(ref), schemas.SubjectEventsPrefix+".verdict.")
+}
+
+func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef) (*watcher, error) {
+	nc, err := nats.Connect(url, nats.Name("fleetflow-bench-watcher"))
+	if err != nil {
+		return nil, fmt.Errorf("connect watcher to %s: %w", url, err)
+	}
+	w := &watcher{nc: nc, byObject: make(map[string]int, len(refs)), outcomes: make([]outcome, len(refs)),
+		changed: make(chan struct{}, 1)}
+	for i, ref := range refs {
+		w.byObject[objectTokens(ref)] = i
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	subscribe := func(stream string, filter string, handle func(jetstream.Msg)) error {
+		s, err := js.Stream(ctx, stream)
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", stream, err)
+		}
+		c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
+			DeliverPolicy: jetstream.DeliverAllPolicy})
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", stream, err)
+		}
+		cc, err := c.Consume(handle)
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", stream, err)
+		}
+		w.contexts = append(w.contexts, cc)
+		return nil
+	}
+	if err := subscribe(schemas.StreamEvents, schemas.SubjectEventsPrefix+".verdict.>", w.onVerdict); err != nil {
+		w.close()
+		return nil, err
+	}
+	if err := subscribe(schemas.StreamDecisions, schemas.SubjectAllDecisions, w.onDecision); err != nil {
+		w.close()
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *watcher) close() {
+	for _, cc := range w.contexts {
+		cc.Stop()
+	}
+	w.nc.Close()
+}
+
+func (w *watcher) notify() {
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (w *watcher) fail(err error) {
+	w.mu.Lock()
+	if w.err == nil {
+		w.err = err
+	}
+	w.mu.Unlock()
+	w.notify()
+}
+
+func (w *watcher) onVerdict(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		w.fail(fmt.Errorf("verdict on %s: %w", msg.Subject(), err))
+		return
+	}
+	var v struct {
+		Status schemas.VerdictStatus `json:"status"`
+	}
+	if err := json.Unmarshal(msg.Data(), &v); err != nil {
+		w.fail(fmt.Errorf("verdict on %s: %w", msg.Subject(), err))
+		return
+	}
+	w.mu.Lock()
+	i, ok := w.byObject[strings.TrimPrefix(msg.Subject(), schemas.SubjectEventsPrefix+".verdict.")]
+	if ok {
+		o := &w.outcomes[i]
+		if o.verdictAt.IsZero() {
+			o.verdictAt, o.firstStatus = meta.Timestamp, v.Status
+			w.verdicts++
+		}
+		o.lastStatus = v.Status
+	}
+	w.mu.Unlock()
+	w.notify()
+}
+
+func (w *watcher) onDecision(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		w.fail(fmt.Errorf("decision on %s: %w", msg.Subject(), err))
+		return
+	}
+	// fleetflow.decisions.<cluster>.<group>.<kind>.<namespace>.<name>: cluster tokens hold no dots.
+	rest := strings.TrimPrefix(msg.Subject(), schemas.SubjectDecisionsRoot+".")
+	_, object, _ := strings.Cut(rest, ".")
+	w.mu.Lock()
+	if i, ok := w.byObject[object]; ok {
+		o := &w.outcomes[i]
+		if o.decidedAt.IsZero() {
+			o.decidedAt = meta.Timestamp
+		}
+		o.decisions++
+	}
+	w.lastDecisionSeq = meta.Sequence.Stream
+	w.mu.Unlock()
+	w.notify()
+}
+
+// waitFor blocks until cond, checked under the watcher's lock, holds.
+func (w *watcher) waitFor(ctx context.Context, what string, cond func(w *watcher) bool) error {
+	for {
+		w.mu.Lock()
+		done, err := cond(w), w.err
+		w.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
+		case <-w.changed:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
