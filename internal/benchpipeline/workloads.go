@@ -17,7 +17,7 @@ func gpuPodTemplate(image, cpu, memory string, gpus int) map[string]any {
 		"metadata": map[string]any{"labels": map[string]any{"app.kubernetes.io/component": "worker"}},
 		"spec": map[string]any{
 			"nodeSelector": map[string]any{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
-			"tolerations": []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
+			"tolerations":  []any{map[string]any{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}},
 			"containers": []any{map[string]any{
 				"name": "trainer", "image": image,
 				"command": []any{"torchrun", "--nnodes=$(WORLD_SIZE)", "train.py"},
