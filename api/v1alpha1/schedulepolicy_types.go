@@ -140,7 +140,9 @@ type SchedulePolicyStatus struct {
 }
 
 // IsCapacityAware reports CapacityAware, true when unset.
-func (s *SchedulePolicySpec) IsCapacityAware() bool { return s.CapacityAware == nil || *s.CapacityAware }
+func (s *SchedulePolicySpec) IsCapacityAware() bool {
+	return s.CapacityAware == nil || *s.CapacityAware
+}
 
 // ScoringOrDefault reports Scoring, BinPack when unset.
 func (s *SchedulePolicySpec) ScoringOrDefault() ScoringStrategy {

@@ -372,7 +372,7 @@ func TestPolicyFeatures(t *testing.T) {
 						PercentageSplit: []v1alpha1.PercentageSplit{{TopologyValue: "eu", Percentage: 50}, {TopologyValue: "us", Percentage: 50}}}}))
 			},
 			workloads: []*placementtest.AnalysisBuilder{placementtest.Deployment("web", "frontend").Component("pod", 4, res("cpu", "1")).Scalable()},
-			want: placeWant{status: structs.StatusUnschedulable, reasons: map[string]string{"us-1": "needs cpu 2 in total, 1 free"}},
+			want:      placeWant{status: structs.StatusUnschedulable, reasons: map[string]string{"us-1": "needs cpu 2 in total, 1 free"}},
 		},
 		{
 			// g-a (6 CPUs) goes to small (BinPack: 2 left vs 10) before g-b is known; g-b (6 CPUs) must follow it
