@@ -30,6 +30,7 @@ type Event struct {
 type blockedEntry struct {
 	noPolicy bool
 	codes    map[string]structs.RejectCode
+	decision *structs.Decision
 }
 
 // Blocked holds unschedulable workloads with the reasons they were rejected, and says which to retry on an event.
@@ -51,9 +52,9 @@ func (b *Blocked) Record(d *structs.Decision) {
 	defer b.mu.Unlock()
 	switch d.Status {
 	case structs.StatusUnschedulable:
-		b.entries[d.WorkloadID] = &blockedEntry{codes: d.RejectCodes}
+		b.entries[d.WorkloadID] = &blockedEntry{codes: d.RejectCodes, decision: d}
 	case structs.StatusNoPolicy:
-		b.entries[d.WorkloadID] = &blockedEntry{noPolicy: true}
+		b.entries[d.WorkloadID] = &blockedEntry{noPolicy: true, decision: d}
 	default:
 		delete(b.entries, d.WorkloadID)
 	}
@@ -64,6 +65,16 @@ func (b *Blocked) Forget(workloadID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.entries, workloadID)
+}
+
+// Decision returns the decision that blocked a workload, with its per-cluster reasons; nil when not blocked.
+func (b *Blocked) Decision(workloadID string) *structs.Decision {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if e, ok := b.entries[workloadID]; ok {
+		return e.decision
+	}
+	return nil
 }
 
 // Len is the number of blocked workloads.

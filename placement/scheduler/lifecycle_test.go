@@ -165,3 +165,40 @@ func TestStalePlanIsReplanned(t *testing.T) {
 	}
 	assertNoOvercommit(t, h)
 }
+
+// TestRequeueOnFreedCapacity walks the blocked path end to end: a job that does not fit is blocked with its
+// reasons, an unrelated cluster's change in capacity does not wake it, and the end of the job holding its
+// cluster does; it is then placed.
+func TestRequeueOnFreedCapacity(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	h.AddCluster("c1")
+	h.AddNodes("c1", cpuNodes("n", 1, "8"))
+	h.AddCluster("c2")
+	h.AddNodes("c2", cpuNodes("n", 1, "2"))
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+	blocked := scheduler.NewBlocked()
+	first := h.AddWorkload(placementtest.PyTorchJob("ml", "first").Component("worker", 1, res("cpu", "6")).Obj(), nil)
+	blocked.Record(h.Place(first))
+	second := h.AddWorkload(placementtest.PyTorchJob("ml", "second").Component("worker", 1, res("cpu", "6")).Obj(), nil)
+	d := h.Place(second)
+	blocked.Record(d)
+	if d.Status != structs.StatusUnschedulable || blocked.Decision(second) == nil {
+		t.Fatalf("second = %s, want Unschedulable and blocked", d.Status)
+	}
+	if got := blocked.Decision(second).Reasons["c1"]; got != "needs cpu 6 in total, 2 free" {
+		t.Errorf("kept reason for c1 = %q", got)
+	}
+	if woken := blocked.Wake(scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "elsewhere"}); len(woken) != 0 {
+		t.Fatalf("woken by an unrelated cluster: %v", woken)
+	}
+	if err := h.Store.DeleteWorkload(h.NextSeq(), first); err != nil {
+		t.Fatal(err)
+	}
+	woken := blocked.Wake(scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "c1"})
+	if !slices.Equal(woken, []string{second}) {
+		t.Fatalf("woken = %v, want [%s]", woken, second)
+	}
+	if d := h.Place(second); d.Status != structs.StatusPlaced || d.Clusters[0] != "c1" {
+		t.Errorf("after the wake: %s on %v, want Placed on c1", d.Status, d.Clusters)
+	}
+}
