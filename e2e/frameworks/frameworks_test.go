@@ -3,9 +3,15 @@ package frameworks
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
 	"reflect"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +21,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/simulate"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -59,17 +66,24 @@ func TestEveryFrameworkLandsWhereNodeFitPredicts(t *testing.T) {
 	// name an earlier case already installed (MPIJob v2beta1 after v1) replaces it in its own subtest.
 	resolved := make([]resolvedCase, len(cases))
 	installed := map[string]bool{}
+	var upFront []*unstructured.Unstructured
 	for i, c := range cases {
 		resolved[i] = resolveCase(t, c, corpus)
 		if name := resolved[i].crd.GetName(); !installed[name] {
 			installed[name] = true
 			resolved[i].installedUpFront = true
-			applyToControlPlane(t, e, resolved[i].crd)
+			upFront = append(upFront, resolved[i].crd)
 		}
 	}
+	started := time.Now()
+	applyToControlPlane(t, e, upFront...)
+	t.Logf("%d CRDs installed on the control plane in %s", len(upFront), time.Since(started).Round(time.Millisecond))
 
 	var live []submitted
 	landed := map[string]string{}
+	// decidedByNodeFit lists the kinds that a cluster with enough capacity in sum turned away because no
+	// single node fits one of their pods.
+	var decidedByNodeFit []string
 	for i, c := range cases {
 		r := resolved[i]
 		t.Run(c.name(), func(t *testing.T) {
@@ -120,7 +134,14 @@ func TestEveryFrameworkLandsWhereNodeFitPredicts(t *testing.T) {
 					annotations[schemas.AnnotationPlacement], annotations[schemas.AnnotationCluster],
 					annotations[schemas.AnnotationReasons], want, prediction.Reasons)
 			}
+			// The pipeline passed over the other clusters for the reasons the prediction gives.
+			if got, wantReasons := annotations[schemas.AnnotationReasons], reasonsAnnotation(prediction); got != wantReasons {
+				t.Errorf("%s placed with reasons %q, predicted %q", c.gvk.Kind, got, wantReasons)
+			}
 			landed[c.name()] = want
+			if slices.ContainsFunc(slices.Collect(maps.Values(prediction.Reasons)), isNodeLevelMisfit) {
+				decidedByNodeFit = append(decidedByNodeFit, c.name())
+			}
 			var placed *unstructured.Unstructured
 			e2eenv.Eventually(t, e2eenv.Settle, c.gvk.Kind+" present on "+want, func() bool {
 				placed = e2eenv.Get(t, e.Clusters[want], c.gvk, namespace, cr.GetName())
@@ -153,21 +174,52 @@ func TestEveryFrameworkLandsWhereNodeFitPredicts(t *testing.T) {
 	if len(landed) == len(cases) && len(clusters) < 2 {
 		t.Errorf("every kind landed on the same cluster %v: the fleet no longer makes node-level fit matter", landed)
 	}
-	t.Logf("landed: %v", landed)
+	if len(landed) == len(cases) && len(decidedByNodeFit) == 0 {
+		t.Errorf("no kind was turned away from a cluster by node-level fit: the fleet no longer tests it (landed %v)", landed)
+	}
+	t.Logf("landed: %v; turned away by node-level fit: %v", landed, decidedByNodeFit)
 }
 
-// applyToControlPlane labels a CRD for the level-1 policy and applies it to the control plane only.
-func applyToControlPlane(t *testing.T, e *e2eenv.Env, crd *unstructured.Unstructured) {
-	t.Helper()
-	crd = crd.DeepCopy()
-	labels := crd.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
+// reasonsAnnotation is the fleetflow.io/reasons annotation a verdict with the predicted outcome gives: the
+// message, then one "cluster: reason" line per passed-over cluster, by cluster name.
+func reasonsAnnotation(r simulate.Result) string {
+	var lines []string
+	if r.Message != "" {
+		lines = append(lines, r.Message)
 	}
-	labels[propagateLabel] = "true"
-	crd.SetLabels(labels)
-	if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, crd); err != nil {
-		t.Fatalf("install CRD %s on the control plane: %v", crd.GetName(), err)
+	for _, cluster := range slices.Sorted(maps.Keys(r.Reasons)) {
+		lines = append(lines, cluster+": "+r.Reasons[cluster])
+	}
+	return strings.Join(lines, "\n")
+}
+
+// isNodeLevelMisfit tells a per-node rejection ("pod head (nvidia.com/gpu 4) fits no node: ...") from a
+// rejection by the cluster's totals ("needs nvidia.com/gpu 4 in total, 3 free").
+func isNodeLevelMisfit(reason string) bool { return strings.Contains(reason, "fits no node") }
+
+// applyToControlPlane labels CRDs for the level-1 policy and applies them to the control plane only, all
+// at once: a real CRD takes the API server seconds to serve, and they need not wait for one another.
+func applyToControlPlane(t *testing.T, e *e2eenv.Env, crds ...*unstructured.Unstructured) {
+	t.Helper()
+	errs := make([]error, len(crds))
+	var wg sync.WaitGroup
+	for i, crd := range crds {
+		crd = crd.DeepCopy()
+		labels := crd.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[propagateLabel] = "true"
+		crd.SetLabels(labels)
+		wg.Go(func() {
+			if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, crd); err != nil {
+				errs[i] = fmt.Errorf("install CRD %s on the control plane: %w", crd.GetName(), err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 }
 
