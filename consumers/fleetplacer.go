@@ -78,6 +78,8 @@ type Placer struct {
 	byUID     map[string]string         // control-plane uid -> workload ID
 	clusters  map[string]*clusterEntry
 	policies  map[string]*policyEntry
+	// batch holds the publishes of the current reconcile awaiting acknowledgement.
+	batch *publishBatch
 }
 
 type workloadEntry struct {
@@ -161,7 +163,7 @@ func (p *Placer) Handle(ctx context.Context, d bus.Delivery) error {
 	if err != nil {
 		return err
 	}
-	if err := p.reconcile(ctx, touched); err != nil {
+	if err := p.reconcileAndAwait(ctx, touched); err != nil {
 		return err
 	}
 	p.seen[d.Subject] = d.StreamSequence

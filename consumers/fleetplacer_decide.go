@@ -303,6 +303,5 @@ func (p *Placer) send(ctx context.Context, eventType, subject, id string, payloa
 	if err != nil {
 		return fmt.Errorf("placer: %w", err)
 	}
-	_, err = p.publisher.Publish(ctx, subject, event)
-	return err
+	return p.publish(ctx, subject, event)
 }

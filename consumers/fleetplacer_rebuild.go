@@ -68,7 +68,7 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	}
 	p.log.Info("placer view rebuilt from the state stream", "messages", read, "workloads", len(p.workloads),
 		"clusters", len(p.clusters), "policies", len(p.policies), "view_sequence", p.store.Snapshot().Index())
-	return p.reconcile(ctx, touched)
+	return p.reconcileAndAwait(ctx, touched)
 }
 
 // waitSourced waits, briefly, until the state stream has copied everything from its sources, so the rebuild

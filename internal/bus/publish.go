@@ -29,3 +29,17 @@ func (p *Publisher) Publish(ctx context.Context, subject string, e cloudevents.E
 	}
 	return ack, nil
 }
+
+// PublishAsync stores e on subject without waiting: the future reports the stream's acknowledgement or
+// the error. Like Publish, the event id is the Nats-Msg-Id. Callers bound how many they leave pending.
+func (p *Publisher) PublishAsync(subject string, e cloudevents.Event) (jetstream.PubAckFuture, error) {
+	msg, err := Encode(subject, e)
+	if err != nil {
+		return nil, err
+	}
+	future, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(e.ID()))
+	if err != nil {
+		return nil, fmt.Errorf("publish %s %q to %s: %w", e.Type(), e.ID(), subject, err)
+	}
+	return future, nil
+}
