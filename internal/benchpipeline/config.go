@@ -2,6 +2,7 @@ package benchpipeline
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 )
@@ -23,6 +24,9 @@ type Config struct {
 	DataDir string
 	// Timeout bounds the whole run.
 	Timeout time.Duration
+	// CPUProfile, when set, receives a CPU profile of the workload phase (from the first workload event
+	// published to the last verdict stored), the part DecisionsPerSecond measures.
+	CPUProfile io.Writer
 	// Log receives the placer's and the bus's logs; nil discards them.
 	Log *slog.Logger
 }

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -139,10 +140,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	heartbeatsDone := make(chan struct{})
 	var heartbeats sync.WaitGroup
 	defer func() { close(heartbeatsDone); heartbeats.Wait() }()
+	// Heartbeats run from the start: loading a large fleet can take longer than the placer's timeout.
+	heartbeats.Go(func() { beat(ctx, producer, cfg.Clusters, heartbeatsDone, log) })
 	if err := loadFleet(ctx, b, producer, cfg, res); err != nil {
 		return nil, cause(fmt.Errorf("load the fleet: %w", err))
 	}
-	heartbeats.Go(func() { beat(ctx, producer, cfg.Clusters, heartbeatsDone, log) })
 
 	msgs, refs, err := workloadMessages(cfg)
 	if err != nil {
@@ -161,6 +163,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	defer w.close()
 
 	published := make([]time.Time, len(msgs))
+	if cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+	}
+	profiling := cfg.CPUProfile != nil
+	stopProfile := func() {
+		if profiling {
+			pprof.StopCPUProfile()
+			profiling = false
+		}
+	}
+	defer stopProfile()
 	start, startCPU := time.Now(), cpuTime()
 	if err := publishPaced(ctx, producer, msgs, refs, cfg.Rate, published); err != nil {
 		return nil, cause(fmt.Errorf("publish workloads: %w", err))
@@ -170,6 +185,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, cause(err)
 	}
 	res.CPUSeconds = (cpuTime() - startCPU).Seconds()
+	stopProfile()
 	// Every decision the workloads caused is persisted once the placer has handled all its input; the
 	// watcher has read them all once it reached the stream's last sequence.
 	if err := waitDrained(ctx, b.JetStream); err != nil {
@@ -390,6 +406,7 @@ func summarize(res *Result, outcomes []outcome, published []time.Time) {
 			last = o.verdictAt
 		}
 		latencies = append(latencies, ms(o.verdictAt.Sub(published[i])))
+
 		if !o.decidedAt.IsZero() {
 			decisionLatencies = append(decisionLatencies, ms(o.decidedAt.Sub(published[i])))
 		}
