@@ -81,7 +81,9 @@ type predictFunc func(t *testing.T, crs []*unstructured.Unstructured) simulate.R
 
 // newPredictor runs internal/simulate with the fleet file the fleet was seeded from and the placement
 // policies the pipeline runs with. The level-1 policy is left out: it selects only CRDs, which have no
-// RI, ask for no capacity, and are not among the simulated workloads.
+// RI, ask for no capacity, and are not among the simulated workloads. The fleet file lists no APIs, which
+// the simulation reads as "serves every kind": the test submits a CR only once every workload cluster
+// reported its CRD installed, so the pipeline's view agrees.
 func newPredictor(t *testing.T, fleetPath, policyPath string) predictFunc {
 	t.Helper()
 	spec := e2eenv.ReadFleetSpec(t, fleetPath)
