@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/kube"
@@ -120,4 +121,10 @@ func submit(t *testing.T, e *e2eenv.Env, objs ...*unstructured.Unstructured) {
 	if err := e.ControlPlane.Apply(context.Background(), e2eenv.FieldManager, objs...); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// localfleetControlPlaneConfig is a fresh admin client configuration for the control plane.
+func localfleetControlPlaneConfig(t *testing.T) *rest.Config {
+	t.Helper()
+	return localfleettest.Fleet(t).ControlPlane.RESTConfig()
 }
