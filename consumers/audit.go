@@ -139,13 +139,17 @@ func AuditTail(ctx context.Context, js jetstream.JetStream, q AuditQuery, emit f
 
 	type source struct {
 		name     string
+		consumer jetstream.Consumer
 		messages jetstream.MessagesContext
 		history  []AuditRecord
 	}
 	var sources []*source
 	defer func() {
 		for _, s := range sources {
-			s.messages.Stop()
+			if s.messages != nil {
+				s.messages.Stop()
+			}
+			deleteOrderedConsumer(js, s.name, s.consumer)
 		}
 	}()
 	for _, st := range streams {
@@ -158,6 +162,8 @@ func AuditTail(ctx context.Context, js jetstream.JetStream, q AuditQuery, emit f
 		if err != nil {
 			return fmt.Errorf("audit %s: %w", st.name, err)
 		}
+		s := &source{name: st.name, consumer: consumer}
+		sources = append(sources, s)
 		info, err := consumer.Info(ctx)
 		if err != nil {
 			return fmt.Errorf("audit %s: %w", st.name, err)
@@ -166,8 +172,7 @@ func AuditTail(ctx context.Context, js jetstream.JetStream, q AuditQuery, emit f
 		if err != nil {
 			return fmt.Errorf("audit %s: %w", st.name, err)
 		}
-		s := &source{name: st.name, messages: messages}
-		sources = append(sources, s)
+		s.messages = messages
 		// History is what is pending when the tail starts.
 		for pending := info.NumPending; pending > 0; {
 			msg, err := messages.Next()
@@ -222,6 +227,20 @@ func AuditTail(ctx context.Context, js jetstream.JetStream, q AuditQuery, emit f
 			}
 		}
 	}
+}
+
+// deleteOrderedConsumer removes an audit's ordered consumer from the server at once. Stopping it is not
+// enough: the server keeps it for its inactive threshold (5 minutes), and a stream takes at most 1000
+// consumers by default, so audits polled in a loop would lock out every new consumer of the stream,
+// the placer's and appliers' included.
+func deleteOrderedConsumer(js jetstream.JetStream, stream string, consumer jetstream.Consumer) {
+	info := consumer.CachedInfo()
+	if info == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = js.DeleteConsumer(ctx, stream, info.Name) // best effort: the server reaps it after the threshold anyway
 }
 
 func toRecord(stream string, msg jetstream.Msg) (AuditRecord, *jetstream.MsgMetadata) {
