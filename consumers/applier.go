@@ -91,7 +91,7 @@ func (a *Applier) resource(ref schemas.ObjectRef) (dynamic.ResourceInterface, er
 	if err != nil {
 		if kube.IsNoMatch(err) {
 			// The CRD may be installed any moment (level 1 copies frameworks); retry with a fresh discovery.
-			a.Clients.Mapper.Reset()
+			a.Clients.RefreshMapper()
 			return nil, fmt.Errorf("kind %s is not served by cluster %s (CRD missing?): %w", ref.Kind, a.Cluster, err)
 		}
 		return nil, fmt.Errorf("resolve %s on cluster %s: %w", ref.Kind, a.Cluster, err)

@@ -108,10 +108,12 @@ type workloadEntry struct {
 }
 
 type publishedDecision struct {
-	action          schemas.DecisionAction
-	sequence        uint64
-	resourceVersion string
-	replicas        int64
+	action   schemas.DecisionAction
+	sequence uint64
+	// content identifies what was applied (the object as the applier copies it), so a new resourceVersion
+	// that changed nothing to copy (fleetflow's own annotations, status) publishes no new decision.
+	content  string
+	replicas int64
 }
 
 type clusterEntry struct {

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -201,14 +202,11 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 			desired[c] = wl.Placement.Replicas[c]
 		}
 	}
-	rv := ""
-	if e.object != nil {
-		rv = schemas.ResourceVersionOf(e.object)
-	}
+	content := contentOf(e.object)
 	for _, cluster := range slices.Sorted(maps.Keys(desired)) {
 		replicas := desired[cluster]
 		prev, ok := e.published[cluster]
-		if ok && prev.action == schemas.ActionApply && prev.resourceVersion == rv && prev.replicas == replicas {
+		if ok && prev.action == schemas.ActionApply && prev.content == content && prev.replicas == replicas {
 			continue
 		}
 		object, err := p.desiredObject(e, wl, replicas)
@@ -289,11 +287,7 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 	if err := p.send(ctx, schemas.TypePlacementDecided, subject, d.DecisionID, d); err != nil {
 		return err
 	}
-	rv := ""
-	if object != nil {
-		rv = schemas.ResourceVersionOf(object)
-	}
-	e.published[cluster] = publishedDecision{action: action, sequence: p.seq, resourceVersion: rv, replicas: replicas}
+	e.published[cluster] = publishedDecision{action: action, sequence: p.seq, content: contentOf(e.object), replicas: replicas}
 	p.log.Info("decided", "workload", e.ref.Key(), "cluster", cluster, "action", action, "sequence", p.seq)
 	return nil
 }
@@ -304,4 +298,18 @@ func (p *Placer) send(ctx context.Context, eventType, subject, id string, payloa
 		return fmt.Errorf("placer: %w", err)
 	}
 	return p.publish(ctx, subject, event)
+}
+
+// contentOf hashes what an applier would copy of an object: no status, no server-set metadata and no
+// fleetflow bookkeeping annotations.
+func contentOf(object map[string]any) string {
+	if object == nil {
+		return ""
+	}
+	data, err := json.Marshal(kube.SanitizeForCopy(object))
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:12])
 }

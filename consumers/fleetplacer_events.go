@@ -472,14 +472,16 @@ func (p *Placer) movePending(touched *touchedSet) error {
 
 func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 	e := p.entry(d.Workload)
-	rv := ""
-	if d.Object != nil {
-		rv = schemas.ResourceVersionOf(d.Object)
-	}
 	if prev, ok := e.published[d.Cluster]; ok && prev.sequence > d.Sequence {
 		return
 	}
-	e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, resourceVersion: rv, replicas: d.Replicas}
+	// A Divide decision's object carries the cluster's share of replicas; the content compared later is
+	// that of the control-plane object, which only differs there, so the share is recorded on its own.
+	content := contentOf(d.Object)
+	if d.Replicas > 0 && e.object != nil {
+		content = contentOf(e.object)
+	}
+	e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, content: content, replicas: d.Replicas}
 }
 
 func (p *Placer) onVerdict(v *schemas.PlacementVerdict) {

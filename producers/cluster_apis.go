@@ -133,7 +133,7 @@ func (p *ClusterProducer) apisLoop(ctx context.Context) {
 		case <-ticker.C:
 		case <-retry.C:
 		case <-p.apisTrigger:
-			p.Clients.Mapper.Reset()
+			p.Clients.RefreshMapper()
 			retry.Reset(crdFollowUp)
 		}
 		next, err := p.publishAPIs(ctx, byGV)

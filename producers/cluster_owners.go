@@ -117,7 +117,7 @@ func (r *ownerResolver) getOwner(ctx context.Context, namespace string, owner me
 	gk := schema.GroupKind{Group: gv.Group, Kind: owner.Kind}
 	mapping, err := r.clients.Mapper.RESTMapping(gk, gv.Version)
 	if err != nil && kube.IsNoMatch(err) {
-		r.clients.Mapper.Reset()
+		r.clients.RefreshMapper()
 		mapping, err = r.clients.Mapper.RESTMapping(gk, gv.Version)
 	}
 	if err != nil {

@@ -107,7 +107,7 @@ func (p *ClusterProducer) ensureKindWatches() {
 func (p *ClusterProducer) startKindWatch(ctx context.Context, gvk schema.GroupVersionKind) error {
 	mapping, err := p.Clients.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil {
-		p.Clients.Mapper.Reset()
+		p.Clients.RefreshMapper()
 		if mapping, err = p.Clients.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
 			return fmt.Errorf("resolve %s: %w", gvk, err)
 		}

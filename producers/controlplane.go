@@ -166,7 +166,7 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 				log.Info("kind not served on the control plane yet; waiting for its CRD", "reason", err)
 				waitingLogged = true
 			}
-			p.Clients.Mapper.Reset()
+			p.Clients.RefreshMapper()
 			return false, nil
 		}
 		gvr = mapping.Resource
@@ -352,7 +352,7 @@ func (p *ControlPlaneProducer) addGroupKind(gk schema.GroupKind) {
 		_ = wait.PollUntilContextCancel(ctx, 5*time.Second, true, func(context.Context) (bool, error) {
 			mapping, err := p.Clients.Mapper.RESTMapping(gk)
 			if err != nil {
-				p.Clients.Mapper.Reset()
+				p.Clients.RefreshMapper()
 				return false, nil
 			}
 			p.AddKind(mapping.GroupVersionKind, WorkloadFamily)

@@ -44,7 +44,7 @@ func (c *Clients) ResourceFor(obj *unstructured.Unstructured) (schema.GroupVersi
 	gvk := obj.GroupVersionKind()
 	mapping, err := c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if err != nil && IsNoMatch(err) {
-		c.Mapper.Reset()
+		c.RefreshMapper()
 		mapping, err = c.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	}
 	if err != nil {

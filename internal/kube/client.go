@@ -2,6 +2,8 @@ package kube
 
 import (
 	"fmt"
+	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/discovery"
@@ -18,8 +20,27 @@ type Clients struct {
 	Config  *rest.Config
 	Core    kubernetes.Interface
 	Dynamic dynamic.Interface
-	// Mapper resolves kinds to resources; call Reset on a no-match error, since CRDs come and go.
+	// Mapper resolves kinds to resources; call RefreshMapper on a no-match error, since CRDs come and go.
 	Mapper *restmapper.DeferredDiscoveryRESTMapper
+
+	refreshMu   sync.Mutex
+	lastRefresh time.Time
+}
+
+// mapperRefreshInterval bounds how often discovery is invalidated: many watchers of not-yet-served kinds
+// each asking for a refresh would otherwise keep discovery permanently cold for everyone.
+const mapperRefreshInterval = 2 * time.Second
+
+// RefreshMapper invalidates cached discovery so a newly served kind resolves, at most once per
+// mapperRefreshInterval across all callers.
+func (c *Clients) RefreshMapper() {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	if time.Since(c.lastRefresh) < mapperRefreshInterval {
+		return
+	}
+	c.lastRefresh = time.Now()
+	c.Mapper.Reset()
 }
 
 // LoadConfig reads a kubeconfig file.
