@@ -24,7 +24,9 @@ func TestProducerReplicasAreDeduplicated(t *testing.T) {
 	}
 	replicaCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- pipeline.RunProducer(replicaCtx, e.Bus, e.ControlPlane, kinds, e.Log.With("replica", "second")) }()
+	go func() {
+		done <- pipeline.RunProducer(replicaCtx, e.Bus, e.ControlPlane, kinds, e.Log.With("replica", "second"))
+	}()
 	defer func() {
 		stop()
 		if err := <-done; err != nil {

@@ -62,7 +62,7 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 		return nil, fmt.Errorf("fleet file %s: %w", source, err)
 	}
 	var errs []error
-	if err := f.Fleet.Validate(); err != nil {
+	if err := f.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if len(f.Workloads) == 0 {

@@ -312,12 +312,12 @@ func rejectPhrase(why string, n int) string {
 	if n == 1 {
 		node = "node"
 	}
-	switch {
-	case why == "unschedulable":
+	switch why {
+	case "unschedulable":
 		return node + " cordoned"
-	case why == "node selector":
+	case "node selector":
 		return node + " not matching its nodeSelector"
-	case why == "node affinity":
+	case "node affinity":
 		return node + " not matching its required node affinity"
 	default: // a taint
 		return node + " with untolerated " + why

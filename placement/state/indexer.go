@@ -1,14 +1,10 @@
 package state
 
 import (
-	"errors"
 	"fmt"
 
 	memdb "github.com/hashicorp/go-memdb"
 )
-
-// errMissingValue tells memdb an object has no value for an index (allowed with AllowMissing).
-var errMissingValue = errors.New("object has no value for this index")
 
 // stringIndexer indexes objects of type T by a string a function derives, so schemas need no reflection.
 type stringIndexer[T any] struct {
