@@ -76,7 +76,7 @@ func newBenchPipelineCommand() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.Rate, "rate", cfg.Rate, "offered workload events per second (0: as fast as possible)")
 	cmd.Flags().IntVar(&cfg.GPUNodePercent, "gpu-node-percent", cfg.GPUNodePercent, "share of each cluster's nodes with GPUs")
 	cmd.Flags().Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload mix")
-	cmd.Flags().IntVar(&cfg.RawMessages, "raw-messages", cfg.RawMessages, "messages of the raw publish reference (0: max(workloads, 20000))")
+	cmd.Flags().IntVar(&cfg.RawMessages, "raw-messages", cfg.RawMessages, "messages of the raw publish reference (0: max(workloads, 100000))")
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "JetStream storage directory (default: a temporary directory, removed afterwards)")
 	cmd.Flags().DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up after this long")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the workload phase to this file (go tool pprof)")

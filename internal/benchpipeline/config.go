@@ -17,7 +17,7 @@ type Config struct {
 	// GPUNodePercent is the share of each cluster's nodes that carry 8 GPUs; the rest are CPU nodes.
 	GPUNodePercent int
 	Seed           int64
-	// RawMessages is how many messages the raw publish reference sends; 0 means max(Workloads, 20000), so
+	// RawMessages is how many messages the raw publish reference sends; 0 means max(Workloads, 100000), so
 	// the reference runs long enough to be measured even for a tiny configuration.
 	RawMessages int
 	// DataDir holds the embedded JetStream's storage; empty uses a temporary directory removed afterwards.

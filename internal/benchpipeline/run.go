@@ -448,7 +448,7 @@ const rawPublishStream = "BENCH_RAW_PUBLISH"
 func rawPublish(ctx context.Context, b *pipeline.Bus, msgs []*nats.Msg, cfg Config, res *Result) error {
 	n := cfg.RawMessages
 	if n == 0 {
-		n = max(cfg.Workloads, 20000)
+		n = max(cfg.Workloads, 100000)
 	}
 	if _, err := b.JetStream.CreateStream(ctx, jetstream.StreamConfig{Name: rawPublishStream,
 		Subjects: []string{"bench.raw.>"}, Storage: jetstream.FileStorage}); err != nil {
