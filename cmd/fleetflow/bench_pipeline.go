@@ -27,7 +27,7 @@ func newBenchPipelineCommand() *cobra.Command {
 			"--rate offers a fixed load in workload events per second (0: as fast as possible). The placer logs at\n" +
 			"warn level during the run.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			if output != "json" && output != "table" {
 				return fmt.Errorf("--output %q: want json or table", output)
 			}
@@ -37,7 +37,11 @@ func newBenchPipelineCommand() *cobra.Command {
 				if err != nil {
 					return fmt.Errorf("--cpuprofile: %w", err)
 				}
-				defer f.Close()
+				defer func() {
+					if closeErr := f.Close(); closeErr != nil && err == nil {
+						err = fmt.Errorf("--cpuprofile: %w", closeErr)
+					}
+				}()
 				cfg.CPUProfile = f
 			}
 			res, err := benchpipeline.Run(cmd.Context(), cfg)

@@ -106,7 +106,7 @@ func clusterEvents(c int, apis []string, now time.Time) ([]outgoing, error) {
 	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cl)
 	if err != nil {
-		return nil, fmt.Errorf("Cluster %s: %w", name, err)
+		return nil, fmt.Errorf("cluster object %s: %w", name, err)
 	}
 	changed := &schemas.ObjectChanged{Object: obj}
 	ref := changed.Ref()

@@ -94,7 +94,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bench data directory: %w", err)
 		}
-		defer os.RemoveAll(dir)
+		defer func() { _ = os.RemoveAll(dir) }()
 		dataDir = dir
 	}
 	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: dataDir, Streams: schemas.DefaultStreamOptions()},
