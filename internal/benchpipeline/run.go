@@ -177,7 +177,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer stopProfile()
 	start, startCPU := time.Now(), cpuTime()
-	if err := publishPaced(ctx, producer, msgs, refs, cfg.Rate, published); err != nil {
+	if err := publishPaced(ctx, producer, msgs, cfg.Rate, published); err != nil {
 		return nil, cause(fmt.Errorf("publish workloads: %w", err))
 	}
 	res.OfferedPerSecond = float64(len(msgs)) / time.Since(start).Seconds()
@@ -355,7 +355,7 @@ func messageSize(m *nats.Msg) int {
 
 // publishPaced publishes msgs at rate per second (0: as fast as the bounded in-flight window allows),
 // stamping each event's time and recording when its publish started.
-func publishPaced(ctx context.Context, p *asyncPublisher, msgs []*nats.Msg, refs []schemas.ObjectRef, rate int, published []time.Time) error {
+func publishPaced(ctx context.Context, p *asyncPublisher, msgs []*nats.Msg, rate int, published []time.Time) error {
 	send := func(i int) error {
 		now := time.Now()
 		msgs[i].Header.Set("ce-time", now.UTC().Format(time.RFC3339Nano))
