@@ -97,8 +97,9 @@ type workloadEntry struct {
 	// pendingSince is when the workload's pods started pending on its cluster, zero when none pend.
 	pendingCluster string
 	pendingSince   time.Time
-	// avoid lists clusters the workload is moved away from because its pods stayed Pending there.
-	avoid map[string]bool
+	// avoid maps clusters the workload is being moved off to why: its pods stayed Pending there, or it
+	// failed there under a policy that reschedules on failure.
+	avoid map[string]string
 	// lastVerdict identifies the last verdict published, to avoid repeating identical verdicts.
 	lastVerdict string
 	// deleted is set once the control plane deleted the workload; the entry goes when its copies are gone.
@@ -227,7 +228,7 @@ func (p *Placer) apply(eventType string, payload schemas.Payload, rebuilding boo
 	case schemas.TypeNodeDeleted:
 		err = p.onNodeDeleted(payload.(*schemas.NodeDeleted), touched, rebuilding)
 	case schemas.TypeWorkloadStatus:
-		p.onStatus(payload.(*schemas.WorkloadStatus))
+		err = p.onStatus(payload.(*schemas.WorkloadStatus), touched, rebuilding)
 	case schemas.TypePlacementApplied:
 		p.onApplied(payload.(*schemas.PlacementApplied), touched)
 	case schemas.TypePlacementFailed:

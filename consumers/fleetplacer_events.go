@@ -56,14 +56,20 @@ func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touc
 	}
 	e.analysis, e.analysisErr = analysis, ""
 	touched.analyzed[e.id] = true
-	generation, _, _ := unstructured.NestedInt64(payload.Object, "metadata", "generation")
-	if _, err := p.store.UpsertWorkload(p.seq, structs.WorkloadInfo{Labels: e.labels, Generation: generation, Analysis: analysis}); err != nil {
+	if err := p.upsertWorkload(e); err != nil {
 		return err
 	}
 	if rebuilding {
 		return nil
 	}
 	return p.process(e.id, touched)
+}
+
+func (p *Placer) upsertWorkload(e *workloadEntry) error {
+	generation, _, _ := unstructured.NestedInt64(e.object, "metadata", "generation")
+	_, err := p.store.UpsertWorkload(p.seq, structs.WorkloadInfo{Labels: e.labels, Generation: generation,
+		Analysis: e.analysis, Avoid: maps.Clone(e.avoid)})
+	return err
 }
 
 // analyze reads a workload through its RI. A kind without an RI (a CRD, a ConfigMap, a Namespace: what
@@ -378,10 +384,10 @@ func (p *Placer) onNodeDeleted(n *schemas.NodeDeleted, touched *touchedSet, rebu
 	return p.reevaluate(affected, touched)
 }
 
-func (p *Placer) onStatus(s *schemas.WorkloadStatus) {
+func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuilding bool) error {
 	id, ok := p.byUID[s.Workload.UID]
 	if !ok {
-		return
+		return nil
 	}
 	e := p.workloads[id]
 	switch {
@@ -392,6 +398,62 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus) {
 	default:
 		e.pendingCluster, e.pendingSince = s.Cluster, *s.PendingSince
 	}
+	if rebuilding || s.Gone || s.Status == nil || e.object == nil || !p.reschedulesOnFailure(id) {
+		return nil
+	}
+	ri, ok := p.registry.Lookup(karta.GVKOf(e.object))
+	if !ok {
+		return nil
+	}
+	withStatus := maps.Clone(e.object)
+	withStatus["status"] = s.Status
+	phase, err := ri.Phase(withStatus)
+	if err != nil || phase != karta.PhaseFailed {
+		return nil
+	}
+	return p.moveOff(e, s.Cluster, "the workload failed there and its policy reschedules on failure", touched)
+}
+
+// reschedulesOnFailure reports whether the policy that placed a workload asks to move it when it fails.
+func (p *Placer) reschedulesOnFailure(id string) bool {
+	wl := p.store.Snapshot().Workload(id)
+	if wl == nil || wl.Placement == nil {
+		return false
+	}
+	pe := p.policies[wl.Placement.Policy]
+	return pe != nil && pe.compiled != nil && pe.compiled.Spec.RescheduleOnFailure
+}
+
+// moveOff moves a placed workload off one cluster when another cluster fits it now; otherwise it stays,
+// and a later event tries again. Reasons are kept on the workload so its verdict says why it left.
+func (p *Placer) moveOff(e *workloadEntry, cluster, why string, touched *touchedSet) error {
+	wl := p.store.Snapshot().Workload(e.id)
+	if wl == nil || wl.Placement == nil || !slices.Contains(wl.Placement.Clusters, cluster) || e.analysis == nil {
+		return nil
+	}
+	if e.avoid == nil {
+		e.avoid = map[string]string{}
+	}
+	e.avoid[cluster] = why
+	if err := p.upsertWorkload(e); err != nil {
+		return err
+	}
+	plan, err := p.sched.Schedule(p.store.Snapshot(), e.id)
+	if err == nil && len(plan.Decisions) > 0 && plan.Decisions[0].Status == structs.StatusPlaced {
+		if _, err = p.planner().SubmitPlan(plan); err == nil {
+			for _, d := range plan.Decisions {
+				p.record(d, touched)
+			}
+			p.log.Info("moving workload off a cluster", "workload", e.ref.Key(), "from", cluster,
+				"to", plan.Decisions[0].Clusters, "why", why)
+			return nil
+		}
+	}
+	// Nowhere else fits (or the view moved under the plan): stay, and try again on a later event.
+	delete(e.avoid, cluster)
+	p.log.Info("workload should leave a cluster but no other cluster fits it now", "workload", e.ref.Key(),
+		"cluster", cluster, "why", why, "error", err)
+	return p.upsertWorkload(e)
 }
 
 func (p *Placer) onApplied(a *schemas.PlacementApplied, touched *touchedSet) {
@@ -450,20 +512,11 @@ func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
 func (p *Placer) movePending(touched *touchedSet) error {
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		e := p.workloads[id]
-		if e.pendingCluster == "" || p.now.Sub(e.pendingSince) < p.config.PendingTimeout || e.avoid[e.pendingCluster] {
+		if e.pendingCluster == "" || p.now.Sub(e.pendingSince) < p.config.PendingTimeout || e.avoid[e.pendingCluster] != "" {
 			continue
 		}
-		wl := p.store.Snapshot().Workload(id)
-		if wl == nil || wl.Placement == nil || !slices.Contains(wl.Placement.Clusters, e.pendingCluster) {
-			continue
-		}
-		if e.avoid == nil {
-			e.avoid = map[string]bool{}
-		}
-		e.avoid[e.pendingCluster] = true
-		p.log.Info("pods pending too long; looking for another cluster", "workload", e.ref.Key(),
-			"cluster", e.pendingCluster, "pending_since", e.pendingSince)
-		if err := p.process(id, touched); err != nil {
+		why := fmt.Sprintf("its pods stayed Pending there for more than %s", p.config.PendingTimeout)
+		if err := p.moveOff(e, e.pendingCluster, why, touched); err != nil {
 			return err
 		}
 	}

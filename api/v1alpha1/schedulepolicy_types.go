@@ -77,6 +77,11 @@ type SchedulePolicySpec struct {
 	// Tolerations tolerate cluster taints.
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// RescheduleOnFailure moves a workload whose status maps to Failed (through its ResourceInterface's
+	// statusMappings) to another cluster that fits; without it a failed workload stays where it failed and
+	// is only reported.
+	// +optional
+	RescheduleOnFailure bool `json:"rescheduleOnFailure,omitempty"`
 }
 
 // ResourceSelectors selects workloads. A workload matches when its kind is in Kinds (or Kinds is empty)

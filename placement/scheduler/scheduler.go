@@ -165,6 +165,10 @@ func (c *cycle) filter(wl *structs.Workload, p *policy.Policy, d *structs.Decisi
 			reject(d, cl.Name, structs.RejectNotReady, "is not Ready")
 			continue
 		}
+		if why, avoided := wl.Avoid[cl.Name]; avoided {
+			reject(d, cl.Name, structs.RejectAvoided, why)
+			continue
+		}
 		if t := untoleratedTaint(cl.Taints, p.Tolerations()); t != nil {
 			reject(d, cl.Name, structs.RejectTaint, "has taint "+taintString(t.Key, t.Value, string(t.Effect))+
 				" that the policy does not tolerate")

@@ -505,3 +505,26 @@ func checkDecision(t *testing.T, d *structs.Decision, want placeWant) {
 		t.Errorf("decision lacks an ID or snapshot index: %+v", d)
 	}
 }
+
+// TestAvoidedClustersAreFilteredWithTheirReason: a workload moving off a cluster (its pods pended or
+// failed there) is rejected there with the reason the pipeline gave, and lands elsewhere.
+func TestAvoidedClustersAreFilteredWithTheirReason(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	for _, c := range []string{"a", "b"} {
+		h.AddCluster(c)
+		h.AddNodes(c, cpuNodes("n", 1, "8"))
+	}
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+	a := placementtest.PyTorchJob("team", "job").Component("worker", 1, placementtest.Res("cpu", "2")).Obj()
+	if _, err := h.Store.UpsertWorkload(h.NextSeq(), structs.WorkloadInfo{Analysis: a,
+		Avoid: map[string]string{"a": "pods pending for 5m0s"}}); err != nil {
+		t.Fatal(err)
+	}
+	d := h.Place(structs.WorkloadID(a.APIVersion, a.Kind, a.Namespace, a.Name))
+	if d.Status != structs.StatusPlaced || len(d.Clusters) != 1 || d.Clusters[0] != "b" {
+		t.Fatalf("decision = %s on %v, want Placed on b", d.Status, d.Clusters)
+	}
+	if d.Reasons["a"] != "pods pending for 5m0s" || d.RejectCodes["a"] != structs.RejectAvoided {
+		t.Errorf("cluster a rejected with %q (%s), want the avoid reason", d.Reasons["a"], d.RejectCodes["a"])
+	}
+}

@@ -226,7 +226,7 @@ func (s *Store) UpsertWorkload(seq uint64, info structs.WorkloadInfo) (*structs.
 			ID:         structs.WorkloadID(a.APIVersion, a.Kind, a.Namespace, a.Name),
 			APIVersion: a.APIVersion, Group: structs.APIGroup(a.APIVersion), Kind: a.Kind,
 			Namespace: a.Namespace, Name: a.Name, Labels: info.Labels, Generation: info.Generation,
-			Analysis: a, ModifyIndex: seq,
+			Analysis: a, Avoid: info.Avoid, ModifyIndex: seq,
 		}
 		lists := make([]corev1.ResourceList, 0, len(a.Components))
 		for _, c := range a.Components {

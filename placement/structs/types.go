@@ -87,6 +87,9 @@ type WorkloadInfo struct {
 	Labels     map[string]string
 	Generation int64
 	Analysis   *karta.Analysis
+	// Avoid maps clusters the workload must leave to why: its pods stayed Pending there, or it failed there
+	// under a policy that reschedules on failure.
+	Avoid map[string]string
 }
 
 // Workload is a workload in the fleet view with its demand converted to vectors.
@@ -105,7 +108,9 @@ type Workload struct {
 	// Demand is the sum over PodGroups of Count × Request.
 	Demand Vector
 	// Placement is where the workload was last placed, nil when it is not placed.
-	Placement   *Placement
+	Placement *Placement
+	// Avoid maps clusters the workload is kept off to why (see WorkloadInfo.Avoid).
+	Avoid       map[string]string
 	ModifyIndex uint64
 }
 
@@ -268,6 +273,8 @@ const (
 	RejectAPI      RejectCode = "API"
 	RejectCapacity RejectCode = "Capacity"
 	RejectGroup    RejectCode = "Group"
+	// RejectAvoided: the workload is moving off the cluster (its pods pended or failed there).
+	RejectAvoided RejectCode = "Avoided"
 )
 
 // Assignment is Pods pods of one component packed onto one node.

@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/e2e/e2eenv"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// placeJob submits the test job in namespace and waits until it runs on cluster-a, where a-then-b puts it.
+func placeJob(t *testing.T, e *e2eenv.Env, namespace string) *unstructured.Unstructured {
+	t.Helper()
+	job := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
+	job.SetNamespace(namespace)
+	if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, job); err != nil {
+		t.Fatal(err)
+	}
+	var placed *unstructured.Unstructured
+	e2eenv.Eventually(t, e2eenv.Settle, "the job on cluster-a", func() bool {
+		placed = e2eenv.Get(t, e.Clusters["cluster-a"], pytorchJobKind, namespace, job.GetName())
+		return placed != nil
+	})
+	return placed
+}
+
+// waitMoved waits until the job runs on cluster-b and no longer on cluster-a, and returns the reason the
+// control plane gives for leaving cluster-a.
+func waitMoved(t *testing.T, e *e2eenv.Env, namespace, name string) string {
+	t.Helper()
+	e2eenv.Eventually(t, e2eenv.Settle, "the job on cluster-b and gone from cluster-a", func() bool {
+		return e2eenv.Get(t, e.Clusters["cluster-b"], pytorchJobKind, namespace, name) != nil &&
+			e2eenv.Get(t, e.Clusters["cluster-a"], pytorchJobKind, namespace, name) == nil
+	})
+	var reasons string
+	e2eenv.Eventually(t, e2eenv.Settle, "the control plane saying why", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, namespace, name).GetAnnotations()
+		reasons = a[schemas.AnnotationReasons]
+		return a[schemas.AnnotationCluster] == "cluster-b" && strings.Contains(reasons, "cluster-a: ")
+	})
+	return reasons
+}
+
+// TestPendingWorkloadMovesToAClusterThatFits: the job's pods stay Pending on cluster-a (as when a
+// cluster's reported capacity is not really there) for longer than the pending timeout, so the job moves
+// to cluster-b, which fits it; it is applied there before it is deleted from cluster-a.
+func TestPendingWorkloadMovesToAClusterThatFits(t *testing.T) {
+	e := e2eenv.New(t, e2eenv.Options{FleetFile: fleetFile, CRDFiles: []string{"testdata/crds/pytorchjobs.yaml"},
+		PolicyFiles: []string{"testdata/policies/a-then-b.yaml"},
+		Placer:      consumers.PlacerConfig{HeartbeatTimeout: 6 * time.Second, PendingTimeout: 3 * time.Second}})
+	placed := placeJob(t, e, "team-pending")
+	// Act as the training operator: a worker pod owned by the job, which no scheduler ever binds.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: placed.GetName() + "-worker-0", Namespace: "team-pending",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: placed.GetAPIVersion(), Kind: placed.GetKind(),
+			Name: placed.GetName(), UID: placed.GetUID()}}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pytorch", Image: "example.com/mnist:1"}}}}
+	if _, err := e.Clusters["cluster-a"].Core.CoreV1().Pods("team-pending").Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reasons := waitMoved(t, e, "team-pending", placed.GetName())
+	if !strings.Contains(reasons, "cluster-a: its pods stayed Pending there for more than 3s") {
+		t.Errorf("reasons = %q, want cluster-a rejected for pending pods", reasons)
+	}
+	assertAppliedBeforeDeleted(t, e, "team-pending", placed.GetName())
+}
+
+// TestFailedWorkloadIsRescheduledWhenThePolicyAsks: the job fails on cluster-a (its status maps to Failed
+// through the built-in PyTorchJob RI) under a policy with rescheduleOnFailure, so it moves to cluster-b.
+func TestFailedWorkloadIsRescheduledWhenThePolicyAsks(t *testing.T) {
+	e := e2eenv.New(t, e2eenv.Options{FleetFile: fleetFile, CRDFiles: []string{"testdata/crds/pytorchjobs.yaml"},
+		PolicyFiles: []string{"testdata/policies/a-then-b-reschedule.yaml"}})
+	t.Cleanup(func() {
+		// Put the package's shared policy back for the tests that follow.
+		_ = e.ControlPlane.Apply(context.Background(), e2eenv.FieldManager, e2eenv.ReadObjects(t, "testdata/policies/a-then-b.yaml")...)
+	})
+	placed := placeJob(t, e, "team-failed")
+	placed.Object["status"] = map[string]any{"conditions": []any{
+		map[string]any{"type": "Created", "status": "True"},
+		map[string]any{"type": "Failed", "status": "True", "message": "worker 0 exited with 137"},
+	}}
+	gvr, _, err := e.Clusters["cluster-a"].ResourceFor(placed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Clusters["cluster-a"].Dynamic.Resource(gvr).Namespace("team-failed").UpdateStatus(t.Context(), placed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reasons := waitMoved(t, e, "team-failed", placed.GetName())
+	if !strings.Contains(reasons, "cluster-a: the workload failed there") {
+		t.Errorf("reasons = %q, want cluster-a rejected because the job failed there", reasons)
+	}
+	assertAppliedBeforeDeleted(t, e, "team-failed", placed.GetName())
+}
+
+// assertAppliedBeforeDeleted checks the audit trail: cluster-b applied the job before cluster-a was told
+// to delete it.
+func assertAppliedBeforeDeleted(t *testing.T, e *e2eenv.Env, namespace, name string) {
+	t.Helper()
+	sel, err := consumers.ParseWorkloadSelector("PyTorchJob/" + namespace + "/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	err = consumers.AuditTail(t.Context(), e.Bus.JetStream, consumers.AuditQuery{Workload: sel}, func(r consumers.AuditRecord) error {
+		switch p := r.Payload.(type) {
+		case *schemas.PlacementApplied:
+			steps = append(steps, "applied "+string(p.Action)+" "+p.Cluster)
+		case *schemas.PlacementDecided:
+			steps = append(steps, "decided "+string(p.Action)+" "+p.Cluster)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appliedB, deleteA := -1, -1
+	for i, s := range steps {
+		if s == "applied Apply cluster-b" && appliedB < 0 {
+			appliedB = i
+		}
+		if s == "decided Delete cluster-a" && deleteA < 0 {
+			deleteA = i
+		}
+	}
+	if appliedB < 0 || deleteA < 0 || appliedB > deleteA {
+		t.Errorf("want cluster-b's apply confirmed before cluster-a's delete was decided; audit: %v", steps)
+	}
+}
