@@ -106,6 +106,9 @@ type workloadEntry struct {
 	deleted bool
 	// restore is the last verdict read while rebuilding, which says where the workload was placed.
 	restore *schemas.PlacementVerdict
+	// redelete lists clusters whose applier gave up on a Delete (the cluster was down): the copy may
+	// still be there, so the Delete is sent again once the cluster is Ready.
+	redelete map[string]bool
 }
 
 type publishedDecision struct {
@@ -232,7 +235,7 @@ func (p *Placer) apply(eventType string, payload schemas.Payload, rebuilding boo
 	case schemas.TypePlacementApplied:
 		p.onApplied(payload.(*schemas.PlacementApplied), touched)
 	case schemas.TypePlacementFailed:
-		p.onFailed(payload.(*schemas.PlacementFailed))
+		p.onFailed(payload.(*schemas.PlacementFailed), touched)
 	case schemas.TypePlacerTick:
 		if !rebuilding {
 			err = p.onTick(payload.(*schemas.PlacerTick), touched)

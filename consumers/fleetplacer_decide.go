@@ -231,9 +231,13 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		if !settled && len(desired) > 0 && p.clusterReady(cluster) {
 			continue // delete after the new clusters confirmed, unless the old one is gone anyway
 		}
+		if e.redelete[cluster] && !p.clusterReady(cluster) {
+			continue // its applier already gave up once; send it again when the cluster is back
+		}
 		if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, 0, ""); err != nil {
 			return err
 		}
+		delete(e.redelete, cluster)
 	}
 	if e.deleted || len(desired) == 0 {
 		for cluster, prev := range e.published {

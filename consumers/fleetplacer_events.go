@@ -301,6 +301,11 @@ func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touch
 
 // clusterChanged moves workloads that no longer belong on the cluster and retries the blocked ones.
 func (p *Placer) clusterChanged(name string, touched *touchedSet) error {
+	for id, e := range p.workloads {
+		if e.redelete[name] {
+			touched.add(id) // a Delete that failed while the cluster was down can be sent again
+		}
+	}
 	if err := p.reevaluate(scheduler.AffectedByCluster(p.store.Snapshot(), name), touched); err != nil {
 		return err
 	}
@@ -469,9 +474,25 @@ func (p *Placer) onApplied(a *schemas.PlacementApplied, touched *touchedSet) {
 	touched.add(id)
 }
 
-func (p *Placer) onFailed(f *schemas.PlacementFailed) {
+func (p *Placer) onFailed(f *schemas.PlacementFailed, touched *touchedSet) {
 	p.log.Warn("applier could not carry out a decision", "workload", f.Workload.Key(), "cluster", f.Cluster,
 		"action", f.Action, "error", f.Error)
+	id, ok := p.byUID[f.Workload.UID]
+	if !ok || f.Action != schemas.ActionDelete {
+		return
+	}
+	e := p.workloads[id]
+	if prev, ok := e.published[f.Cluster]; ok && prev.sequence > f.Sequence {
+		return // a newer decision for that cluster was published since
+	}
+	// The copy may have survived on a cluster that was down; treat it as still applied, to be deleted
+	// again once the cluster is back.
+	e.published[f.Cluster] = publishedDecision{action: schemas.ActionApply, sequence: f.Sequence}
+	if e.redelete == nil {
+		e.redelete = map[string]bool{}
+	}
+	e.redelete[f.Cluster] = true
+	touched.add(id)
 }
 
 func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {

@@ -20,6 +20,12 @@ func TestMain(m *testing.M) {
 
 // newEnv starts the pipeline with the PyTorchJob test CRD everywhere and the a-then-b policy.
 func newEnv(t *testing.T) *e2eenv.Env {
-	return e2eenv.New(t, e2eenv.Options{FleetFile: fleetFile, CRDFiles: []string{"testdata/crds/pytorchjobs.yaml"},
-		PolicyFiles: []string{"testdata/policies/a-then-b.yaml"}})
+	return e2eenv.New(t, options())
+}
+
+// options are the package's environment: the PyTorchJob test CRD everywhere, the a-then-b policy, and
+// no PyTorchJob left over from an earlier test.
+func options() e2eenv.Options {
+	return e2eenv.Options{FleetFile: fleetFile, CRDFiles: []string{"testdata/crds/pytorchjobs.yaml"},
+		PolicyFiles: []string{"testdata/policies/a-then-b.yaml"}, CleanKinds: []schema.GroupVersionKind{pytorchJobKind}}
 }

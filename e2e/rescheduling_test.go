@@ -52,9 +52,11 @@ func waitMoved(t *testing.T, e *e2eenv.Env, namespace, name string) string {
 // cluster's reported capacity is not really there) for longer than the pending timeout, so the job moves
 // to cluster-b, which fits it; it is applied there before it is deleted from cluster-a.
 func TestPendingWorkloadMovesToAClusterThatFits(t *testing.T) {
-	e := e2eenv.New(t, e2eenv.Options{FleetFile: fleetFile, CRDFiles: []string{"testdata/crds/pytorchjobs.yaml"},
-		PolicyFiles: []string{"testdata/policies/a-then-b.yaml"},
-		Placer:      consumers.PlacerConfig{HeartbeatTimeout: 6 * time.Second, PendingTimeout: 3 * time.Second}})
+	e := e2eenv.New(t, func() e2eenv.Options {
+		o := options()
+		o.Placer = consumers.PlacerConfig{HeartbeatTimeout: 6 * time.Second, PendingTimeout: 3 * time.Second}
+		return o
+	}())
 	placed := placeJob(t, e, "team-pending")
 	// Act as the training operator: a worker pod owned by the job, which no scheduler ever binds.
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: placed.GetName() + "-worker-0", Namespace: "team-pending",
@@ -74,8 +76,11 @@ func TestPendingWorkloadMovesToAClusterThatFits(t *testing.T) {
 // TestFailedWorkloadIsRescheduledWhenThePolicyAsks: the job fails on cluster-a (its status maps to Failed
 // through the built-in PyTorchJob RI) under a policy with rescheduleOnFailure, so it moves to cluster-b.
 func TestFailedWorkloadIsRescheduledWhenThePolicyAsks(t *testing.T) {
-	e := e2eenv.New(t, e2eenv.Options{FleetFile: fleetFile, CRDFiles: []string{"testdata/crds/pytorchjobs.yaml"},
-		PolicyFiles: []string{"testdata/policies/a-then-b-reschedule.yaml"}})
+	e := e2eenv.New(t, func() e2eenv.Options {
+		o := options()
+		o.PolicyFiles = []string{"testdata/policies/a-then-b-reschedule.yaml"}
+		return o
+	}())
 	t.Cleanup(func() {
 		// Put the package's shared policy back for the tests that follow.
 		_ = e.ControlPlane.Apply(context.Background(), e2eenv.FieldManager, e2eenv.ReadObjects(t, "testdata/policies/a-then-b.yaml")...)

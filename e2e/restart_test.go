@@ -17,8 +17,7 @@ import (
 // that knows nothing but the streams. Every job ends up placed exactly once: no job is lost, no decision
 // is published twice, and no job is ever sent to two clusters.
 func TestPlacerRestartLosesNothing(t *testing.T) {
-	e := e2eenv.New(t, e2eenv.Options{FleetFile: fleetFile, CRDFiles: []string{"testdata/crds/pytorchjobs.yaml"},
-		PolicyFiles: []string{"testdata/policies/a-then-b.yaml"}, NoPlacer: true})
+	e := e2eenv.New(t, func() e2eenv.Options { o := options(); o.NoPlacer = true; return o }())
 	ctx := t.Context()
 	const jobs = 10
 	startPlacer := func() (stop func()) {

@@ -47,6 +47,10 @@ type Options struct {
 	Placer consumers.PlacerConfig
 	// NoPlacer starts everything but the placer, for tests that run (and kill) placers themselves.
 	NoPlacer bool
+	// CleanKinds are kinds whose objects earlier tests left behind are deleted, on the control plane and
+	// every workload cluster, before the pipeline starts: a fresh pipeline would place them again and
+	// they would take the capacity this test counts on.
+	CleanKinds []schema.GroupVersionKind
 }
 
 // Env is one test's view of the fleet plus a running pipeline.
@@ -118,6 +122,11 @@ func New(t *testing.T, opts Options) *Env {
 		}
 		if err := pipeline.RegisterCluster(ctx, e.ControlPlane, c.Name, kubeconfig, c.Labels, FieldManager); err != nil {
 			t.Fatal(err)
+		}
+	}
+	for _, gvk := range opts.CleanKinds {
+		for _, clients := range append([]*kube.Clients{e.ControlPlane}, e.ClusterClients()...) {
+			DeleteAll(t, clients, gvk)
 		}
 	}
 	for _, f := range opts.PolicyFiles {
@@ -266,4 +275,30 @@ func Eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 // PlacerConfig is the placer configuration the e2e tests run with.
 func PlacerConfig() consumers.PlacerConfig {
 	return consumers.PlacerConfig{HeartbeatTimeout: 6 * time.Second}
+}
+
+// DeleteAll deletes every object of a kind in every namespace, if the kind is served.
+func DeleteAll(t *testing.T, c *kube.Clients, gvk schema.GroupVersionKind) {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	gvr, namespaced, err := c.ResourceFor(obj)
+	if err != nil {
+		return
+	}
+	list, err := c.Dynamic.Resource(gvr).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list %s: %v", gvk.Kind, err)
+	}
+	for _, item := range list.Items {
+		client := c.Dynamic.Resource(gvr)
+		if namespaced {
+			err = client.Namespace(item.GetNamespace()).Delete(t.Context(), item.GetName(), metav1.DeleteOptions{})
+		} else {
+			err = client.Delete(t.Context(), item.GetName(), metav1.DeleteOptions{})
+		}
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Fatalf("delete %s %s/%s: %v", gvk.Kind, item.GetNamespace(), item.GetName(), err)
+		}
+	}
 }
