@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/e2e/e2eenv"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+var resourceInterfaces = schema.GroupVersionResource{Group: "optimization.nvidia.com", Version: "v1alpha1", Resource: "resourceinterfaces"}
+
+// lastAnalysis reads the newest analysis of a workload from the audit trail.
+func lastAnalysis(t *testing.T, e *e2eenv.Env, namespace, name string) *schemas.WorkloadAnalyzed {
+	t.Helper()
+	sel, err := consumers.ParseWorkloadSelector("PyTorchJob/" + namespace + "/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last *schemas.WorkloadAnalyzed
+	err = consumers.AuditTail(t.Context(), e.Bus.JetStream, consumers.AuditQuery{Workload: sel}, func(r consumers.AuditRecord) error {
+		if a, ok := r.Payload.(*schemas.WorkloadAnalyzed); ok {
+			last = a
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
+// TestResourceInterfaceAppliedAtRunTime: an RI applied to the control plane as a CR overrides the
+// built-in one for its kind at once, for workloads already placed and for new ones, with no restart;
+// deleting it brings the built-in back.
+func TestResourceInterfaceAppliedAtRunTime(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	submit := func(name string) {
+		job := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
+		job.SetNamespace("team-ri")
+		job.SetName(name)
+		if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	analyzedBy := func(name, ri string, pods int64) func() bool {
+		return func() bool {
+			a := lastAnalysis(t, e, "team-ri", name)
+			return a != nil && a.ResourceInterface == ri && a.TotalPods == pods
+		}
+	}
+	// The sample job has one master and two workers: 3 pods by the built-in RI.
+	submit("before")
+	e2eenv.Eventually(t, e2eenv.Settle, "the built-in RI's analysis", analyzedBy("before", "fleetflow-kubeflow-org-pytorchjob-v1", 3))
+
+	ri := e2eenv.ReadObjects(t, "testdata/resourceinterfaces/pytorchjob-tenfold.yaml")
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, ri...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.ControlPlane.Dynamic.Resource(resourceInterfaces).Delete(context.Background(), "site-pytorchjob-tenfold", metav1.DeleteOptions{})
+	})
+	// The user RI counts ten pods per worker replica: 1 + 2 × 10 = 21 pods.
+	e2eenv.Eventually(t, e2eenv.Settle, "the placed job re-read through the user RI", analyzedBy("before", "site-pytorchjob-tenfold", 21))
+	submit("after")
+	e2eenv.Eventually(t, e2eenv.Settle, "a new job read through the user RI", analyzedBy("after", "site-pytorchjob-tenfold", 21))
+	// 20 one-GPU workers cannot fit a cluster of 8 GPUs: the new analysis changes the verdict too.
+	e2eenv.Eventually(t, e2eenv.Settle, "the bigger job unschedulable", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-ri", "after").GetAnnotations()
+		return a[schemas.AnnotationPlacement] == string(schemas.VerdictUnschedulable)
+	})
+
+	if err := e.ControlPlane.Dynamic.Resource(resourceInterfaces).Delete(ctx, "site-pytorchjob-tenfold", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the built-in RI back", analyzedBy("after", "fleetflow-kubeflow-org-pytorchjob-v1", 3))
+	e2eenv.Eventually(t, e2eenv.Settle, "the job placed again", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-ri", "after").GetAnnotations()
+		return a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced)
+	})
+}
