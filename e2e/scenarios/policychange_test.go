@@ -65,7 +65,7 @@ func TestPolicyChangeMovesWorkload(t *testing.T) {
 		}
 		return applyOnB >= 0 && deleteDecidedOnA >= 0 && deleteAppliedOnA >= 0
 	})
-	if !(applyOnB < deleteDecidedOnA && deleteDecidedOnA < deleteAppliedOnA) {
+	if applyOnB >= deleteDecidedOnA || deleteDecidedOnA >= deleteAppliedOnA {
 		t.Errorf("move out of order: Apply applied on cluster-b at %d, Delete decided on cluster-a at %d, applied at %d; trail:\n%s",
 			applyOnB, deleteDecidedOnA, deleteAppliedOnA, joinLines(history))
 	}
