@@ -67,7 +67,7 @@ func (c *Compiled) analyze(ev *evaluation) (*Analysis, error) {
 			ci := &instances[i]
 			a.TotalPods += ci.Pods
 			for name, q := range ci.PodRequests {
-				addTo(a.TotalRequests, corev1.ResourceList{name: scaled(q, ci.Pods)})
+				addQuantity(a.TotalRequests, name, scaled(q, ci.Pods))
 			}
 		}
 		a.Components = append(a.Components, instances...)
@@ -301,7 +301,7 @@ func (c *Compiled) podTemplates(ev *evaluation, cc *compiledComponent) ([]*decod
 			}
 			if i < len(metas) && metas[i] != nil {
 				var meta metav1.ObjectMeta
-				if err := decodeValue(metas[i], &meta); err != nil {
+				if err := decodeObjectMeta(metas[i], &meta); err != nil {
 					return nil, c.evalError(ev, cc.name, cc.metadata, fmt.Errorf("value %d is not object metadata: %w", i, err))
 				}
 				// The cached template is shared: give this instance its own copy with the metadata.
@@ -447,19 +447,34 @@ func decodeTemplate(v any, form specForm) (*decodedTemplate, error) {
 	if d, ok := sharedTemplates.get(key); ok {
 		return d, nil
 	}
-	t := &corev1.PodTemplateSpec{}
-	var err error
-	if form == specPodSpec {
-		err = decodeValue(v, &t.Spec)
-	} else {
-		err = decodeValue(v, t)
-	}
-	if err != nil {
-		return nil, err
+	t, ok := convertTemplate(v, form)
+	if !ok {
+		t = &corev1.PodTemplateSpec{}
+		var err error
+		if form == specPodSpec {
+			err = decodeValue(v, &t.Spec)
+		} else {
+			err = decodeValue(v, t)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	d := &decodedTemplate{template: t, requests: EffectivePodRequests(&t.Spec)}
 	sharedTemplates.put(key, d)
 	return d, nil
+}
+
+// decodeObjectMeta decodes pod metadata, converting it directly when it holds only the common fields.
+func decodeObjectMeta(v any, meta *metav1.ObjectMeta) error {
+	if m, ok := v.(map[string]any); ok {
+		var fast metav1.ObjectMeta
+		if convertObjectMeta(m, &fast) {
+			*meta = fast
+			return nil
+		}
+	}
+	return decodeValue(v, meta)
 }
 
 // decodeValue converts a jq value into a Kubernetes API type through its JSON form, so the API

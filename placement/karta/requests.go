@@ -17,21 +17,29 @@ func EffectivePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	if spec == nil {
 		return corev1.ResourceList{}
 	}
+	// Built in place with one scratch map: an analysis computes this for every template it has not
+	// seen before, and per-container maps were most of its allocations.
 	running := corev1.ResourceList{}
 	for i := range spec.Containers {
-		addTo(running, containerRequests(&spec.Containers[i]))
+		addContainerRequests(running, &spec.Containers[i])
 	}
-	sidecars := corev1.ResourceList{}
-	initPeak := corev1.ResourceList{}
+	var sidecars, initPeak, step corev1.ResourceList
 	for i := range spec.InitContainers {
 		ic := &spec.InitContainers[i]
-		req := containerRequests(ic)
 		if ic.RestartPolicy != nil && *ic.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			addTo(sidecars, req)
+			if sidecars == nil {
+				sidecars = corev1.ResourceList{}
+			}
+			addContainerRequests(sidecars, ic)
 			continue
 		}
 		// A regular init container runs alone next to the sidecars already started.
-		step := req.DeepCopy()
+		if step == nil {
+			step, initPeak = corev1.ResourceList{}, corev1.ResourceList{}
+		} else {
+			clear(step)
+		}
+		addContainerRequests(step, ic)
 		addTo(step, sidecars)
 		maxInto(initPeak, step)
 	}
@@ -46,28 +54,32 @@ func EffectivePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	return running
 }
 
-// containerRequests applies "requests default to limits" per resource.
-func containerRequests(c *corev1.Container) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for name, q := range c.Resources.Limits {
-		out[name] = q.DeepCopy()
-	}
+// addContainerRequests adds what a container requests, applying "requests default to limits" per resource.
+func addContainerRequests(dst corev1.ResourceList, c *corev1.Container) {
 	for name, q := range c.Resources.Requests {
-		out[name] = q.DeepCopy()
+		addQuantity(dst, name, q)
 	}
-	return out
+	for name, q := range c.Resources.Limits {
+		if _, requested := c.Resources.Requests[name]; !requested {
+			addQuantity(dst, name, q)
+		}
+	}
 }
 
 func addTo(dst, src corev1.ResourceList) {
 	for name, q := range src {
-		cur, ok := dst[name]
-		if !ok {
-			dst[name] = q.DeepCopy()
-			continue
-		}
-		cur.Add(q)
-		dst[name] = cur
+		addQuantity(dst, name, q)
 	}
+}
+
+func addQuantity(dst corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
+	cur, ok := dst[name]
+	if !ok {
+		dst[name] = q.DeepCopy()
+		return
+	}
+	cur.Add(q)
+	dst[name] = cur
 }
 
 func maxInto(dst, src corev1.ResourceList) {
