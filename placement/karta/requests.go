@@ -17,11 +17,19 @@ func EffectivePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	if spec == nil {
 		return corev1.ResourceList{}
 	}
-	// Built in place with one scratch map: an analysis computes this for every template it has not
-	// seen before, and per-container maps were most of its allocations.
+	// Built in place, with scratch maps only when there are sidecars: an analysis computes this for
+	// every template it has not seen before, and per-container maps were most of its allocations.
 	running := corev1.ResourceList{}
 	for i := range spec.Containers {
 		addContainerRequests(running, &spec.Containers[i])
+	}
+	if !hasSidecar(spec.InitContainers) {
+		// Without sidecars each init container runs alone, so the pod needs the larger of the app
+		// containers' sum and each init container's request: no scratch maps at all.
+		for i := range spec.InitContainers {
+			maxContainerRequests(running, &spec.InitContainers[i])
+		}
+		return finishPodRequests(running, spec)
 	}
 	var sidecars, initPeak, step corev1.ResourceList
 	for i := range spec.InitContainers {
@@ -45,6 +53,11 @@ func EffectivePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	}
 	addTo(running, sidecars)
 	maxInto(running, initPeak)
+	return finishPodRequests(running, spec)
+}
+
+// finishPodRequests adds the pod overhead and drops resources that come to zero.
+func finishPodRequests(running corev1.ResourceList, spec *corev1.PodSpec) corev1.ResourceList {
 	addTo(running, spec.Overhead)
 	for name, q := range running {
 		if q.IsZero() {
@@ -66,6 +79,27 @@ func addContainerRequests(dst corev1.ResourceList, c *corev1.Container) {
 	}
 }
 
+// maxContainerRequests raises dst to what a container requests, per resource.
+func maxContainerRequests(dst corev1.ResourceList, c *corev1.Container) {
+	for name, q := range c.Resources.Requests {
+		maxQuantity(dst, name, q)
+	}
+	for name, q := range c.Resources.Limits {
+		if _, requested := c.Resources.Requests[name]; !requested {
+			maxQuantity(dst, name, q)
+		}
+	}
+}
+
+func hasSidecar(list []corev1.Container) bool {
+	for i := range list {
+		if p := list[i].RestartPolicy; p != nil && *p == corev1.ContainerRestartPolicyAlways {
+			return true
+		}
+	}
+	return false
+}
+
 func addTo(dst, src corev1.ResourceList) {
 	for name, q := range src {
 		addQuantity(dst, name, q)
@@ -84,9 +118,13 @@ func addQuantity(dst corev1.ResourceList, name corev1.ResourceName, q resource.Q
 
 func maxInto(dst, src corev1.ResourceList) {
 	for name, q := range src {
-		if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
-			dst[name] = q.DeepCopy()
-		}
+		maxQuantity(dst, name, q)
+	}
+}
+
+func maxQuantity(dst corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
+	if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
+		dst[name] = q.DeepCopy()
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"pgregory.net/rapid"
 )
 
 func container(name string, requests, limits map[string]string) corev1.Container {
@@ -100,4 +101,97 @@ func TestScaledQuantities(t *testing.T) {
 			t.Errorf("%s x %d = %s, want %s", tt.q, tt.n, got.String(), tt.want)
 		}
 	}
+}
+
+// referencePodRequests is the Kubernetes rule written as plainly as possible, one map per step:
+// the model the in-place EffectivePodRequests must agree with.
+func referencePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	requestsOf := func(c *corev1.Container) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for name, q := range c.Resources.Limits {
+			out[name] = q.DeepCopy()
+		}
+		for name, q := range c.Resources.Requests {
+			out[name] = q.DeepCopy()
+		}
+		return out
+	}
+	sum := func(dst, src corev1.ResourceList) {
+		for name, q := range src {
+			cur := dst[name].DeepCopy()
+			cur.Add(q)
+			dst[name] = cur
+		}
+	}
+	larger := func(dst, src corev1.ResourceList) {
+		for name, q := range src {
+			if cur, ok := dst[name]; !ok || q.Cmp(cur) > 0 {
+				dst[name] = q.DeepCopy()
+			}
+		}
+	}
+	running, sidecars, initPeak := corev1.ResourceList{}, corev1.ResourceList{}, corev1.ResourceList{}
+	for i := range spec.Containers {
+		sum(running, requestsOf(&spec.Containers[i]))
+	}
+	for i := range spec.InitContainers {
+		ic := &spec.InitContainers[i]
+		if ic.RestartPolicy != nil && *ic.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sum(sidecars, requestsOf(ic))
+			continue
+		}
+		step := requestsOf(ic)
+		sum(step, sidecars)
+		larger(initPeak, step)
+	}
+	sum(running, sidecars)
+	larger(running, initPeak)
+	sum(running, spec.Overhead)
+	for name, q := range running {
+		if q.IsZero() {
+			delete(running, name)
+		}
+	}
+	return running
+}
+
+func TestEffectivePodRequestsMatchesReference(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		quantities := []string{"0", "100m", "1", "2", "8", "1Gi", "512Mi", "3"}
+		names := []string{"cpu", "memory", "nvidia.com/gpu"}
+		list := func(label string) corev1.ResourceList {
+			n := rapid.IntRange(0, 3).Draw(t, label+"-n")
+			if n == 0 && rapid.Bool().Draw(t, label+"-nil") {
+				return nil
+			}
+			rl := corev1.ResourceList{}
+			for i := range n {
+				name := rapid.SampledFrom(names).Draw(t, label+"-name")
+				rl[corev1.ResourceName(name)] = resource.MustParse(rapid.SampledFrom(quantities).Draw(t, label+"-q"+string(rune('0'+i))))
+			}
+			return rl
+		}
+		containers := func(label string, init bool) []corev1.Container {
+			out := make([]corev1.Container, rapid.IntRange(0, 3).Draw(t, label))
+			for i := range out {
+				out[i].Resources.Requests = list(label + "-req")
+				out[i].Resources.Limits = list(label + "-lim")
+				if init && rapid.Bool().Draw(t, label+"-sidecar") {
+					always := corev1.ContainerRestartPolicyAlways
+					out[i].RestartPolicy = &always
+				}
+			}
+			return out
+		}
+		spec := &corev1.PodSpec{Containers: containers("containers", false), InitContainers: containers("init", true), Overhead: list("overhead")}
+		got, want := EffectivePodRequests(spec), referencePodRequests(spec)
+		if len(got) != len(want) {
+			t.Fatalf("got %v, want %v", Quantities(got), Quantities(want))
+		}
+		for name, q := range want {
+			if g, ok := got[name]; !ok || g.Cmp(q) != 0 {
+				t.Fatalf("%s: got %v, want %v", name, Quantities(got), Quantities(want))
+			}
+		}
+	})
 }
