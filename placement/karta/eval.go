@@ -61,7 +61,7 @@ var evalTimeout = time.Second
 // alone, so errors are attributed to the exact component and field, and paths an analysis would not
 // reach (a lower-priority status matcher) cannot fail it.
 func (c *Compiled) newEvaluation(input map[string]any) *evaluation {
-	ctx, cancel := context.WithTimeout(context.Background(), evalTimeout)
+	ctx, cancel := newEvalContext(evalTimeout)
 	ev := &evaluation{ctx: ctx, cancel: cancel, input: input}
 	if c.combined == nil {
 		return ev
@@ -71,7 +71,7 @@ func (c *Compiled) newEvaluation(input map[string]any) *evaluation {
 		// The per-path runs that follow find the failing path; they get a budget of their own so a
 		// path that never ends is the one reported.
 		cancel()
-		ev.ctx, ev.cancel = context.WithTimeout(context.Background(), evalTimeout)
+		ev.ctx, ev.cancel = newEvalContext(evalTimeout)
 		return ev
 	}
 	ev.results = results

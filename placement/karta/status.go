@@ -1,7 +1,6 @@
 package karta
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,7 +130,7 @@ func (c *Compiled) Phase(obj map[string]any) (Phase, error) {
 
 // phaseOnce runs only the status paths, each alone: the combined program would evaluate far more.
 func (c *Compiled) phaseOnce(input map[string]any) (Phase, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), evalTimeout)
+	ctx, cancel := newEvalContext(evalTimeout)
 	defer cancel()
 	return c.phase(&evaluation{ctx: ctx, cancel: cancel, input: input})
 }
