@@ -103,3 +103,39 @@ func BenchmarkAnalyzeRayCluster64Rescaled(b *testing.B) {
 		}
 	}
 }
+
+// workerTemplate64 is one worker group's pod template of rayCluster64, as the jq path yields it.
+func workerTemplate64(b *testing.B) any {
+	obj := rayCluster64(b)
+	return obj["spec"].(map[string]any)["workerGroupSpecs"].([]any)[0].(map[string]any)["template"]
+}
+
+// BenchmarkConvertTemplate and BenchmarkDecodeTemplateJSON compare the direct conversion of one
+// worker template with the JSON decode it replaces.
+func BenchmarkConvertTemplate(b *testing.B) {
+	v := workerTemplate64(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := convertTemplate(v, specPodTemplate); !ok {
+			b.Fatal("template not converted")
+		}
+	}
+}
+
+func BenchmarkDecodeTemplateJSON(b *testing.B) {
+	v := workerTemplate64(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := decodeTemplateJSON(v, specPodTemplate); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEffectivePodRequests(b *testing.B) {
+	t, _ := convertTemplate(workerTemplate64(b), specPodTemplate)
+	b.ReportAllocs()
+	for b.Loop() {
+		EffectivePodRequests(&t.Spec)
+	}
+}
