@@ -28,329 +28,215 @@ func convertTemplate(v any, form specForm) (*corev1.PodTemplateSpec, bool) {
 	if form == specPodSpec {
 		return t, convertPodSpec(m, &t.Spec)
 	}
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "metadata":
-			ok = convertObject(e, &t.ObjectMeta, convertObjectMeta)
-		case "spec":
-			ok = convertObject(e, &t.Spec, convertPodSpec)
-		}
+	f := objectFields{m: m}
+	ok = field(&f, "spec", &t.Spec, objectOf(convertPodSpec)) &&
+		field(&f, "metadata", &t.ObjectMeta, objectOf(convertObjectMeta)) &&
+		f.complete()
+	return t, ok
+}
+
+// objectFields reads a JSON object by looking up the fields a converter knows (cheaper than
+// iterating a map, which starts at a random position). The object converts only when every one of
+// its keys was found that way: any other key, one in another case included (the JSON decode
+// matches those case-insensitively), leaves the template to the JSON decode.
+type objectFields struct {
+	m     map[string]any
+	found int
+}
+
+func (f *objectFields) complete() bool { return f.found == len(f.m) }
+
+// field converts m[key] into dst with conv when the object has that key.
+func field[T any](f *objectFields, key string, dst *T, conv func(any, *T) bool) bool {
+	if f.found == len(f.m) {
+		return true
+	}
+	e, ok := f.m[key]
+	if !ok {
+		return true
+	}
+	f.found++
+	return conv(e, dst)
+}
+
+// objectOf adapts an object converter to a field value, which must be an object.
+func objectOf[T any](each func(map[string]any, *T) bool) func(any, *T) bool {
+	return func(v any, dst *T) bool {
+		m, ok := v.(map[string]any)
+		return ok && each(m, dst)
+	}
+}
+
+// pointerTo adapts an object converter to a pointer field; the JSON decode allocates it even for {}.
+func pointerTo[T any](each func(map[string]any, *T) bool) func(any, **T) bool {
+	return func(v any, dst **T) bool {
+		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, false
-		}
-	}
-	return t, true
-}
-
-func convertObject[T any](v any, dst *T, each func(map[string]any, *T) bool) bool {
-	m, ok := v.(map[string]any)
-	return ok && each(m, dst)
-}
-
-// convertObjectPtr fills a pointer field; the JSON decode allocates it even for {}.
-func convertObjectPtr[T any](v any, dst **T, each func(map[string]any, *T) bool) bool {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return false
-	}
-	*dst = new(T)
-	return each(m, *dst)
-}
-
-// convertList converts an array of objects; [] becomes an empty, non-nil slice as in the JSON decode.
-func convertList[T any](v any, dst *[]T, each func(map[string]any, *T) bool) bool {
-	arr, ok := v.([]any)
-	if !ok {
-		return false
-	}
-	out := make([]T, len(arr))
-	for i, e := range arr {
-		m, ok := e.(map[string]any)
-		if !ok || !each(m, &out[i]) {
 			return false
 		}
+		*dst = new(T)
+		return each(m, *dst)
 	}
-	*dst = out
-	return true
+}
+
+// listOf adapts an object converter to an array field; [] becomes an empty, non-nil slice as in
+// the JSON decode.
+func listOf[T any](each func(map[string]any, *T) bool) func(any, *[]T) bool {
+	return func(v any, dst *[]T) bool {
+		arr, ok := v.([]any)
+		if !ok {
+			return false
+		}
+		out := make([]T, len(arr))
+		for i, e := range arr {
+			m, ok := e.(map[string]any)
+			if !ok || !each(m, &out[i]) {
+				return false
+			}
+		}
+		*dst = out
+		return true
+	}
 }
 
 func convertObjectMeta(m map[string]any, meta *metav1.ObjectMeta) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "name":
-			ok = convertString(e, &meta.Name)
-		case "generateName":
-			ok = convertString(e, &meta.GenerateName)
-		case "namespace":
-			ok = convertString(e, &meta.Namespace)
-		case "labels":
-			ok = convertStringMap(e, &meta.Labels)
-		case "annotations":
-			ok = convertStringMap(e, &meta.Annotations)
-		case "creationTimestamp":
-			// kubectl and controller-gen write creationTimestamp: null; it decodes to the zero time.
-			ok = e == nil
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "labels", &meta.Labels, convertStringMap) &&
+		field(&f, "annotations", &meta.Annotations, convertStringMap) &&
+		field(&f, "name", &meta.Name, convertString) &&
+		field(&f, "generateName", &meta.GenerateName, convertString) &&
+		field(&f, "namespace", &meta.Namespace, convertString) &&
+		// kubectl and controller-gen write creationTimestamp: null; it decodes to the zero time.
+		field(&f, "creationTimestamp", &meta.CreationTimestamp, convertNullTime) &&
+		f.complete()
 }
 
+func convertNullTime(v any, _ *metav1.Time) bool { return v == nil }
+
 func convertPodSpec(m map[string]any, spec *corev1.PodSpec) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "containers":
-			ok = convertList(e, &spec.Containers, convertContainer)
-		case "initContainers":
-			ok = convertList(e, &spec.InitContainers, convertContainer)
-		case "nodeSelector":
-			ok = convertStringMap(e, &spec.NodeSelector)
-		case "tolerations":
-			ok = convertList(e, &spec.Tolerations, convertToleration)
-		case "affinity":
-			ok = convertObjectPtr(e, &spec.Affinity, convertAffinity)
-		case "overhead":
-			ok = convertResourceList(e, &spec.Overhead)
-		case "restartPolicy":
-			ok = convertStringAs(e, &spec.RestartPolicy)
-		case "serviceAccountName":
-			ok = convertString(e, &spec.ServiceAccountName)
-		case "schedulerName":
-			ok = convertString(e, &spec.SchedulerName)
-		case "priorityClassName":
-			ok = convertString(e, &spec.PriorityClassName)
-		case "hostNetwork":
-			ok = convertBool(e, &spec.HostNetwork)
-		case "terminationGracePeriodSeconds":
-			ok = convertInt64Ptr(e, &spec.TerminationGracePeriodSeconds)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "containers", &spec.Containers, listOf(convertContainer)) &&
+		field(&f, "initContainers", &spec.InitContainers, listOf(convertContainer)) &&
+		field(&f, "nodeSelector", &spec.NodeSelector, convertStringMap) &&
+		field(&f, "tolerations", &spec.Tolerations, listOf(convertToleration)) &&
+		field(&f, "affinity", &spec.Affinity, pointerTo(convertAffinity)) &&
+		field(&f, "overhead", &spec.Overhead, convertResourceList) &&
+		field(&f, "restartPolicy", &spec.RestartPolicy, convertStringAs[corev1.RestartPolicy]) &&
+		field(&f, "serviceAccountName", &spec.ServiceAccountName, convertString) &&
+		field(&f, "schedulerName", &spec.SchedulerName, convertString) &&
+		field(&f, "priorityClassName", &spec.PriorityClassName, convertString) &&
+		field(&f, "hostNetwork", &spec.HostNetwork, convertBool) &&
+		field(&f, "terminationGracePeriodSeconds", &spec.TerminationGracePeriodSeconds, convertInt64Ptr) &&
+		f.complete()
 }
 
 func convertContainer(m map[string]any, c *corev1.Container) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "name":
-			ok = convertString(e, &c.Name)
-		case "image":
-			ok = convertString(e, &c.Image)
-		case "command":
-			ok = convertStrings(e, &c.Command)
-		case "args":
-			ok = convertStrings(e, &c.Args)
-		case "workingDir":
-			ok = convertString(e, &c.WorkingDir)
-		case "imagePullPolicy":
-			ok = convertStringAs(e, &c.ImagePullPolicy)
-		case "restartPolicy":
-			var p corev1.ContainerRestartPolicy
-			if ok = convertStringAs(e, &p); ok {
-				c.RestartPolicy = &p
-			}
-		case "resources":
-			ok = convertObject(e, &c.Resources, convertResources)
-		case "ports":
-			ok = convertList(e, &c.Ports, convertContainerPort)
-		case "env":
-			ok = convertList(e, &c.Env, convertEnvVar)
-		case "volumeMounts":
-			ok = convertList(e, &c.VolumeMounts, convertVolumeMount)
-		}
-		if !ok {
-			return false
-		}
+	f := objectFields{m: m}
+	return field(&f, "name", &c.Name, convertString) &&
+		field(&f, "image", &c.Image, convertString) &&
+		field(&f, "resources", &c.Resources, objectOf(convertResources)) &&
+		field(&f, "command", &c.Command, convertStrings) &&
+		field(&f, "args", &c.Args, convertStrings) &&
+		field(&f, "env", &c.Env, listOf(convertEnvVar)) &&
+		field(&f, "ports", &c.Ports, listOf(convertContainerPort)) &&
+		field(&f, "volumeMounts", &c.VolumeMounts, listOf(convertVolumeMount)) &&
+		field(&f, "imagePullPolicy", &c.ImagePullPolicy, convertStringAs[corev1.PullPolicy]) &&
+		field(&f, "workingDir", &c.WorkingDir, convertString) &&
+		field(&f, "restartPolicy", &c.RestartPolicy, convertContainerRestartPolicy) &&
+		f.complete()
+}
+
+func convertContainerRestartPolicy(v any, dst **corev1.ContainerRestartPolicy) bool {
+	var p corev1.ContainerRestartPolicy
+	if !convertStringAs(v, &p) {
+		return false
 	}
+	*dst = &p
 	return true
 }
 
 func convertResources(m map[string]any, r *corev1.ResourceRequirements) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "requests":
-			ok = convertResourceList(e, &r.Requests)
-		case "limits":
-			ok = convertResourceList(e, &r.Limits)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "requests", &r.Requests, convertResourceList) &&
+		field(&f, "limits", &r.Limits, convertResourceList) &&
+		f.complete()
 }
 
 func convertContainerPort(m map[string]any, p *corev1.ContainerPort) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "name":
-			ok = convertString(e, &p.Name)
-		case "containerPort":
-			ok = convertInt32(e, &p.ContainerPort)
-		case "hostPort":
-			ok = convertInt32(e, &p.HostPort)
-		case "protocol":
-			ok = convertStringAs(e, &p.Protocol)
-		case "hostIP":
-			ok = convertString(e, &p.HostIP)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "containerPort", &p.ContainerPort, convertInt32) &&
+		field(&f, "name", &p.Name, convertString) &&
+		field(&f, "protocol", &p.Protocol, convertStringAs[corev1.Protocol]) &&
+		field(&f, "hostPort", &p.HostPort, convertInt32) &&
+		field(&f, "hostIP", &p.HostIP, convertString) &&
+		f.complete()
 }
 
 func convertEnvVar(m map[string]any, ev *corev1.EnvVar) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "name":
-			ok = convertString(e, &ev.Name)
-		case "value":
-			ok = convertString(e, &ev.Value)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "name", &ev.Name, convertString) &&
+		field(&f, "value", &ev.Value, convertString) &&
+		f.complete()
 }
 
 func convertVolumeMount(m map[string]any, vm *corev1.VolumeMount) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "name":
-			ok = convertString(e, &vm.Name)
-		case "mountPath":
-			ok = convertString(e, &vm.MountPath)
-		case "subPath":
-			ok = convertString(e, &vm.SubPath)
-		case "readOnly":
-			ok = convertBool(e, &vm.ReadOnly)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "name", &vm.Name, convertString) &&
+		field(&f, "mountPath", &vm.MountPath, convertString) &&
+		field(&f, "subPath", &vm.SubPath, convertString) &&
+		field(&f, "readOnly", &vm.ReadOnly, convertBool) &&
+		f.complete()
 }
 
 func convertToleration(m map[string]any, t *corev1.Toleration) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "key":
-			ok = convertString(e, &t.Key)
-		case "operator":
-			ok = convertStringAs(e, &t.Operator)
-		case "value":
-			ok = convertString(e, &t.Value)
-		case "effect":
-			ok = convertStringAs(e, &t.Effect)
-		case "tolerationSeconds":
-			ok = convertInt64Ptr(e, &t.TolerationSeconds)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "key", &t.Key, convertString) &&
+		field(&f, "operator", &t.Operator, convertStringAs[corev1.TolerationOperator]) &&
+		field(&f, "value", &t.Value, convertString) &&
+		field(&f, "effect", &t.Effect, convertStringAs[corev1.TaintEffect]) &&
+		field(&f, "tolerationSeconds", &t.TolerationSeconds, convertInt64Ptr) &&
+		f.complete()
 }
 
 func convertAffinity(m map[string]any, a *corev1.Affinity) bool {
-	for k, e := range m {
-		if k != "nodeAffinity" || !convertObjectPtr(e, &a.NodeAffinity, convertNodeAffinity) {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "nodeAffinity", &a.NodeAffinity, pointerTo(convertNodeAffinity)) && f.complete()
 }
 
 func convertNodeAffinity(m map[string]any, na *corev1.NodeAffinity) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "requiredDuringSchedulingIgnoredDuringExecution":
-			ok = convertObjectPtr(e, &na.RequiredDuringSchedulingIgnoredDuringExecution, convertNodeSelector)
-		case "preferredDuringSchedulingIgnoredDuringExecution":
-			ok = convertList(e, &na.PreferredDuringSchedulingIgnoredDuringExecution, convertPreferredTerm)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "requiredDuringSchedulingIgnoredDuringExecution",
+		&na.RequiredDuringSchedulingIgnoredDuringExecution, pointerTo(convertNodeSelector)) &&
+		field(&f, "preferredDuringSchedulingIgnoredDuringExecution",
+			&na.PreferredDuringSchedulingIgnoredDuringExecution, listOf(convertPreferredTerm)) &&
+		f.complete()
 }
 
 func convertNodeSelector(m map[string]any, ns *corev1.NodeSelector) bool {
-	for k, e := range m {
-		if k != "nodeSelectorTerms" || !convertList(e, &ns.NodeSelectorTerms, convertNodeSelectorTerm) {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "nodeSelectorTerms", &ns.NodeSelectorTerms, listOf(convertNodeSelectorTerm)) && f.complete()
 }
 
 func convertPreferredTerm(m map[string]any, p *corev1.PreferredSchedulingTerm) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "weight":
-			ok = convertInt32(e, &p.Weight)
-		case "preference":
-			ok = convertObject(e, &p.Preference, convertNodeSelectorTerm)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "weight", &p.Weight, convertInt32) &&
+		field(&f, "preference", &p.Preference, objectOf(convertNodeSelectorTerm)) &&
+		f.complete()
 }
 
 func convertNodeSelectorTerm(m map[string]any, t *corev1.NodeSelectorTerm) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "matchExpressions":
-			ok = convertList(e, &t.MatchExpressions, convertNodeSelectorRequirement)
-		case "matchFields":
-			ok = convertList(e, &t.MatchFields, convertNodeSelectorRequirement)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "matchExpressions", &t.MatchExpressions, listOf(convertNodeSelectorRequirement)) &&
+		field(&f, "matchFields", &t.MatchFields, listOf(convertNodeSelectorRequirement)) &&
+		f.complete()
 }
 
 func convertNodeSelectorRequirement(m map[string]any, r *corev1.NodeSelectorRequirement) bool {
-	for k, e := range m {
-		var ok bool
-		switch k {
-		case "key":
-			ok = convertString(e, &r.Key)
-		case "operator":
-			ok = convertStringAs(e, &r.Operator)
-		case "values":
-			ok = convertStrings(e, &r.Values)
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
+	f := objectFields{m: m}
+	return field(&f, "key", &r.Key, convertString) &&
+		field(&f, "operator", &r.Operator, convertStringAs[corev1.NodeSelectorOperator]) &&
+		field(&f, "values", &r.Values, convertStrings) &&
+		f.complete()
 }
 
 // convertString accepts only valid UTF-8: the JSON path turns invalid bytes into U+FFFD.

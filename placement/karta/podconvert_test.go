@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -228,4 +229,29 @@ func FuzzConvertTemplate(f *testing.F) {
 		}
 		checkConvertMatchesJSON(t, string(data), v, form)
 	})
+}
+
+// Pod metadata read through a metadataPath converts directly too; it must equal the JSON decode.
+func TestDecodeObjectMetaMatchesJSONDecode(t *testing.T) {
+	for _, y := range []string{
+		`{labels: {app: a}, annotations: {note: "x"}, name: pod}`,
+		`{labels: {}, creationTimestamp: null}`,
+		`{labels: {app: a}, ownerReferences: []}`, // not converted: decoded through JSON
+		`{}`,
+	} {
+		var v any
+		if err := yaml.Unmarshal([]byte(y), &v); err != nil {
+			t.Fatal(err)
+		}
+		var got, want metav1.ObjectMeta
+		if err := decodeObjectMeta(v, &got); err != nil {
+			t.Fatalf("%s: %v", y, err)
+		}
+		if err := decodeValue(v, &want); err != nil {
+			t.Fatalf("%s: %v", y, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s: got %#v, want %#v", y, got, want)
+		}
+	}
 }
