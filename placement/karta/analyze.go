@@ -70,7 +70,11 @@ func (c *Compiled) analyze(ev *evaluation) (*Analysis, error) {
 				addQuantity(a.TotalRequests, name, scaled(q, ci.Pods))
 			}
 		}
-		a.Components = append(a.Components, instances...)
+		if a.Components == nil && len(instances) > 0 {
+			a.Components = instances // no copy for the first component with instances
+		} else {
+			a.Components = append(a.Components, instances...)
+		}
 	}
 	for name, q := range a.TotalRequests {
 		if q.IsZero() {
@@ -207,38 +211,42 @@ func (c *Compiled) counts(ev *evaluation, component string, p *program, count in
 	if len(out) != count {
 		return nil, c.evalError(ev, component, p, fmt.Errorf("yields %d values for %d pod definitions", len(out), count))
 	}
+	values := make([]int64, count) // one allocation for all the counts res points to
 	for i, v := range out {
-		n, err := toCount(v)
+		n, set, err := toCount(v)
 		if err != nil {
 			return nil, c.evalError(ev, component, p, fmt.Errorf("value %d: %w", i, err))
 		}
-		res[i] = n
+		if set {
+			values[i] = n
+			res[i] = &values[i]
+		}
 	}
 	return res, nil
 }
 
-func toCount(v any) (*int64, error) {
-	var n int64
+// toCount reads a replica count; set is false for null (unset).
+func toCount(v any) (n int64, set bool, err error) {
 	switch x := v.(type) {
 	case nil:
-		return nil, nil
+		return 0, false, nil
 	case int:
 		n = int64(x)
 	case float64:
 		if x != math.Trunc(x) || math.IsInf(x, 0) || math.Abs(x) > math.MaxInt32 {
-			return nil, fmt.Errorf("%v is not a whole replica count", x)
+			return 0, false, fmt.Errorf("%v is not a whole replica count", x)
 		}
 		n = int64(x)
 	case *big.Int:
 		if !x.IsInt64() || x.Int64() > math.MaxInt32 {
-			return nil, fmt.Errorf("%v is too large for a replica count", x)
+			return 0, false, fmt.Errorf("%v is too large for a replica count", x)
 		}
 		n = x.Int64()
 	case string:
 		// Replica counts kept in annotations (Knative's min-scale) are strings.
 		parsed, err := strconv.ParseInt(x, 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("%q is not a replica count", x)
+			return 0, false, fmt.Errorf("%q is not a replica count", x)
 		}
 		n = parsed
 	default:
@@ -250,13 +258,13 @@ func toCount(v any) (*int64, error) {
 		case rv.CanUint() && rv.Uint() <= math.MaxInt32:
 			n = int64(rv.Uint())
 		default:
-			return nil, fmt.Errorf("%s is not a replica count", typeName(v))
+			return 0, false, fmt.Errorf("%s is not a replica count", typeName(v))
 		}
 	}
 	if n < 0 || n > math.MaxInt32 {
-		return nil, fmt.Errorf("%d is not a valid replica count", n)
+		return 0, false, fmt.Errorf("%d is not a valid replica count", n)
 	}
-	return &n, nil
+	return n, true, nil
 }
 
 // podTemplates evaluates the pod definition; nil entries are instances absent from this CR.
