@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -116,8 +117,9 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 		if err := a.checkOwnership(existing, ref); err != nil {
 			return "", err
 		}
-		if applied := appliedSequence(existing); applied > decided.Sequence {
-			a.Log.Info("skipping stale decision", "workload", ref.Key(), "sequence", decided.Sequence, "applied", applied)
+		if stale(existing, decided) {
+			a.Log.Info("skipping stale decision", "workload", ref.Key(), "sequence", decided.Sequence,
+				"applied", existing.GetAnnotations()[AnnotationDecisionSequence])
 			return existing.GetResourceVersion(), nil
 		}
 	}
@@ -138,7 +140,7 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationDecisionSequence] = strconv.FormatUint(decided.Sequence, 10)
+	annotations[AnnotationDecisionSequence] = sequenceAnnotation(decided)
 	desired.SetAnnotations(annotations)
 	applied, err := client.Apply(ctx, ref.Name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {
@@ -169,8 +171,9 @@ func (a *Applier) delete(ctx context.Context, decided *schemas.PlacementDecided)
 			"found_uid", existing.GetLabels()[LabelWorkloadUID])
 		return nil
 	}
-	if applied := appliedSequence(existing); applied > decided.Sequence {
-		a.Log.Info("skipping stale delete", "workload", ref.Key(), "sequence", decided.Sequence, "applied", applied)
+	if stale(existing, decided) {
+		a.Log.Info("skipping stale delete", "workload", ref.Key(), "sequence", decided.Sequence,
+			"applied", existing.GetAnnotations()[AnnotationDecisionSequence])
 		return nil
 	}
 	uid := existing.GetUID()
@@ -206,12 +209,27 @@ func (a *Applier) ensureNamespace(ctx context.Context, name string) error {
 	return nil
 }
 
-func appliedSequence(obj *unstructured.Unstructured) uint64 {
-	seq, err := strconv.ParseUint(obj.GetAnnotations()[AnnotationDecisionSequence], 10, 64)
-	if err != nil {
-		return 0
+// sequenceAnnotation records a decision's place: "<epoch>/<sequence>", or the sequence alone without an epoch.
+func sequenceAnnotation(d *schemas.PlacementDecided) string {
+	seq := strconv.FormatUint(d.Sequence, 10)
+	if d.Epoch == "" {
+		return seq
 	}
-	return seq
+	return d.Epoch + "/" + seq
+}
+
+// stale reports whether obj already carries a decision newer than d from the same epoch.
+func stale(obj *unstructured.Unstructured, d *schemas.PlacementDecided) bool {
+	recorded := obj.GetAnnotations()[AnnotationDecisionSequence]
+	epoch, seqText := "", recorded
+	if i := strings.LastIndex(recorded, "/"); i >= 0 {
+		epoch, seqText = recorded[:i], recorded[i+1:]
+	}
+	if epoch != d.Epoch {
+		return false
+	}
+	seq, err := strconv.ParseUint(seqText, 10, 64)
+	return err == nil && seq > d.Sequence
 }
 
 // classify marks API errors that retrying cannot fix as permanent; conflicts, timeouts and unavailability

@@ -70,6 +70,8 @@ type Placer struct {
 
 	// seq is the stream sequence of the event being handled; it stamps store writes and decisions.
 	seq uint64
+	// epoch names the streams' lifetime that seq counts in (see schemas.PlacementDecided.Epoch).
+	epoch string
 	// now is the time of the event being handled (a tick's time, or the wall clock).
 	now time.Time
 	// seen is the last sequence applied per subject.
@@ -151,6 +153,10 @@ func NewPlacer(publisher EventPublisher, ris *karta.Registry, config PlacerConfi
 		clusters: map[string]*clusterEntry{}, policies: map[string]*policyEntry{},
 	}, nil
 }
+
+// SetEpoch names the lifetime of the streams the placer's sequences count in; RunPlacer sets it from the
+// events stream's creation time.
+func (p *Placer) SetEpoch(epoch string) { p.epoch = epoch }
 
 // Snapshot is the placer's current fleet view, for tests and diagnostics.
 func (p *Placer) Snapshot() *state.Snapshot { return p.store.Snapshot() }

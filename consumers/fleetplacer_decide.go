@@ -194,13 +194,19 @@ func (p *Placer) publishAnalysis(ctx context.Context, e *workloadEntry) error {
 // publishDecisions makes the published decisions of one workload match its placement in the store: an
 // Apply for every cluster that should run the current version, and a Delete for every cluster that runs
 // it but should not. On a move, deletes wait until the new clusters confirmed their applies, so the
-// workload is never nowhere.
+// workload is never nowhere; a workload that fits nowhere stays where it runs.
 func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *structs.Workload) error {
 	desired := map[string]int64{}
 	if wl != nil && wl.Placement != nil && !e.deleted && e.object != nil {
 		for _, c := range wl.Placement.Clusters {
 			desired[c] = wl.Placement.Replicas[c]
 		}
+	}
+	if len(desired) == 0 && !e.deleted && e.object != nil {
+		// The workload fits nowhere now (or no policy takes it): what already runs keeps running, as the
+		// verdict on the control plane says, until a cluster fits again. Taking it down would turn a
+		// transient answer (clusters relabelled one by one, a grown spec) into lost work.
+		return nil
 	}
 	content := contentOf(e.object)
 	for _, cluster := range slices.Sorted(maps.Keys(desired)) {
@@ -276,8 +282,8 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 	object map[string]any, replicas int64, policyName string) error {
 	d := &schemas.PlacementDecided{
 		DecisionID: fmt.Sprintf("%s/%d/%s/%s", e.ref.UID, p.seq, action, cluster),
-		Workload:   e.ref, Cluster: cluster, Action: action, Sequence: p.seq, Object: object, Replicas: replicas,
-		Policy: policyName,
+		Workload:   e.ref, Cluster: cluster, Action: action, Sequence: p.seq, Epoch: p.epoch, Object: object,
+		Replicas: replicas, Policy: policyName,
 	}
 	switch {
 	case action == schemas.ActionDelete && e.deleted:

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -166,6 +167,15 @@ func (p *Placer) restore(touched *touchedSet) error {
 	if len(plan.Decisions) > 0 {
 		if err := p.store.ApplyPlan(p.seq, p.now, &plan); err != nil {
 			return fmt.Errorf("placer rebuild: restore placements: %w", err)
+		}
+	}
+	// Clusters that went silent while no placer ran: their workloads fail over now, as a tick would have
+	// done had the placer been running when the heartbeats stopped.
+	for _, name := range slices.Sorted(maps.Keys(p.clusters)) {
+		if c := p.clusters[name]; c.registered && !c.ready {
+			if err := p.reevaluate(scheduler.AffectedByCluster(p.store.Snapshot(), name), touched); err != nil {
+				return err
+			}
 		}
 	}
 	snap = p.store.Snapshot()

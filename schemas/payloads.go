@@ -140,6 +140,10 @@ type PlacementDecided struct {
 	Action     DecisionAction `json:"action"`
 	// Sequence increases monotonically per workload, so an applier can skip a decision older than one applied.
 	Sequence uint64 `json:"sequence"`
+	// Epoch names the lifetime of the streams the sequence counts in (the events stream's creation time):
+	// sequences of two epochs are not comparable, so streams recreated from scratch do not make every
+	// object in the clusters look newer than any new decision.
+	Epoch string `json:"epoch,omitempty"`
 	// Object is the desired object, for Apply.
 	Object map[string]any `json:"object,omitempty"`
 	// Replicas is the replica count written into Object for a Divide spread; 0 when not divided.

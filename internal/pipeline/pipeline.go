@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -132,6 +133,11 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 	if err != nil {
 		return err
 	}
+	events, err := b.JetStream.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		return fmt.Errorf("placer: %w", err)
+	}
+	placer.SetEpoch(strconv.FormatInt(events.CachedInfo().Created.UnixNano(), 36))
 	if err := placer.Rebuild(ctx, b.JetStream); err != nil {
 		return err
 	}

@@ -1,0 +1,204 @@
+package consumers
+
+import (
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// placerFixture drives a Placer with deliveries built in memory and records what it publishes.
+type placerFixture struct {
+	t   *testing.T
+	p   *Placer
+	pub *asyncRecorder
+	seq uint64
+	now time.Time
+}
+
+func newPlacerFixture(t *testing.T, config PlacerConfig) *placerFixture {
+	t.Helper()
+	builtins, err := karta.Builtins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := &asyncRecorder{refuse: map[string]bool{}}
+	p, err := NewPlacer(pub, karta.NewRegistry(builtins...), config, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &placerFixture{t: t, p: p, pub: pub, now: time.Now()}
+}
+
+func (f *placerFixture) deliver(eventType, subject string, payload schemas.Payload) {
+	f.t.Helper()
+	f.seq++
+	if err := f.p.Handle(f.t.Context(), delivery(f.t, f.seq, eventType, subject, payload)); err != nil {
+		f.t.Fatalf("%s: %v", subject, err)
+	}
+}
+
+func object(apiVersion, kind, namespace, name string, labels map[string]any, extra map[string]any) *schemas.ObjectChanged {
+	meta := map[string]any{"name": name, "uid": "uid-" + name, "resourceVersion": "1"}
+	if namespace != "" {
+		meta["namespace"] = namespace
+	}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta}
+	for k, v := range extra {
+		obj[k] = v
+	}
+	return &schemas.ObjectChanged{Object: obj}
+}
+
+// cluster registers a Ready cluster with one 8-CPU node that serves Deployments.
+func (f *placerFixture) cluster(name string, labels map[string]any) {
+	f.t.Helper()
+	c := object("fleetflow.io/v1alpha1", "Cluster", "", name, labels, map[string]any{
+		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": name, "namespace": "fleetflow-system"}}})
+	f.deliver(schemas.TypeClusterChanged, schemas.ClusterSpecSubject(name), c)
+	f.heartbeat(name, f.now)
+	f.deliver(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject(name), &schemas.ClusterAPIs{Cluster: name, APIs: []string{"apps/v1/Deployment"}})
+	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject(name, "n1"), &schemas.NodeState{Cluster: name, Name: "n1", Ready: true,
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+}
+
+func (f *placerFixture) heartbeat(cluster string, at time.Time) {
+	f.deliver(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject(cluster), &schemas.ClusterHeartbeat{Cluster: cluster, Time: at})
+}
+
+func (f *placerFixture) policy(name string, spec map[string]any) {
+	pol := object("fleetflow.io/v1alpha1", "SchedulePolicy", "", name, nil, map[string]any{"spec": spec})
+	f.deliver(schemas.TypePolicyChanged, schemas.PolicySubject(pol.Ref()), pol)
+}
+
+func deployment(name string) *schemas.ObjectChanged {
+	return object("apps/v1", "Deployment", "team", name, nil, map[string]any{"spec": map[string]any{"replicas": int64(1),
+		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
+			"resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}}}}}})
+}
+
+// decisions lists the decisions published since mark as "Action cluster".
+func (f *placerFixture) decisions(mark int) []string {
+	var out []string
+	for _, s := range f.pub.ofType(schemas.TypePlacementDecided)[mark:] {
+		parts := splitDecisionID(s.id)
+		out = append(out, parts[0]+" "+parts[1])
+	}
+	return out
+}
+
+// splitDecisionID reads "<uid>/<seq>/<action>/<cluster>" into action and cluster.
+func splitDecisionID(id string) [2]string {
+	var fields []string
+	start := 0
+	for i := 0; i < len(id); i++ {
+		if id[i] == '/' {
+			fields = append(fields, id[start:i])
+			start = i + 1
+		}
+	}
+	fields = append(fields, id[start:])
+	return [2]string{fields[len(fields)-2], fields[len(fields)-1]}
+}
+
+func (f *placerFixture) confirm(cluster string, w *schemas.ObjectChanged) {
+	f.t.Helper()
+	ref := w.Ref()
+	f.deliver(schemas.TypePlacementApplied, schemas.PlacementSubject(cluster, ref), &schemas.PlacementApplied{
+		DecisionID: "d", Workload: ref, Cluster: cluster, Action: schemas.ActionApply, Sequence: f.seq})
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestClusterLabelChangeMovesAfterTheNewClusterConfirms: a cluster that stops matching the policy's
+// selector loses its workload, which is applied to the matching cluster first; the delete on the old
+// cluster waits until the new cluster's applier confirmed the apply.
+func TestClusterLabelChangeMovesAfterTheNewClusterConfirms(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.policy("gpu", map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"pool": "main"}}})
+	f.cluster("east", map[string]any{"pool": "main"})
+	f.cluster("west", map[string]any{"pool": "spare"})
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	if got := f.decisions(0); !equal(got, []string{"Apply east"}) {
+		t.Fatalf("first decisions = %v, want [Apply east]", got)
+	}
+	f.confirm("east", web)
+
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	f.cluster("east", map[string]any{"pool": "spare"})
+	f.cluster("west", map[string]any{"pool": "main"})
+	if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
+		t.Fatalf("decisions on the label change = %v, want only [Apply west] until west confirms", got)
+	}
+	f.confirm("west", web)
+	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
+		t.Fatalf("decisions after west confirmed = %v, want [Apply west Delete east]", got)
+	}
+}
+
+// TestSilentClusterFailsOverOnTick: when a cluster's heartbeats stop for longer than the timeout, the
+// next tick marks it NotReady and its workload moves; the old cluster is told to delete at once, since
+// waiting for a dead cluster would leave the workload nowhere.
+func TestSilentClusterFailsOverOnTick(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
+	f.policy("any", map[string]any{"orderedClusterSelector": map[string]any{"tiers": []any{
+		map[string]any{"matchLabels": map[string]any{"name": "east"}},
+		map[string]any{"matchLabels": map[string]any{"name": "west"}},
+	}}})
+	f.cluster("east", map[string]any{"name": "east"})
+	f.cluster("west", map[string]any{"name": "west"})
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	f.confirm("east", web)
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+
+	later := f.now.Add(15 * time.Second)
+	f.heartbeat("west", later)
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: later})
+	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
+		t.Fatalf("decisions after east went silent = %v, want [Apply west Delete east]", got)
+	}
+	verdicts := f.pub.ofType(schemas.TypePlacementVerdict)
+	if len(verdicts) == 0 {
+		t.Fatal("no verdict published for the failover")
+	}
+}
+
+// TestRedeliveredEventDecidesNothingNew: the same event delivered again (same stream sequence) changes
+// nothing and publishes nothing.
+func TestRedeliveredEventDecidesNothingNew(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.policy("any", map[string]any{})
+	f.cluster("east", nil)
+	web := deployment("web")
+	d := delivery(t, 100, schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	for attempt := range 2 {
+		d.Attempt = uint64(attempt + 1)
+		if err := f.p.Handle(t.Context(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.decisions(0); !equal(got, []string{"Apply east"}) {
+		t.Fatalf("decisions = %v, want one Apply for two deliveries", got)
+	}
+}
