@@ -85,6 +85,31 @@ func BenchmarkAnalyzeRayCluster64Cold(b *testing.B) {
 	}
 }
 
+// BenchmarkAnalyzeRayCluster64ColdResources is the cold case with resource lists never seen
+// before either (the engine interns converted resource lists by content).
+func BenchmarkAnalyzeRayCluster64ColdResources(b *testing.B) {
+	obj := rayCluster64(b)
+	c, _ := builtinRegistry(b).Lookup(GVKOf(obj))
+	groups := obj["spec"].(map[string]any)["workerGroupSpecs"].([]any)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		for j, g := range groups {
+			spec := g.(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+			spec["priorityClassName"] = fmt.Sprintf("p%d-%d", i, j)
+			worker := spec["containers"].([]any)[0].(map[string]any)["resources"].(map[string]any)
+			worker["requests"].(map[string]any)["cpu"] = fmt.Sprintf("%dm", 32000+i*4+j)
+			worker["limits"].(map[string]any)["memory"] = fmt.Sprintf("%dMi", 262144+i*4+j)
+			initc := spec["initContainers"].([]any)[0].(map[string]any)["resources"].(map[string]any)
+			initc["requests"].(map[string]any)["cpu"] = fmt.Sprintf("%dm", 100+i*4+j)
+		}
+		if _, err := c.Analyze(obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkAnalyzeRayCluster64Rescaled changes replica counts every iteration, as updates and
 // autoscaling do; the templates stay the same.
 func BenchmarkAnalyzeRayCluster64Rescaled(b *testing.B) {

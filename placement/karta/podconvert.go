@@ -1,6 +1,7 @@
 package karta
 
 import (
+	"hash/maphash"
 	"math"
 	"strings"
 	"sync"
@@ -332,6 +333,10 @@ func convertResourceList(v any, dst *corev1.ResourceList) bool {
 	if !ok {
 		return false
 	}
+	if list, ok := internedLists.get(m); ok {
+		*dst = list
+		return true
+	}
 	out := make(corev1.ResourceList, len(m))
 	for k, e := range m {
 		q, ok := convertQuantity(e)
@@ -340,8 +345,79 @@ func convertResourceList(v any, dst *corev1.ResourceList) bool {
 		}
 		out[corev1.ResourceName(k)] = q
 	}
+	internedLists.put(m, out)
 	*dst = out
 	return true
+}
+
+// Resource lists repeat: every group of a CR, and most CRs, ask for the same few shapes ("8 GPUs,
+// 32 CPUs, 256Gi"). A converted list is a map of quantities, several hundred bytes that the
+// garbage collector then scans, so lists are interned by content and shared. Sharing is safe for
+// the same reason the template cache is: an Analysis and its pod templates are immutable.
+
+const internedListsSize = 1024
+
+type internedList struct {
+	source map[string]string // the quantity texts the list was converted from
+	list   corev1.ResourceList
+}
+
+type resourceListInterner struct {
+	mu      sync.Mutex
+	entries map[uint64]internedList
+}
+
+var internedLists = &resourceListInterner{entries: map[uint64]internedList{}}
+
+// listKey hashes a jq resource list whose values are all quantity strings; ok is false otherwise,
+// and such lists are converted each time.
+func listKey(m map[string]any) (key uint64, ok bool) {
+	for k, e := range m {
+		s, isString := e.(string)
+		if !isString {
+			return 0, false
+		}
+		// Addition keeps the key independent of map iteration order.
+		key += mix(maphash.String(hashSeed, k), maphash.String(hashSeed, s))
+	}
+	return mix(key, uint64(len(m))), true
+}
+
+func (r *resourceListInterner) get(m map[string]any) (corev1.ResourceList, bool) {
+	key, ok := listKey(m)
+	if !ok {
+		return nil, false
+	}
+	r.mu.Lock()
+	e, found := r.entries[key]
+	r.mu.Unlock()
+	// The hash only finds the candidate; the texts decide, so a collision cannot share a wrong list.
+	if !found || len(e.source) != len(m) {
+		return nil, false
+	}
+	for k, v := range m {
+		if text, ok := e.source[k]; !ok || text != v.(string) {
+			return nil, false
+		}
+	}
+	return e.list, true
+}
+
+func (r *resourceListInterner) put(m map[string]any, list corev1.ResourceList) {
+	key, ok := listKey(m)
+	if !ok {
+		return
+	}
+	source := make(map[string]string, len(m))
+	for k, v := range m {
+		source[k] = v.(string)
+	}
+	r.mu.Lock()
+	if len(r.entries) >= internedListsSize {
+		clear(r.entries)
+	}
+	r.entries[key] = internedList{source: source, list: list}
+	r.mu.Unlock()
 }
 
 // convertQuantity parses a quantity as Quantity.UnmarshalJSON would from appendJSON's output. A

@@ -255,3 +255,36 @@ func TestDecodeObjectMetaMatchesJSONDecode(t *testing.T) {
 		}
 	}
 }
+
+func TestInternedResourceLists(t *testing.T) {
+	gpus := map[string]any{"nvidia.com/gpu": "8", "cpu": "32"}
+	var first, second corev1.ResourceList
+	if !convertResourceList(gpus, &first) || !convertResourceList(map[string]any{"cpu": "32", "nvidia.com/gpu": "8"}, &second) {
+		t.Fatal("resource list not converted")
+	}
+	if reflect.ValueOf(first).Pointer() != reflect.ValueOf(second).Pointer() {
+		t.Fatal("two lists with the same quantities are not shared")
+	}
+	var other corev1.ResourceList
+	if !convertResourceList(map[string]any{"nvidia.com/gpu": "4", "cpu": "32"}, &other) {
+		t.Fatal("resource list not converted")
+	}
+	if q := other["nvidia.com/gpu"]; q.Value() != 4 {
+		t.Fatalf("a list with other quantities got %s GPUs", q.String())
+	}
+
+	// A hash collision must not share a wrong list: plant an entry under this list's key whose
+	// texts differ, as a colliding list would have.
+	planted := map[string]any{"memory": "1Gi"}
+	key, _ := listKey(planted)
+	internedLists.mu.Lock()
+	internedLists.entries[key] = internedList{source: map[string]string{"memory": "2Gi"}, list: corev1.ResourceList{}}
+	internedLists.mu.Unlock()
+	var got corev1.ResourceList
+	if !convertResourceList(planted, &got) {
+		t.Fatal("resource list not converted")
+	}
+	if q := got["memory"]; q.String() != "1Gi" {
+		t.Fatalf("got %v, want memory 1Gi", got)
+	}
+}
