@@ -299,3 +299,15 @@ func DeleteAll(t *testing.T, c *kube.Clients, gvk schema.GroupVersionKind) {
 		}
 	}
 }
+
+// TestLogger is a logger that writes into the test's log, for helpers a test runs outside an Env.
+func TestLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

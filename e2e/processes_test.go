@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/fleetflow/fleetflow/e2e/e2eenv"
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// TestPartsRunAsSeparateProcesses runs the fleetflow binary once per part, as separate processes against
+// one NATS server: the control-plane producer, the placer, the status writer, and per workload cluster
+// its producer and its applier. A submitted job is placed, lands, and its verdict comes back.
+func TestPartsRunAsSeparateProcesses(t *testing.T) {
+	fleet := localfleettest.Fleet(t)
+	ctx := t.Context()
+	root, err := localfleettest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	binary := filepath.Join(t.TempDir(), "fleetflow")
+	build := exec.CommandContext(ctx, "go", "build", "-o", binary, "./cmd/fleetflow")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build fleetflow: %v\n%s", err, out)
+	}
+
+	controlPlane, err := kube.NewClients(fleet.ControlPlane.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.DeleteAll(t, controlPlane, pytorchJobKind)
+	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
+		t.Fatal(err)
+	}
+	crds := e2eenv.ReadObjects(t, "testdata/crds/pytorchjobs.yaml")
+	spec := e2eenv.ReadFleetSpec(t, fleetFile)
+	clusters := map[string]*kube.Clients{}
+	for _, c := range fleet.Workloads {
+		clients, err := kube.NewClients(c.RESTConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		clusters[c.Name] = clients
+		e2eenv.DeleteAll(t, clients, pytorchJobKind)
+		if err := clients.Apply(ctx, e2eenv.FieldManager, crds...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := controlPlane.Apply(ctx, e2eenv.FieldManager, crds...); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range spec.Clusters {
+		target, _ := fleet.Cluster(c.Name)
+		kubeconfig, err := os.ReadFile(target.KubeconfigPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := pipeline.RegisterCluster(ctx, controlPlane, c.Name, kubeconfig, c.Labels, e2eenv.FieldManager); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := controlPlane.Apply(ctx, e2eenv.FieldManager, e2eenv.ReadObjects(t, "testdata/policies/a-then-b.yaml")...); err != nil {
+		t.Fatal(err)
+	}
+
+	server, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(server.Shutdown)
+	url := server.ClientURL()
+	logs := t.TempDir()
+	start := func(name string, args ...string) {
+		log, err := os.Create(filepath.Join(logs, name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(binary, append(args, "--nats-url", url)...)
+		cmd.Stdout, cmd.Stderr = log, log
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("start %s: %v", name, err)
+		}
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait()
+			_ = log.Close()
+			if t.Failed() {
+				data, _ := os.ReadFile(log.Name())
+				t.Logf("%s log:\n%s", name, data)
+			}
+		})
+	}
+	start("producer", "producer", "--control-plane", fleet.ControlPlane.KubeconfigPath)
+	start("placer", "placer", "--heartbeat-timeout", "6s")
+	start("status", "status", "--control-plane", fleet.ControlPlane.KubeconfigPath, "--heartbeat-timeout", "6s")
+	expected := map[string]int{}
+	for _, c := range spec.Clusters {
+		target, _ := fleet.Cluster(c.Name)
+		start("producer-"+c.Name, "producer", "--cluster", c.Name+"="+target.KubeconfigPath)
+		start("applier-"+c.Name, "applier", "--cluster", c.Name+"="+target.KubeconfigPath)
+		expected[c.Name] = len(c.AllNodes())
+	}
+
+	// Wait until the parts see the fleet, as an operator would before submitting work.
+	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{URL: url, Streams: schemas.DefaultStreamOptions()}, "e2e", e2eenv.TestLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	waitCtx, cancel := context.WithTimeout(ctx, e2eenv.Settle)
+	defer cancel()
+	if err := pipeline.WaitObserved(waitCtx, b, expected); err != nil {
+		t.Fatal(err)
+	}
+
+	job := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
+	job.SetNamespace("team-processes")
+	if err := controlPlane.Apply(ctx, e2eenv.FieldManager, job); err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the job placed on cluster-a by separate processes", func() bool {
+		a := e2eenv.Get(t, controlPlane, pytorchJobKind, "team-processes", job.GetName()).GetAnnotations()
+		return a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced) && a[schemas.AnnotationCluster] == "cluster-a" &&
+			e2eenv.Get(t, clusters["cluster-a"], pytorchJobKind, "team-processes", job.GetName()) != nil
+	})
+}
