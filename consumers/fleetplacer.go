@@ -35,6 +35,9 @@ type PlacerConfig struct {
 	// ReservationTTL is how long a decision's reservations hold capacity without the cluster showing the
 	// pods (default 5m).
 	ReservationTTL time.Duration
+	// LeaseTTL is how long the placer lease outlives its holder's last renewal; a standby placer takes
+	// over within about this long after the holder dies (default 15s, see pipeline.RunPlacer).
+	LeaseTTL time.Duration
 }
 
 func (c PlacerConfig) withDefaults() PlacerConfig {

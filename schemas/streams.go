@@ -19,6 +19,13 @@ const (
 	StreamState = "FLEETFLOW_STATE"
 )
 
+// LeaseBucket is the JetStream key-value bucket of leases: a singleton part (the placer) works only while
+// it holds its key.
+const LeaseBucket = "fleetflow_leases"
+
+// LeasePlacer is the placer's lease key.
+const LeasePlacer = "placer"
+
 // Durable consumer names.
 const (
 	ConsumerPlacer = "placer"

@@ -120,11 +120,52 @@ func BuiltinKinds() ([]schema.GroupVersionKind, error) {
 // PlacerTickInterval is how often the placer publishes its clock.
 const PlacerTickInterval = 2 * time.Second
 
-// RunPlacer rebuilds the placer's view from the state stream, then consumes fleet events and publishes
-// verdicts and decisions until ctx is done. It publishes a tick into its own input every
-// PlacerTickInterval, so heartbeat timeouts and pending pods are judged as events.
+// RunPlacer runs the placer until ctx is done. Only one placer may work on the streams at a time, so
+// RunPlacer first takes the placer lease (a key with a TTL in a JetStream key-value bucket), standing by
+// while another placer holds it; the holder renews it, and a placer that loses it stops and stands by
+// again. As leader it rebuilds the placer's view from the state stream, then consumes fleet events and
+// publishes verdicts and decisions, with a tick into its own input every PlacerTickInterval so heartbeat
+// timeouts and pending pods are judged as events.
 func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slog.Logger) error {
 	log = log.With("component", "placer")
+	ttl := cfg.LeaseTTL
+	if ttl <= 0 {
+		ttl = DefaultLeaseTTL
+	}
+	for {
+		lease, err := acquireLease(ctx, b, schemas.LeasePlacer, ttl, log)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		leaderCtx, cancel := context.WithCancelCause(ctx)
+		renewed := make(chan struct{})
+		go func() {
+			defer close(renewed)
+			if err := lease.keep(leaderCtx, ttl); err != nil {
+				cancel(err)
+			}
+		}()
+		err = runPlacerAsLeader(leaderCtx, b, cfg, log)
+		cause := context.Cause(leaderCtx)
+		cancel(nil)
+		<-renewed
+		lease.release()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(cause, errLeaseLost):
+			log.Warn("lost the placer lease; standing by", "error", cause)
+			continue
+		case err != nil:
+			return err
+		}
+	}
+}
+
+func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slog.Logger) error {
 	builtins, err := karta.Builtins()
 	if err != nil {
 		return fmt.Errorf("built-in resource interfaces: %w", err)

@@ -1,0 +1,97 @@
+package pipeline_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+type logBuffer struct {
+	mu sync.Mutex
+	sb strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sb.Write(p)
+}
+
+func (b *logBuffer) has(s string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return strings.Contains(b.sb.String(), s)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestOnePlacerWorksAtATime starts two placers on one JetStream: one takes the lease and works, the other
+// stands by; when the first stops, the second takes over and rebuilds its view from the streams.
+func TestOnePlacerWorksAtATime(t *testing.T) {
+	ctx := t.Context()
+	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()},
+		t.Name(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cfg := consumers.PlacerConfig{LeaseTTL: 1500 * time.Millisecond}
+	start := func() (*logBuffer, context.CancelFunc, chan error) {
+		logs := &logBuffer{}
+		placerCtx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- pipeline.RunPlacer(placerCtx, b, cfg, slog.New(slog.NewTextHandler(logs, nil))) }()
+		return logs, cancel, done
+	}
+	const working = "placer view rebuilt"
+	first, stopFirst, firstDone := start()
+	eventually(t, "the first placer working", func() bool { return first.has(working) })
+	second, stopSecond, secondDone := start()
+	defer func() {
+		stopSecond()
+		if err := <-secondDone; err != nil {
+			t.Errorf("second placer: %v", err)
+		}
+	}()
+	eventually(t, "the second placer standing by", func() bool { return second.has("standing by") })
+	if second.has(working) {
+		t.Fatal("the second placer works while the first holds the lease")
+	}
+
+	stopFirst()
+	if err := <-firstDone; err != nil {
+		t.Errorf("first placer: %v", err)
+	}
+	eventually(t, "the second placer taking over", func() bool { return second.has(working) })
+
+	// A lease taken away (as when its key expired during a long pause) stops the placer; it stands by and
+	// takes the free lease again.
+	kv, err := b.JetStream.KeyValue(ctx, schemas.LeaseBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Delete(ctx, schemas.LeasePlacer); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the second placer noticing its lost lease", func() bool { return second.has("lost the placer lease") })
+	eventually(t, "the second placer holding the lease again", func() bool {
+		entry, err := kv.Get(ctx, schemas.LeasePlacer)
+		return err == nil && len(entry.Value()) > 0
+	})
+}
