@@ -219,7 +219,7 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		if err != nil {
 			return err
 		}
-		if err := p.decide(ctx, e, cluster, schemas.ActionApply, object, replicas, wl.Placement.Policy); err != nil {
+		if err := p.decide(ctx, e, cluster, schemas.ActionApply, object, content, replicas, wl.Placement.Policy); err != nil {
 			return err
 		}
 	}
@@ -240,7 +240,7 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		if e.redelete[cluster] && !p.clusterReady(cluster) {
 			continue // its applier already gave up once; send it again when the cluster is back
 		}
-		if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, 0, ""); err != nil {
+		if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, "", 0, ""); err != nil {
 			return err
 		}
 		delete(e.redelete, cluster)
@@ -278,8 +278,9 @@ func (p *Placer) desiredObject(e *workloadEntry, wl *structs.Workload, replicas 
 	return nil, fmt.Errorf("%s: divided into %d replicas, but no component has a plain replicas path", e.ref, replicas)
 }
 
+// decide publishes one decision and records it; content identifies the applied object (see contentOf).
 func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, action schemas.DecisionAction,
-	object map[string]any, replicas int64, policyName string) error {
+	object map[string]any, content string, replicas int64, policyName string) error {
 	d := &schemas.PlacementDecided{
 		DecisionID: fmt.Sprintf("%s/%d/%s/%s", e.ref.UID, p.seq, action, cluster),
 		Workload:   e.ref, Cluster: cluster, Action: action, Sequence: p.seq, Epoch: p.epoch, Object: object,
@@ -297,7 +298,7 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 	if err := p.send(ctx, schemas.TypePlacementDecided, subject, d.DecisionID, d); err != nil {
 		return err
 	}
-	e.published[cluster] = publishedDecision{action: action, sequence: p.seq, content: contentOf(e.object), replicas: replicas}
+	e.published[cluster] = publishedDecision{action: action, sequence: p.seq, content: content, replicas: replicas}
 	p.log.Info("decided", "workload", e.ref.Key(), "cluster", cluster, "action", action, "sequence", p.seq)
 	return nil
 }
