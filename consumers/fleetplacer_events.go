@@ -104,15 +104,14 @@ func (p *Placer) onWorkloadDeleted(payload *schemas.ObjectDeleted, touched *touc
 	return nil
 }
 
-func (p *Placer) kindInfo(group, kind string) (divisible, known bool) {
-	for _, ri := range p.registry.All() {
-		if ri.GVK.Group == group && ri.GVK.Kind == kind {
-			// Whether the replicas of a kind can be split is a property of each object's replicas path;
-			// the scheduler checks it per workload and reports a workload it cannot split.
-			return true, true
-		}
+// kindInfo tells policy validation which kinds an RI knows. Whether the replicas of a kind can be split
+// is a property of each object's replicas path, so every known kind counts as divisible here and the
+// scheduler reports a workload it cannot split.
+func kindInfo(ris *karta.Registry) policy.KindInfo {
+	return func(group, kind string) (divisible, known bool) {
+		known = ris.HasGroupKind(group, kind)
+		return known, known
 	}
-	return false, false
 }
 
 func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
@@ -124,7 +123,7 @@ func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touche
 		return nil
 	}
 	sp.Name = name
-	compiled, err := policy.Compile(&sp, p.kindInfo)
+	compiled, err := policy.Compile(&sp, kindInfo(p.registry))
 	if err != nil {
 		// Like an admission webhook would, keep the last valid version and say why the new one is refused.
 		p.policies[name] = &policyEntry{name: name, compiled: p.policyOrNil(name), err: err}

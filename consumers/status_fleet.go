@@ -180,7 +180,7 @@ func (s *StatusWriter) writePolicyStatus(ctx context.Context, p *schemas.ObjectC
 		Message: "the policy is in force", LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second))}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(p.Object, &sp); err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()
-	} else if _, err := policy.Compile(&sp, s.kindInfo); err != nil {
+	} else if _, err := policy.Compile(&sp, s.policyKinds()); err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()
 	}
 	for _, old := range sp.Status.Conditions {
@@ -213,13 +213,9 @@ func (s *StatusWriter) writePolicyStatus(ctx context.Context, p *schemas.ObjectC
 	return nil
 }
 
-func (s *StatusWriter) kindInfo(group, kind string) (divisible, known bool) {
+// policyKinds validates policies against the RIs the writer knows now, as the placer does.
+func (s *StatusWriter) policyKinds() policy.KindInfo {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	for _, ri := range s.ris.All() {
-		if ri.GVK.Group == group && ri.GVK.Kind == kind {
-			return true, true
-		}
-	}
-	return false, false
+	return kindInfo(s.ris)
 }

@@ -87,6 +87,21 @@ func (r *Registry) Lookup(gvk schema.GroupVersionKind) (*Compiled, bool) {
 }
 
 // All returns every RI held: built-ins sorted by name, then user RIs in the order they were added.
+// HasGroupKind reports whether some RI, built-in or not, analyzes a kind of group in any version.
+func (r *Registry) HasGroupKind(group, kind string) bool {
+	for gvk := range r.builtins {
+		if gvk.Group == group && gvk.Kind == kind {
+			return true
+		}
+	}
+	for _, c := range r.users {
+		if c.GVK.Group == group && c.GVK.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *Registry) All() []*Compiled {
 	out := make([]*Compiled, 0, len(r.builtins)+len(r.users))
 	for _, c := range r.builtins {
