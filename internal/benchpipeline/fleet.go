@@ -6,14 +6,13 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/internal/placementbench"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -31,20 +30,6 @@ func newOutgoing(eventType, source, subject, id string, payload schemas.Payload)
 	}
 	return outgoing{subject: subject, event: e}, nil
 }
-
-var (
-	gpuAllocatable = corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1Ti"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("2Ti"), corev1.ResourcePods: resource.MustParse("110"),
-		"nvidia.com/gpu": resource.MustParse("8")}
-	cpuAllocatable = corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourceEphemeralStorage: resource.MustParse("500Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	// systemRequested is what DaemonSets (CNI, node exporter, device plugin) already request on every node.
-	systemRequested = corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}
-	gpuTaints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
-)
 
 func clusterName(c int) string { return fmt.Sprintf("cluster-%03d", c) }
 
@@ -152,16 +137,16 @@ func nodeEvent(c, n, gpuNodes int) (outgoing, error) {
 	node := fmt.Sprintf("%s-node-%04d", cluster, n)
 	zone := fmt.Sprintf("region-%d-%c", c%4, 'a'+n%3)
 	state := &schemas.NodeState{Cluster: cluster, Name: node, UID: fmt.Sprintf("node-%03d-%06d", c, n), Ready: true,
-		Requested: systemRequested, Pods: 4}
+		Requested: placementbench.SystemRequested, Pods: 4}
 	if n < gpuNodes {
 		state.Labels = map[string]string{"kubernetes.io/hostname": node, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
 			"topology.kubernetes.io/zone": zone, "node.kubernetes.io/instance-type": "p5.48xlarge", "kubernetes.io/arch": "amd64"}
-		state.Taints = gpuTaints
-		state.Allocatable = gpuAllocatable
+		state.Taints = placementbench.GPUNodeTaints
+		state.Allocatable = placementbench.GPUNodeAllocatable
 	} else {
 		state.Labels = map[string]string{"kubernetes.io/hostname": node, "topology.kubernetes.io/zone": zone,
 			"node.kubernetes.io/instance-type": "m7i.16xlarge", "kubernetes.io/arch": "amd64"}
-		state.Allocatable = cpuAllocatable
+		state.Allocatable = placementbench.CPUNodeAllocatable
 	}
 	return stateEvent(schemas.TypeNodeChanged, schemas.NodeSubject(cluster, node), "node", cluster+"/"+node,
 		schemas.SourceClusterProducer(cluster), state)

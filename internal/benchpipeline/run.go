@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,6 +21,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/internal/placementbench"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -176,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	defer stopProfile()
-	start, startCPU := time.Now(), cpuTime()
+	start, startCPU := time.Now(), placementbench.CPUTime()
 	if err := publishPaced(ctx, producer, msgs, cfg.Rate, published); err != nil {
 		return nil, cause(fmt.Errorf("publish workloads: %w", err))
 	}
@@ -184,7 +184,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := w.waitFor(ctx, "a verdict for every workload", func(w *watcher) bool { return w.verdicts == len(msgs) }); err != nil {
 		return nil, cause(err)
 	}
-	res.CPUSeconds = (cpuTime() - startCPU).Seconds()
+	res.CPUSeconds = (placementbench.CPUTime() - startCPU).Seconds()
 	stopProfile()
 	// Every decision the workloads caused is persisted once the placer has handled all its input; the
 	// watcher has read them all once it reached the stream's last sequence.
@@ -485,12 +485,4 @@ func rawPublish(ctx context.Context, b *pipeline.Bus, msgs []*nats.Msg, cfg Conf
 	res.RawMessages = n
 	res.RawPublishPerSecond = float64(n) / res.RawSeconds
 	return nil
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

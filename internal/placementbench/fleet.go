@@ -58,17 +58,22 @@ func (f *Fleet) NextSeq() uint64 {
 	return f.seq
 }
 
+// The synthetic node shapes, shared with the pipeline benchmark so both measure the same fleet.
 var (
-	gpuAllocatable = corev1.ResourceList{
+	// GPUNodeAllocatable is a GPU node: 96 CPUs, 1 TiB, 8 GPUs.
+	GPUNodeAllocatable = corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("96"), corev1.ResourceMemory: resource.MustParse("1Ti"),
 		corev1.ResourceEphemeralStorage: resource.MustParse("2Ti"), corev1.ResourcePods: resource.MustParse("110"),
 		"nvidia.com/gpu": resource.MustParse("8")}
-	cpuAllocatable = corev1.ResourceList{
+	// CPUNodeAllocatable is a CPU node: 64 CPUs, 256 GiB.
+	CPUNodeAllocatable = corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("256Gi"),
 		corev1.ResourceEphemeralStorage: resource.MustParse("500Gi"), corev1.ResourcePods: resource.MustParse("110")}
-	systemRequested = corev1.ResourceList{
+	// SystemRequested is what DaemonSets (CNI, node exporter, device plugin) already request on every node.
+	SystemRequested = corev1.ResourceList{
 		corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")}
-	gpuTaints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+	// GPUNodeTaints keep pods that do not tolerate GPUs off GPU nodes.
+	GPUNodeTaints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "present", Effect: corev1.TaintEffectNoSchedule}}
 )
 
 // BuildFleet loads the synthetic fleet: clusters labelled with a region (4 of them) and a provider (onprem for
@@ -99,16 +104,16 @@ func BuildFleet(cfg Config) (*Fleet, error) {
 		infos := make([]structs.NodeInfo, cfg.NodesPerCluster)
 		for n := range cfg.NodesPerCluster {
 			node := fmt.Sprintf("%s-node-%04d", name, n)
-			info := structs.NodeInfo{Cluster: name, Name: node, Requested: systemRequested}
+			info := structs.NodeInfo{Cluster: name, Name: node, Requested: SystemRequested}
 			if n < gpuNodes {
 				info.Labels = map[string]string{"kubernetes.io/hostname": node, "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3",
 					"topology.kubernetes.io/zone": fmt.Sprintf("%s-%c", region, 'a'+n%3), "node.kubernetes.io/instance-type": "p5.48xlarge"}
-				info.Taints = gpuTaints
-				info.Allocatable = gpuAllocatable
+				info.Taints = GPUNodeTaints
+				info.Allocatable = GPUNodeAllocatable
 			} else {
 				info.Labels = map[string]string{"kubernetes.io/hostname": node,
 					"topology.kubernetes.io/zone": fmt.Sprintf("%s-%c", region, 'a'+n%3), "node.kubernetes.io/instance-type": "m7i.16xlarge"}
-				info.Allocatable = cpuAllocatable
+				info.Allocatable = CPUNodeAllocatable
 			}
 			infos[n] = info
 		}

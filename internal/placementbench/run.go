@@ -33,7 +33,8 @@ type Result struct {
 	DecisionsPerCPUSecond float64 `json:"decisionsPerCPUSecond"`
 }
 
-func cpuTime() time.Duration {
+// CPUTime is the process's user plus system CPU time so far.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
@@ -67,12 +68,12 @@ func Run(cfg Config) (*Result, error) {
 	res := &Result{Clusters: cfg.Clusters, Nodes: nodes, Workloads: cfg.Workloads}
 	res.BytesPerNode = float64(liveHeap()-before) / float64(nodes)
 
-	start, startCPU := time.Now(), cpuTime()
+	start, startCPU := time.Now(), CPUTime()
 	if err := fleet.Place(analyses, res); err != nil {
 		return nil, err
 	}
 	res.Seconds = time.Since(start).Seconds()
-	res.CPUSeconds = (cpuTime() - startCPU).Seconds()
+	res.CPUSeconds = (CPUTime() - startCPU).Seconds()
 	if res.CPUSeconds > 0 {
 		res.DecisionsPerCPUSecond = float64(cfg.Workloads) / res.CPUSeconds
 	}
