@@ -85,6 +85,19 @@ type clusterKubeconfig struct {
 	Kubeconfig string
 }
 
+// clusterClients reads one --cluster NAME=KUBECONFIG flag and builds that cluster's clients.
+func clusterClients(flag string) (string, *kube.Clients, error) {
+	parsed, err := parseClusters([]string{flag})
+	if err != nil {
+		return "", nil, err
+	}
+	clients, err := kube.ClientsFromKubeconfig(parsed[0].Kubeconfig)
+	if err != nil {
+		return "", nil, fmt.Errorf("--cluster %s: %w", parsed[0].Name, err)
+	}
+	return parsed[0].Name, clients, nil
+}
+
 // parseClusters reads repeated name=kubeconfig flags.
 func parseClusters(values []string) ([]clusterKubeconfig, error) {
 	seen := map[string]bool{}
@@ -212,16 +225,12 @@ func newProducerCommand() *cobra.Command {
 				}
 				return pipeline.RunProducer(ctx, b, cp, kinds, slog.Default())
 			}
-			parsed, err := parseClusters([]string{cluster})
+			name, clients, err := clusterClients(cluster)
 			if err != nil {
 				return err
 			}
-			clients, err := kube.ClientsFromKubeconfig(parsed[0].Kubeconfig)
-			if err != nil {
-				return fmt.Errorf("--cluster %s: %w", parsed[0].Name, err)
-			}
-			p := &producers.ClusterProducer{Cluster: parsed[0].Name, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
-				Log: slog.Default().With("component", "cluster-producer", "cluster", parsed[0].Name)}
+			p := &producers.ClusterProducer{Cluster: name, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
+				Log: slog.Default().With("component", "cluster-producer", "cluster", name)}
 			return p.Run(ctx)
 		},
 	}
@@ -292,20 +301,16 @@ func newApplierCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			parsed, err := parseClusters([]string{cluster})
+			name, clients, err := clusterClients(cluster)
 			if err != nil {
 				return err
 			}
-			clients, err := kube.ClientsFromKubeconfig(parsed[0].Kubeconfig)
-			if err != nil {
-				return fmt.Errorf("--cluster %s: %w", parsed[0].Name, err)
-			}
-			b, err := bf.open(ctx, "fleetflow-applier-"+parsed[0].Name)
+			b, err := bf.open(ctx, "fleetflow-applier-"+name)
 			if err != nil {
 				return err
 			}
 			defer b.Close()
-			return pipeline.RunApplier(ctx, b, parsed[0].Name, clients, slog.Default())
+			return pipeline.RunApplier(ctx, b, name, clients, slog.Default())
 		},
 	}
 	bf.register(cmd.Flags())
