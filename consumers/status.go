@@ -171,7 +171,8 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 	if phase == karta.PhaseFailed && obj.GetAnnotations()[schemas.AnnotationPhase] != string(karta.PhaseFailed) {
 		log.Warn("workload failed in its cluster", "ri", ri.Name)
 	}
-	return s.annotate(ctx, p.Workload, map[string]any{
+	// The status patch left the annotations as they were read, so the object read above still serves.
+	return s.annotateObject(ctx, client, obj, p.Workload, map[string]any{
 		schemas.AnnotationCluster: p.Cluster,
 		schemas.AnnotationPhase:   string(phase),
 	})
@@ -213,6 +214,12 @@ func (s *StatusWriter) annotate(ctx context.Context, ref schemas.ObjectRef, anno
 	if err != nil || obj == nil {
 		return err
 	}
+	return s.annotateObject(ctx, client, obj, ref, annotations)
+}
+
+// annotateObject patches annotations onto obj, already read, unless it carries them already.
+func (s *StatusWriter) annotateObject(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
+	ref schemas.ObjectRef, annotations map[string]any) error {
 	existing := obj.GetAnnotations()
 	changed := false
 	for k, v := range annotations {
