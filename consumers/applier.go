@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -124,8 +123,9 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 		}
 	}
 	if ref.Namespace != "" {
-		if err := a.ensureNamespace(ctx, ref.Namespace); err != nil {
-			return "", err
+		err := a.Clients.EnsureNamespace(ctx, ref.Namespace, FieldManager, map[string]string{LabelManagedBy: FieldManager})
+		if err != nil {
+			return "", classify(fmt.Errorf("cluster %s: %w", a.Cluster, err))
 		}
 	}
 	desired := &unstructured.Unstructured{Object: kube.SanitizeForCopy(decided.Object)}
@@ -191,22 +191,6 @@ func (a *Applier) checkOwnership(existing *unstructured.Unstructured, ref schema
 	}
 	return bus.Permanent(fmt.Errorf("%s already exists on cluster %s and is not managed by fleetflow (label %s); refusing to overwrite it",
 		ref, a.Cluster, LabelManagedBy))
-}
-
-func (a *Applier) ensureNamespace(ctx context.Context, name string) error {
-	_, err := a.Clients.Core.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	if err == nil {
-		return nil
-	}
-	if !apierrors.IsNotFound(err) {
-		return classify(fmt.Errorf("read namespace %s on cluster %s: %w", name, a.Cluster, err))
-	}
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{LabelManagedBy: FieldManager}}}
-	_, err = a.Clients.Core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: FieldManager})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return classify(fmt.Errorf("create namespace %s on cluster %s: %w", name, a.Cluster, err))
-	}
-	return nil
 }
 
 // sequenceAnnotation records a decision's place: "<epoch>/<sequence>", or the sequence alone without an epoch.

@@ -254,7 +254,7 @@ func (b *bench) runtimeClassWithOverhead(name, overhead string) {
 
 func (b *bench) namespace(name string) {
 	b.t.Helper()
-	if err := b.clients.EnsureNamespace(context.Background(), name, "producers-test"); err != nil {
+	if err := b.clients.EnsureNamespace(context.Background(), name, "producers-test", nil); err != nil {
 		b.t.Fatal(err)
 	}
 }

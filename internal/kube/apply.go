@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -68,7 +69,7 @@ func (c *Clients) Apply(ctx context.Context, fieldManager string, objects ...*un
 			if ns == "" {
 				ns = metav1.NamespaceDefault
 			}
-			if err := c.EnsureNamespace(ctx, ns, fieldManager); err != nil {
+			if err := c.EnsureNamespace(ctx, ns, fieldManager, nil); err != nil {
 				return err
 			}
 			applied, err = client.Namespace(ns).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
@@ -87,13 +88,19 @@ func (c *Clients) Apply(ctx context.Context, fieldManager string, objects ...*un
 	return nil
 }
 
-// EnsureNamespace creates a namespace if it does not exist.
-func (c *Clients) EnsureNamespace(ctx context.Context, name, fieldManager string) error {
-	ns := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name},
-	}}
-	_, err := c.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}).
-		Create(ctx, ns, metav1.CreateOptions{FieldManager: fieldManager})
+// EnsureNamespace creates a namespace with labels if it does not exist; an existing one is left as it is.
+// It reads first, since namespaces almost always exist and a read is cheaper than a refused create.
+func (c *Clients) EnsureNamespace(ctx context.Context, name, fieldManager string, labels map[string]string) error {
+	namespaces := c.Core.CoreV1().Namespaces()
+	_, err := namespaces.Get(ctx, name, metav1.GetOptions{})
+	if err == nil {
+		return nil
+	}
+	if !apierrors.IsNotFound(err) {
+		return fmt.Errorf("read namespace %s: %w", name, err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	_, err = namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: fieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}

@@ -62,7 +62,7 @@ func RegisterCluster(ctx context.Context, controlPlane *kube.Clients, name strin
 	if _, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
 		return fmt.Errorf("cluster %s: kubeconfig: %w", name, err)
 	}
-	if err := controlPlane.EnsureNamespace(ctx, SystemNamespace, fieldManager); err != nil {
+	if err := controlPlane.EnsureNamespace(ctx, SystemNamespace, fieldManager, nil); err != nil {
 		return err
 	}
 	secretName := "cluster-" + name + "-kubeconfig"
