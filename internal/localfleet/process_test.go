@@ -84,6 +84,9 @@ func TestDownStopsOnlyFleetProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = proc.stop(context.Background(), time.Second) }()
+	// Right after the fork the child still runs the test binary's command line; Down judges a process by
+	// its command line, so wait until the exec has happened, as it long has for a real fleet.
+	eventually(t, 5*time.Second, func() bool { return processBelongsTo(proc.pid, dir) }, "the fake etcd exec'd")
 	// A stale pid file naming a process of someone else (this test binary) must not be signalled.
 	strangerDir := filepath.Join(dir, clustersDirName, "stale")
 	if err := os.MkdirAll(strangerDir, 0o755); err != nil {
