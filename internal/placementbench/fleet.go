@@ -23,6 +23,13 @@ type Config struct {
 	// GPUNodePercent is the share of each cluster's nodes that carry 8 GPUs; the rest are CPU nodes.
 	GPUNodePercent int
 	Seed           int64
+	// PipelineMix replaces the mixed policies and workloads with those of the pipeline benchmark
+	// (internal/benchpipeline): one policy under which every workload fills the on-prem clusters first and
+	// spills to the cloud ones, so once on-prem is full each cycle rejects half the fleet for capacity, and its
+	// workload mix (see PipelineAnalyses).
+	PipelineMix bool
+	// CPUProfile, when set, is the file a CPU profile of the placement phase (not the fleet build) is written to.
+	CPUProfile string
 }
 
 // DefaultConfig is the size the performance targets are stated for.
@@ -121,7 +128,7 @@ func BuildFleet(cfg Config) (*Fleet, error) {
 			return nil, err
 		}
 	}
-	for _, p := range policies() {
+	for _, p := range policies(cfg.PipelineMix) {
 		compiled, err := policy.Compile(p, nil)
 		if err != nil {
 			return nil, err
@@ -133,11 +140,16 @@ func BuildFleet(cfg Config) (*Fleet, error) {
 	return f, nil
 }
 
-func policies() []*v1alpha1.SchedulePolicy {
+func policies(fillAndSpill bool) []*v1alpha1.SchedulePolicy {
 	named := func(name string, spec v1alpha1.SchedulePolicySpec) *v1alpha1.SchedulePolicy {
 		p := &v1alpha1.SchedulePolicy{Spec: spec}
 		p.Name = name
 		return p
+	}
+	if fillAndSpill {
+		return []*v1alpha1.SchedulePolicy{named("fill-onprem-then-cloud", v1alpha1.SchedulePolicySpec{
+			OrderedClusterSelector: &v1alpha1.OrderedClusterSelector{Tiers: []metav1.LabelSelector{
+				{MatchLabels: map[string]string{"provider": "onprem"}}, {MatchLabels: map[string]string{"provider": "cloud"}}}}})}
 	}
 	return []*v1alpha1.SchedulePolicy{
 		// Training fills on-prem clusters first and spills to the cloud.

@@ -2,7 +2,9 @@ package placementbench
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -55,7 +57,7 @@ func Run(cfg Config) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	analyses, err := Analyses(cfg.Workloads, cfg.Seed)
+	analyses, err := cfg.analyses()
 	if err != nil {
 		return nil, err
 	}
@@ -68,8 +70,22 @@ func Run(cfg Config) (*Result, error) {
 	res := &Result{Clusters: cfg.Clusters, Nodes: nodes, Workloads: cfg.Workloads}
 	res.BytesPerNode = float64(liveHeap()-before) / float64(nodes)
 
+	if cfg.CPUProfile != "" {
+		f, err := os.Create(cfg.CPUProfile)
+		if err != nil {
+			return nil, fmt.Errorf("CPU profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return nil, fmt.Errorf("CPU profile %s: %w", cfg.CPUProfile, err)
+		}
+	}
 	start, startCPU := time.Now(), CPUTime()
-	if err := fleet.Place(analyses, res); err != nil {
+	err = fleet.Place(analyses, res)
+	if cfg.CPUProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if err != nil {
 		return nil, err
 	}
 	res.Seconds = time.Since(start).Seconds()
