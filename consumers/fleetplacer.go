@@ -83,8 +83,11 @@ type Placer struct {
 	byUID     map[string]string         // control-plane uid -> workload ID
 	clusters  map[string]*clusterEntry
 	policies  map[string]*policyEntry
-	// batch holds the publishes of the current reconcile awaiting acknowledgement.
-	batch *publishBatch
+	// batch holds the publishes awaiting acknowledgement, staged the events that caused them, and batchErr
+	// the failure of an acknowledgement awaited before Flush, which fails the whole batch.
+	batch    *publishBatch
+	staged   []stagedEvent
+	batchErr error
 }
 
 type workloadEntry struct {
@@ -164,10 +167,24 @@ func (p *Placer) SetEpoch(epoch string) { p.epoch = epoch }
 // Snapshot is the placer's current fleet view, for tests and diagnostics.
 func (p *Placer) Snapshot() *state.Snapshot { return p.store.Snapshot() }
 
-// Handle is the bus.Handler of the placer's consumer.
+// Handle is the bus.Handler of the placer's consumer when it handles one event at a time: it returns once
+// everything the event caused is stored.
 func (p *Placer) Handle(ctx context.Context, d bus.Delivery) error {
+	if err := p.Stage(ctx, d); err != nil {
+		return err
+	}
+	return p.Flush(ctx)
+}
+
+// Stage applies one event and sends what it causes without waiting for the streams to store it, so the
+// next event is handled while the acknowledgements travel. Flush ends the batch; until it succeeds, the
+// batch's events count as not applied, so a redelivered one is handled again.
+func (p *Placer) Stage(ctx context.Context, d bus.Delivery) error {
 	if d.StreamSequence <= p.seen[d.Subject] {
 		return nil // already applied, e.g. during the rebuild from the state stream
+	}
+	if p.batchErr != nil {
+		return p.batchErr // the batch already failed; it is retried as a whole
 	}
 	p.seq = d.StreamSequence
 	p.now = time.Now()
@@ -178,11 +195,43 @@ func (p *Placer) Handle(ctx context.Context, d bus.Delivery) error {
 	if err != nil {
 		return err
 	}
-	if err := p.reconcileAndAwait(ctx, touched); err != nil {
+	saved := p.saveBookkeeping(touched)
+	if err := p.reconcile(ctx, touched); err != nil {
+		p.restoreBookkeeping(saved)
 		return err
 	}
-	p.seen[d.Subject] = d.StreamSequence
+	p.staged = append(p.staged, stagedEvent{subject: d.Subject, sequence: d.StreamSequence, saved: saved})
 	return nil
+}
+
+// Flush waits until everything the staged events published is stored, then marks them applied. If any
+// publish failed, the bookkeeping of every staged event is put back, newest first, so their redelivery
+// publishes the same decisions again under the same ids (JetStream drops what was stored already).
+func (p *Placer) Flush(ctx context.Context) error {
+	err := p.awaitAcknowledgements(ctx)
+	if err == nil {
+		err = p.batchErr
+	}
+	staged := p.staged
+	p.staged, p.batchErr = p.staged[:0], nil
+	if err != nil {
+		for i := len(staged) - 1; i >= 0; i-- {
+			p.restoreBookkeeping(staged[i].saved)
+		}
+		return err
+	}
+	for _, s := range staged {
+		p.seen[s.subject] = s.sequence
+	}
+	return nil
+}
+
+// stagedEvent is an event handled since the last Flush: what it changed of the bookkeeping, to put back
+// if its publishes fail, and its position, to mark it applied once they are stored.
+type stagedEvent struct {
+	subject  string
+	sequence uint64
+	saved    []savedEntry
 }
 
 // touchedSet collects workloads whose decisions may need publishing after an event, with the cycle

@@ -43,6 +43,8 @@ func (p *Placer) publish(ctx context.Context, subject string, event cloudevents.
 	}
 	if len(p.batch.pending) >= maxUnacknowledged {
 		if err := p.awaitAcknowledgements(ctx); err != nil {
+			// The failed publish may belong to an earlier staged event: the batch fails as a whole.
+			p.batchErr = err
 			return err
 		}
 	}
@@ -88,6 +90,7 @@ func (p *Placer) reconcileAndAwait(ctx context.Context, touched *touchedSet) err
 	if waitErr := p.awaitAcknowledgements(ctx); err == nil {
 		err = waitErr
 	}
+	p.batchErr = nil
 	if err != nil {
 		p.restoreBookkeeping(saved)
 		return err

@@ -37,6 +37,8 @@ type sent struct{ eventType, subject, id string }
 type asyncRecorder struct {
 	sent   []sent
 	refuse map[string]bool
+	// refuseSubject, when set, is a subject whose publishes are refused.
+	refuseSubject string
 }
 
 func (r *asyncRecorder) Publish(context.Context, string, cloudevents.Event) (*jetstream.PubAck, error) {
@@ -45,7 +47,7 @@ func (r *asyncRecorder) Publish(context.Context, string, cloudevents.Event) (*je
 
 func (r *asyncRecorder) PublishAsync(subject string, e cloudevents.Event) (jetstream.PubAckFuture, error) {
 	f := &fakeFuture{ok: make(chan *jetstream.PubAck, 1), err: make(chan error, 1), msg: nats.NewMsg(subject)}
-	if r.refuse[e.Type()] {
+	if r.refuse[e.Type()] || (r.refuseSubject != "" && subject == r.refuseSubject) {
 		f.err <- errors.New("stream refused the message")
 		return f, nil
 	}
@@ -73,10 +75,10 @@ func delivery(t *testing.T, seq uint64, eventType, subject string, payload schem
 	return bus.Delivery{Event: e, Payload: payload, Subject: subject, StreamSequence: seq, Attempt: 1}
 }
 
-// TestRefusedPublishIsRepublishedOnRetry: when the decision of a workload is refused by the stream, the
-// event fails, and its retry publishes the decision again with the same id, instead of believing it
-// published already.
-func TestRefusedPublishIsRepublishedOnRetry(t *testing.T) {
+// placerOnOneCluster is a placer whose view holds one Ready cluster "east" of 8 CPUs serving Deployments and
+// a policy taking every workload, fed through Handle, publishing to the returned recorder.
+func placerOnOneCluster(t *testing.T) (*Placer, *asyncRecorder) {
+	t.Helper()
 	builtins, err := karta.Builtins()
 	if err != nil {
 		t.Fatal(err)
@@ -86,23 +88,10 @@ func TestRefusedPublishIsRepublishedOnRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := t.Context()
 	now := time.Now()
-	object := func(apiVersion, kind, name string, extra map[string]any) *schemas.ObjectChanged {
-		obj := map[string]any{"apiVersion": apiVersion, "kind": kind,
-			"metadata": map[string]any{"name": name, "uid": "uid-" + name, "resourceVersion": "1"}}
-		for k, v := range extra {
-			obj[k] = v
-		}
-		return &schemas.ObjectChanged{Object: obj}
-	}
-	cluster := object("fleetflow.io/v1alpha1", "Cluster", "east", map[string]any{
+	cluster := objectChanged("fleetflow.io/v1alpha1", "Cluster", "", "east", map[string]any{
 		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": "east", "namespace": "fleetflow-system"}}})
-	policy := object("fleetflow.io/v1alpha1", "SchedulePolicy", "all", map[string]any{"spec": map[string]any{}})
-	deployment := object("apps/v1", "Deployment", "web", map[string]any{"spec": map[string]any{"replicas": int64(1),
-		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
-			"resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}}}}}})
-	deployment.Object["metadata"].(map[string]any)["namespace"] = "team"
+	policy := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{}})
 	fleet := []bus.Delivery{
 		delivery(t, 1, schemas.TypePolicyChanged, schemas.PolicySubject(policy.Ref()), policy),
 		delivery(t, 2, schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), cluster),
@@ -115,10 +104,39 @@ func TestRefusedPublishIsRepublishedOnRetry(t *testing.T) {
 				corev1.ResourceMemory: resource.MustParse("32Gi"), corev1.ResourcePods: resource.MustParse("110")}}),
 	}
 	for _, d := range fleet {
-		if err := p.Handle(ctx, d); err != nil {
+		if err := p.Handle(t.Context(), d); err != nil {
 			t.Fatalf("%s: %v", d.Subject, err)
 		}
 	}
+	return p, pub
+}
+
+func objectChanged(apiVersion, kind, namespace, name string, extra map[string]any) *schemas.ObjectChanged {
+	metadata := map[string]any{"name": name, "uid": "uid-" + name, "resourceVersion": "1"}
+	if namespace != "" {
+		metadata["namespace"] = namespace
+	}
+	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": metadata}
+	for k, v := range extra {
+		obj[k] = v
+	}
+	return &schemas.ObjectChanged{Object: obj}
+}
+
+// oneCPUDeployment asks for one pod of 1 CPU, which cluster east fits.
+func oneCPUDeployment(name string) *schemas.ObjectChanged {
+	return objectChanged("apps/v1", "Deployment", "team", name, map[string]any{"spec": map[string]any{"replicas": int64(1),
+		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
+			"resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}}}}}})
+}
+
+// TestRefusedPublishIsRepublishedOnRetry: when the decision of a workload is refused by the stream, the
+// event fails, and its retry publishes the decision again with the same id, instead of believing it
+// published already.
+func TestRefusedPublishIsRepublishedOnRetry(t *testing.T) {
+	p, pub := placerOnOneCluster(t)
+	ctx := t.Context()
+	deployment := oneCPUDeployment("web")
 	workload := delivery(t, 6, schemas.TypeWorkloadChanged, schemas.WorkloadSubject(deployment.Ref()), deployment)
 
 	pub.refuse[schemas.TypePlacementDecided] = true
@@ -140,5 +158,62 @@ func TestRefusedPublishIsRepublishedOnRetry(t *testing.T) {
 	verdicts := pub.ofType(schemas.TypePlacementVerdict)
 	if len(verdicts) != verdictsBefore+1 || verdicts[len(verdicts)-1].id != verdicts[0].id {
 		t.Errorf("verdicts = %+v, want the first one published again under the same id", verdicts)
+	}
+}
+
+// TestFailedFlushRepublishesTheWholeBatch: events staged together are marked applied only by a Flush that
+// saw every publish stored. When one publish of the batch was refused, every staged event's bookkeeping is
+// put back, so the redelivered events publish all their decisions again, under the same ids.
+func TestFailedFlushRepublishesTheWholeBatch(t *testing.T) {
+	p, pub := placerOnOneCluster(t)
+	ctx := t.Context()
+	var batch []bus.Delivery
+	for i, name := range []string{"web-a", "web-b", "web-c"} {
+		obj := oneCPUDeployment(name)
+		batch = append(batch, delivery(t, uint64(6+i), schemas.TypeWorkloadChanged, schemas.WorkloadSubject(obj.Ref()), obj))
+	}
+	// Only the last workload's decision is refused, so the failure shows in the acknowledgements only.
+	pub.refuseSubject = schemas.DecisionSubject("east", batch[2].Payload.(*schemas.ObjectChanged).Ref())
+	for _, d := range batch {
+		if err := p.Stage(ctx, d); err != nil {
+			t.Fatalf("stage %s: %v", d.Subject, err)
+		}
+	}
+	if err := p.Flush(ctx); err == nil {
+		t.Fatal("Flush succeeded although the stream refused a decision of the batch")
+	}
+	firstIDs := pub.ofType(schemas.TypePlacementDecided)
+
+	pub.refuseSubject = ""
+	for _, d := range batch {
+		d.Attempt = 2
+		if err := p.Stage(ctx, d); err != nil {
+			t.Fatalf("stage %s again: %v", d.Subject, err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	decisions := pub.ofType(schemas.TypePlacementDecided)
+	// Two decisions were stored by the first try and all three must be sent by the retry: 2 + 3.
+	if len(firstIDs) != 2 || len(decisions) != 5 {
+		t.Fatalf("decisions = %+v, want 2 from the failed batch then all 3 again", decisions)
+	}
+	for i, d := range decisions[:2] {
+		if decisions[2+i].id != d.id {
+			t.Errorf("retried decision %d has id %s, want %s as first sent", i, decisions[2+i].id, d.id)
+		}
+	}
+	// Once flushed, the events count as applied: a third delivery changes nothing.
+	for _, d := range batch {
+		if err := p.Stage(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(pub.ofType(schemas.TypePlacementDecided)); n != 5 {
+		t.Errorf("a redelivery after a successful flush published %d more decisions", n-5)
 	}
 }

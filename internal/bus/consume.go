@@ -52,12 +52,35 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
+// FlushFunc makes durable everything the handler started for the messages handled since the last flush
+// (for the placer: waits for the acknowledgements of what it published). On error the handler must have put
+// its bookkeeping back as it was before those messages, because all of them are delivered again.
+type FlushFunc func(ctx context.Context) error
+
+// defaultMaxBatch bounds how many messages a batching loop handles before it flushes, so one flush never
+// waits behind an unbounded backlog and acknowledgements keep flowing.
+const defaultMaxBatch = 256
+
 // ConsumeLoop delivers the messages of one durable consumer to a handler, one at a time and in order.
+//
+// With Flush set, the loop batches: Handle may return before its effects are durable, the loop goes on with
+// the next message that is already waiting, and it calls Flush once no message is waiting (or MaxBatch were
+// handled). Only then does it acknowledge the batch, so a crash or a failed flush redelivers the whole batch
+// and nothing is lost, while a backlog costs one flush per batch instead of one round trip per message.
 type ConsumeLoop struct {
 	Consumer jetstream.Consumer
 	Handle   Handler
+	Flush    FlushFunc
+	// MaxBatch bounds a batch when Flush is set (default 256).
+	MaxBatch int
 	GiveUp   GiveUpFunc
 	Log      *slog.Logger
+}
+
+// handledMsg is a message whose handler succeeded and that waits for the batch's flush to be acknowledged.
+type handledMsg struct {
+	msg jetstream.Msg
+	d   Delivery
 }
 
 // Run processes messages until ctx is done. Malformed messages never stop it.
@@ -75,48 +98,135 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 		}
 		iter.Stop()
 	}()
-	for {
-		msg, err := iter.Next()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+	if l.Flush == nil {
+		for {
+			msg, ok := l.next(ctx, iter)
+			if !ok {
 				return nil
 			}
-			l.Log.Warn("consumer fetch failed; continuing", "error", err)
-			continue
+			l.process(ctx, msg, nil)
 		}
-		l.process(ctx, msg)
+	}
+	// The iterator blocks, so a reader goroutine feeds a channel; its length says whether a message is
+	// already waiting, which is when the loop keeps batching instead of flushing.
+	maxBatch := l.MaxBatch
+	if maxBatch <= 0 {
+		maxBatch = defaultMaxBatch
+	}
+	msgs := make(chan jetstream.Msg, maxBatch)
+	go func() {
+		defer close(msgs)
+		for {
+			msg, ok := l.next(ctx, iter)
+			if !ok {
+				return
+			}
+			select {
+			case msgs <- msg:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var batch []handledMsg
+	for msg := range msgs {
+		batch = l.process(ctx, msg, batch)
+		if len(msgs) == 0 || len(batch) >= maxBatch {
+			batch = l.flush(ctx, batch)
+		}
+	}
+	// Stopped: whatever was handled but not flushed is redelivered to the next consumer.
+	for _, h := range batch {
+		_ = h.msg.Nak()
+	}
+	return nil
+}
+
+// next returns the next message, or false once the loop should stop.
+func (l *ConsumeLoop) next(ctx context.Context, iter jetstream.MessagesContext) (jetstream.Msg, bool) {
+	for {
+		msg, err := iter.Next()
+		if err == nil {
+			return msg, true
+		}
+		if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			return nil, false
+		}
+		l.Log.Warn("consumer fetch failed; continuing", "error", err)
 	}
 }
 
-func (l *ConsumeLoop) process(ctx context.Context, msg jetstream.Msg) {
-	log := l.Log.With("subject", msg.Subject())
+// process handles one message. Without Flush it settles the message at once; with Flush a handled message
+// joins batch (returned) and a failed one first flushes the batch before it, so the batch is acknowledged
+// or retried as a whole and the failed message on its own.
+func (l *ConsumeLoop) process(ctx context.Context, msg jetstream.Msg, batch []handledMsg) []handledMsg {
 	meta, err := msg.Metadata()
 	if err != nil {
-		l.terminate(log, msg, fmt.Sprintf("no jetstream metadata: %v", err))
-		return
+		l.terminate(l.Log.With("subject", msg.Subject()), msg, fmt.Sprintf("no jetstream metadata: %v", err))
+		return batch
 	}
-	log = log.With("stream_seq", meta.Sequence.Stream)
 	event, err := Decode(msg.Headers(), msg.Data())
 	if err != nil {
-		l.terminate(log, msg, err.Error())
-		return
+		l.terminate(l.Log.With("subject", msg.Subject(), "stream_seq", meta.Sequence.Stream), msg, err.Error())
+		return batch
 	}
-	log = log.With("event_id", event.ID(), "event_type", event.Type())
 	payload, err := schemas.DecodePayload(event)
 	if err != nil {
-		l.terminate(log, msg, err.Error())
-		return
+		l.terminate(l.messageLog(msg, meta.Sequence.Stream, &event), msg, err.Error())
+		return batch
 	}
 	d := Delivery{
 		Event: event, Payload: payload, Subject: msg.Subject(),
 		StreamSequence: meta.Sequence.Stream, Attempt: meta.NumDelivered,
 	}
 	err = l.handleSafely(ctx, d)
-	switch {
-	case err == nil:
-		if ackErr := msg.Ack(); ackErr != nil {
-			log.Warn("ack failed; the message will be redelivered", "error", ackErr)
+	if err == nil {
+		if l.Flush != nil {
+			return append(batch, handledMsg{msg: msg, d: d})
 		}
+		if ackErr := msg.Ack(); ackErr != nil {
+			l.messageLog(msg, d.StreamSequence, &d.Event).Warn("ack failed; the message will be redelivered", "error", ackErr)
+		}
+		return batch
+	}
+	if l.Flush != nil {
+		batch = l.flush(ctx, batch)
+	}
+	l.settleFailed(ctx, msg, d, err)
+	return batch
+}
+
+// messageLog is the loop's logger with what identifies one message; it is built only when there is
+// something to log, since most messages log nothing here.
+func (l *ConsumeLoop) messageLog(msg jetstream.Msg, seq uint64, event *cloudevents.Event) *slog.Logger {
+	return l.Log.With("subject", msg.Subject(), "stream_seq", seq, "event_id", event.ID(), "event_type", event.Type())
+}
+
+// flush makes the batch durable through Flush and acknowledges it, or hands every message of it back for
+// a retry when the flush failed. It returns the emptied batch.
+func (l *ConsumeLoop) flush(ctx context.Context, batch []handledMsg) []handledMsg {
+	if len(batch) == 0 {
+		return batch
+	}
+	if err := l.Flush(ctx); err != nil {
+		for _, h := range batch {
+			l.settleFailed(ctx, h.msg, h.d, fmt.Errorf("flush after handling: %w", err))
+		}
+		return batch[:0]
+	}
+	for _, h := range batch {
+		if ackErr := h.msg.Ack(); ackErr != nil {
+			l.messageLog(h.msg, h.d.StreamSequence, &h.d.Event).Warn("ack failed; the message will be redelivered", "error", ackErr)
+		}
+	}
+	return batch[:0]
+}
+
+// settleFailed naks a message whose handling failed so it is retried with backoff, or terminates it (after
+// GiveUp) when the error is permanent or its attempts are used up.
+func (l *ConsumeLoop) settleFailed(ctx context.Context, msg jetstream.Msg, d Delivery, err error) {
+	log := l.messageLog(msg, d.StreamSequence, &d.Event)
+	switch {
 	case ctx.Err() != nil:
 		// Shutting down: leave the message for redelivery to the next consumer.
 		_ = msg.Nak()

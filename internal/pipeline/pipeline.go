@@ -188,7 +188,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, 
 		return err
 	}
 	go publishTicks(ctx, b, log)
-	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: placer.Handle, Log: log}
+	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: placer.Stage, Flush: placer.Flush, Log: log}
 	return loop.Run(ctx)
 }
 
