@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
@@ -15,7 +16,7 @@ func init() { registerBenchCommand(newBenchPipelineCommand) }
 
 func newBenchPipelineCommand() *cobra.Command {
 	cfg := benchpipeline.DefaultConfig()
-	var output, cpuProfile string
+	var output, cpuProfile, memProfile string
 	cmd := &cobra.Command{
 		Use:   "pipeline [--clusters 100 --nodes-per-cluster 1000 --workloads 10000 --rate 0] [-o json|table]",
 		Short: "Push synthetic fleet and workload events through embedded JetStream into the real placer",
@@ -32,17 +33,23 @@ func newBenchPipelineCommand() *cobra.Command {
 				return fmt.Errorf("--output %q: want json or table", output)
 			}
 			cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			if cpuProfile != "" {
-				f, err := os.Create(cpuProfile)
+			for _, prof := range []struct {
+				flag, path string
+				into       *io.Writer
+			}{{"--cpuprofile", cpuProfile, &cfg.CPUProfile}, {"--memprofile", memProfile, &cfg.HeapProfile}} {
+				if prof.path == "" {
+					continue
+				}
+				f, err := os.Create(prof.path)
 				if err != nil {
-					return fmt.Errorf("--cpuprofile: %w", err)
+					return fmt.Errorf("%s: %w", prof.flag, err)
 				}
 				defer func() {
 					if closeErr := f.Close(); closeErr != nil && err == nil {
-						err = fmt.Errorf("--cpuprofile: %w", closeErr)
+						err = fmt.Errorf("%s: %w", prof.flag, closeErr)
 					}
 				}()
-				cfg.CPUProfile = f
+				*prof.into = f
 			}
 			res, err := benchpipeline.Run(cmd.Context(), cfg)
 			if err != nil {
@@ -84,6 +91,7 @@ func newBenchPipelineCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "JetStream storage directory (default: a temporary directory, removed afterwards)")
 	cmd.Flags().DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up after this long")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the workload phase to this file (go tool pprof)")
+	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile taken right after the workload phase to this file (go tool pprof)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
 	return cmd
 }

@@ -27,6 +27,9 @@ type Config struct {
 	// CPUProfile, when set, receives a CPU profile of the workload phase (from the first workload event
 	// published to the last verdict stored), the part DecisionsPerSecond measures.
 	CPUProfile io.Writer
+	// HeapProfile, when set, receives a heap profile taken right after the workload phase (after a
+	// collection, so it shows what stays live: the fleet view, the placer's bookkeeping, the server's caches).
+	HeapProfile io.Writer
 	// Log receives the placer's and the bus's logs; nil discards them.
 	Log *slog.Logger
 }

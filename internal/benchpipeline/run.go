@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -186,6 +187,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.CPUSeconds = (placementbench.CPUTime() - startCPU).Seconds()
 	stopProfile()
+	if cfg.HeapProfile != nil {
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(cfg.HeapProfile); err != nil {
+			return nil, fmt.Errorf("heap profile: %w", err)
+		}
+	}
 	// Every decision the workloads caused is persisted once the placer has handled all its input; the
 	// watcher has read them all once it reached the stream's last sequence.
 	if err := waitDrained(ctx, b.JetStream); err != nil {
