@@ -96,7 +96,23 @@ type packer struct {
 	// ownTotal is the sum of g.own, added to chunk maxima so a chunk holding the gang's own reservations is
 	// never skipped wrongly.
 	ownTotal structs.Vector
-	used     map[nodeKey]structs.Vector
+	// chunks is, per chunk of c, what packing has taken from its nodes and whether it holds one of the gang's
+	// own reservations. It stays nil until either happens, and a node of an untouched chunk has exactly its
+	// snapshot free capacity, so the common case reads no adjustment at all.
+	chunks []chunkState
+}
+
+// chunkState is what a packer changed in one chunk.
+type chunkState struct {
+	// own: some node of the chunk may hold one of the gang's own reservations.
+	own  bool
+	used []usedNode
+}
+
+// usedNode is what packing has taken from one node so far.
+type usedNode struct {
+	node int
+	v    structs.Vector
 }
 
 // nodeKey addresses a node by chunk and position.
@@ -108,36 +124,43 @@ type nodeKey struct{ chunk, node int }
 // pod went, and skips whole chunks whose largest free amounts cannot hold the pod. It returns the assignments,
 // or the reason the first pod that fit nowhere did not fit.
 func (p *packer) pack() ([]ownedAssignment, string) {
-	for _, v := range p.g.own {
+	for name, v := range p.g.own {
 		p.ownTotal = p.ownTotal.Add(v)
-	}
-	items := slices.Clone(p.g.items)
-	size := func(it item) float64 {
-		var share float64
-		for i, want := range it.group.Request {
-			if i == structs.ResourcePods || want == 0 {
-				continue
-			}
-			if alloc := p.c.Allocatable.Get(i); alloc > 0 {
-				share = max(share, float64(want)/float64(alloc))
-			}
+		if ci := p.c.ChunkFor(name); ci < len(p.c.Chunks) {
+			p.state(ci).own = true
 		}
-		return share
 	}
-	slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(size(b), size(a)) })
+	items := p.g.items
+	if len(items) > 1 {
+		size := func(it item) float64 {
+			var share float64
+			for i, want := range it.group.Request {
+				if i == structs.ResourcePods || want == 0 {
+					continue
+				}
+				if alloc := p.c.Allocatable.Get(i); alloc > 0 {
+					share = max(share, float64(want)/float64(alloc))
+				}
+			}
+			return share
+		}
+		items = slices.Clone(items)
+		slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(size(b), size(a)) })
+	}
 
 	var out []ownedAssignment
 	for _, it := range items {
+		key := eligibilityKey(it.group)
 		pos := nodeKey{}
 		placed := int64(0)
 		for placed < it.count {
 			var ok bool
-			if pos, ok = p.next(pos, it.group); !ok {
-				return nil, p.diagnose(it, placed)
+			if pos, ok = p.next(pos, it.group, key); !ok {
+				return nil, p.diagnose(it, placed, key)
 			}
-			// Put as many of the group's pods on this node as fit, in one assignment.
+			// Put as many of the group's pods on this node as fit, in one assignment; next found it allowed.
 			n := int64(0)
-			for placed < it.count && p.fits(pos, it.group) {
+			for placed < it.count && p.hasRoom(pos, it.group) {
 				p.take(pos, it.group.Request)
 				n++
 				placed++
@@ -151,15 +174,18 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 }
 
 // next returns the first node at or after pos where a pod of g fits.
-func (p *packer) next(pos nodeKey, g *structs.PodGroup) (nodeKey, bool) {
+func (p *packer) next(pos nodeKey, g *structs.PodGroup, key string) (nodeKey, bool) {
 	for ; pos.chunk < len(p.c.Chunks); pos = (nodeKey{chunk: pos.chunk + 1}) {
 		ch := p.c.Chunks[pos.chunk]
 		if !p.chunkMayFit(ch, g.Request) {
 			continue
 		}
-		eligible := p.eligible(ch, g)
+		el := eligibilityOf(ch, g, key)
+		if el.count == 0 {
+			continue
+		}
 		for ; pos.node < len(ch.Nodes); pos.node++ {
-			if eligible[pos.node] && p.hasRoom(pos, g) {
+			if el.mask[pos.node] && p.hasRoom(pos, g) {
 				return pos, true
 			}
 		}
@@ -178,29 +204,42 @@ func (p *packer) chunkMayFit(ch *structs.NodeChunk, req structs.Vector) bool {
 	return true
 }
 
+// state returns what packing changed in chunk ci, allocating the per-chunk states on first use.
+func (p *packer) state(ci int) *chunkState {
+	if p.chunks == nil {
+		p.chunks = make([]chunkState, len(p.c.Chunks))
+	}
+	return &p.chunks[ci]
+}
+
+// touched reports whether a node of chunk ci may read other than its snapshot free capacity.
+func (p *packer) touched(ci int) bool {
+	return p.chunks != nil && (p.chunks[ci].own || len(p.chunks[ci].used) > 0)
+}
+
 // adjust returns what the gang's own reservations add to a node, and what packing has taken from it so far.
 func (p *packer) adjust(k nodeKey, name string) (plus, minus structs.Vector) {
-	if len(p.g.own) > 0 {
+	if p.chunks == nil {
+		return nil, nil
+	}
+	cs := &p.chunks[k.chunk]
+	if cs.own {
 		plus = p.g.own[name]
 	}
-	if len(p.used) > 0 {
-		minus = p.used[k]
+	for i := range cs.used {
+		if cs.used[i].node == k.node {
+			return plus, cs.used[i].v
+		}
 	}
-	return plus, minus
-}
-
-// eligible is which nodes of a chunk allow pods of g, memoized on the chunk by g's constraints.
-func (p *packer) eligible(ch *structs.NodeChunk, g *structs.PodGroup) []bool {
-	return ch.Eligible(g.ConstraintKey, func(n *structs.Node) bool { return isAllowed(n, g) })
-}
-
-func (p *packer) fits(k nodeKey, g *structs.PodGroup) bool {
-	return p.eligible(p.c.Chunks[k.chunk], g)[k.node] && p.hasRoom(k, g)
+	return plus, nil
 }
 
 func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
 	nc := p.c.Chunks[k.chunk].Nodes[k.node]
 	plus, minus := p.adjust(k, nc.Node.Name)
+	if plus == nil && minus == nil {
+		return g.Request.FitsIn(nc.Free)
+	}
 	for r, want := range g.Request {
 		if want > 0 && want > nc.Free.Get(r)+plus.Get(r)-minus.Get(r) {
 			return false
@@ -210,15 +249,104 @@ func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
 }
 
 func (p *packer) take(k nodeKey, req structs.Vector) {
-	if p.used == nil {
-		p.used = map[nodeKey]structs.Vector{}
+	cs := p.state(k.chunk)
+	for i := range cs.used {
+		if cs.used[i].node == k.node {
+			cs.used[i].v.AddInPlace(req, 1)
+			return
+		}
 	}
-	u := p.used[k]
-	if u == nil {
-		u = make(structs.Vector, p.rt.Len())
-		p.used[k] = u
-	}
+	u := make(structs.Vector, max(p.rt.Len(), len(req)))
 	u.AddInPlace(req, 1)
+	cs.used = append(cs.used, usedNode{node: k.node, v: u})
+}
+
+// eligibility is which nodes of a chunk pods with one set of constraints may run on, memoized on the chunk per
+// constraint key. It depends on the Node objects alone, so a chunk copied for a reservation keeps it.
+type eligibility struct {
+	mask  []bool
+	count int
+	// rejected counts the nodes that are not allowed per reason, in the order the reasons first occur. It is
+	// only filled when no node of the chunk is allowed: diagnose names reasons only for a cluster where no node
+	// at all allows the pod, and then every chunk of it is such a chunk.
+	rejected []reasonCount
+}
+
+type reasonCount struct {
+	why string
+	n   int
+}
+
+// eligibilityKey is the memo key of a pod group's eligibility.
+func eligibilityKey(g *structs.PodGroup) string { return "scheduler.eligibility\x00" + g.ConstraintKey }
+
+// eligibilityOf returns which nodes of ch allow pods of g; key is eligibilityKey(g).
+func eligibilityOf(ch *structs.NodeChunk, g *structs.PodGroup, key string) *eligibility {
+	return ch.NodeMemo(key, func() any {
+		el := &eligibility{mask: make([]bool, len(ch.Nodes))}
+		for j, nc := range ch.Nodes {
+			if isAllowed(nc.Node, g) {
+				el.mask[j] = true
+				el.count++
+			}
+		}
+		if el.count == 0 {
+			for _, nc := range ch.Nodes {
+				why := allowed(nc.Node, g)
+				if i := slices.IndexFunc(el.rejected, func(rc reasonCount) bool { return rc.why == why }); i >= 0 {
+					el.rejected[i].n++
+				} else {
+					el.rejected = append(el.rejected, reasonCount{why: why, n: 1})
+				}
+			}
+		}
+		return el
+	}).(*eligibility)
+}
+
+// largestFree is, per resource, the most free any node of a chunk that allows some pod group has, and the first
+// such node with that much, memoized on the chunk per constraint key (it depends on free capacity, so a copied
+// chunk computes it again).
+type largestFree struct {
+	amount []int64
+	node   []int
+	// first is the first allowed node: the answer for resources past the end of amount, which no node has.
+	first int
+}
+
+func (lf *largestFree) get(r int) (int64, int) {
+	if r < len(lf.amount) {
+		return lf.amount[r], lf.node[r]
+	}
+	return 0, lf.first
+}
+
+// largestFreeOf computes largestFree for a chunk with at least one node allowed by el.
+func largestFreeOf(ch *structs.NodeChunk, el *eligibility, key string) *largestFree {
+	return ch.FreeMemo(key, func() any {
+		n := 0
+		for _, nc := range ch.Nodes {
+			n = max(n, len(nc.Free))
+		}
+		lf := &largestFree{amount: make([]int64, n), node: make([]int, n), first: -1}
+		for r := range lf.node {
+			lf.node[r] = -1
+		}
+		for j, nc := range ch.Nodes {
+			if !el.mask[j] {
+				continue
+			}
+			if lf.first < 0 {
+				lf.first = j
+			}
+			for r := range n {
+				if free := nc.Free.Get(r); lf.node[r] < 0 || free > lf.amount[r] {
+					lf.amount[r], lf.node[r] = free, j
+				}
+			}
+		}
+		return lf
+	}).(*largestFree)
 }
 
 // isAllowed reports whether a pod group may run on a node; allowed says why not.
@@ -252,38 +380,48 @@ func taintString(key, value, effect string) string {
 
 // diagnose explains why a pod of it fits no node, in the order a user can act on: no node allows the pod at all,
 // one of its requests exceeds what any allowed node has free, or no allowed node has all of it free at once.
-func (p *packer) diagnose(it item, placed int64) string {
+// key is eligibilityKey(it.group). It reads per-chunk summaries, memoized on the chunks, and looks at single
+// nodes only in the chunks packing touched, so a cluster that does not fit costs a pass over its chunks, not its
+// nodes.
+func (p *packer) diagnose(it item, placed int64, key string) string {
 	g := it.group
 	who := "pod " + g.Component
 	if placed > 0 {
 		who = fmt.Sprintf("pod %s (%d of %d placed)", g.Component, placed, it.count)
 	}
-	rejected := map[string]int{}
-	var rejectOrder []string
 	allowedNodes := 0
 	largest := make(structs.Vector, len(g.Request))
 	largestNode := make([]string, len(g.Request))
+	freeKey := ""
 	for ci, ch := range p.c.Chunks {
-		eligible := p.eligible(ch, g)
-		for j, nc := range ch.Nodes {
-			if !eligible[j] {
-				// Only worth naming when no node at all allows the pod.
-				if allowedNodes == 0 {
-					why := allowed(nc.Node, g)
-					if rejected[why] == 0 {
-						rejectOrder = append(rejectOrder, why)
+		el := eligibilityOf(ch, g, key)
+		if el.count == 0 {
+			continue
+		}
+		allowedNodes += el.count
+		if p.touched(ci) {
+			for j, nc := range ch.Nodes {
+				if !el.mask[j] {
+					continue
+				}
+				plus, minus := p.adjust(nodeKey{ci, j}, nc.Node.Name)
+				for r := range g.Request {
+					free := nc.Free.Get(r) + plus.Get(r) - minus.Get(r)
+					if free > largest[r] || largestNode[r] == "" {
+						largest[r], largestNode[r] = free, nc.Node.Name
 					}
-					rejected[why]++
 				}
-				continue
 			}
-			allowedNodes++
-			plus, minus := p.adjust(nodeKey{ci, j}, nc.Node.Name)
-			for r := range g.Request {
-				free := nc.Free.Get(r) + plus.Get(r) - minus.Get(r)
-				if free > largest[r] || largestNode[r] == "" {
-					largest[r], largestNode[r] = free, nc.Node.Name
-				}
+			continue
+		}
+		if freeKey == "" {
+			freeKey = "scheduler.largestFree\x00" + g.ConstraintKey
+		}
+		lf := largestFreeOf(ch, el, freeKey)
+		for r := range g.Request {
+			// The first node with the chunk's largest amount is the one a scan of its nodes would keep.
+			if free, j := lf.get(r); free > largest[r] || largestNode[r] == "" {
+				largest[r], largestNode[r] = free, ch.Nodes[j].Node.Name
 			}
 		}
 	}
@@ -291,9 +429,21 @@ func (p *packer) diagnose(it item, placed int64) string {
 		if p.c.NodeCount == 0 {
 			return who + " fits no node: the cluster has no nodes"
 		}
-		parts := make([]string, len(rejectOrder))
-		for i, why := range rejectOrder {
-			parts[i] = fmt.Sprintf("%d %s", rejected[why], rejectPhrase(why, rejected[why]))
+		// No chunk allows the pod, so each counted its reasons; merged in chunk order they keep the order
+		// in which the reasons first occur over the cluster's nodes.
+		var rejected []reasonCount
+		for _, ch := range p.c.Chunks {
+			for _, rc := range eligibilityOf(ch, g, key).rejected {
+				if i := slices.IndexFunc(rejected, func(x reasonCount) bool { return x.why == rc.why }); i >= 0 {
+					rejected[i].n += rc.n
+				} else {
+					rejected = append(rejected, rc)
+				}
+			}
+		}
+		parts := make([]string, len(rejected))
+		for i, rc := range rejected {
+			parts[i] = fmt.Sprintf("%d %s", rc.n, rejectPhrase(rc.why, rc.n))
 		}
 		return who + " fits no node: " + strings.Join(parts, ", ")
 	}

@@ -121,7 +121,8 @@ func (w *writeTxn) updateChunks(c *structs.ClusterCapacity, dirty map[string]str
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	copied := map[*structs.NodeChunk]bool{}
+	// copied maps each chunk copied by this write to the chunk it copies (nil for a new chunk).
+	copied := map[*structs.NodeChunk]*structs.NodeChunk{}
 	for _, name := range names {
 		key := structs.NodeID(c.Name, name)
 		var nc *structs.NodeCapacity
@@ -142,16 +143,17 @@ func (w *writeTxn) updateChunks(c *structs.ClusterCapacity, dirty map[string]str
 			if nc != nil {
 				ch := &structs.NodeChunk{Nodes: []*structs.NodeCapacity{nc}}
 				c.Chunks = append(c.Chunks, ch)
-				copied[ch] = true
+				copied[ch] = nil
 			}
 			continue
 		}
 		ci := c.ChunkFor(name)
 		ch := c.Chunks[ci]
-		if !copied[ch] {
+		if _, ok := copied[ch]; !ok {
+			orig := ch
 			ch = &structs.NodeChunk{Nodes: slices.Clone(ch.Nodes)}
 			c.Chunks[ci] = ch
-			copied[ch] = true
+			copied[ch] = orig
 		}
 		j, found := slices.BinarySearchFunc(ch.Nodes, name, structs.CompareNodeName)
 		switch {
@@ -170,8 +172,9 @@ func (w *writeTxn) updateChunks(c *structs.ClusterCapacity, dirty map[string]str
 	n := w.resources.Len()
 	out := make([]*structs.NodeChunk, 0, len(c.Chunks)+2)
 	for _, ch := range c.Chunks {
+		orig, isCopy := copied[ch]
 		switch {
-		case !copied[ch]:
+		case !isCopy:
 			out = append(out, ch)
 		case len(ch.Nodes) == 0:
 		case len(ch.Nodes) > structs.MaxChunkNodes:
@@ -182,6 +185,10 @@ func (w *writeTxn) updateChunks(c *structs.ClusterCapacity, dirty map[string]str
 			}
 		default:
 			ch.Summarize(n)
+			if orig != nil {
+				// A reservation changes a node's capacity, not the node: what was derived from the nodes holds.
+				ch.InheritNodeMemos(orig)
+			}
 			out = append(out, ch)
 		}
 	}

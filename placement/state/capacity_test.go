@@ -82,3 +82,44 @@ func TestChunksMatchFullRebuild(t *testing.T) {
 		t.Errorf("reserved on %s: incremental %v, full %v", node, got, want)
 	}
 }
+
+// TestChunkMemosAcrossWrites: a reservation copies the chunk holding the node but keeps the Node objects, so
+// what was memoized from the nodes carries over and what was memoized from free capacity does not; a node
+// update replaces a Node object, so the copy of its chunk starts with no memo at all.
+func TestChunkMemosAcrossWrites(t *testing.T) {
+	s := newTestStore(t)
+	chunk := func() *structs.NodeChunk { return s.Snapshot().Capacity("c1").Chunks[0] }
+	computed := 0
+	fromNodes := func() any { computed++; return "from nodes" }
+	fromFree := func() any { computed++; return "from free" }
+	before := chunk()
+	before.NodeMemo("k", fromNodes)
+	before.FreeMemo("k", fromFree)
+	if computed != 2 {
+		t.Fatalf("first reads computed %d values, want 2", computed)
+	}
+
+	wl := addWorkload(t, s, 10, "job", "1")
+	if err := s.ApplyPlan(11, time.Unix(0, 0), placeOn(wl, s.Snapshot(), "b")); err != nil {
+		t.Fatal(err)
+	}
+	reserved := chunk()
+	if reserved == before {
+		t.Fatal("the reservation did not copy the chunk holding its node")
+	}
+	if got := reserved.NodeMemo("k", fromNodes); got != "from nodes" || computed != 2 {
+		t.Errorf("node memo after a reservation = %v with %d computations, want the inherited value and 2", got, computed)
+	}
+	if reserved.FreeMemo("k", fromFree); computed != 3 {
+		t.Errorf("free memo after a reservation was not recomputed (%d computations, want 3)", computed)
+	}
+
+	if err := s.UpsertNodes(12, structs.NodeInfo{Cluster: "c1", Name: "b",
+		Allocatable: corev1.ResourceList{"cpu": qty("4"), "nvidia.com/gpu": qty("4")},
+		Labels:      map[string]string{"new": "label"}}); err != nil {
+		t.Fatal(err)
+	}
+	if chunk().NodeMemo("k", fromNodes); computed != 4 {
+		t.Errorf("node memo after a node update was not recomputed (%d computations, want 4)", computed)
+	}
+}

@@ -346,10 +346,13 @@ const (
 // NodeChunk is a run of nodes with their sums and maxima over the schedulable ones.
 type NodeChunk struct {
 	Nodes []*NodeCapacity
-	// eligible memoizes, per PodGroup.ConstraintKey, which nodes a pod with those constraints may run on. It is
-	// a cache over immutable nodes, so filling it does not change what the chunk means.
-	eligibleMu  sync.Mutex
-	eligible    map[string][]bool
+	// The memos cache what readers derive from the chunk, which is immutable, so filling them does not change
+	// what the chunk means. nodeMemo holds values that depend on the Node objects alone (which nodes pods with
+	// some constraints may run on); a copy of the chunk over the same Node objects inherits them. freeMemo
+	// holds values that also depend on the free capacity; a copy starts without them.
+	memoMu      sync.Mutex
+	nodeMemo    map[string]any
+	freeMemo    map[string]any
 	Allocatable Vector
 	Free        Vector
 	MaxFree     Vector
@@ -360,20 +363,67 @@ type NodeChunk struct {
 // Eligible returns, per node of the chunk, whether a pod with the given constraint key may run there, computing
 // it with allowed the first time a key is seen.
 func (ch *NodeChunk) Eligible(key string, allowed func(*Node) bool) []bool {
-	ch.eligibleMu.Lock()
-	defer ch.eligibleMu.Unlock()
-	if mask, ok := ch.eligible[key]; ok {
+	return ch.NodeMemo("eligible\x00"+key, func() any {
+		mask := make([]bool, len(ch.Nodes))
+		for j, nc := range ch.Nodes {
+			mask[j] = allowed(nc.Node)
+		}
 		return mask
+	}).([]bool)
+}
+
+// NodeMemo returns the value memoized under key, computing it the first time. compute must derive the value from
+// the chunk's Node objects alone, never from Free or Reserved: InheritNodeMemos hands it to copies of the chunk
+// whose capacity differs. The value is shared by every reader and must not be modified.
+func (ch *NodeChunk) NodeMemo(key string, compute func() any) any {
+	return ch.memo(&ch.nodeMemo, key, compute)
+}
+
+// FreeMemo is NodeMemo for values that may also depend on the chunk's free capacity; copies never inherit them.
+func (ch *NodeChunk) FreeMemo(key string, compute func() any) any {
+	return ch.memo(&ch.freeMemo, key, compute)
+}
+
+func (ch *NodeChunk) memo(memo *map[string]any, key string, compute func() any) any {
+	ch.memoMu.Lock()
+	if v, ok := (*memo)[key]; ok {
+		ch.memoMu.Unlock()
+		return v
 	}
-	mask := make([]bool, len(ch.Nodes))
+	// Computed without the lock: two readers may both compute a missing value, and either result is right.
+	ch.memoMu.Unlock()
+	v := compute()
+	ch.memoMu.Lock()
+	defer ch.memoMu.Unlock()
+	if prev, ok := (*memo)[key]; ok {
+		return prev
+	}
+	if *memo == nil {
+		*memo = map[string]any{}
+	}
+	(*memo)[key] = v
+	return v
+}
+
+// InheritNodeMemos gives ch the node memos of from when both hold the same Node objects in the same order, which
+// is the case when a write changed only what is reserved on some of the nodes. ch must not be shared yet.
+func (ch *NodeChunk) InheritNodeMemos(from *NodeChunk) {
+	if len(ch.Nodes) != len(from.Nodes) {
+		return
+	}
 	for j, nc := range ch.Nodes {
-		mask[j] = allowed(nc.Node)
+		if nc.Node != from.Nodes[j].Node {
+			return
+		}
 	}
-	if ch.eligible == nil {
-		ch.eligible = map[string][]bool{}
+	from.memoMu.Lock()
+	defer from.memoMu.Unlock()
+	if len(from.nodeMemo) > 0 {
+		ch.nodeMemo = make(map[string]any, len(from.nodeMemo))
+		for k, v := range from.nodeMemo {
+			ch.nodeMemo[k] = v
+		}
 	}
-	ch.eligible[key] = mask
-	return mask
 }
 
 // Summarize recomputes the chunk's sums and maxima over its schedulable nodes for a table of n resources.

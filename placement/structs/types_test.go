@@ -1,0 +1,68 @@
+package structs
+
+import (
+	"sync"
+	"testing"
+)
+
+func chunkOf(nodes ...*Node) *NodeChunk {
+	ch := &NodeChunk{}
+	for _, n := range nodes {
+		ch.Nodes = append(ch.Nodes, &NodeCapacity{Node: n})
+	}
+	return ch
+}
+
+// TestNodeChunkMemos: a memo is computed once per key, concurrent readers agree on one value, and only a copy
+// over the very same Node objects, in the same order, inherits the node memos (never the free ones).
+func TestNodeChunkMemos(t *testing.T) {
+	a, b := &Node{Name: "a"}, &Node{Name: "b"}
+	ch := chunkOf(a, b)
+	calls := 0
+	compute := func() any { calls++; return calls }
+	if first, again := ch.NodeMemo("k", compute), ch.NodeMemo("k", compute); first != 1 || again != 1 {
+		t.Errorf("NodeMemo = %v then %v, want the first value twice", first, again)
+	}
+	if other := ch.NodeMemo("other", compute); other != 2 {
+		t.Errorf("NodeMemo under another key = %v, want a fresh computation (2)", other)
+	}
+	if free := ch.FreeMemo("k", compute); free != 3 {
+		t.Errorf("FreeMemo = %v, want its own computation (3): the two memos do not share keys", free)
+	}
+
+	var wg sync.WaitGroup
+	results := make([]any, 8)
+	fresh := chunkOf(a, b)
+	for i := range results {
+		wg.Go(func() { results[i] = fresh.NodeMemo("k", func() any { return new(int) }) })
+	}
+	wg.Wait()
+	for _, r := range results {
+		if r != results[0] {
+			t.Fatalf("concurrent readers got different values %p and %p", r, results[0])
+		}
+	}
+
+	cases := []struct {
+		name    string
+		copy    *NodeChunk
+		inherit bool
+	}{
+		{"same nodes", chunkOf(a, b), true},
+		{"a node replaced", chunkOf(a, &Node{Name: "b"}), false},
+		{"a node removed", chunkOf(a), false},
+		{"same nodes reordered", chunkOf(b, a), false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.copy.InheritNodeMemos(ch)
+			got := tc.copy.NodeMemo("k", func() any { return "recomputed" })
+			if inherited := got == 1; inherited != tc.inherit {
+				t.Errorf("NodeMemo after InheritNodeMemos = %v, inherited %v, want %v", got, inherited, tc.inherit)
+			}
+			if free := tc.copy.FreeMemo("k", func() any { return "recomputed" }); free != "recomputed" {
+				t.Errorf("FreeMemo after InheritNodeMemos = %v, want a recomputation", free)
+			}
+		})
+	}
+}
