@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetflow/fleetflow/internal/benchpipeline"
+	"github.com/fleetflow/fleetflow/internal/pipeline"
 )
 
 func init() { registerBenchCommand(newBenchPipelineCommand) }
@@ -17,6 +18,7 @@ func init() { registerBenchCommand(newBenchPipelineCommand) }
 func newBenchPipelineCommand() *cobra.Command {
 	cfg := benchpipeline.DefaultConfig()
 	var output, cpuProfile, memProfile string
+	var gcPercent int
 	cmd := &cobra.Command{
 		Use:   "pipeline [--clusters 100 --nodes-per-cluster 1000 --workloads 10000 --rate 0] [-o json|table]",
 		Short: "Push synthetic fleet and workload events through embedded JetStream into the real placer",
@@ -33,6 +35,8 @@ func newBenchPipelineCommand() *cobra.Command {
 				return fmt.Errorf("--output %q: want json or table", output)
 			}
 			cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+			// The placer runs in this process, tuned as `fleetflow placer` tunes its own.
+			pipeline.TuneGCForPlacer(gcPercent, cfg.Log)
 			for _, prof := range []struct {
 				flag, path string
 				into       *io.Writer
@@ -92,6 +96,7 @@ func newBenchPipelineCommand() *cobra.Command {
 	cmd.Flags().DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up after this long")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the workload phase to this file (go tool pprof)")
 	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile taken right after the workload phase to this file (go tool pprof)")
+	cmd.Flags().IntVar(&gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
 	return cmd
 }

@@ -122,15 +122,19 @@ func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 
 type placerFlags struct {
 	heartbeatTimeout, pendingTimeout, reservationTTL time.Duration
+	gcPercent                                        int
 }
 
 func (f *placerFlags) register(flags *pflag.FlagSet) {
 	flags.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 30*time.Second, "a cluster silent this long is NotReady and its workloads fail over")
 	flags.DurationVar(&f.pendingTimeout, "pending-timeout", 5*time.Minute, "a workload whose pods pend this long moves to another cluster that fits")
 	flags.DurationVar(&f.reservationTTL, "reservation-ttl", 5*time.Minute, "how long a decision's reservations hold capacity before the cluster shows the pods")
+	flags.IntVar(&f.gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of this process (the fleet view is long-lived, so collecting less often saves CPU for memory); $GOGC wins when set, 0 keeps Go's default")
 }
 
+// config returns the placer's configuration and tunes the process's collector for it.
 func (f *placerFlags) config() consumers.PlacerConfig {
+	pipeline.TuneGCForPlacer(f.gcPercent, slog.Default())
 	return consumers.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL}
 }
 

@@ -104,16 +104,17 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 			if !ok {
 				return nil
 			}
-			l.process(ctx, msg, nil)
+			l.process(ctx, l.decode(msg), nil)
 		}
 	}
 	// The iterator blocks, so a reader goroutine feeds a channel; its length says whether a message is
-	// already waiting, which is when the loop keeps batching instead of flushing.
+	// already waiting, which is when the loop keeps batching instead of flushing. The reader also decodes,
+	// so decoding the next event overlaps with handling this one.
 	maxBatch := l.MaxBatch
 	if maxBatch <= 0 {
 		maxBatch = defaultMaxBatch
 	}
-	msgs := make(chan jetstream.Msg, maxBatch)
+	msgs := make(chan decodedMsg, maxBatch)
 	go func() {
 		defer close(msgs)
 		for {
@@ -122,15 +123,15 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 				return
 			}
 			select {
-			case msgs <- msg:
+			case msgs <- l.decode(msg):
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
 	var batch []handledMsg
-	for msg := range msgs {
-		batch = l.process(ctx, msg, batch)
+	for m := range msgs {
+		batch = l.process(ctx, m, batch)
 		if len(msgs) == 0 || len(batch) >= maxBatch {
 			batch = l.flush(ctx, batch)
 		}
@@ -140,6 +141,33 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 		_ = h.msg.Nak()
 	}
 	return nil
+}
+
+// decodedMsg is a message with its decoded delivery, or the reason it cannot be handled (log is then set).
+type decodedMsg struct {
+	msg     jetstream.Msg
+	d       Delivery
+	invalid string
+	log     *slog.Logger
+}
+
+func (l *ConsumeLoop) decode(msg jetstream.Msg) decodedMsg {
+	meta, err := msg.Metadata()
+	if err != nil {
+		return decodedMsg{msg: msg, invalid: fmt.Sprintf("no jetstream metadata: %v", err), log: l.Log.With("subject", msg.Subject())}
+	}
+	event, err := Decode(msg.Headers(), msg.Data())
+	if err != nil {
+		return decodedMsg{msg: msg, invalid: err.Error(), log: l.Log.With("subject", msg.Subject(), "stream_seq", meta.Sequence.Stream)}
+	}
+	payload, err := schemas.DecodePayload(event)
+	if err != nil {
+		return decodedMsg{msg: msg, invalid: err.Error(), log: l.messageLog(msg, meta.Sequence.Stream, &event)}
+	}
+	return decodedMsg{msg: msg, d: Delivery{
+		Event: event, Payload: payload, Subject: msg.Subject(),
+		StreamSequence: meta.Sequence.Stream, Attempt: meta.NumDelivered,
+	}}
 }
 
 // next returns the next message, or false once the loop should stop.
@@ -159,27 +187,13 @@ func (l *ConsumeLoop) next(ctx context.Context, iter jetstream.MessagesContext) 
 // process handles one message. Without Flush it settles the message at once; with Flush a handled message
 // joins batch (returned) and a failed one first flushes the batch before it, so the batch is acknowledged
 // or retried as a whole and the failed message on its own.
-func (l *ConsumeLoop) process(ctx context.Context, msg jetstream.Msg, batch []handledMsg) []handledMsg {
-	meta, err := msg.Metadata()
-	if err != nil {
-		l.terminate(l.Log.With("subject", msg.Subject()), msg, fmt.Sprintf("no jetstream metadata: %v", err))
+func (l *ConsumeLoop) process(ctx context.Context, m decodedMsg, batch []handledMsg) []handledMsg {
+	if m.invalid != "" {
+		l.terminate(m.log, m.msg, m.invalid)
 		return batch
 	}
-	event, err := Decode(msg.Headers(), msg.Data())
-	if err != nil {
-		l.terminate(l.Log.With("subject", msg.Subject(), "stream_seq", meta.Sequence.Stream), msg, err.Error())
-		return batch
-	}
-	payload, err := schemas.DecodePayload(event)
-	if err != nil {
-		l.terminate(l.messageLog(msg, meta.Sequence.Stream, &event), msg, err.Error())
-		return batch
-	}
-	d := Delivery{
-		Event: event, Payload: payload, Subject: msg.Subject(),
-		StreamSequence: meta.Sequence.Stream, Attempt: meta.NumDelivered,
-	}
-	err = l.handleSafely(ctx, d)
+	msg, d := m.msg, m.d
+	err := l.handleSafely(ctx, d)
 	if err == nil {
 		if l.Flush != nil {
 			return append(batch, handledMsg{msg: msg, d: d})
