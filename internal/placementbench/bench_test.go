@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/fleetflow/fleetflow/placement/scheduler"
+	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
 // TestRunSmall checks a small run end to end: every workload gets a decision, something is placed, and the fleet
@@ -92,5 +95,70 @@ func TestRunDefault(t *testing.T) {
 	t.Logf("%s", out)
 	if res.Placed == 0 {
 		t.Error("nothing placed")
+	}
+}
+
+// BenchmarkPipelineMixCycle measures one placement cycle (no plan submission) of the pipeline benchmark's mix on
+// its fleet once 10,000 workloads fill the on-prem clusters, the state in which every cycle rejects the full
+// on-prem tier before packing onto a cloud cluster.
+func BenchmarkPipelineMixCycle(b *testing.B) {
+	cfg := Config{Clusters: 100, NodesPerCluster: 1000, Workloads: 10000, GPUNodePercent: 20, Seed: 1, PipelineMix: true}
+	fleet, err := BuildFleet(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	analyses, err := PipelineAnalyses(cfg.Workloads+1000, cfg.Seed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := fleet.Place(analyses[:cfg.Workloads], &Result{}); err != nil {
+		b.Fatal(err)
+	}
+	var ids []string
+	for _, a := range analyses[cfg.Workloads:] {
+		wl, err := fleet.Store.UpsertWorkload(fleet.NextSeq(), structs.WorkloadInfo{Analysis: a, Generation: 1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ids = append(ids, wl.ID)
+	}
+	snap := fleet.Store.Snapshot()
+	sched := scheduler.New(nil)
+	i := 0
+	for b.Loop() {
+		if _, err := sched.Schedule(snap, ids[i%len(ids)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkPipelineMixDecision measures whole decisions (upsert, cycle, apply) of the pipeline benchmark's mix,
+// from an empty fleet on: each op is one decision, and the fleet is rebuilt outside the timer after 10,000.
+func BenchmarkPipelineMixDecision(b *testing.B) {
+	cfg := Config{Clusters: 100, NodesPerCluster: 1000, Workloads: 10000, GPUNodePercent: 20, Seed: 1, PipelineMix: true}
+	analyses, err := PipelineAnalyses(cfg.Workloads, cfg.Seed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	fleet, err := BuildFleet(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	res := &Result{}
+	i := 0
+	for b.Loop() {
+		if i == len(analyses) {
+			b.StopTimer()
+			if fleet, err = BuildFleet(cfg); err != nil {
+				b.Fatal(err)
+			}
+			i = 0
+			b.StartTimer()
+		}
+		if err := fleet.Place(analyses[i:i+1], res); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }

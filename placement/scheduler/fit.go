@@ -67,7 +67,7 @@ func boundCheck(rt *structs.ResourceTable, c *structs.ClusterCapacity, g *gang) 
 			continue
 		}
 		if free := c.Free.Get(i) + ownTotal.Get(i); want > free {
-			return fmt.Sprintf("needs %s %s in total, %s free", rt.Name(i), rt.Quantity(i, want), rt.Quantity(i, free))
+			return "needs " + string(rt.Name(i)) + " " + rt.Quantity(i, want) + " in total, " + rt.Quantity(i, free) + " free"
 		}
 	}
 	for _, it := range g.items {
@@ -150,7 +150,7 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 
 	var out []ownedAssignment
 	for _, it := range items {
-		key := eligibilityKey(it.group)
+		key := memoKey(it.group)
 		pos := nodeKey{}
 		placed := int64(0)
 		for placed < it.count {
@@ -182,6 +182,12 @@ func (p *packer) next(pos nodeKey, g *structs.PodGroup, key string) (nodeKey, bo
 		}
 		el := eligibilityOf(ch, g, key)
 		if el.count == 0 {
+			continue
+		}
+		// Packing only takes capacity away, so unless the chunk holds the gang's own reservations no node
+		// of it has more free than in the snapshot, and the chunk's free frontier rules out a pod that no
+		// allowed node fits without looking at each node.
+		if (p.chunks == nil || !p.chunks[pos.chunk].own) && !freeOf(ch, el, key).mayFit(g.Request) {
 			continue
 		}
 		for ; pos.node < len(ch.Nodes); pos.node++ {
@@ -277,10 +283,11 @@ type reasonCount struct {
 	n   int
 }
 
-// eligibilityKey is the memo key of a pod group's eligibility.
-func eligibilityKey(g *structs.PodGroup) string { return "scheduler.eligibility\x00" + g.ConstraintKey }
+// memoKey is the key under which the scheduler memoizes, on a chunk, what depends on a pod group's constraints:
+// its eligibility (a node memo) and its chunkFree (a free memo).
+func memoKey(g *structs.PodGroup) string { return "scheduler\x00" + g.ConstraintKey }
 
-// eligibilityOf returns which nodes of ch allow pods of g; key is eligibilityKey(g).
+// eligibilityOf returns which nodes of ch allow pods of g; key is memoKey(g).
 func eligibilityOf(ch *structs.NodeChunk, g *structs.PodGroup, key string) *eligibility {
 	return ch.NodeMemo(key, func() any {
 		el := &eligibility{mask: make([]bool, len(ch.Nodes))}
@@ -304,49 +311,73 @@ func eligibilityOf(ch *structs.NodeChunk, g *structs.PodGroup, key string) *elig
 	}).(*eligibility)
 }
 
-// largestFree is, per resource, the most free any node of a chunk that allows some pod group has, and the first
-// such node with that much, memoized on the chunk per constraint key (it depends on free capacity, so a copied
-// chunk computes it again).
-type largestFree struct {
-	amount []int64
-	node   []int
-	// first is the first allowed node: the answer for resources past the end of amount, which no node has.
+// chunkFree summarizes the free capacity of the nodes of a chunk that allow some pod group, memoized on the chunk
+// per constraint key (it depends on free capacity, so a copied chunk computes it again).
+type chunkFree struct {
+	// largest is, per resource, the most any allowed node has free, and largestAt the first such node.
+	largest   []int64
+	largestAt []int
+	// first is the first allowed node: the answer for resources past the end of largest, which no node has.
 	first int
+	// frontier holds the free vectors of allowed nodes that no other allowed node's free vector covers: a pod
+	// fits some allowed node exactly when it fits one of them.
+	frontier []structs.Vector
 }
 
-func (lf *largestFree) get(r int) (int64, int) {
-	if r < len(lf.amount) {
-		return lf.amount[r], lf.node[r]
+// largestOf returns the most any allowed node has free of resource r, and the first node with that much.
+func (cf *chunkFree) largestOf(r int) (int64, int) {
+	if r < len(cf.largest) {
+		return cf.largest[r], cf.largestAt[r]
 	}
-	return 0, lf.first
+	return 0, cf.first
 }
 
-// largestFreeOf computes largestFree for a chunk with at least one node allowed by el.
-func largestFreeOf(ch *structs.NodeChunk, el *eligibility, key string) *largestFree {
+// mayFit reports whether some allowed node of the chunk has req free.
+func (cf *chunkFree) mayFit(req structs.Vector) bool {
+	return slices.ContainsFunc(cf.frontier, req.FitsIn)
+}
+
+// covers reports whether a has at least as much as b of every resource.
+func covers(a, b structs.Vector) bool {
+	for r := range max(len(a), len(b)) {
+		if a.Get(r) < b.Get(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// freeOf computes chunkFree for a chunk with at least one node allowed by el; key is memoKey of the pod group.
+func freeOf(ch *structs.NodeChunk, el *eligibility, key string) *chunkFree {
 	return ch.FreeMemo(key, func() any {
 		n := 0
 		for _, nc := range ch.Nodes {
 			n = max(n, len(nc.Free))
 		}
-		lf := &largestFree{amount: make([]int64, n), node: make([]int, n), first: -1}
-		for r := range lf.node {
-			lf.node[r] = -1
+		cf := &chunkFree{largest: make([]int64, n), largestAt: make([]int, n), first: -1}
+		for r := range cf.largestAt {
+			cf.largestAt[r] = -1
 		}
 		for j, nc := range ch.Nodes {
 			if !el.mask[j] {
 				continue
 			}
-			if lf.first < 0 {
-				lf.first = j
+			if cf.first < 0 {
+				cf.first = j
 			}
 			for r := range n {
-				if free := nc.Free.Get(r); lf.node[r] < 0 || free > lf.amount[r] {
-					lf.amount[r], lf.node[r] = free, j
+				if free := nc.Free.Get(r); cf.largestAt[r] < 0 || free > cf.largest[r] {
+					cf.largest[r], cf.largestAt[r] = free, j
 				}
 			}
+			if slices.ContainsFunc(cf.frontier, func(f structs.Vector) bool { return covers(f, nc.Free) }) {
+				continue
+			}
+			cf.frontier = slices.DeleteFunc(cf.frontier, func(f structs.Vector) bool { return covers(nc.Free, f) })
+			cf.frontier = append(cf.frontier, nc.Free)
 		}
-		return lf
-	}).(*largestFree)
+		return cf
+	}).(*chunkFree)
 }
 
 // isAllowed reports whether a pod group may run on a node; allowed says why not.
@@ -380,7 +411,7 @@ func taintString(key, value, effect string) string {
 
 // diagnose explains why a pod of it fits no node, in the order a user can act on: no node allows the pod at all,
 // one of its requests exceeds what any allowed node has free, or no allowed node has all of it free at once.
-// key is eligibilityKey(it.group). It reads per-chunk summaries, memoized on the chunks, and looks at single
+// key is memoKey(it.group). It reads per-chunk summaries, memoized on the chunks, and looks at single
 // nodes only in the chunks packing touched, so a cluster that does not fit costs a pass over its chunks, not its
 // nodes.
 func (p *packer) diagnose(it item, placed int64, key string) string {
@@ -392,7 +423,6 @@ func (p *packer) diagnose(it item, placed int64, key string) string {
 	allowedNodes := 0
 	largest := make(structs.Vector, len(g.Request))
 	largestNode := make([]string, len(g.Request))
-	freeKey := ""
 	for ci, ch := range p.c.Chunks {
 		el := eligibilityOf(ch, g, key)
 		if el.count == 0 {
@@ -414,13 +444,10 @@ func (p *packer) diagnose(it item, placed int64, key string) string {
 			}
 			continue
 		}
-		if freeKey == "" {
-			freeKey = "scheduler.largestFree\x00" + g.ConstraintKey
-		}
-		lf := largestFreeOf(ch, el, freeKey)
+		cf := freeOf(ch, el, key)
 		for r := range g.Request {
 			// The first node with the chunk's largest amount is the one a scan of its nodes would keep.
-			if free, j := lf.get(r); free > largest[r] || largestNode[r] == "" {
+			if free, j := cf.largestOf(r); free > largest[r] || largestNode[r] == "" {
 				largest[r], largestNode[r] = free, ch.Nodes[j].Node.Name
 			}
 		}

@@ -42,7 +42,7 @@ func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.P
 			if cand.capacity.Name == home {
 				homeCands = append(homeCands, cand)
 			} else {
-				reject(d, cand.capacity.Name, structs.RejectGroup, fmt.Sprintf("group %s is placed on %s", groupName, home))
+				c.reject(d, cand.capacity.Name, structs.RejectGroup, fmt.Sprintf("group %s is placed on %s", groupName, home))
 			}
 		}
 		best, owned := c.choose(p, homeCands, newGang(c.rt, []*structs.Workload{wl}), []*structs.Workload{wl}, home, d)
@@ -73,7 +73,7 @@ func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.P
 		ok := true
 		for _, m := range unplaced {
 			if key := structs.APIKey(m.APIVersion, m.Kind); !cand.capacity.Cluster.ServesAPI(key) {
-				reject(probe, cand.capacity.Name, structs.RejectAPI, "does not serve "+key+" for "+m.DisplayName())
+				c.reject(probe, cand.capacity.Name, structs.RejectAPI, "does not serve "+key+" for "+m.DisplayName())
 				ok = false
 				break
 			}

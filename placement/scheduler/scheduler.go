@@ -133,7 +133,13 @@ func (c *cycle) newDecision(wl *structs.Workload, p *policy.Policy) *structs.Dec
 	return d
 }
 
-func reject(d *structs.Decision, cluster string, code structs.RejectCode, reason string) {
+func (c *cycle) reject(d *structs.Decision, cluster string, code structs.RejectCode, reason string) {
+	if len(d.Reasons) == 0 {
+		// A cycle that rejects one cluster usually rejects a whole tier: size the maps for the fleet once
+		// rather than growing them cluster by cluster.
+		d.Reasons = make(map[string]string, len(c.capacities))
+		d.RejectCodes = make(map[string]structs.RejectCode, len(c.capacities))
+	}
 	d.Reasons[cluster] = reason
 	d.RejectCodes[cluster] = code
 }
@@ -153,29 +159,29 @@ func (c *cycle) filter(wl *structs.Workload, p *policy.Policy, d *structs.Decisi
 	for _, cc := range c.capacities {
 		cl := cc.Cluster
 		if !p.SelectsCluster(cl.Labels) {
-			reject(d, cl.Name, structs.RejectSelector, "does not match the policy's clusterSelector")
+			c.reject(d, cl.Name, structs.RejectSelector, "does not match the policy's clusterSelector")
 			continue
 		}
 		tier := p.Tier(cl.Labels)
 		if tier < 0 {
-			reject(d, cl.Name, structs.RejectSelector, "is in no tier of the policy's orderedClusterSelector")
+			c.reject(d, cl.Name, structs.RejectSelector, "is in no tier of the policy's orderedClusterSelector")
 			continue
 		}
 		if !cl.Ready {
-			reject(d, cl.Name, structs.RejectNotReady, "is not Ready")
+			c.reject(d, cl.Name, structs.RejectNotReady, "is not Ready")
 			continue
 		}
 		if why, avoided := wl.Avoid[cl.Name]; avoided {
-			reject(d, cl.Name, structs.RejectAvoided, why)
+			c.reject(d, cl.Name, structs.RejectAvoided, why)
 			continue
 		}
 		if t := untoleratedTaint(cl.Taints, p.Tolerations()); t != nil {
-			reject(d, cl.Name, structs.RejectTaint, "has taint "+taintString(t.Key, t.Value, string(t.Effect))+
+			c.reject(d, cl.Name, structs.RejectTaint, "has taint "+taintString(t.Key, t.Value, string(t.Effect))+
 				" that the policy does not tolerate")
 			continue
 		}
 		if !cl.ServesAPI(apiKey) {
-			reject(d, cl.Name, structs.RejectAPI, "does not serve "+apiKey)
+			c.reject(d, cl.Name, structs.RejectAPI, "does not serve "+apiKey)
 			continue
 		}
 		out = append(out, candidate{capacity: cc, tier: tier})
@@ -256,7 +262,7 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 		g.own = own[cand.capacity.Name]
 		left := cand.capacity.Free.Get(dom) - g.demand.Get(dom)
 		if left < 0 && len(g.own) == 0 && cand.capacity.Name != sticky {
-			reject(d, cand.capacity.Name, structs.RejectCapacity, boundCheck(c.rt, cand.capacity, g))
+			c.reject(d, cand.capacity.Name, structs.RejectCapacity, boundCheck(c.rt, cand.capacity, g))
 			continue
 		}
 		if spread {
@@ -288,7 +294,7 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 		if reason == "" {
 			return cand, assignments
 		}
-		reject(d, cand.capacity.Name, structs.RejectCapacity, reason)
+		c.reject(d, cand.capacity.Name, structs.RejectCapacity, reason)
 	}
 	return nil, nil
 }

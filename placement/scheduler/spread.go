@@ -20,7 +20,7 @@ func (c *cycle) scheduleDuplicate(wl *structs.Workload, p *policy.Policy) *struc
 			g.own = owned[cand.capacity.Name]
 			assignments, reason := c.fit(cand, g)
 			if reason != "" {
-				reject(d, cand.capacity.Name, structs.RejectCapacity, reason)
+				c.reject(d, cand.capacity.Name, structs.RejectCapacity, reason)
 				continue
 			}
 			for _, a := range assignments {
@@ -91,7 +91,7 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 	for _, cand := range cands {
 		value, ok := cand.capacity.Cluster.Labels[sc.TopologyKey]
 		if _, listed := byValue[value]; !ok || !listed {
-			reject(d, cand.capacity.Name, structs.RejectSelector,
+			c.reject(d, cand.capacity.Name, structs.RejectSelector,
 				fmt.Sprintf("its %s label is not a topologyValue of the policy's percentageSplit", sc.TopologyKey))
 			continue
 		}

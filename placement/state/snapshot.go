@@ -18,6 +18,7 @@ type Snapshot struct {
 	capacity   *capacityRows
 	index      uint64
 	tableIndex map[string]uint64
+	policies   []*policy.Policy
 }
 
 // Index is the highest stream sequence applied to the view.
@@ -87,7 +88,8 @@ func (s *Snapshot) WorkloadsOn(cluster string) []*structs.Workload {
 
 // Policies returns every policy, sorted by name.
 func (s *Snapshot) Policies() []*policy.Policy {
-	return all[*policy.Policy](s, TablePolicies, indexID)
+	// The slice is shared by every snapshot of this version: callers must not modify it.
+	return s.policies
 }
 
 // ResourceInterfaces returns every ResourceInterface, sorted by name.

@@ -9,6 +9,7 @@ import (
 
 	memdb "github.com/hashicorp/go-memdb"
 
+	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
@@ -36,6 +37,9 @@ type Store struct {
 	// every decision writes three tables, and a memdb row per table would triple the index writes per decision.
 	// It is replaced, never modified, so snapshots can share it.
 	tableIndex map[string]uint64
+	// policies is every policy sorted by name, read by every cycle; it is rebuilt when a policy is written, which
+	// is rare, instead of being collected from memdb per cycle, and replaced, never modified.
+	policies []*policy.Policy
 }
 
 // NewStore returns an empty fleet view.
@@ -58,7 +62,7 @@ func (s *Store) Snapshot() *Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return &Snapshot{txn: s.db.Txn(false), resources: s.resources, capacity: s.capacity, index: s.latest,
-		tableIndex: s.tableIndex}
+		tableIndex: s.tableIndex, policies: s.policies}
 }
 
 // writeTxn is one write: a memdb transaction plus the capacity rows it has to rebuild before commit.
@@ -92,7 +96,19 @@ func (s *Store) write(seq uint64, fn func(w *writeTxn) error) error {
 	if err := w.rebuildCapacity(); err != nil {
 		return err
 	}
+	policies := s.policies
+	if _, changed := w.tables[TablePolicies]; changed {
+		raw, err := w.all(TablePolicies, indexID)
+		if err != nil {
+			return err
+		}
+		policies = make([]*policy.Policy, len(raw))
+		for i, p := range raw {
+			policies[i] = p.(*policy.Policy)
+		}
+	}
 	w.txn.Commit()
+	s.policies = policies
 	if len(w.tables) > 0 {
 		next := make(map[string]uint64, len(s.tableIndex)+len(w.tables))
 		maps.Copy(next, s.tableIndex)

@@ -2,6 +2,8 @@ package state
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,7 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
@@ -182,5 +186,43 @@ func TestSnapshotsAreIsolated(t *testing.T) {
 	after := s.Snapshot()
 	if after.Capacity("c1") != nil || len(after.Nodes("c1")) != 0 || after.Cluster("c1") != nil {
 		t.Errorf("deleted cluster still visible")
+	}
+}
+
+// TestPoliciesFollowWrites: the policy list a snapshot hands out is sorted by name, follows upserts and deletes,
+// and an older snapshot keeps the list it was taken with.
+func TestPoliciesFollowWrites(t *testing.T) {
+	s := newTestStore(t)
+	upsert := func(seq uint64, name string, priority int32) {
+		t.Helper()
+		sp := &v1alpha1.SchedulePolicy{Spec: v1alpha1.SchedulePolicySpec{Priority: priority}}
+		sp.Name = name
+		p, err := policy.Compile(sp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UpsertPolicy(seq, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(snap *Snapshot) []string {
+		var out []string
+		for _, p := range snap.Policies() {
+			out = append(out, fmt.Sprintf("%s@%d", p.Name, p.ModifyIndex))
+		}
+		return out
+	}
+	upsert(10, "serving", 5)
+	upsert(11, "batch", 1)
+	first := s.Snapshot()
+	upsert(12, "serving", 7)
+	if err := s.DeletePolicy(13, "batch"); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := names(first), []string{"batch@11", "serving@10"}; !slices.Equal(got, want) {
+		t.Errorf("policies of the first snapshot = %v, want %v", got, want)
+	}
+	if got, want := names(s.Snapshot()), []string{"serving@12"}; !slices.Equal(got, want) {
+		t.Errorf("policies after the update and delete = %v, want %v", got, want)
 	}
 }

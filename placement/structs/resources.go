@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -183,14 +184,54 @@ func canonical(i int, q resource.Quantity, roundUp bool) int64 {
 
 // Quantity renders entry i of a vector in the resource's usual form (4, 500m, 16Gi).
 func (t *ResourceTable) Quantity(i int, amount int64) string {
+	form := decimalForm
 	switch {
 	case i == ResourceCPU:
-		return resource.NewMilliQuantity(amount, resource.DecimalSI).String()
+		form = milliForm
 	case i == ResourceMemory || i == ResourceEphemeralStorage || strings.HasPrefix(string(t.names[i]), "hugepages-"):
+		form = binaryForm
+	}
+	slot := &renderedQuantities[(uint64(amount)*0x9e3779b97f4a7c15+uint64(form))>>(64-renderedQuantityBits)]
+	if r := slot.Load(); r != nil && r.amount == amount && r.form == form {
+		return r.text
+	}
+	text := form.render(amount)
+	slot.Store(&renderedQuantity{form: form, amount: amount, text: text})
+	return text
+}
+
+// quantityForm is how a resource's amounts are written.
+type quantityForm uint8
+
+const (
+	decimalForm quantityForm = iota // units with SI suffixes: 110, 2k
+	milliForm                       // millicores: 500m, 4
+	binaryForm                      // bytes with binary suffixes: 16Gi
+)
+
+func (f quantityForm) render(amount int64) string {
+	switch f {
+	case milliForm:
+		return resource.NewMilliQuantity(amount, resource.DecimalSI).String()
+	case binaryForm:
 		return resource.NewQuantity(amount, resource.BinarySI).String()
 	default:
 		return resource.NewQuantity(amount, resource.DecimalSI).String()
 	}
+}
+
+// renderedQuantities remembers recent renderings: reasons write the same few amounts (a pod's request, what a
+// full cluster has left) for every cluster a cycle rejects, and rendering a Quantity allocates. It is a
+// direct-mapped, lock-free cache shared by every table, since a rendering depends only on form and amount; two
+// amounts that share a slot only cost renderings.
+var renderedQuantities [1 << renderedQuantityBits]atomic.Pointer[renderedQuantity]
+
+const renderedQuantityBits = 12
+
+type renderedQuantity struct {
+	form   quantityForm
+	amount int64
+	text   string
 }
 
 // Format renders the non-zero entries of v as "name amount, ...", in table order except that the

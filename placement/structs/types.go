@@ -289,13 +289,15 @@ type Assignment struct {
 
 // DecisionID derives a stable decision ID from the workload, its generation and the snapshot index.
 func DecisionID(workloadID string, generation int64, snapshotIndex uint64) string {
-	h := sha256.New()
-	h.Write([]byte(workloadID))
-	h.Write([]byte{0})
-	h.Write([]byte(strconv.FormatInt(generation, 10)))
-	h.Write([]byte{0})
-	h.Write([]byte(strconv.FormatUint(snapshotIndex, 10)))
-	return hex.EncodeToString(h.Sum(nil)[:12])
+	// Hashes workloadID, NUL, generation, NUL, snapshot index in decimal, built on the stack.
+	var buf [256]byte
+	in := append(buf[:0], workloadID...)
+	in = append(in, 0)
+	in = strconv.AppendInt(in, generation, 10)
+	in = append(in, 0)
+	in = strconv.AppendUint(in, snapshotIndex, 10)
+	sum := sha256.Sum256(in)
+	return hex.EncodeToString(sum[:12])
 }
 
 // Plan is what one scheduler run submits: decisions for one or more workloads (several for a groupBy group).

@@ -1,6 +1,10 @@
 package structs
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -64,5 +68,27 @@ func TestNodeChunkMemos(t *testing.T) {
 				t.Errorf("FreeMemo after InheritNodeMemos = %v, want a recomputation", free)
 			}
 		})
+	}
+}
+
+// TestDecisionIDIsHashOfItsInputs pins DecisionID to its definition, the first 12 bytes of SHA-256 over the
+// workload ID, the generation and the snapshot index in decimal, separated by NUL bytes: IDs are persisted in
+// reservations and placements, so a rewrite of the function must not change them.
+func TestDecisionIDIsHashOfItsInputs(t *testing.T) {
+	cases := []struct {
+		workload   string
+		generation int64
+		index      uint64
+	}{
+		{"kubeflow.org/PyTorchJob/ml/train", 1, 42},
+		{"/Pod/default/p", -3, 0},
+		{strings.Repeat("long-workload-id/", 40), 1 << 40, 1<<64 - 1},
+	}
+	for _, tc := range cases {
+		sum := sha256.Sum256([]byte(tc.workload + "\x00" + strconv.FormatInt(tc.generation, 10) + "\x00" +
+			strconv.FormatUint(tc.index, 10)))
+		if got, want := DecisionID(tc.workload, tc.generation, tc.index), hex.EncodeToString(sum[:12]); got != want {
+			t.Errorf("DecisionID(%.20q, %d, %d) = %s, want %s", tc.workload, tc.generation, tc.index, got, want)
+		}
 	}
 }
