@@ -286,6 +286,13 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 		Workload:   e.ref, Cluster: cluster, Action: action, Sequence: p.seq, Epoch: p.epoch, Object: object,
 		Replicas: replicas, Policy: policyName,
 	}
+	if object != nil {
+		encoded, err := kube.AppendJSON(nil, object)
+		if err != nil {
+			return fmt.Errorf("placer: encode %s: %w", e.ref, err)
+		}
+		d.ObjectJSON = encoded
+	}
 	switch {
 	case action == schemas.ActionDelete && e.deleted:
 		d.Reason = "workload deleted on the control plane"
@@ -317,7 +324,7 @@ func contentOf(object map[string]any) string {
 	if object == nil {
 		return ""
 	}
-	data, err := json.Marshal(kube.SanitizeForCopy(object))
+	data, err := kube.AppendJSON(nil, kube.SanitizedView(object))
 	if err != nil {
 		return ""
 	}

@@ -1,6 +1,7 @@
 package schemas
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -146,10 +147,26 @@ type PlacementDecided struct {
 	Epoch string `json:"epoch,omitempty"`
 	// Object is the desired object, for Apply.
 	Object map[string]any `json:"object,omitempty"`
+	// ObjectJSON, when set, is Object already encoded, and is written in its place: a sender that has the
+	// encoding at hand saves encoding the object again. It is never read from the wire.
+	ObjectJSON json.RawMessage `json:"-"`
 	// Replicas is the replica count written into Object for a Divide spread; 0 when not divided.
 	Replicas int64  `json:"replicas,omitempty"`
 	Policy   string `json:"policy,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+}
+
+// MarshalJSON writes ObjectJSON, when set, as the object.
+func (p *PlacementDecided) MarshalJSON() ([]byte, error) {
+	type plain PlacementDecided // the same fields without this method
+	if len(p.ObjectJSON) == 0 {
+		return json.Marshal((*plain)(p))
+	}
+	// The outer Object is shallower than the embedded one, so it is the one encoding/json writes.
+	return json.Marshal(struct {
+		*plain
+		Object json.RawMessage `json:"object,omitempty"`
+	}{(*plain)(p), p.ObjectJSON})
 }
 
 // Validate implements Payload.

@@ -23,23 +23,47 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // SanitizeForCopy returns a deep copy of object without server-set metadata and without status, ready
 // to be server-side applied to another cluster.
 func SanitizeForCopy(object map[string]any) map[string]any {
-	out := runtimeDeepCopy(object)
-	meta, _ := out["metadata"].(map[string]any)
+	return runtimeDeepCopy(SanitizedView(object))
+}
+
+// SanitizedView is SanitizeForCopy without the deep copy: only the maps it removes fields from (the object,
+// its metadata and annotations) are new, everything else is shared with object, so the view must not be
+// modified. It is for reading what would be copied, e.g. to hash or encode it, at a fraction of the cost.
+func SanitizedView(object map[string]any) map[string]any {
+	if object == nil {
+		return nil
+	}
+	out := make(map[string]any, len(object))
+	for k, v := range object {
+		if k != "status" {
+			out[k] = v
+		}
+	}
+	meta, ok := object["metadata"].(map[string]any)
+	if !ok {
+		return out
+	}
+	viewMeta := make(map[string]any, len(meta))
+	for k, v := range meta {
+		viewMeta[k] = v
+	}
 	for _, field := range serverSetMetadata {
-		delete(meta, field)
+		delete(viewMeta, field)
 	}
 	if annotations, ok := meta["annotations"].(map[string]any); ok {
-		delete(annotations, lastAppliedAnnotation)
-		for key := range annotations {
-			if strings.HasPrefix(key, controlPlaneAnnotationPrefix) {
-				delete(annotations, key)
+		kept := make(map[string]any, len(annotations))
+		for key, v := range annotations {
+			if key != lastAppliedAnnotation && !strings.HasPrefix(key, controlPlaneAnnotationPrefix) {
+				kept[key] = v
 			}
 		}
-		if len(annotations) == 0 {
-			delete(meta, "annotations")
+		if len(kept) == 0 {
+			delete(viewMeta, "annotations")
+		} else {
+			viewMeta["annotations"] = kept
 		}
 	}
-	delete(out, "status")
+	out["metadata"] = viewMeta
 	return out
 }
 
