@@ -18,7 +18,7 @@ func TestPlacementDecidedWritesPreEncodedObject(t *testing.T) {
 	}
 	base := PlacementDecided{DecisionID: "u/7/Apply/east", Cluster: "east", Action: ActionApply, Sequence: 7,
 		Workload: ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "u"},
-		Object: object, Policy: "all"}
+		Object:   object, Policy: "all"}
 	preEncoded := base
 	preEncoded.ObjectJSON = encoded
 
