@@ -57,7 +57,8 @@ func ownReservations(st State, workloads []*structs.Workload) map[string]map[str
 // boundCheck is the cheap cluster-level test: the gang's total demand against the cluster's total free, and each
 // pod against the largest free amount any one node has. Both are necessary for a fit, so a cluster it rejects
 // could never fit; it returns "" when the cluster survives.
-func boundCheck(rt *structs.ResourceTable, c *structs.ClusterCapacity, g *gang) string {
+func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
+	rt := c.rt
 	var ownTotal structs.Vector
 	for _, v := range g.own {
 		ownTotal = ownTotal.Add(v)
@@ -66,8 +67,8 @@ func boundCheck(rt *structs.ResourceTable, c *structs.ClusterCapacity, g *gang) 
 		if want == 0 {
 			continue
 		}
-		if free := c.Free.Get(i) + ownTotal.Get(i); want > free {
-			return "needs " + string(rt.Name(i)) + " " + rt.Quantity(i, want) + " in total, " + rt.Quantity(i, free) + " free"
+		if free := cc.Free.Get(i) + ownTotal.Get(i); want > free {
+			return c.totalReason(i, want, free)
 		}
 	}
 	for _, it := range g.items {
@@ -75,17 +76,41 @@ func boundCheck(rt *structs.ResourceTable, c *structs.ClusterCapacity, g *gang) 
 			if want == 0 {
 				continue
 			}
-			if largest := c.MaxFree.Get(i) + ownTotal.Get(i); want > largest {
-				if largest == 0 || c.MaxFreeNode[i] == "" {
+			if largest := cc.MaxFree.Get(i) + ownTotal.Get(i); want > largest {
+				if largest == 0 || cc.MaxFreeNode[i] == "" {
 					return fmt.Sprintf("pod %s (%s %s) fits no node: no node has %s free",
 						it.group.Component, rt.Name(i), rt.Quantity(i, want), rt.Name(i))
 				}
 				return fmt.Sprintf("pod %s (%s %s) fits no node: largest free %s on %s",
-					it.group.Component, rt.Name(i), rt.Quantity(i, want), rt.Quantity(i, largest), c.MaxFreeNode[i])
+					it.group.Component, rt.Name(i), rt.Quantity(i, want), rt.Quantity(i, largest), cc.MaxFreeNode[i])
 			}
 		}
 	}
 	return ""
+}
+
+// totalReason says that a gang needs more of resource i in total than a cluster has free. A cycle that spills
+// past full clusters writes it for each of them with the same few amounts, so it reuses the texts it wrote.
+func (c *cycle) totalReason(i int, want, free int64) string {
+	for _, r := range c.totalReasons {
+		if r.resource == i && r.want == want && r.free == free {
+			return r.text
+		}
+	}
+	text := "needs " + string(c.rt.Name(i)) + " " + c.rt.Quantity(i, want) + " in total, " + c.rt.Quantity(i, free) + " free"
+	if len(c.totalReasons) < maxTotalReasons {
+		c.totalReasons = append(c.totalReasons, totalReason{resource: i, want: want, free: free, text: text})
+	}
+	return text
+}
+
+// maxTotalReasons bounds the texts a cycle keeps for reuse, so the lookup stays a short scan.
+const maxTotalReasons = 16
+
+type totalReason struct {
+	resource   int
+	want, free int64
+	text       string
 }
 
 // packer packs one gang onto the nodes of one cluster.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
@@ -96,6 +97,8 @@ type cycle struct {
 	rt         *structs.ResourceTable
 	policies   []*policy.Policy
 	capacities []*structs.ClusterCapacity
+	// totalReasons are the texts totalReason wrote this cycle.
+	totalReasons []totalReason
 }
 
 func (c *cycle) single(d *structs.Decision) *structs.Plan {
@@ -134,14 +137,21 @@ func (c *cycle) newDecision(wl *structs.Workload, p *policy.Policy) *structs.Dec
 }
 
 func (c *cycle) reject(d *structs.Decision, cluster string, code structs.RejectCode, reason string) {
-	if len(d.Reasons) == 0 {
-		// A cycle that rejects one cluster usually rejects a whole tier: size the maps for the fleet once
-		// rather than growing them cluster by cluster.
-		d.Reasons = make(map[string]string, len(c.capacities))
-		d.RejectCodes = make(map[string]structs.RejectCode, len(c.capacities))
-	}
 	d.Reasons[cluster] = reason
 	d.RejectCodes[cluster] = code
+}
+
+// growReasons makes room in the decision's reason maps for n more rejections at once: a cycle that spills past a
+// full tier rejects all of its clusters, and growing the maps cluster by cluster would rehash them several times.
+func (c *cycle) growReasons(d *structs.Decision, n int) {
+	if n < 8 {
+		return
+	}
+	reasons := make(map[string]string, len(d.Reasons)+n)
+	maps.Copy(reasons, d.Reasons)
+	codes := make(map[string]structs.RejectCode, len(d.RejectCodes)+n)
+	maps.Copy(codes, d.RejectCodes)
+	d.Reasons, d.RejectCodes = reasons, codes
 }
 
 // candidate is a cluster that passed the filters that do not depend on capacity.
@@ -207,7 +217,7 @@ func newGang(rt *structs.ResourceTable, workloads []*structs.Workload) *gang {
 
 // fit tries to fit the gang on one candidate; it returns the assignments or the reason it does not fit.
 func (c *cycle) fit(cand candidate, g *gang) ([]ownedAssignment, string) {
-	if reason := boundCheck(c.rt, cand.capacity, g); reason != "" {
+	if reason := c.boundCheck(cand.capacity, g); reason != "" {
 		return nil, reason
 	}
 	p := &packer{rt: c.rt, c: cand.capacity, g: g}
@@ -257,14 +267,25 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 	// Score on the capacity summary. A cluster whose free dominant resource is below the demand cannot fit and
 	// is rejected with its bound reason right away; the others are packed best first until one fits, so a cycle
 	// usually packs one cluster.
+	boundRejected := func(cand *candidate) bool {
+		return cand.capacity.Free.Get(dom) < g.demand.Get(dom) && len(own[cand.capacity.Name]) == 0 &&
+			cand.capacity.Name != sticky
+	}
+	rejects := 0
+	for i := range cands {
+		if boundRejected(&cands[i]) {
+			rejects++
+		}
+	}
+	c.growReasons(d, rejects)
 	live := cands[:0]
 	for _, cand := range cands {
 		g.own = own[cand.capacity.Name]
-		left := cand.capacity.Free.Get(dom) - g.demand.Get(dom)
-		if left < 0 && len(g.own) == 0 && cand.capacity.Name != sticky {
-			c.reject(d, cand.capacity.Name, structs.RejectCapacity, boundCheck(c.rt, cand.capacity, g))
+		if boundRejected(&cand) {
+			c.reject(d, cand.capacity.Name, structs.RejectCapacity, c.boundCheck(cand.capacity, g))
 			continue
 		}
+		left := cand.capacity.Free.Get(dom) - g.demand.Get(dom)
 		if spread {
 			left = -left
 		}

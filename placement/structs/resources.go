@@ -245,7 +245,9 @@ func (t *ResourceTable) Format(v Vector) string {
 		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s %s", t.names[i], t.Quantity(i, x))
+		b.WriteString(string(t.names[i]))
+		b.WriteByte(' ')
+		b.WriteString(t.Quantity(i, x))
 	}
 	return b.String()
 }
