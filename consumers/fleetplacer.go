@@ -86,15 +86,24 @@ type Placer struct {
 	// batch holds the publishes awaiting acknowledgement, staged the events that caused them, and batchErr
 	// the failure of an acknowledgement awaited before Flush, which fails the whole batch.
 	batch    *publishBatch
+	queued   int
 	staged   []stagedEvent
 	batchErr error
 }
 
 type workloadEntry struct {
-	id     string
-	ref    schemas.ObjectRef
-	object map[string]any
-	labels map[string]string
+	id  string
+	ref schemas.ObjectRef
+	// objectJSON is the control-plane object as last received, encoded: kept as bytes rather than the
+	// decoded map because bytes cost the collector nothing to scan (a fleet's workloads were a quarter of
+	// the placer's heap as maps) and decisions embed them as they are. nil once the workload is deleted.
+	objectJSON []byte
+	// content identifies what an applier copies of the object (contentOf); resourceVersion and generation
+	// are the object's.
+	content         string
+	resourceVersion string
+	generation      int64
+	labels          map[string]string
 	// analysis is nil when the workload could not be analyzed; analysisErr says why.
 	analysis    *karta.Analysis
 	analysisErr string

@@ -183,12 +183,8 @@ func (p *Placer) publishAnalysis(ctx context.Context, e *workloadEntry) error {
 				Pods: c.Pods, PodRequests: c.PodRequests})
 		}
 	}
-	rv := ""
-	if e.object != nil {
-		rv = schemas.ResourceVersionOf(e.object)
-	}
 	return p.send(ctx, schemas.TypeWorkloadAnalyzed, schemas.AnalysisSubject(e.ref),
-		fmt.Sprintf("analyzed/%s/%s/%d", e.ref.UID, rv, p.seq), payload)
+		fmt.Sprintf("analyzed/%s/%s/%d", e.ref.UID, e.resourceVersion, p.seq), payload)
 }
 
 // publishDecisions makes the published decisions of one workload match its placement in the store: an
@@ -197,18 +193,18 @@ func (p *Placer) publishAnalysis(ctx context.Context, e *workloadEntry) error {
 // workload is never nowhere; a workload that fits nowhere stays where it runs.
 func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *structs.Workload) error {
 	desired := map[string]int64{}
-	if wl != nil && wl.Placement != nil && !e.deleted && e.object != nil {
+	if wl != nil && wl.Placement != nil && !e.deleted && e.objectJSON != nil {
 		for _, c := range wl.Placement.Clusters {
 			desired[c] = wl.Placement.Replicas[c]
 		}
 	}
-	if len(desired) == 0 && !e.deleted && e.object != nil {
+	if len(desired) == 0 && !e.deleted && e.objectJSON != nil {
 		// The workload fits nowhere now (or no policy takes it): what already runs keeps running, as the
 		// verdict on the control plane says, until a cluster fits again. Taking it down would turn a
 		// transient answer (clusters relabelled one by one, a grown spec) into lost work.
 		return nil
 	}
-	content := contentOf(e.object)
+	content := e.content
 	for _, cluster := range slices.Sorted(maps.Keys(desired)) {
 		replicas := desired[cluster]
 		prev, ok := e.published[cluster]
@@ -260,38 +256,39 @@ func (p *Placer) clusterReady(name string) bool {
 	return c != nil && c.ready
 }
 
-// desiredObject is the control-plane object to apply, with the cluster's share of replicas for a Divide.
-func (p *Placer) desiredObject(e *workloadEntry, wl *structs.Workload, replicas int64) (map[string]any, error) {
+// desiredObject is the control-plane object to apply, encoded, with the cluster's share of replicas for a
+// Divide.
+func (p *Placer) desiredObject(e *workloadEntry, wl *structs.Workload, replicas int64) ([]byte, error) {
 	if replicas == 0 || wl == nil {
-		return e.object, nil
+		return e.objectJSON, nil
 	}
 	for _, g := range wl.PodGroups {
 		if !g.Scalable || len(g.ReplicasFieldPath) == 0 {
 			continue
 		}
-		obj := (&unstructured.Unstructured{Object: e.object}).DeepCopy().Object
+		obj, err := e.object()
+		if err != nil {
+			return nil, err
+		}
 		if err := unstructured.SetNestedField(obj, replicas, g.ReplicasFieldPath...); err != nil {
 			return nil, fmt.Errorf("set %v of %s: %w", g.ReplicasFieldPath, e.ref, err)
 		}
-		return obj, nil
+		encoded, err := kube.AppendJSON(nil, obj)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", e.ref, err)
+		}
+		return encoded, nil
 	}
 	return nil, fmt.Errorf("%s: divided into %d replicas, but no component has a plain replicas path", e.ref, replicas)
 }
 
 // decide publishes one decision and records it; content identifies the applied object (see contentOf).
 func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, action schemas.DecisionAction,
-	object map[string]any, content string, replicas int64, policyName string) error {
+	objectJSON []byte, content string, replicas int64, policyName string) error {
 	d := &schemas.PlacementDecided{
 		DecisionID: fmt.Sprintf("%s/%d/%s/%s", e.ref.UID, p.seq, action, cluster),
-		Workload:   e.ref, Cluster: cluster, Action: action, Sequence: p.seq, Epoch: p.epoch, Object: object,
+		Workload:   e.ref, Cluster: cluster, Action: action, Sequence: p.seq, Epoch: p.epoch, ObjectJSON: objectJSON,
 		Replicas: replicas, Policy: policyName,
-	}
-	if object != nil {
-		encoded, err := kube.AppendJSON(nil, object)
-		if err != nil {
-			return fmt.Errorf("placer: encode %s: %w", e.ref, err)
-		}
-		d.ObjectJSON = encoded
 	}
 	switch {
 	case action == schemas.ActionDelete && e.deleted:
@@ -308,14 +305,6 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 	e.published[cluster] = publishedDecision{action: action, sequence: p.seq, content: content, replicas: replicas}
 	p.log.Info("decided", "workload", e.ref.Key(), "cluster", cluster, "action", action, "sequence", p.seq)
 	return nil
-}
-
-func (p *Placer) send(ctx context.Context, eventType, subject, id string, payload schemas.Payload) error {
-	event, err := schemas.NewEvent(eventType, schemas.SourcePlacer, subject, id, payload)
-	if err != nil {
-		return fmt.Errorf("placer: %w", err)
-	}
-	return p.publish(ctx, subject, event)
 }
 
 // contentOf hashes what an applier would copy of an object: no status, no server-set metadata and no

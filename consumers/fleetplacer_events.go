@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
@@ -43,7 +45,9 @@ func (p *Placer) entry(ref schemas.ObjectRef) *workloadEntry {
 func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
 	ref := payload.Ref()
 	e := p.entry(ref)
-	e.object = payload.Object
+	if err := e.setObject(payload.Object); err != nil {
+		return bus.Permanent(fmt.Errorf("workload %s: %w", ref.Key(), err))
+	}
 	e.labels = labelsOf(payload.Object)
 	e.deleted = false
 	analysis, err := p.analyze(payload.Object)
@@ -65,9 +69,34 @@ func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touc
 	return p.process(e.id, touched)
 }
 
+// setObject keeps what the placer needs of a new version of the workload's object.
+func (e *workloadEntry) setObject(object map[string]any) error {
+	encoded, err := kube.AppendJSON(nil, object)
+	if err != nil {
+		return fmt.Errorf("encode object: %w", err)
+	}
+	e.objectJSON = encoded
+	e.content = contentOf(object)
+	e.resourceVersion = schemas.ResourceVersionOf(object)
+	e.generation, _, _ = unstructured.NestedInt64(object, "metadata", "generation")
+	return nil
+}
+
+// object decodes the workload's object again, for the rare paths that read it after the event that
+// brought it (a changed RI, a failed status, a Divide share); nil when the workload has none.
+func (e *workloadEntry) object() (map[string]any, error) {
+	if e.objectJSON == nil {
+		return nil, nil
+	}
+	var object map[string]any
+	if err := json.Unmarshal(e.objectJSON, &object); err != nil {
+		return nil, fmt.Errorf("workload %s: decode its object: %w", e.ref.Key(), err)
+	}
+	return object, nil
+}
+
 func (p *Placer) upsertWorkload(e *workloadEntry) error {
-	generation, _, _ := unstructured.NestedInt64(e.object, "metadata", "generation")
-	_, err := p.store.UpsertWorkload(p.seq, structs.WorkloadInfo{Labels: e.labels, Generation: generation,
+	_, err := p.store.UpsertWorkload(p.seq, structs.WorkloadInfo{Labels: e.labels, Generation: e.generation,
 		Analysis: e.analysis, Avoid: maps.Clone(e.avoid)})
 	return err
 }
@@ -88,7 +117,7 @@ func (p *Placer) analyze(object map[string]any) (*karta.Analysis, error) {
 func (p *Placer) onWorkloadDeleted(payload *schemas.ObjectDeleted, touched *touchedSet) error {
 	e := p.entry(payload.Workload)
 	e.deleted = true
-	e.object = nil
+	e.objectJSON = nil
 	p.blocked.Forget(e.id)
 	var clusters []string
 	if wl := p.store.Snapshot().Workload(e.id); wl != nil && wl.Placement != nil {
@@ -225,10 +254,14 @@ func (p *Placer) onResourceInterfaceDeleted(payload *schemas.ObjectDeleted, touc
 func (p *Placer) reanalyze(group, kind string, touched *touchedSet, rebuilding bool) error {
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		e := p.workloads[id]
-		if e.object == nil || e.deleted || e.ref.Kind != kind || e.ref.Group() != group {
+		if e.objectJSON == nil || e.deleted || e.ref.Kind != kind || e.ref.Group() != group {
 			continue
 		}
-		if err := p.onWorkloadChanged(&schemas.ObjectChanged{Object: e.object}, touched, rebuilding); err != nil {
+		object, err := e.object()
+		if err != nil {
+			return err
+		}
+		if err := p.onWorkloadChanged(&schemas.ObjectChanged{Object: object}, touched, rebuilding); err != nil {
 			return err
 		}
 	}
@@ -402,14 +435,17 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 	default:
 		e.pendingCluster, e.pendingSince = s.Cluster, *s.PendingSince
 	}
-	if rebuilding || s.Gone || s.Status == nil || e.object == nil || !p.reschedulesOnFailure(id) {
+	if rebuilding || s.Gone || s.Status == nil || e.objectJSON == nil || !p.reschedulesOnFailure(id) {
 		return nil
 	}
-	ri, ok := p.registry.Lookup(karta.GVKOf(e.object))
+	withStatus, err := e.object()
+	if err != nil {
+		return err
+	}
+	ri, ok := p.registry.Lookup(karta.GVKOf(withStatus))
 	if !ok {
 		return nil
 	}
-	withStatus := maps.Clone(e.object)
 	withStatus["status"] = s.Status
 	phase, err := ri.Phase(withStatus)
 	if err != nil || phase != karta.PhaseFailed {
@@ -551,8 +587,8 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 	// A Divide decision's object carries the cluster's share of replicas; the content compared later is
 	// that of the control-plane object, which only differs there, so the share is recorded on its own.
 	content := contentOf(d.Object)
-	if d.Replicas > 0 && e.object != nil {
-		content = contentOf(e.object)
+	if d.Replicas > 0 && e.objectJSON != nil {
+		content = e.content
 	}
 	e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, content: content, replicas: d.Replicas}
 }

@@ -9,6 +9,8 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetflow/fleetflow/schemas"
 )
 
 // AsyncEventPublisher publishes without waiting for the stream's acknowledgement; *bus.Publisher
@@ -26,53 +28,96 @@ const (
 	acknowledgementTimeout = 30 * time.Second
 )
 
-// publishBatch holds the publishes of one reconcile that are not acknowledged yet.
-type publishBatch struct {
-	pending []jetstream.PubAckFuture
+// outgoing is one event to encode and publish.
+type outgoing struct {
+	eventType, subject, id string
+	payload                schemas.Payload
 }
 
-// publish sends one event: asynchronously when the publisher can, then waiting only when too many wait.
-func (p *Placer) publish(ctx context.Context, subject string, event cloudevents.Event) error {
+// publishBatch encodes and publishes, on a goroutine of its own, what the placer sends until the next
+// wait for acknowledgements, so the placer goes on with its next workload meanwhile. Payloads handed to it
+// are not modified afterwards: they are built for the event, or read from the store, whose objects are
+// immutable.
+type publishBatch struct {
+	queue chan outgoing
+	// done delivers, once queue is closed and drained, every publish's future and the encoding errors.
+	done chan publishResult
+}
+
+type publishResult struct {
+	futures []jetstream.PubAckFuture
+	errs    []error
+}
+
+func startPublishBatch(async AsyncEventPublisher) *publishBatch {
+	b := &publishBatch{queue: make(chan outgoing, maxUnacknowledged), done: make(chan publishResult, 1)}
+	go func() {
+		var res publishResult
+		for o := range b.queue {
+			event, err := schemas.NewEvent(o.eventType, schemas.SourcePlacer, o.subject, o.id, o.payload)
+			if err == nil {
+				var future jetstream.PubAckFuture
+				if future, err = async.PublishAsync(o.subject, event); err == nil {
+					res.futures = append(res.futures, future)
+					continue
+				}
+			}
+			res.errs = append(res.errs, fmt.Errorf("publish %s to %s: %w", o.eventType, o.subject, err))
+		}
+		b.done <- res
+	}()
+	return b
+}
+
+// send publishes one event: through the batch's goroutine when the publisher is asynchronous, waiting for
+// acknowledgements only when too many are outstanding. The payload is validated here, so a bad one fails
+// the event that made it rather than the whole batch.
+func (p *Placer) send(ctx context.Context, eventType, subject, id string, payload schemas.Payload) error {
 	async, ok := p.publisher.(AsyncEventPublisher)
 	if !ok {
-		_, err := p.publisher.Publish(ctx, subject, event)
+		event, err := schemas.NewEvent(eventType, schemas.SourcePlacer, subject, id, payload)
+		if err != nil {
+			return fmt.Errorf("placer: %w", err)
+		}
+		_, err = p.publisher.Publish(ctx, subject, event)
 		return err
 	}
-	if p.batch == nil {
-		p.batch = &publishBatch{}
+	if err := payload.Validate(); err != nil {
+		return fmt.Errorf("placer: %s payload for %s: %w", eventType, subject, err)
 	}
-	if len(p.batch.pending) >= maxUnacknowledged {
+	if p.queued >= maxUnacknowledged {
 		if err := p.awaitAcknowledgements(ctx); err != nil {
 			// The failed publish may belong to an earlier staged event: the batch fails as a whole.
 			p.batchErr = err
 			return err
 		}
 	}
-	future, err := async.PublishAsync(subject, event)
-	if err != nil {
-		return err
+	if p.batch == nil {
+		p.batch = startPublishBatch(async)
 	}
-	p.batch.pending = append(p.batch.pending, future)
+	p.batch.queue <- outgoing{eventType: eventType, subject: subject, id: id, payload: payload}
+	p.queued++
 	return nil
 }
 
-// awaitAcknowledgements waits until every pending publish is stored, and reports the first that was not.
+// awaitAcknowledgements waits until everything sent so far is stored, and reports what was not.
 func (p *Placer) awaitAcknowledgements(ctx context.Context) error {
 	if p.batch == nil {
 		return nil
 	}
-	pending := p.batch.pending
-	p.batch.pending = nil
+	close(p.batch.queue)
+	res := <-p.batch.done
+	p.batch, p.queued = nil, 0
 	timeout := time.NewTimer(acknowledgementTimeout)
 	defer timeout.Stop()
-	var errs []error
-	for _, f := range pending {
+	errs := res.errs
+	for _, f := range res.futures {
 		select {
 		case <-f.Ok():
 		case err := <-f.Err():
 			errs = append(errs, fmt.Errorf("publish to %s: %w", f.Msg().Subject, err))
 		case <-timeout.C:
-			return fmt.Errorf("placer: no acknowledgement of %d publishes within %s", len(pending), acknowledgementTimeout)
+			return fmt.Errorf("placer: no acknowledgement of %d publishes within %s", len(res.futures), acknowledgementTimeout)
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -44,3 +44,15 @@ func TestPlacementDecidedWritesPreEncodedObject(t *testing.T) {
 		t.Errorf("the object is written %d times: %s", n, pre)
 	}
 }
+
+func TestPlacementDecidedApplyNeedsAnObject(t *testing.T) {
+	d := PlacementDecided{DecisionID: "u/7/Apply/east", Cluster: "east", Action: ActionApply, Sequence: 7,
+		Workload: ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "u"}}
+	if err := d.Validate(); err == nil || !strings.Contains(err.Error(), "object: required") {
+		t.Errorf("Validate without an object = %v, want object: required", err)
+	}
+	d.ObjectJSON = json.RawMessage(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"team"}}`)
+	if err := d.Validate(); err != nil {
+		t.Errorf("Validate with a pre-encoded object = %v", err)
+	}
+}

@@ -147,8 +147,9 @@ type PlacementDecided struct {
 	Epoch string `json:"epoch,omitempty"`
 	// Object is the desired object, for Apply.
 	Object map[string]any `json:"object,omitempty"`
-	// ObjectJSON, when set, is Object already encoded, and is written in its place: a sender that has the
-	// encoding at hand saves encoding the object again. It is never read from the wire.
+	// ObjectJSON, when set, is the object already encoded, and is written in Object's place: a sender that
+	// keeps objects encoded saves decoding and encoding them again. Validate takes it as the object without
+	// decoding it. It is never read from the wire, so receivers always see Object.
 	ObjectJSON json.RawMessage `json:"-"`
 	// Replicas is the replica count written into Object for a Divide spread; 0 when not divided.
 	Replicas int64  `json:"replicas,omitempty"`
@@ -184,8 +185,10 @@ func (p *PlacementDecided) Validate() error {
 	}
 	switch p.Action {
 	case ActionApply:
-		if p.Object == nil {
+		if p.Object == nil && len(p.ObjectJSON) == 0 {
 			errs = append(errs, errors.New("object: required for action Apply"))
+		} else if p.Object == nil {
+			// Pre-encoded by the sender, which built it from the workload's own object.
 		} else if got := RefOf(p.Object); got.Name != p.Workload.Name || got.Namespace != p.Workload.Namespace ||
 			got.Kind != p.Workload.Kind || got.APIVersion != p.Workload.APIVersion {
 			errs = append(errs, fmt.Errorf("object: identity %s does not match workload %s", got, p.Workload))
