@@ -88,7 +88,11 @@ func (w *writeTxn) rebuildClusterCapacity(name string, dirty map[string]struct{}
 		}
 		all := make([]*structs.NodeCapacity, 0, len(nodes))
 		for _, raw := range nodes {
-			nc, err := w.nodeCapacity(raw.(*structs.Node))
+			var prior *structs.NodeCapacity
+			if old != nil {
+				prior = old.Node(raw.(*structs.Node).Name)
+			}
+			nc, err := w.nodeCapacity(raw.(*structs.Node), prior)
 			if err != nil {
 				return err
 			}
@@ -126,15 +130,16 @@ func (w *writeTxn) updateChunks(c *structs.ClusterCapacity, dirty map[string]str
 	for _, name := range names {
 		key := structs.NodeID(c.Name, name)
 		var nc *structs.NodeCapacity
-		if old := c.Node(name); old != nil && !w.rebuilt[key] {
-			nc = adjustReserved(old, w.reservedDelta[key], w.resources.Len())
+		old := c.Node(name)
+		if old != nil && !w.rebuilt[key] {
+			nc = adjustReserved(old, w.reservedDelta[key], w.reservationOps[key], w.resources.Len())
 		} else {
 			raw, err := w.first(TableNodes, indexID, key)
 			if err != nil {
 				return err
 			}
 			if raw != nil {
-				if nc, err = w.nodeCapacity(raw.(*structs.Node)); err != nil {
+				if nc, err = w.nodeCapacity(raw.(*structs.Node), old); err != nil {
 					return err
 				}
 			}
@@ -196,8 +201,15 @@ func (w *writeTxn) updateChunks(c *structs.ClusterCapacity, dirty map[string]str
 	return nil
 }
 
-func (w *writeTxn) nodeCapacity(node *structs.Node) (*structs.NodeCapacity, error) {
-	reservations, err := w.all(TableReservations, indexNode, node.ID())
+// nodeCapacity computes a node's capacity from scratch: what every reservation on it holds, read from the
+// reservations themselves. prior is the node's capacity before this write, nil when it had none; its list of
+// reservations, with this write's changes applied, names the reservations to read.
+func (w *writeTxn) nodeCapacity(node *structs.Node, prior *structs.NodeCapacity) (*structs.NodeCapacity, error) {
+	var ids []string
+	if prior != nil {
+		ids = prior.Reservations
+	}
+	reservations, err := w.readReservations(node.Cluster, node.Name, applyReservationOps(ids, w.reservationOps[node.ID()]))
 	if err != nil {
 		return nil, err
 	}
@@ -205,10 +217,10 @@ func (w *writeTxn) nodeCapacity(node *structs.Node) (*structs.NodeCapacity, erro
 	nc := &structs.NodeCapacity{Node: node}
 	if len(reservations) > 0 {
 		nc.Reserved = make(structs.Vector, n)
-		for _, raw := range reservations {
-			if on := raw.(*structs.Reservation).On(node.Cluster, node.Name); on != nil {
-				nc.Reserved.AddInPlace(on.Request, 1)
-			}
+		nc.Reservations = make([]string, len(reservations))
+		for i, r := range reservations {
+			nc.Reservations[i] = r.ID
+			nc.Reserved.AddInPlace(r.On(node.Cluster, node.Name).Request, 1)
 		}
 	}
 	nc.Free = make(structs.Vector, n)
@@ -218,9 +230,60 @@ func (w *writeTxn) nodeCapacity(node *structs.Node) (*structs.NodeCapacity, erro
 	return nc, nil
 }
 
-// adjustReserved returns a copy of nc with delta more reserved.
-func adjustReserved(nc *structs.NodeCapacity, delta structs.Vector, n int) *structs.NodeCapacity {
-	next := &structs.NodeCapacity{Node: nc.Node, Reserved: make(structs.Vector, n), Free: make(structs.Vector, n)}
+// reservationsOn returns the reservations holding capacity on a node as of this write.
+func (w *writeTxn) reservationsOn(cluster, node string) ([]*structs.Reservation, error) {
+	var ids []string
+	if row := w.capacity.get(cluster); row != nil {
+		if nc := row.Node(node); nc != nil {
+			ids = nc.Reservations
+		}
+	}
+	return w.readReservations(cluster, node, applyReservationOps(ids, w.reservationOps[structs.NodeID(cluster, node)]))
+}
+
+// readReservations reads the reservations of ids that hold something on a node.
+func (w *writeTxn) readReservations(cluster, node string, ids []string) ([]*structs.Reservation, error) {
+	var out []*structs.Reservation
+	for _, id := range ids {
+		raw, err := w.first(TableReservations, indexID, id)
+		if err != nil {
+			return nil, err
+		}
+		if raw != nil && raw.(*structs.Reservation).On(cluster, node) != nil {
+			out = append(out, raw.(*structs.Reservation))
+		}
+	}
+	return out, nil
+}
+
+// reservationOp is a reservation starting (add) or ceasing to hold capacity on a node.
+type reservationOp struct {
+	id  string
+	add bool
+}
+
+// applyReservationOps returns the sorted list ids with ops applied in order; ids itself is never modified.
+func applyReservationOps(ids []string, ops []reservationOp) []string {
+	if len(ops) == 0 {
+		return ids
+	}
+	out := slices.Clone(ids)
+	for _, op := range ops {
+		i, found := slices.BinarySearch(out, op.id)
+		switch {
+		case op.add && !found:
+			out = slices.Insert(out, i, op.id)
+		case !op.add && found:
+			out = slices.Delete(out, i, i+1)
+		}
+	}
+	return slices.Clip(out)
+}
+
+// adjustReserved returns a copy of nc with delta more reserved and ops applied to its reservations.
+func adjustReserved(nc *structs.NodeCapacity, delta structs.Vector, ops []reservationOp, n int) *structs.NodeCapacity {
+	next := &structs.NodeCapacity{Node: nc.Node, Reserved: make(structs.Vector, n), Free: make(structs.Vector, n),
+		Reservations: applyReservationOps(nc.Reservations, ops)}
 	copy(next.Reserved, nc.Reserved)
 	next.Reserved.AddInPlace(delta, 1)
 	for i := range next.Free {

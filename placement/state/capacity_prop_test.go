@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,6 +81,8 @@ func TestCapacityRowsProperty(t *testing.T) {
 func checkCapacityRows(rt *rapid.T, h *placementtest.Harness) {
 	snap := h.Store.Snapshot()
 	n := snap.Resources().Len()
+	// What each node holds is found by scanning every reservation, independently of the per-node lists.
+	all := snap.Reservations()
 	for _, c := range snap.Clusters() {
 		row := snap.Capacity(c.Name)
 		nodes := snap.Nodes(c.Name)
@@ -104,8 +107,22 @@ func checkCapacityRows(rt *rapid.T, h *placementtest.Harness) {
 				rt.Fatalf("cluster %s: row node %s is not the stored node %s", c.Name, nc.Node.Name, node.Name)
 			}
 			reserved := make(structs.Vector, n)
+			var ids []string
+			for _, r := range all {
+				if on := r.On(c.Name, node.Name); on != nil {
+					reserved.AddInPlace(on.Request, 1)
+					ids = append(ids, r.ID)
+				}
+			}
+			if !slices.Equal(nc.Reservations, ids) {
+				rt.Fatalf("node %s/%s lists reservations %v, want %v", c.Name, node.Name, nc.Reservations, ids)
+			}
+			var on []string
 			for _, r := range snap.ReservationsOn(c.Name, node.Name) {
-				reserved.AddInPlace(r.On(c.Name, node.Name).Request, 1)
+				on = append(on, r.ID)
+			}
+			if !slices.Equal(on, ids) {
+				rt.Fatalf("ReservationsOn(%s, %s) = %v, want %v", c.Name, node.Name, on, ids)
 			}
 			for r := range n {
 				want := max(0, node.Allocatable.Get(r)-node.Requested.Get(r)-reserved.Get(r))

@@ -123,3 +123,33 @@ func TestChunkMemosAcrossWrites(t *testing.T) {
 		t.Errorf("node memo after a node update was not recomputed (%d computations, want 4)", computed)
 	}
 }
+
+// TestApplyReservationOps: the ops apply in order to a sorted list, so a reservation dropped and recorded again
+// in one write (a plan replayed onto its own placement) stays listed, and the input list is never modified.
+func TestApplyReservationOps(t *testing.T) {
+	cases := []struct {
+		name string
+		ids  []string
+		ops  []reservationOp
+		want []string
+	}{
+		{"no ops", []string{"a"}, nil, []string{"a"}},
+		{"added in order", []string{"a", "c"}, []reservationOp{{"b", true}}, []string{"a", "b", "c"}},
+		{"removed", []string{"a", "b"}, []reservationOp{{"a", false}}, []string{"b"}},
+		{"removed then added again", []string{"a"}, []reservationOp{{"a", false}, {"a", true}}, []string{"a"}},
+		{"added then removed", nil, []reservationOp{{"x", true}, {"x", false}}, []string{}},
+		{"removing an absent one is a no-op", []string{"a"}, []reservationOp{{"z", false}}, []string{"a"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := slices.Clone(tc.ids)
+			got := applyReservationOps(tc.ids, tc.ops)
+			if len(got) != len(tc.want) || (len(got) > 0 && !slices.Equal(got, tc.want)) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+			if !slices.Equal(tc.ids, before) {
+				t.Errorf("input changed to %v, was %v", tc.ids, before)
+			}
+		})
+	}
+}

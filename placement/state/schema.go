@@ -27,8 +27,6 @@ const (
 	indexCluster = "cluster"
 	// indexGroupKind finds the ResourceInterface of a kind ("group/Kind").
 	indexGroupKind = "group_kind"
-	// indexNode finds the reservations holding capacity on a node ("cluster/node").
-	indexNode = "node"
 )
 
 func schema() *memdb.DBSchema {
@@ -92,7 +90,9 @@ func resourceInterfacesTableSchema() *memdb.TableSchema {
 
 func reservationsTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TableReservations, Indexes: map[string]*memdb.IndexSchema{
-		indexID:   idIndex(func(r *structs.Reservation) string { return r.ID }),
-		indexNode: {Name: indexNode, Indexer: stringsIndexer[*structs.Reservation]{values: (*structs.Reservation).NodeIDs}},
+		// The reservations on a node are listed in its capacity row (NodeCapacity.Reservations), which every
+		// reservation rewrites anyway, rather than in a node index that would cost each decision an index
+		// write per reserved node.
+		indexID: idIndex(func(r *structs.Reservation) string { return r.ID }),
 	}}
 }

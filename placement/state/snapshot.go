@@ -116,9 +116,28 @@ func (s *Snapshot) ReservationsOf(workloadID string) []*structs.Reservation {
 	return []*structs.Reservation{r}
 }
 
-// ReservationsOn returns the reservations on a node.
+// ReservationsOn returns the reservations on a node, sorted by ID.
 func (s *Snapshot) ReservationsOn(cluster, node string) []*structs.Reservation {
-	return all[*structs.Reservation](s, TableReservations, indexNode, structs.NodeID(cluster, node))
+	row := s.capacity.get(cluster)
+	if row == nil {
+		return nil
+	}
+	nc := row.Node(node)
+	if nc == nil {
+		return nil
+	}
+	var out []*structs.Reservation
+	for _, id := range nc.Reservations {
+		if r, _ := first[*structs.Reservation](s, TableReservations, indexID, id); r != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Reservations returns every reservation, sorted by ID.
+func (s *Snapshot) Reservations() []*structs.Reservation {
+	return all[*structs.Reservation](s, TableReservations, indexID)
 }
 
 func first[T any](s *Snapshot, table, index string, args ...any) (T, error) {

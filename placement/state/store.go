@@ -77,6 +77,9 @@ type writeTxn struct {
 	// reservedDelta holds, per node key, the change in reserved capacity of a node whose object did not change,
 	// so its capacity is the old one adjusted rather than recomputed from every reservation on it.
 	reservedDelta map[string]structs.Vector
+	// reservationOps holds, per node key, the reservations that started or stopped holding capacity on the node,
+	// in order, to apply to its list of reservations.
+	reservationOps map[string][]reservationOp
 	// rebuilt marks node keys whose node object changed and must be recomputed from scratch.
 	rebuilt map[string]bool
 	tables  map[string]struct{}
@@ -162,13 +165,15 @@ func (w *writeTxn) all(table, index string, args ...any) ([]any, error) {
 func (w *writeTxn) resetDirty() {
 	w.dirtyNodes = map[string]map[string]struct{}{}
 	w.reservedDelta = map[string]structs.Vector{}
+	w.reservationOps = map[string][]reservationOp{}
 	w.rebuilt = map[string]bool{}
 }
 
-// markReserved records that a node's reserved capacity changes by sign × delta.
-func (w *writeTxn) markReserved(cluster, node string, delta structs.Vector, sign int64) {
+// markReserved records that reservation id starts (sign 1) or stops (sign -1) holding delta on a node.
+func (w *writeTxn) markReserved(cluster, node, id string, delta structs.Vector, sign int64) {
 	w.touchNode(cluster, node)
 	key := structs.NodeID(cluster, node)
+	w.reservationOps[key] = append(w.reservationOps[key], reservationOp{id: id, add: sign > 0})
 	acc := w.reservedDelta[key]
 	if len(acc) < len(delta) {
 		acc = slices.Grow(acc, len(delta)-len(acc))[:len(delta)]

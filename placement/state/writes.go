@@ -146,12 +146,11 @@ func (w *writeTxn) upsertNode(info *structs.NodeInfo) error {
 		return err
 	}
 	if len(node.PodsByWorkload) > 0 {
-		reservations, err := w.all(TableReservations, indexNode, node.ID())
+		reservations, err := w.reservationsOn(node.Cluster, node.Name)
 		if err != nil {
 			return err
 		}
-		for _, raw := range reservations {
-			r := raw.(*structs.Reservation)
+		for _, r := range reservations {
 			if on := r.On(node.Cluster, node.Name); on != nil && node.PodsByWorkload[r.WorkloadLabel] >= on.Pods {
 				if err := w.releaseNode(r, node.Cluster, node.Name); err != nil {
 					return err
@@ -178,12 +177,12 @@ func (w *writeTxn) deleteNode(node *structs.Node) error {
 	if err := w.delete(TableNodes, node); err != nil {
 		return err
 	}
-	reservations, err := w.all(TableReservations, indexNode, node.ID())
+	reservations, err := w.reservationsOn(node.Cluster, node.Name)
 	if err != nil {
 		return err
 	}
-	for _, raw := range reservations {
-		if err := w.releaseNode(raw.(*structs.Reservation), node.Cluster, node.Name); err != nil {
+	for _, r := range reservations {
+		if err := w.releaseNode(r, node.Cluster, node.Name); err != nil {
 			return err
 		}
 	}
@@ -198,7 +197,7 @@ func (w *writeTxn) releaseNode(r *structs.Reservation, cluster, node string) err
 		if n.Cluster != cluster || n.Node != node {
 			kept = append(kept, n)
 		} else {
-			w.markReserved(cluster, node, n.Request, -1)
+			w.markReserved(cluster, node, r.ID, n.Request, -1)
 		}
 	}
 	if len(kept) == 0 {
@@ -293,7 +292,7 @@ func (w *writeTxn) releaseWorkload(wl *structs.Workload) error {
 
 func (w *writeTxn) deleteReservation(r *structs.Reservation) error {
 	for _, n := range r.Nodes {
-		w.markReserved(n.Cluster, n.Node, n.Request, -1)
+		w.markReserved(n.Cluster, n.Node, r.ID, n.Request, -1)
 	}
 	return w.delete(TableReservations, r)
 }
@@ -431,7 +430,7 @@ func (w *writeTxn) reserve(d *structs.Decision, wl *structs.Workload, expires in
 		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Node, b.Node))
 	})
 	for _, n := range r.Nodes {
-		w.markReserved(n.Cluster, n.Node, n.Request, 1)
+		w.markReserved(n.Cluster, n.Node, r.ID, n.Request, 1)
 	}
 	return w.insert(TableReservations, r)
 }

@@ -519,4 +519,7 @@ type NodeCapacity struct {
 	Reserved Vector
 	// Free is Allocatable − Requested − Reserved, never below 0.
 	Free Vector
+	// Reservations lists, sorted, the IDs of the reservations that hold capacity on the node (Reserved is what
+	// they hold together).
+	Reservations []string
 }
