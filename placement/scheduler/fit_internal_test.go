@@ -208,9 +208,8 @@ func drawCluster(t *rapid.T, rt *structs.ResourceTable, constraints []*structs.P
 		old := &structs.NodeChunk{Nodes: part}
 		old.Summarize(n)
 		for _, g := range constraints {
-			eligibilityOf(old, g, eligibilityKey(g))
-			if el := eligibilityOf(old, g, eligibilityKey(g)); el.count > 0 {
-				largestFreeOf(old, el, "scheduler.largestFree\x00"+g.ConstraintKey)
+			if el := eligibilityOf(old, g, memoKey(g)); el.count > 0 {
+				freeOf(old, el, memoKey(g))
 			}
 		}
 		ch := &structs.NodeChunk{Nodes: make([]*structs.NodeCapacity, len(part))}
