@@ -131,8 +131,13 @@ func (w *writeTxn) updateChunks(c *structs.ClusterCapacity, dirty map[string]str
 		key := structs.NodeID(c.Name, name)
 		var nc *structs.NodeCapacity
 		old := c.Node(name)
-		if old != nil && !w.rebuilt[key] {
-			nc = adjustReserved(old, w.reservedDelta[key], w.reservationOps[key], w.resources.Len())
+		if change := w.change(key); old != nil && (change == nil || !change.rebuilt) {
+			var delta structs.Vector
+			var ops []reservationOp
+			if change != nil {
+				delta, ops = change.reservedDelta, change.reservationOps
+			}
+			nc = adjustReserved(old, delta, ops, w.resources.Len())
 		} else {
 			raw, err := w.first(TableNodes, indexID, key)
 			if err != nil {
@@ -209,7 +214,7 @@ func (w *writeTxn) nodeCapacity(node *structs.Node, prior *structs.NodeCapacity)
 	if prior != nil {
 		ids = prior.Reservations
 	}
-	reservations, err := w.readReservations(node.Cluster, node.Name, applyReservationOps(ids, w.reservationOps[node.ID()]))
+	reservations, err := w.readReservations(node.Cluster, node.Name, applyReservationOps(ids, w.opsOn(node.ID())))
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +243,15 @@ func (w *writeTxn) reservationsOn(cluster, node string) ([]*structs.Reservation,
 			ids = nc.Reservations
 		}
 	}
-	return w.readReservations(cluster, node, applyReservationOps(ids, w.reservationOps[structs.NodeID(cluster, node)]))
+	return w.readReservations(cluster, node, applyReservationOps(ids, w.opsOn(structs.NodeID(cluster, node))))
+}
+
+// opsOn returns the reservation changes this write made on a node.
+func (w *writeTxn) opsOn(key string) []reservationOp {
+	if c := w.change(key); c != nil {
+		return c.reservationOps
+	}
+	return nil
 }
 
 // readReservations reads the reservations of ids that hold something on a node.

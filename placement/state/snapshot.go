@@ -17,7 +17,7 @@ type Snapshot struct {
 	resources  *structs.ResourceTable
 	capacity   *capacityRows
 	index      uint64
-	tableIndex map[string]uint64
+	tableIndex tableIndexes
 	policies   []*policy.Policy
 }
 
@@ -25,7 +25,12 @@ type Snapshot struct {
 func (s *Snapshot) Index() uint64 { return s.index }
 
 // TableIndex is the latest stream sequence that wrote table, 0 when none did.
-func (s *Snapshot) TableIndex(table string) uint64 { return s.tableIndex[table] }
+func (s *Snapshot) TableIndex(table string) uint64 {
+	if i := tableNumber(table); i >= 0 {
+		return s.tableIndex[i]
+	}
+	return 0
+}
 
 // Resources is the resource table the view's vectors index.
 func (s *Snapshot) Resources() *structs.ResourceTable { return s.resources }

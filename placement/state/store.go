@@ -2,7 +2,6 @@ package state
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -35,8 +34,8 @@ type Store struct {
 	latest    uint64
 	// tableIndex is the latest sequence per table. It lives beside memdb rather than in a table of its own because
 	// every decision writes three tables, and a memdb row per table would triple the index writes per decision.
-	// It is replaced, never modified, so snapshots can share it.
-	tableIndex map[string]uint64
+	// It is a value, copied into each snapshot.
+	tableIndex tableIndexes
 	// policies is every policy sorted by name, read by every cycle; it is rebuilt when a policy is written, which
 	// is rare, instead of being collected from memdb per cycle, and replaced, never modified.
 	policies []*policy.Policy
@@ -72,26 +71,62 @@ type writeTxn struct {
 	seq       uint64
 	resources *structs.ResourceTable
 	capacity  *capacityRows
-	// dirtyNodes lists, per cluster, the nodes whose capacity must be recomputed; a nil set means the whole cluster.
+	// dirtyNodes lists, per cluster, the nodes whose capacity must be recomputed; a nil set means the whole
+	// cluster. It and nodeChanges are allocated by the first change, as many writes change no node.
 	dirtyNodes map[string]map[string]struct{}
-	// reservedDelta holds, per node key, the change in reserved capacity of a node whose object did not change,
-	// so its capacity is the old one adjusted rather than recomputed from every reservation on it.
-	reservedDelta map[string]structs.Vector
-	// reservationOps holds, per node key, the reservations that started or stopped holding capacity on the node,
-	// in order, to apply to its list of reservations.
-	reservationOps map[string][]reservationOp
-	// rebuilt marks node keys whose node object changed and must be recomputed from scratch.
-	rebuilt map[string]bool
-	tables  map[string]struct{}
+	// nodeChanges holds, per node key, what this write changed about a node's capacity.
+	nodeChanges map[string]*nodeChange
+	// tables marks the tables written, by tableNumber.
+	tables [len(tableNames)]bool
+}
+
+// nodeChange is what one write changed about a node's capacity.
+type nodeChange struct {
+	// reservedDelta is the change in reserved capacity, so a node whose object did not change gets the old
+	// capacity adjusted rather than recomputed from every reservation on it.
+	reservedDelta structs.Vector
+	// reservationOps are the reservations that started or stopped holding capacity on the node, in order.
+	reservationOps []reservationOp
+	// rebuilt: the node object changed (or went away), so its capacity is recomputed from scratch.
+	rebuilt bool
+}
+
+// change returns what this write changed about a node, nil when nothing.
+func (w *writeTxn) change(key string) *nodeChange { return w.nodeChanges[key] }
+
+func (w *writeTxn) changeFor(key string) *nodeChange {
+	c := w.nodeChanges[key]
+	if c == nil {
+		if w.nodeChanges == nil {
+			w.nodeChanges = map[string]*nodeChange{}
+		}
+		c = &nodeChange{}
+		w.nodeChanges[key] = c
+	}
+	return c
+}
+
+// tableIndexes is the latest sequence per table, by tableNumber.
+type tableIndexes [len(tableNames)]uint64
+
+// tableNames lists every table; a table's position is its tableNumber.
+var tableNames = [...]string{TableClusters, TableNamespaces, TableNodes, TableWorkloads, TablePolicies,
+	TableResourceInterfaces, TableReservations}
+
+func tableNumber(table string) int {
+	for i, name := range tableNames {
+		if name == table {
+			return i
+		}
+	}
+	return -1
 }
 
 // write runs fn in a write transaction stamped with seq and commits it if fn succeeds.
 func (s *Store) write(seq uint64, fn func(w *writeTxn) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	w := &writeTxn{store: s, txn: s.db.Txn(true), seq: seq, resources: s.resources, capacity: s.capacity,
-		tables: map[string]struct{}{}}
-	w.resetDirty()
+	w := &writeTxn{store: s, txn: s.db.Txn(true), seq: seq, resources: s.resources, capacity: s.capacity}
 	defer w.txn.Abort()
 	if err := fn(w); err != nil {
 		return err
@@ -100,7 +135,7 @@ func (s *Store) write(seq uint64, fn func(w *writeTxn) error) error {
 		return err
 	}
 	policies := s.policies
-	if _, changed := w.tables[TablePolicies]; changed {
+	if w.tables[tableNumber(TablePolicies)] {
 		raw, err := w.all(TablePolicies, indexID)
 		if err != nil {
 			return err
@@ -112,13 +147,10 @@ func (s *Store) write(seq uint64, fn func(w *writeTxn) error) error {
 	}
 	w.txn.Commit()
 	s.policies = policies
-	if len(w.tables) > 0 {
-		next := make(map[string]uint64, len(s.tableIndex)+len(w.tables))
-		maps.Copy(next, s.tableIndex)
-		for table := range w.tables {
-			next[table] = max(next[table], seq)
+	for i, written := range w.tables {
+		if written {
+			s.tableIndex[i] = max(s.tableIndex[i], seq)
 		}
-		s.tableIndex = next
 	}
 	s.resources = w.resources
 	s.capacity = w.capacity
@@ -130,15 +162,21 @@ func (w *writeTxn) insert(table string, obj any) error {
 	if err := w.txn.Insert(table, obj); err != nil {
 		return fmt.Errorf("state: insert into %s: %w", table, err)
 	}
-	w.tables[table] = struct{}{}
+	w.markTable(table)
 	return nil
+}
+
+func (w *writeTxn) markTable(table string) {
+	if i := tableNumber(table); i >= 0 {
+		w.tables[i] = true
+	}
 }
 
 func (w *writeTxn) delete(table string, obj any) error {
 	if err := w.txn.Delete(table, obj); err != nil {
 		return fmt.Errorf("state: delete from %s: %w", table, err)
 	}
-	w.tables[table] = struct{}{}
+	w.markTable(table)
 	return nil
 }
 
@@ -163,28 +201,24 @@ func (w *writeTxn) all(table, index string, args ...any) ([]any, error) {
 }
 
 func (w *writeTxn) resetDirty() {
-	w.dirtyNodes = map[string]map[string]struct{}{}
-	w.reservedDelta = map[string]structs.Vector{}
-	w.reservationOps = map[string][]reservationOp{}
-	w.rebuilt = map[string]bool{}
+	w.dirtyNodes = nil
+	w.nodeChanges = nil
 }
 
 // markReserved records that reservation id starts (sign 1) or stops (sign -1) holding delta on a node.
 func (w *writeTxn) markReserved(cluster, node, id string, delta structs.Vector, sign int64) {
 	w.touchNode(cluster, node)
-	key := structs.NodeID(cluster, node)
-	w.reservationOps[key] = append(w.reservationOps[key], reservationOp{id: id, add: sign > 0})
-	acc := w.reservedDelta[key]
-	if len(acc) < len(delta) {
-		acc = slices.Grow(acc, len(delta)-len(acc))[:len(delta)]
+	c := w.changeFor(structs.NodeID(cluster, node))
+	c.reservationOps = append(c.reservationOps, reservationOp{id: id, add: sign > 0})
+	if len(c.reservedDelta) < len(delta) {
+		c.reservedDelta = slices.Grow(c.reservedDelta, len(delta)-len(c.reservedDelta))[:len(delta)]
 	}
-	acc.AddInPlace(delta, sign)
-	w.reservedDelta[key] = acc
+	c.reservedDelta.AddInPlace(delta, sign)
 }
 
 // markNode records that a node object changed (or went away): its capacity is recomputed from scratch.
 func (w *writeTxn) markNode(cluster, node string) {
-	w.rebuilt[structs.NodeID(cluster, node)] = true
+	w.changeFor(structs.NodeID(cluster, node)).rebuilt = true
 	w.touchNode(cluster, node)
 }
 
@@ -195,9 +229,17 @@ func (w *writeTxn) touchNode(cluster, node string) {
 	}
 	if set == nil {
 		set = map[string]struct{}{}
-		w.dirtyNodes[cluster] = set
+		w.dirty()[cluster] = set
 	}
 	set[node] = struct{}{}
 }
 
-func (w *writeTxn) markCluster(cluster string) { w.dirtyNodes[cluster] = nil }
+// dirty returns dirtyNodes, allocating it on first use.
+func (w *writeTxn) dirty() map[string]map[string]struct{} {
+	if w.dirtyNodes == nil {
+		w.dirtyNodes = map[string]map[string]struct{}{}
+	}
+	return w.dirtyNodes
+}
+
+func (w *writeTxn) markCluster(cluster string) { w.dirty()[cluster] = nil }

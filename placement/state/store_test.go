@@ -225,4 +225,13 @@ func TestPoliciesFollowWrites(t *testing.T) {
 	if got, want := names(s.Snapshot()), []string{"serving@12"}; !slices.Equal(got, want) {
 		t.Errorf("policies after the update and delete = %v, want %v", got, want)
 	}
+	// The policy writes stamp the policies table only; newTestStore last wrote nodes at 2.
+	for table, want := range map[string]uint64{TablePolicies: 13, TableNodes: 2, TableWorkloads: 0, "no-such-table": 0} {
+		if got := s.Snapshot().TableIndex(table); got != want {
+			t.Errorf("TableIndex(%s) = %d, want %d", table, got, want)
+		}
+	}
+	if got := first.TableIndex(TablePolicies); got != 11 {
+		t.Errorf("TableIndex(%s) of the first snapshot = %d, want 11", TablePolicies, got)
+	}
 }

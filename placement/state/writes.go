@@ -42,7 +42,7 @@ func (s *Store) UpsertCluster(seq uint64, cluster *structs.Cluster) error {
 // touchCluster makes the capacity row pick up the new cluster object without recomputing any node.
 func (w *writeTxn) touchCluster(name string) {
 	if _, seen := w.dirtyNodes[name]; !seen {
-		w.dirtyNodes[name] = map[string]struct{}{}
+		w.dirty()[name] = map[string]struct{}{}
 	}
 }
 
