@@ -212,7 +212,7 @@ func (w *writeTxn) updateChunks(c *structs.ClusterCapacity, dirty map[string]str
 func (w *writeTxn) nodeCapacity(node *structs.Node, prior *structs.NodeCapacity) (*structs.NodeCapacity, error) {
 	var ids []string
 	if prior != nil {
-		ids = prior.Reservations
+		ids = prior.ReservedBy
 	}
 	reservations, err := w.readReservations(node.Cluster, node.Name, applyReservationOps(ids, w.opsOn(node.ID())))
 	if err != nil {
@@ -222,9 +222,9 @@ func (w *writeTxn) nodeCapacity(node *structs.Node, prior *structs.NodeCapacity)
 	nc := &structs.NodeCapacity{Node: node}
 	if len(reservations) > 0 {
 		nc.Reserved = make(structs.Vector, n)
-		nc.Reservations = make([]string, len(reservations))
+		nc.ReservedBy = make([]string, len(reservations))
 		for i, r := range reservations {
-			nc.Reservations[i] = r.ID
+			nc.ReservedBy[i] = r.WorkloadID
 			nc.Reserved.AddInPlace(r.On(node.Cluster, node.Name).Request, 1)
 		}
 	}
@@ -240,7 +240,7 @@ func (w *writeTxn) reservationsOn(cluster, node string) ([]*structs.Reservation,
 	var ids []string
 	if row := w.capacity.get(cluster); row != nil {
 		if nc := row.Node(node); nc != nil {
-			ids = nc.Reservations
+			ids = nc.ReservedBy
 		}
 	}
 	return w.readReservations(cluster, node, applyReservationOps(ids, w.opsOn(structs.NodeID(cluster, node))))
@@ -254,22 +254,26 @@ func (w *writeTxn) opsOn(key string) []reservationOp {
 	return nil
 }
 
-// readReservations reads the reservations of ids that hold something on a node.
+// readReservations reads the reservations of the workloads ids that hold something on a node.
 func (w *writeTxn) readReservations(cluster, node string, ids []string) ([]*structs.Reservation, error) {
 	var out []*structs.Reservation
 	for _, id := range ids {
-		raw, err := w.first(TableReservations, indexID, id)
+		raw, err := w.first(TableWorkloads, indexID, id)
 		if err != nil {
 			return nil, err
 		}
-		if raw != nil && raw.(*structs.Reservation).On(cluster, node) != nil {
-			out = append(out, raw.(*structs.Reservation))
+		if raw == nil {
+			continue
+		}
+		if r := raw.(*structs.Workload).Reservation; r != nil && r.On(cluster, node) != nil {
+			out = append(out, r)
 		}
 	}
 	return out, nil
 }
 
-// reservationOp is a reservation starting (add) or ceasing to hold capacity on a node.
+// reservationOp is a workload's reservation starting (add) or ceasing to hold capacity on a node; id is the
+// workload's.
 type reservationOp struct {
 	id  string
 	add bool
@@ -296,7 +300,7 @@ func applyReservationOps(ids []string, ops []reservationOp) []string {
 // adjustReserved returns a copy of nc with delta more reserved and ops applied to its reservations.
 func adjustReserved(nc *structs.NodeCapacity, delta structs.Vector, ops []reservationOp, n int) *structs.NodeCapacity {
 	next := &structs.NodeCapacity{Node: nc.Node, Reserved: make(structs.Vector, n), Free: make(structs.Vector, n),
-		Reservations: applyReservationOps(nc.Reservations, ops)}
+		ReservedBy: applyReservationOps(nc.ReservedBy, ops)}
 	copy(next.Reserved, nc.Reserved)
 	next.Reserved.AddInPlace(delta, 1)
 	for i := range next.Free {

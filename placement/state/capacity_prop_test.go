@@ -107,15 +107,17 @@ func checkCapacityRows(rt *rapid.T, h *placementtest.Harness) {
 				rt.Fatalf("cluster %s: row node %s is not the stored node %s", c.Name, nc.Node.Name, node.Name)
 			}
 			reserved := make(structs.Vector, n)
-			var ids []string
+			var ids, holders []string
 			for _, r := range all {
 				if on := r.On(c.Name, node.Name); on != nil {
 					reserved.AddInPlace(on.Request, 1)
 					ids = append(ids, r.ID)
+					holders = append(holders, r.WorkloadID)
 				}
 			}
-			if !slices.Equal(nc.Reservations, ids) {
-				rt.Fatalf("node %s/%s lists reservations %v, want %v", c.Name, node.Name, nc.Reservations, ids)
+			slices.Sort(holders)
+			if !slices.Equal(nc.ReservedBy, holders) {
+				rt.Fatalf("node %s/%s lists reserving workloads %v, want %v", c.Name, node.Name, nc.ReservedBy, holders)
 			}
 			var on []string
 			for _, r := range snap.ReservationsOn(c.Name, node.Name) {

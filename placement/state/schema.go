@@ -17,7 +17,10 @@ const (
 	TableWorkloads          = "workloads"
 	TablePolicies           = "policies"
 	TableResourceInterfaces = "resource_interfaces"
-	TableReservations       = "reservations"
+	// TableReservations names no memdb table: reservations live in their workloads (Workload.Reservation), and the
+	// workloads holding capacity on a node are listed in its capacity row (NodeCapacity.ReservedBy). Its table
+	// index still follows every reservation change.
+	TableReservations = "reservations"
 )
 
 // Index names.
@@ -33,7 +36,7 @@ func schema() *memdb.DBSchema {
 	db := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
 	for _, factory := range []func() *memdb.TableSchema{
 		clustersTableSchema, namespacesTableSchema, nodesTableSchema, workloadsTableSchema,
-		policiesTableSchema, resourceInterfacesTableSchema, reservationsTableSchema,
+		policiesTableSchema, resourceInterfacesTableSchema,
 	} {
 		t := factory()
 		if _, dup := db.Tables[t.Name]; dup {
@@ -85,14 +88,5 @@ func resourceInterfacesTableSchema() *memdb.TableSchema {
 		indexID: idIndex(func(ri *structs.ResourceInterface) string { return ri.Name }),
 		indexGroupKind: {Name: indexGroupKind,
 			Indexer: stringIndexer[*structs.ResourceInterface]{value: (*structs.ResourceInterface).GroupKind}},
-	}}
-}
-
-func reservationsTableSchema() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TableReservations, Indexes: map[string]*memdb.IndexSchema{
-		// The reservations on a node are listed in its capacity row (NodeCapacity.Reservations), which every
-		// reservation rewrites anyway, rather than in a node index that would cost each decision an index
-		// write per reserved node.
-		indexID: idIndex(func(r *structs.Reservation) string { return r.ID }),
 	}}
 }

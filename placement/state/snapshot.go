@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	memdb "github.com/hashicorp/go-memdb"
 
@@ -107,18 +108,13 @@ func (s *Snapshot) ResourceInterfacesFor(group, kind string) []*structs.Resource
 	return all[*structs.ResourceInterface](s, TableResourceInterfaces, indexGroupKind, group+"/"+kind)
 }
 
-// ReservationsOf returns a workload's reservations.
-// A workload holds at most one reservation, named after the decision that placed it.
+// ReservationsOf returns a workload's reservations: none, or the one named after the decision that placed it.
 func (s *Snapshot) ReservationsOf(workloadID string) []*structs.Reservation {
 	wl := s.Workload(workloadID)
-	if wl == nil || wl.Placement == nil {
+	if wl == nil || wl.Reservation == nil {
 		return nil
 	}
-	r, _ := first[*structs.Reservation](s, TableReservations, indexID, wl.Placement.DecisionID)
-	if r == nil {
-		return nil
-	}
-	return []*structs.Reservation{r}
+	return []*structs.Reservation{wl.Reservation}
 }
 
 // ReservationsOn returns the reservations on a node, sorted by ID.
@@ -132,17 +128,25 @@ func (s *Snapshot) ReservationsOn(cluster, node string) []*structs.Reservation {
 		return nil
 	}
 	var out []*structs.Reservation
-	for _, id := range nc.Reservations {
-		if r, _ := first[*structs.Reservation](s, TableReservations, indexID, id); r != nil {
-			out = append(out, r)
+	for _, id := range nc.ReservedBy {
+		if wl := s.Workload(id); wl != nil && wl.Reservation != nil && wl.Reservation.On(cluster, node) != nil {
+			out = append(out, wl.Reservation)
 		}
 	}
+	slices.SortFunc(out, func(a, b *structs.Reservation) int { return strings.Compare(a.ID, b.ID) })
 	return out
 }
 
-// Reservations returns every reservation, sorted by ID.
+// Reservations returns every reservation, sorted by ID. It scans every workload.
 func (s *Snapshot) Reservations() []*structs.Reservation {
-	return all[*structs.Reservation](s, TableReservations, indexID)
+	var out []*structs.Reservation
+	for _, wl := range s.Workloads() {
+		if wl.Reservation != nil {
+			out = append(out, wl.Reservation)
+		}
+	}
+	slices.SortFunc(out, func(a, b *structs.Reservation) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
 
 func first[T any](s *Snapshot, table, index string, args ...any) (T, error) {

@@ -205,8 +205,10 @@ func (w *writeTxn) resetDirty() {
 	w.nodeChanges = nil
 }
 
-// markReserved records that reservation id starts (sign 1) or stops (sign -1) holding delta on a node.
+// markReserved records that the reservation of workload id starts (sign 1) or stops (sign -1) holding delta on a
+// node.
 func (w *writeTxn) markReserved(cluster, node, id string, delta structs.Vector, sign int64) {
+	w.markTable(TableReservations)
 	w.touchNode(cluster, node)
 	c := w.changeFor(structs.NodeID(cluster, node))
 	c.reservationOps = append(c.reservationOps, reservationOp{id: id, add: sign > 0})

@@ -235,3 +235,53 @@ func TestPoliciesFollowWrites(t *testing.T) {
 		t.Errorf("TableIndex(%s) of the first snapshot = %d, want 11", TablePolicies, got)
 	}
 }
+
+// TestReservationTravelsWithItsWorkload: a reservation lives in its workload, so a new generation of the workload
+// keeps it until a decision replaces it, and a node reporting the workload's pod drops that node only, leaving
+// what the reservation holds elsewhere.
+func TestReservationTravelsWithItsWorkload(t *testing.T) {
+	s := newTestStore(t)
+	wl := addWorkload(t, s, 3, "job", "1")
+	snap := s.Snapshot()
+	plan := placeOn(wl, snap, "a")
+	d := plan.Decisions[0]
+	d.Assignments = append(d.Assignments, structs.Assignment{Cluster: "c1", Node: "b", Component: "worker", Pods: 1,
+		PodRequest: wl.PodGroups[0].Request})
+	if err := s.ApplyPlan(4, time.Unix(0, 0), plan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpsertWorkload(5, structs.WorkloadInfo{Generation: 2, Analysis: wl.Analysis}); err != nil {
+		t.Fatal(err)
+	}
+	held := s.Snapshot().ReservationsOf(wl.ID)
+	if len(held) != 1 || held[0].ID != d.ID || len(held[0].Nodes) != 2 {
+		t.Fatalf("after a new generation the workload holds %+v, want decision %s's reservation on a and b", held, d.ID)
+	}
+
+	// a reports the workload's pod: a no longer lists the workload, b still does and keeps its GPU reserved.
+	if err := s.UpsertNodes(6, structs.NodeInfo{Cluster: "c1", Name: "a",
+		Allocatable:    corev1.ResourceList{"cpu": qty("8"), "nvidia.com/gpu": qty("8")},
+		Requested:      corev1.ResourceList{"cpu": qty("1500m"), "nvidia.com/gpu": qty("7")},
+		PodsByWorkload: map[string]int64{structs.WorkloadLabelValue(wl.ID): 1}}); err != nil {
+		t.Fatal(err)
+	}
+	snap = s.Snapshot()
+	gpu := gpuIndex(t, snap)
+	row := snap.Capacity("c1")
+	if got := row.Node("a").ReservedBy; len(got) != 0 {
+		t.Errorf("a lists reserving workloads %v after reporting the pod, want none", got)
+	}
+	if got := row.Node("b").ReservedBy; !slices.Equal(got, []string{wl.ID}) {
+		t.Errorf("b lists reserving workloads %v, want [%s]", got, wl.ID)
+	}
+	// By hand: b has 4 GPUs, nothing requested, 1 still reserved.
+	if free := row.Node("b").Free.Get(gpu); free != 3 {
+		t.Errorf("free gpu on b = %d, want 3", free)
+	}
+	if on := snap.ReservationsOn("c1", "b"); len(on) != 1 || len(on[0].Nodes) != 1 || on[0].Nodes[0].Node != "b" {
+		t.Errorf("reservations on b = %+v, want the workload's, reduced to b", on)
+	}
+	if on := snap.ReservationsOn("c1", "a"); len(on) != 0 {
+		t.Errorf("reservations on a = %+v, want none", on)
+	}
+}

@@ -190,23 +190,35 @@ func (w *writeTxn) deleteNode(node *structs.Node) error {
 	return nil
 }
 
-// releaseNode drops one node from a reservation, and the reservation once it holds no node.
+// releaseNode drops one node from a workload's reservation, and the reservation once it holds no node.
 func (w *writeTxn) releaseNode(r *structs.Reservation, cluster, node string) error {
+	raw, err := w.first(TableWorkloads, indexID, r.WorkloadID)
+	if err != nil || raw == nil {
+		return err
+	}
+	wl := raw.(*structs.Workload)
+	if wl.Reservation == nil || wl.Reservation.ID != r.ID {
+		return nil
+	}
+	r = wl.Reservation
 	kept := make([]structs.NodeReservation, 0, len(r.Nodes))
 	for _, n := range r.Nodes {
 		if n.Cluster != cluster || n.Node != node {
 			kept = append(kept, n)
 		} else {
-			w.markReserved(cluster, node, r.ID, n.Request, -1)
+			w.markReserved(cluster, node, r.WorkloadID, n.Request, -1)
 		}
 	}
-	if len(kept) == 0 {
-		return w.delete(TableReservations, r)
-	}
-	next := *r
-	next.Nodes = kept
+	next := *wl
 	next.ModifyIndex = w.seq
-	return w.insert(TableReservations, &next)
+	next.Reservation = nil
+	if len(kept) > 0 {
+		reduced := *r
+		reduced.Nodes = kept
+		reduced.ModifyIndex = w.seq
+		next.Reservation = &reduced
+	}
+	return w.insert(TableWorkloads, &next)
 }
 
 // UpsertWorkload adds or replaces a workload from its RI analysis and returns the stored object. The workload
@@ -257,6 +269,7 @@ func (s *Store) UpsertWorkload(seq uint64, info structs.WorkloadInfo) (*structs.
 		}
 		if raw != nil {
 			wl.Placement = raw.(*structs.Workload).Placement
+			wl.Reservation = raw.(*structs.Workload).Reservation
 		}
 		stored = wl
 		return w.insert(TableWorkloads, wl)
@@ -274,27 +287,20 @@ func (s *Store) DeleteWorkload(seq uint64, id string) error {
 		if err := w.delete(TableWorkloads, raw); err != nil {
 			return err
 		}
-		return w.releaseWorkload(raw.(*structs.Workload))
+		w.releaseWorkload(raw.(*structs.Workload))
+		return nil
 	})
 }
 
-// releaseWorkload drops the reservation of a workload: the one named after the decision that placed it.
-func (w *writeTxn) releaseWorkload(wl *structs.Workload) error {
-	if wl.Placement == nil {
-		return nil
+// releaseWorkload gives back what a workload's reservation holds on its nodes; the caller writes the workload
+// without it, or deletes the workload.
+func (w *writeTxn) releaseWorkload(wl *structs.Workload) {
+	if wl.Reservation == nil {
+		return
 	}
-	raw, err := w.first(TableReservations, indexID, wl.Placement.DecisionID)
-	if err != nil || raw == nil {
-		return err
+	for _, n := range wl.Reservation.Nodes {
+		w.markReserved(n.Cluster, n.Node, wl.ID, n.Request, -1)
 	}
-	return w.deleteReservation(raw.(*structs.Reservation))
-}
-
-func (w *writeTxn) deleteReservation(r *structs.Reservation) error {
-	for _, n := range r.Nodes {
-		w.markReserved(n.Cluster, n.Node, r.ID, n.Request, -1)
-	}
-	return w.delete(TableReservations, r)
 }
 
 // UpsertPolicy adds or replaces a compiled policy.
@@ -394,23 +400,21 @@ func (w *writeTxn) applyDecision(d *structs.Decision, expires int64) error {
 	if old.Generation != d.Generation {
 		return fmt.Errorf("%w: workload is at generation %d, decision was for %d", ErrStalePlan, old.Generation, d.Generation)
 	}
-	if err := w.releaseWorkload(old); err != nil {
-		return err
-	}
+	w.releaseWorkload(old)
 	wl := *old
 	wl.ModifyIndex = w.seq
 	wl.Placement = nil
+	wl.Reservation = nil
 	if d.Status == structs.StatusPlaced {
 		wl.Placement = &structs.Placement{DecisionID: d.ID, Policy: d.Policy, Generation: d.Generation,
 			Clusters: slices.Clone(d.Clusters), Replicas: maps.Clone(d.Replicas)}
-		if err := w.reserve(d, old, expires); err != nil {
-			return err
-		}
+		wl.Reservation = w.reserve(d, old, expires)
 	}
 	return w.insert(TableWorkloads, &wl)
 }
 
-func (w *writeTxn) reserve(d *structs.Decision, wl *structs.Workload, expires int64) error {
+// reserve builds the reservation of a decision's assignments, nil when it has none, and records what it holds.
+func (w *writeTxn) reserve(d *structs.Decision, wl *structs.Workload, expires int64) *structs.Reservation {
 	if len(d.Assignments) == 0 {
 		return nil
 	}
@@ -430,27 +434,31 @@ func (w *writeTxn) reserve(d *structs.Decision, wl *structs.Workload, expires in
 		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Node, b.Node))
 	})
 	for _, n := range r.Nodes {
-		w.markReserved(n.Cluster, n.Node, r.ID, n.Request, 1)
+		w.markReserved(n.Cluster, n.Node, wl.ID, n.Request, 1)
 	}
-	return w.insert(TableReservations, r)
+	return r
 }
 
 // ExpireReservations releases every reservation whose TTL ran out by now and returns how many it released.
-// It scans all reservations: it runs on a timer, not per decision, so an expiry index would cost every
-// decision an index write to save the timer a scan.
+// It scans all workloads: it runs on a timer, not per decision, so an expiry index would cost every decision an
+// index write to save the timer a scan.
 func (s *Store) ExpireReservations(seq uint64, now time.Time) (int, error) {
 	released := 0
 	err := s.write(seq, func(w *writeTxn) error {
-		all, err := w.all(TableReservations, indexID)
+		all, err := w.all(TableWorkloads, indexID)
 		if err != nil {
 			return err
 		}
 		for _, raw := range all {
-			r := raw.(*structs.Reservation)
-			if r.ExpiresAt > now.UnixNano() {
+			wl := raw.(*structs.Workload)
+			if wl.Reservation == nil || wl.Reservation.ExpiresAt > now.UnixNano() {
 				continue
 			}
-			if err := w.deleteReservation(r); err != nil {
+			w.releaseWorkload(wl)
+			next := *wl
+			next.ModifyIndex = seq
+			next.Reservation = nil
+			if err := w.insert(TableWorkloads, &next); err != nil {
 				return err
 			}
 			released++

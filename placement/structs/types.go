@@ -109,6 +109,10 @@ type Workload struct {
 	Demand Vector
 	// Placement is where the workload was last placed, nil when it is not placed.
 	Placement *Placement
+	// Reservation is the capacity the placement still holds on nodes whose pods the clusters have not reported,
+	// nil when none (not placed, every pod reported, or expired). It is stored with the workload, which every
+	// decision rewrites anyway, so a decision costs one write.
+	Reservation *Reservation
 	// Avoid maps clusters the workload is kept off to why (see WorkloadInfo.Avoid).
 	Avoid       map[string]string
 	ModifyIndex uint64
@@ -519,7 +523,7 @@ type NodeCapacity struct {
 	Reserved Vector
 	// Free is Allocatable − Requested − Reserved, never below 0.
 	Free Vector
-	// Reservations lists, sorted, the IDs of the reservations that hold capacity on the node (Reserved is what
-	// they hold together).
-	Reservations []string
+	// ReservedBy lists, sorted, the IDs of the workloads whose reservations hold capacity on the node (Reserved
+	// is what they hold together).
+	ReservedBy []string
 }
