@@ -60,6 +60,13 @@ type AuditRecord struct {
 	Err error
 }
 
+func analysisSummary(a *schemas.Analysis) string {
+	if a.Error != "" {
+		return "analysis failed: " + a.Error
+	}
+	return fmt.Sprintf("analyzed by %s: %d pods, requests %s", a.ResourceInterface, a.TotalPods, formatResources(a.TotalRequests))
+}
+
 // Summary is a one-line human account of the record.
 func (r AuditRecord) Summary() string {
 	if r.Err != nil {
@@ -72,12 +79,12 @@ func (r AuditRecord) Summary() string {
 	case *schemas.ObjectDeleted:
 		return p.Workload.Key() + " deleted"
 	case *schemas.WorkloadAnalyzed:
-		if p.Error != "" {
-			return fmt.Sprintf("%s analysis failed: %s", p.Workload.Key(), p.Error)
-		}
-		return fmt.Sprintf("%s analyzed by %s: %d pods, requests %s", p.Workload.Key(), p.ResourceInterface, p.TotalPods, formatResources(p.TotalRequests))
+		return p.Workload.Key() + " " + analysisSummary(&p.Analysis)
 	case *schemas.PlacementVerdict:
 		s := fmt.Sprintf("%s %s", p.Workload.Key(), p.Status)
+		if p.Analysis != nil {
+			s = fmt.Sprintf("%s %s, %s", p.Workload.Key(), analysisSummary(p.Analysis), p.Status)
+		}
 		if len(p.Clusters) > 0 {
 			s += " on " + strings.Join(p.Clusters, ",")
 		}

@@ -61,3 +61,31 @@ func TestAuditTailLeavesNoConsumers(t *testing.T) {
 		}
 	}
 }
+
+// TestAuditSummaryOfAVerdictTellsTheAnalysis: a verdict carries the analysis it answers, so one line says
+// what the workload asked for and where it went, and why other clusters were not chosen.
+func TestAuditSummaryOfAVerdictTellsTheAnalysis(t *testing.T) {
+	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ml", Name: "train", UID: "u"}
+	cases := []struct {
+		name    string
+		verdict *schemas.PlacementVerdict
+		want    string
+	}{
+		{"placed", &schemas.PlacementVerdict{Workload: ref, Sequence: 4, Status: schemas.VerdictPlaced, Clusters: []string{"east"},
+			Policy: "gpu", Reasons: map[string]string{"west": "is not Ready"},
+			Analysis: &schemas.Analysis{ResourceInterface: "pytorchjob", TotalPods: 3}},
+			"PyTorchJob.kubeflow.org/ml/train analyzed by pytorchjob: 3 pods, requests none, Placed on east by policy gpu; west: is not Ready"},
+		{"invalid", &schemas.PlacementVerdict{Workload: ref, Sequence: 5, Status: schemas.VerdictInvalid, Message: "no RI",
+			Analysis: &schemas.Analysis{Error: "no RI"}},
+			"PyTorchJob.kubeflow.org/ml/train analysis failed: no RI, Invalid: no RI"},
+		{"without analysis", &schemas.PlacementVerdict{Workload: ref, Sequence: 6, Status: schemas.VerdictUnschedulable},
+			"PyTorchJob.kubeflow.org/ml/train Unschedulable"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := (AuditRecord{Payload: tc.verdict}).Summary(); got != tc.want {
+				t.Errorf("Summary() = %q\nwant        %q", got, tc.want)
+			}
+		})
+	}
+}

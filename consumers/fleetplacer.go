@@ -248,14 +248,12 @@ type stagedEvent struct {
 type touchedSet struct {
 	ids      map[string]bool
 	verdicts map[string]*structs.Decision
-	// analyzed lists workloads whose analysis was (re)computed; invalid those whose analysis failed.
-	analyzed map[string]bool
-	invalid  map[string]string
+	// invalid lists workloads whose analysis failed, with why.
+	invalid map[string]string
 }
 
 func newTouched() *touchedSet {
-	return &touchedSet{ids: map[string]bool{}, verdicts: map[string]*structs.Decision{},
-		analyzed: map[string]bool{}, invalid: map[string]string{}}
+	return &touchedSet{ids: map[string]bool{}, verdicts: map[string]*structs.Decision{}, invalid: map[string]string{}}
 }
 
 func (t *touchedSet) add(id string) { t.ids[id] = true }

@@ -71,18 +71,13 @@ func (p *Placer) record(d *structs.Decision, touched *touchedSet) {
 	}
 }
 
-// reconcile publishes what an event changed: analyses, verdicts, then per-cluster decisions derived by
-// comparing where each touched workload should be with what was already published.
+// reconcile publishes what an event changed: verdicts (with the analysis each answers), then per-cluster
+// decisions derived by comparing where each touched workload should be with what was already published.
 func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
-	for _, id := range slices.Sorted(maps.Keys(touched.analyzed)) {
-		if err := p.publishAnalysis(ctx, p.workloads[id]); err != nil {
-			return err
-		}
-	}
 	for _, id := range slices.Sorted(maps.Keys(touched.invalid)) {
 		e := p.workloads[id]
 		v := &schemas.PlacementVerdict{Workload: e.ref, Sequence: p.seq, Status: schemas.VerdictInvalid,
-			Message: touched.invalid[id], ViewSequence: p.store.Snapshot().Index()}
+			Message: touched.invalid[id], ViewSequence: p.store.Snapshot().Index(), Analysis: analysisOf(e)}
 		if err := p.publishVerdict(ctx, e, v); err != nil {
 			return err
 		}
@@ -92,7 +87,9 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 		if e == nil {
 			continue
 		}
-		if err := p.publishVerdict(ctx, e, verdictOf(e.ref, p.seq, touched.verdicts[id])); err != nil {
+		v := verdictOf(e.ref, p.seq, touched.verdicts[id])
+		v.Analysis = analysisOf(e)
+		if err := p.publishVerdict(ctx, e, v); err != nil {
 			return err
 		}
 	}
@@ -142,6 +139,7 @@ func verdictOf(ref schemas.ObjectRef, seq uint64, d *structs.Decision) *schemas.
 // verdictKey identifies what a verdict says, leaving out when it was said and the amounts in its reasons:
 // a blocked workload retried as capacity trickles in keeps the same verdict until a cluster is rejected
 // for another kind of reason, so the streams and the control plane are not flooded with new free amounts.
+// A new analysis (the workload asks for something else) makes a new verdict.
 func verdictKey(v *schemas.PlacementVerdict) string {
 	reasons := v.ReasonCodes
 	if len(reasons) == 0 {
@@ -154,7 +152,8 @@ func verdictKey(v *schemas.PlacementVerdict) string {
 		Replicas map[string]int32
 		Reasons  map[string]string
 		Message  string
-	}{v.Status, v.Policy, v.Clusters, v.Replicas, reasons, v.Message})
+		Analysis *schemas.Analysis
+	}{v.Status, v.Policy, v.Clusters, v.Replicas, reasons, v.Message, v.Analysis})
 	sum := sha256.Sum256(identity)
 	return hex.EncodeToString(sum[:8])
 }
@@ -174,17 +173,17 @@ func (p *Placer) publishVerdict(ctx context.Context, e *workloadEntry, v *schema
 	return nil
 }
 
-func (p *Placer) publishAnalysis(ctx context.Context, e *workloadEntry) error {
-	payload := &schemas.WorkloadAnalyzed{Workload: e.ref, Error: e.analysisErr}
+// analysisOf is the workload's analysis as verdicts carry it.
+func analysisOf(e *workloadEntry) *schemas.Analysis {
+	out := &schemas.Analysis{Error: e.analysisErr}
 	if a := e.analysis; a != nil {
-		payload.ResourceInterface, payload.TotalPods, payload.TotalRequests = a.ResourceInterface, a.TotalPods, a.TotalRequests
+		out.ResourceInterface, out.TotalPods, out.TotalRequests = a.ResourceInterface, a.TotalPods, a.TotalRequests
 		for _, c := range a.Components {
-			payload.Components = append(payload.Components, schemas.AnalyzedComponent{Name: c.Name, Instance: c.Instance,
+			out.Components = append(out.Components, schemas.AnalyzedComponent{Name: c.Name, Instance: c.Instance,
 				Pods: c.Pods, PodRequests: c.PodRequests})
 		}
 	}
-	return p.send(ctx, schemas.TypeWorkloadAnalyzed, schemas.AnalysisSubject(e.ref),
-		fmt.Sprintf("analyzed/%s/%s/%d", e.ref.UID, e.resourceVersion, p.seq), payload)
+	return out
 }
 
 // publishDecisions makes the published decisions of one workload match its placement in the store: an

@@ -53,13 +53,11 @@ func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touc
 	analysis, err := p.analyze(payload.Object)
 	if err != nil {
 		e.analysis, e.analysisErr = nil, err.Error()
-		touched.analyzed[e.id] = true
 		touched.invalid[e.id] = err.Error()
 		p.log.Warn("workload cannot be analyzed", "workload", ref.Key(), "error", err)
 		return nil
 	}
 	e.analysis, e.analysisErr = analysis, ""
-	touched.analyzed[e.id] = true
 	if err := p.upsertWorkload(e); err != nil {
 		return err
 	}

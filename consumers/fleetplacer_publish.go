@@ -14,7 +14,7 @@ import (
 )
 
 // AsyncEventPublisher publishes without waiting for the stream's acknowledgement; *bus.Publisher
-// implements it. With it, the placer sends everything one event causes (analysis, verdict, decisions) at
+// implements it. With it, the placer sends everything one event causes (verdicts, decisions) at
 // once and waits for the acknowledgements together, instead of one round trip per message.
 type AsyncEventPublisher interface {
 	PublishAsync(subject string, e cloudevents.Event) (jetstream.PubAckFuture, error)

@@ -14,17 +14,18 @@ import (
 
 var resourceInterfaces = schema.GroupVersionResource{Group: "optimization.nvidia.com", Version: "v1alpha1", Resource: "resourceinterfaces"}
 
-// lastAnalysis reads the newest analysis of a workload from the audit trail.
-func lastAnalysis(t *testing.T, e *e2eenv.Env, namespace, name string) *schemas.WorkloadAnalyzed {
+// lastAnalysis reads the newest analysis of a workload from the audit trail: the one its last verdict
+// answers.
+func lastAnalysis(t *testing.T, e *e2eenv.Env, namespace, name string) *schemas.Analysis {
 	t.Helper()
 	sel, err := consumers.ParseWorkloadSelector("PyTorchJob/" + namespace + "/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var last *schemas.WorkloadAnalyzed
+	var last *schemas.Analysis
 	err = consumers.AuditTail(t.Context(), e.Bus.JetStream, consumers.AuditQuery{Workload: sel}, func(r consumers.AuditRecord) error {
-		if a, ok := r.Payload.(*schemas.WorkloadAnalyzed); ok {
-			last = a
+		if v, ok := r.Payload.(*schemas.PlacementVerdict); ok && v.Analysis != nil {
+			last = v.Analysis
 		}
 		return nil
 	})

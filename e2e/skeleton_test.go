@@ -75,7 +75,7 @@ func TestWorkloadLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantOrder := []string{schemas.TypeWorkloadChanged, schemas.TypeWorkloadAnalyzed, schemas.TypePlacementVerdict,
+	wantOrder := []string{schemas.TypeWorkloadChanged, schemas.TypePlacementVerdict,
 		schemas.TypePlacementDecided, schemas.TypePlacementApplied,
 		schemas.TypeWorkloadChanged, schemas.TypePlacementDecided, schemas.TypePlacementApplied,
 		schemas.TypeWorkloadDeleted, schemas.TypePlacementDecided, schemas.TypePlacementApplied}

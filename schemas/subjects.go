@@ -104,7 +104,8 @@ func VerdictSubject(ref ObjectRef) string {
 	return SubjectEventsPrefix + ".verdict." + objectTokens(ref)
 }
 
-// AnalysisSubject carries what the RI engine read out of one workload.
+// AnalysisSubject carried analyses as events of their own, before they moved into verdicts; audit reads
+// that history through it.
 func AnalysisSubject(ref ObjectRef) string {
 	return SubjectEventsPrefix + ".analysis." + objectTokens(ref)
 }

@@ -37,6 +37,10 @@ type PlacementVerdict struct {
 	Message     string            `json:"message,omitempty"`
 	// ViewSequence is the stream sequence of the fleet view the verdict was computed on.
 	ViewSequence uint64 `json:"viewSequence"`
+	// Analysis is what the workload asked for, as its RI read it: the question the verdict answers. It
+	// travels with the verdict rather than as an event of its own, which would cost the streams two more
+	// stored messages (the event and its state copy) per workload.
+	Analysis *Analysis `json:"analysis,omitempty"`
 }
 
 // Validate implements Payload.
@@ -45,6 +49,9 @@ func (p *PlacementVerdict) Validate() error {
 	errs = append(errs, p.Workload.validate("workload", true))
 	if p.Sequence == 0 {
 		errs = append(errs, errors.New("sequence: must be positive"))
+	}
+	if p.Analysis != nil {
+		errs = append(errs, p.Analysis.validate("analysis.totalPods"))
 	}
 	switch p.Status {
 	case VerdictPlaced:
@@ -58,15 +65,21 @@ func (p *PlacementVerdict) Validate() error {
 	return errors.Join(errs...)
 }
 
-// WorkloadAnalyzed is what the RI engine read out of a workload.
-type WorkloadAnalyzed struct {
-	Workload          ObjectRef           `json:"workload"`
+// Analysis is what the RI engine read out of a workload.
+type Analysis struct {
 	ResourceInterface string              `json:"resourceInterface,omitempty"`
 	TotalPods         int64               `json:"totalPods"`
 	TotalRequests     corev1.ResourceList `json:"totalRequests,omitempty"`
 	Components        []AnalyzedComponent `json:"components,omitempty"`
 	// Error says why the workload could not be analyzed.
 	Error string `json:"error,omitempty"`
+}
+
+// WorkloadAnalyzed is an analysis as an event of its own. The placer now sends analyses inside verdicts
+// (PlacementVerdict.Analysis); the type stays so history recorded before reads back.
+type WorkloadAnalyzed struct {
+	Workload ObjectRef `json:"workload"`
+	Analysis
 }
 
 // AnalyzedComponent is one component instance of an analysis.
@@ -79,9 +92,12 @@ type AnalyzedComponent struct {
 
 // Validate implements Payload.
 func (p *WorkloadAnalyzed) Validate() error {
-	err := p.Workload.validate("workload", true)
-	if p.TotalPods < 0 {
-		err = errors.Join(err, errors.New("totalPods: negative"))
+	return errors.Join(p.Workload.validate("workload", true), p.Analysis.validate("totalPods"))
+}
+
+func (a *Analysis) validate(field string) error {
+	if a.TotalPods < 0 {
+		return fmt.Errorf("%s: negative", field)
 	}
-	return err
+	return nil
 }
