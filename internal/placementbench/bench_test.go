@@ -6,7 +6,6 @@ import (
 	"os"
 	"testing"
 
-	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
@@ -123,7 +122,7 @@ func BenchmarkPipelineMixCycle(b *testing.B) {
 		ids = append(ids, wl.ID)
 	}
 	snap := fleet.Store.Snapshot()
-	sched := scheduler.New(nil)
+	sched := fleet.Scheduler
 	i := 0
 	for b.Loop() {
 		if _, err := sched.Schedule(snap, ids[i%len(ids)]); err != nil {
@@ -160,5 +159,32 @@ func BenchmarkPipelineMixDecision(b *testing.B) {
 			b.Fatal(err)
 		}
 		i++
+	}
+}
+
+// TestPipelineMixServesEveryKind: under PipelineMix every cluster reports its installed kinds, as the pipeline's
+// do, and those include every kind of the mix, so no workload is filtered out for its API.
+func TestPipelineMixServesEveryKind(t *testing.T) {
+	res, err := Run(Config{Clusters: 4, NodesPerCluster: 20, Workloads: 200, GPUNodePercent: 20, Seed: 3, PipelineMix: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Placed+res.Unschedulable != 200 || res.Placed == 0 {
+		t.Errorf("placed %d, unschedulable %d of 200: want every workload decided and some placed", res.Placed, res.Unschedulable)
+	}
+	fleet, err := BuildFleet(Config{Clusters: 2, NodesPerCluster: 1, PipelineMix: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	analyses, err := PipelineAnalyses(500, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range fleet.Store.Snapshot().Clusters() {
+		for _, a := range analyses {
+			if key := structs.APIKey(a.APIVersion, a.Kind); !c.ServesAPI(key) || c.APIs == nil {
+				t.Fatalf("cluster %s does not list %s among its installed kinds", c.Name, key)
+			}
+		}
 	}
 }

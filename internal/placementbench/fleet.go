@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/placement/state"
@@ -51,12 +52,14 @@ func (c Config) validate() error {
 	return nil
 }
 
-// Fleet is a store loaded with a synthetic fleet, and the planner that applies decisions to it.
+// Fleet is a store loaded with a synthetic fleet, the scheduler that places on it (one for the whole run, as
+// the placer has) and the planner that applies decisions to it.
 type Fleet struct {
-	Store   *state.Store
-	Planner *scheduler.StorePlanner
-	seq     uint64
-	now     time.Time
+	Store     *state.Store
+	Scheduler *scheduler.Scheduler
+	Planner   *scheduler.StorePlanner
+	seq       uint64
+	now       time.Time
 }
 
 // NextSeq returns the next stream sequence.
@@ -94,7 +97,14 @@ func BuildFleet(cfg Config) (*Fleet, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &Fleet{Store: store, now: time.Unix(1_700_000_000, 0)}
+	f := &Fleet{Store: store, Scheduler: scheduler.New(nil), now: time.Unix(1_700_000_000, 0)}
+	var apis map[string]struct{}
+	if cfg.PipelineMix {
+		// The pipeline's clusters report their installed kinds, which the scheduler checks per cluster.
+		if apis, err = servedAPIs(); err != nil {
+			return nil, err
+		}
+	}
 	f.Planner = &scheduler.StorePlanner{Store: store, NextSeq: f.NextSeq, Now: func() time.Time { return f.now }}
 	gpuNodes := cfg.NodesPerCluster * cfg.GPUNodePercent / 100
 	for c := range cfg.Clusters {
@@ -104,7 +114,7 @@ func BuildFleet(cfg Config) (*Fleet, error) {
 			provider = "cloud"
 		}
 		region := fmt.Sprintf("region-%d", c%4)
-		if err := store.UpsertCluster(f.NextSeq(), &structs.Cluster{Name: name, Ready: true,
+		if err := store.UpsertCluster(f.NextSeq(), &structs.Cluster{Name: name, Ready: true, APIs: apis,
 			Labels: map[string]string{"provider": provider, "topology.kubernetes.io/region": region}}); err != nil {
 			return nil, err
 		}
@@ -138,6 +148,22 @@ func BuildFleet(cfg Config) (*Fleet, error) {
 		}
 	}
 	return f, nil
+}
+
+// servedAPIs is what the pipeline benchmark's clusters report installed: core kinds and every built-in RI's kind.
+func servedAPIs() (map[string]struct{}, error) {
+	builtins, err := karta.Builtins()
+	if err != nil {
+		return nil, fmt.Errorf("built-in ResourceInterfaces: %w", err)
+	}
+	apis := map[string]struct{}{}
+	for _, key := range []string{"v1/Pod", "v1/Service", "v1/ConfigMap", "v1/Secret", "v1/Namespace", "batch/v1/Job"} {
+		apis[key] = struct{}{}
+	}
+	for _, ri := range builtins {
+		apis[structs.APIKey(ri.GVK.GroupVersion().String(), ri.GVK.Kind)] = struct{}{}
+	}
+	return apis, nil
 }
 
 func policies(fillAndSpill bool) []*v1alpha1.SchedulePolicy {

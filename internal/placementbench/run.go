@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fleetflow/fleetflow/placement/karta"
-	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
@@ -103,7 +102,7 @@ func Run(cfg Config) (*Result, error) {
 
 // Place adds each workload to the fleet view and runs its placement cycle, tallying the outcomes in res.
 func (f *Fleet) Place(analyses []*karta.Analysis, res *Result) error {
-	sched := scheduler.New(nil)
+	sched := f.Scheduler
 	for _, a := range analyses {
 		wl, err := f.Store.UpsertWorkload(f.NextSeq(), structs.WorkloadInfo{Analysis: a, Generation: 1})
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/placement/policy"
@@ -18,9 +19,11 @@ import (
 // maxPlanAttempts bounds how often a plan is recomputed after the Planner finds it stale.
 const maxPlanAttempts = 5
 
-// Scheduler places workloads. It holds no fleet state of its own, so one Scheduler serves any number of cycles.
+// Scheduler places workloads. It holds no fleet state of its own, so one Scheduler serves any number of cycles;
+// it only remembers what it derived from immutable fleet objects (see clusterFilters).
 type Scheduler struct {
-	logger *slog.Logger
+	logger  *slog.Logger
+	filters clusterFilters
 }
 
 // New returns a Scheduler that logs to logger (slog.Default when nil).
@@ -63,7 +66,7 @@ func (s *Scheduler) Schedule(st State, workloadID string) (*structs.Plan, error)
 	if wl == nil {
 		return nil, fmt.Errorf("scheduler: workload %s is not in the fleet view", workloadID)
 	}
-	c := &cycle{st: st, rt: st.Resources(), policies: st.Policies(), capacities: st.Capacities()}
+	c := &cycle{st: st, rt: st.Resources(), policies: st.Policies(), capacities: st.Capacities(), filters: &s.filters}
 	p := c.policyFor(wl)
 	if p == nil {
 		d := c.newDecision(wl, nil)
@@ -99,6 +102,7 @@ type cycle struct {
 	capacities []*structs.ClusterCapacity
 	// totalReasons are the texts totalReason wrote this cycle.
 	totalReasons []totalReason
+	filters      *clusterFilters
 }
 
 func (c *cycle) single(d *structs.Decision) *structs.Plan {
@@ -162,41 +166,125 @@ type candidate struct {
 }
 
 // filter applies the policy's cluster selector and tiers, readiness, cluster taints and the installed API to
-// every cluster, recording a reason for each it rejects.
+// every cluster, recording a reason for each it rejects. What it decides for a cluster depends only on the policy,
+// the workload's kind and the cluster object, except for the workload's own list of clusters to avoid, so the
+// rest is remembered across cycles (clusterFilters) and a cycle only walks the clusters.
 func (c *cycle) filter(wl *structs.Workload, p *policy.Policy, d *structs.Decision) []candidate {
-	apiKey := structs.APIKey(wl.APIVersion, wl.Kind)
+	verdicts := c.filters.get(p, structs.APIKey(wl.APIVersion, wl.Kind), c.capacities)
 	out := make([]candidate, 0, len(c.capacities))
-	for _, cc := range c.capacities {
-		cl := cc.Cluster
-		if !p.SelectsCluster(cl.Labels) {
-			c.reject(d, cl.Name, structs.RejectSelector, "does not match the policy's clusterSelector")
+	for i, cc := range c.capacities {
+		v := &verdicts[i]
+		name := cc.Cluster.Name
+		if v.before != nil {
+			c.reject(d, name, v.before.code, v.before.reason)
 			continue
 		}
-		tier := p.Tier(cl.Labels)
-		if tier < 0 {
-			c.reject(d, cl.Name, structs.RejectSelector, "is in no tier of the policy's orderedClusterSelector")
+		if why, avoided := wl.Avoid[name]; avoided {
+			c.reject(d, name, structs.RejectAvoided, why)
 			continue
 		}
-		if !cl.Ready {
-			c.reject(d, cl.Name, structs.RejectNotReady, "is not Ready")
+		if v.after != nil {
+			c.reject(d, name, v.after.code, v.after.reason)
 			continue
 		}
-		if why, avoided := wl.Avoid[cl.Name]; avoided {
-			c.reject(d, cl.Name, structs.RejectAvoided, why)
-			continue
-		}
-		if t := untoleratedTaint(cl.Taints, p.Tolerations()); t != nil {
-			c.reject(d, cl.Name, structs.RejectTaint, "has taint "+taintString(t.Key, t.Value, string(t.Effect))+
-				" that the policy does not tolerate")
-			continue
-		}
-		if !cl.ServesAPI(apiKey) {
-			c.reject(d, cl.Name, structs.RejectAPI, "does not serve "+apiKey)
-			continue
-		}
-		out = append(out, candidate{capacity: cc, tier: tier})
+		out = append(out, candidate{capacity: cc, tier: v.tier})
 	}
 	return out
+}
+
+// clusterVerdict is what filter decides for one cluster regardless of the workload's clusters to avoid: a
+// rejection that comes before the avoid check (selector, tier, readiness), one that comes after it (taint,
+// installed API), or the cluster's tier.
+type clusterVerdict struct {
+	before, after *rejection
+	tier          int
+}
+
+type rejection struct {
+	code   structs.RejectCode
+	reason string
+}
+
+// judgeCluster decides for one cluster what filter decides regardless of the workload's clusters to avoid.
+func judgeCluster(p *policy.Policy, apiKey string, cl *structs.Cluster) clusterVerdict {
+	if !p.SelectsCluster(cl.Labels) {
+		return clusterVerdict{before: &rejection{structs.RejectSelector, "does not match the policy's clusterSelector"}}
+	}
+	tier := p.Tier(cl.Labels)
+	if tier < 0 {
+		return clusterVerdict{before: &rejection{structs.RejectSelector, "is in no tier of the policy's orderedClusterSelector"}}
+	}
+	if !cl.Ready {
+		return clusterVerdict{before: &rejection{structs.RejectNotReady, "is not Ready"}}
+	}
+	if t := untoleratedTaint(cl.Taints, p.Tolerations()); t != nil {
+		return clusterVerdict{after: &rejection{structs.RejectTaint, "has taint " + taintString(t.Key, t.Value, string(t.Effect)) +
+			" that the policy does not tolerate"}}
+	}
+	if !cl.ServesAPI(apiKey) {
+		return clusterVerdict{after: &rejection{structs.RejectAPI, "does not serve " + apiKey}}
+	}
+	return clusterVerdict{tier: tier}
+}
+
+// clusterFilters remembers, per policy and kind, the verdict of every cluster of the fleet. Policies and clusters
+// are immutable objects, replaced on every change, so an entry holds as long as the policy is the same object and
+// every capacity row still points at the same cluster object; get checks that, which costs a pass over pointers
+// instead of label selectors, taints and API lookups per cluster. It is safe for concurrent use.
+type clusterFilters struct {
+	mu      sync.Mutex
+	entries map[clusterFilterKey]*clusterFilter
+}
+
+type clusterFilterKey struct {
+	policy *policy.Policy
+	apiKey string
+}
+
+type clusterFilter struct {
+	clusters []*structs.Cluster
+	verdicts []clusterVerdict
+}
+
+// maxClusterFilters bounds the entries; past it the cache starts over, which only costs recomputation.
+const maxClusterFilters = 256
+
+// get returns the verdict for each capacity row, in order.
+func (f *clusterFilters) get(p *policy.Policy, apiKey string, capacities []*structs.ClusterCapacity) []clusterVerdict {
+	key := clusterFilterKey{policy: p, apiKey: apiKey}
+	f.mu.Lock()
+	e := f.entries[key]
+	f.mu.Unlock()
+	if e != nil && len(e.clusters) == len(capacities) {
+		same := true
+		for i, cc := range capacities {
+			if e.clusters[i] != cc.Cluster {
+				same = false
+				break
+			}
+		}
+		if same {
+			return e.verdicts
+		}
+	}
+	// A changed cluster (a heartbeat, a label) leaves the others' verdicts as they were.
+	prev := e
+	e = &clusterFilter{clusters: make([]*structs.Cluster, len(capacities)), verdicts: make([]clusterVerdict, len(capacities))}
+	for i, cc := range capacities {
+		e.clusters[i] = cc.Cluster
+		if prev != nil && i < len(prev.clusters) && prev.clusters[i] == cc.Cluster {
+			e.verdicts[i] = prev.verdicts[i]
+		} else {
+			e.verdicts[i] = judgeCluster(p, apiKey, cc.Cluster)
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.entries == nil || len(f.entries) >= maxClusterFilters {
+		f.entries = map[clusterFilterKey]*clusterFilter{}
+	}
+	f.entries[key] = e
+	return e.verdicts
 }
 
 // newGang builds the gang of the given workloads, optionally overriding one pod group's count (Divide).

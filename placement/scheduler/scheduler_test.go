@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -527,4 +528,47 @@ func TestAvoidedClustersAreFilteredWithTheirReason(t *testing.T) {
 	if d.Reasons["a"] != "pods pending for 5m0s" || d.RejectCodes["a"] != structs.RejectAvoided {
 		t.Errorf("cluster a rejected with %q (%s), want the avoid reason", d.Reasons["a"], d.RejectCodes["a"])
 	}
+}
+
+// TestClusterVerdictsFollowClusterChanges runs three cycles on one Scheduler, which remembers per policy and kind
+// what it decided for each cluster object, while clusters change between them: a cluster that starts serving the
+// kind is admitted, one that stops being Ready is rejected for it, and a workload's clusters to avoid are checked
+// after selector and readiness but before taints and APIs, as without the memo. Reasons are the filter's texts.
+func TestClusterVerdictsFollowClusterChanges(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	gpuTaint := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	h.AddCluster("a", placementtest.APIs("apps/v1/Deployment"))
+	h.AddCluster("b", placementtest.Taints(gpuTaint))
+	h.AddCluster("c")
+	for _, c := range []string{"a", "b", "c"} {
+		h.AddNodes(c, cpuNodes("n", 1, "8"))
+	}
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+	job := func(name string, avoid map[string]string) string {
+		a := placementtest.PyTorchJob("team", name).Component("worker", 1, res("cpu", "1")).Obj()
+		wl, err := h.Store.UpsertWorkload(h.NextSeq(), structs.WorkloadInfo{Analysis: a, Generation: 1, Avoid: avoid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return wl.ID
+	}
+	check := func(d *structs.Decision, placedOn string, reasons map[string]string) {
+		t.Helper()
+		if d.Status != structs.StatusPlaced || !slices.Equal(d.Clusters, []string{placedOn}) {
+			t.Fatalf("decision %s on %v, want Placed on %s; reasons %v", d.Status, d.Clusters, placedOn, d.Reasons)
+		}
+		if !maps.Equal(d.Reasons, reasons) {
+			t.Errorf("reasons = %v, want %v", d.Reasons, reasons)
+		}
+	}
+	const noAPI = "does not serve kubeflow.org/v1/PyTorchJob"
+	const tainted = "has taint dedicated=gpu:NoSchedule that the policy does not tolerate"
+	check(h.Place(job("first", nil)), "c", map[string]string{"a": noAPI, "b": tainted})
+
+	h.AddCluster("a", placementtest.APIs("apps/v1/Deployment", "kubeflow.org/v1/PyTorchJob"))
+	h.AddCluster("c", placementtest.NotReady())
+	check(h.Place(job("second", nil)), "a", map[string]string{"b": tainted, "c": "is not Ready"})
+
+	check(h.Place(job("third", map[string]string{"b": "pods pending", "c": "pods failed"})), "a",
+		map[string]string{"b": "pods pending", "c": "is not Ready"})
 }
