@@ -80,7 +80,8 @@ func newBenchPipelineCommand() *cobra.Command {
 				res.P50Ms, res.P99Ms, res.MaxMs)
 			fmt.Fprintf(out, "decision latency: p50 %.2f ms, p99 %.2f ms (publish to first decision stored)\n",
 				res.DecisionP50Ms, res.DecisionP99Ms)
-			fmt.Fprintf(out, "raw publish/s:    %.0f (%d messages in %.2f s)\n", res.RawPublishPerSecond, res.RawMessages, res.RawSeconds)
+			fmt.Fprintf(out, "raw publish/s:    %.0f (%d messages in %.2f s; over tcp %.0f/s, in process %.0f/s)\n",
+				res.RawPublishPerSecond, res.RawMessages, res.RawSeconds, res.RawPublishTCPPerSecond, res.RawPublishInProcessPerSecond)
 			fmt.Fprintf(out, "ratio:            %.3f decisions per raw publish (target >= 0.1)\n", res.Ratio)
 			return nil
 		},

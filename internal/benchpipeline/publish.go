@@ -27,8 +27,8 @@ type asyncPublisher struct {
 	firstErr error
 }
 
-func newAsyncPublisher(url, name string) (*asyncPublisher, error) {
-	nc, err := nats.Connect(url, nats.Name(name))
+func newAsyncPublisher(url, name string, options ...nats.Option) (*asyncPublisher, error) {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name(name)}, options...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect %s to %s: %w", name, url, err)
 	}

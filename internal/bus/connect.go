@@ -13,8 +13,8 @@ import (
 )
 
 // Connect opens a NATS connection and a JetStream context. name shows up in the server's connection list.
-func Connect(url, name string) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1))
+func Connect(url, name string, options ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1)}, options...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to nats at %s: %w", url, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
 )
 
 // MaxPayload is the embedded server's message size limit. Real framework CRDs reach 2 MB and a decision
@@ -73,6 +74,10 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	}
 	return &Embedded{server: srv}, nil
 }
+
+// InProcess connects a client of this process to the server without a socket: no system call per read
+// and write, which on loopback TCP was a sixth of the pipeline's CPU.
+func (e *Embedded) InProcess() nats.Option { return nats.InProcessServer(e.server) }
 
 // ClientURL is the nats:// URL clients (and the nats CLI) connect to.
 func (e *Embedded) ClientURL() string { return e.server.ClientURL() }

@@ -43,6 +43,15 @@ type Bus struct {
 	embedded  *bus.Embedded
 }
 
+// InProcess is how a client of this process connects to the embedded server without a socket; empty when
+// the server is external.
+func (b *Bus) InProcess() []nats.Option {
+	if b.embedded == nil {
+		return nil
+	}
+	return []nats.Option{b.embedded.InProcess()}
+}
+
 // OpenBus connects to (or embeds) NATS and provisions fleetflow's streams.
 func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger) (*Bus, error) {
 	b := &Bus{URL: opts.URL}
@@ -66,7 +75,8 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 		b.URL = embedded.ClientURL()
 		log.Info("embedded NATS JetStream started", "url", b.URL, "store", storeDir)
 	}
-	nc, js, err := bus.Connect(b.URL, name)
+	// The placer and the other parts of this process talk to an embedded server in process.
+	nc, js, err := bus.Connect(b.URL, name, b.InProcess()...)
 	if err != nil {
 		b.Close()
 		return nil, err
