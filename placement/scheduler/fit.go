@@ -4,7 +4,9 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
@@ -309,8 +311,38 @@ type reasonCount struct {
 }
 
 // memoKey is the key under which the scheduler memoizes, on a chunk, what depends on a pod group's constraints:
-// its eligibility (a node memo) and its chunkFree (a free memo).
-func memoKey(g *structs.PodGroup) string { return "scheduler\x00" + g.ConstraintKey }
+// its eligibility (a node memo) and its chunkFree (a free memo). Constraint keys are long (serialized selectors
+// and tolerations) and every chunk a cycle visits looks them up, so each is interned once as a short key.
+func memoKey(g *structs.PodGroup) string {
+	if g.ConstraintKey == "" {
+		return "scheduler\x00"
+	}
+	memoKeys.Lock()
+	defer memoKeys.Unlock()
+	if k, ok := memoKeys.short[g.ConstraintKey]; ok {
+		return k
+	}
+	if len(memoKeys.short) >= maxMemoKeys {
+		// Past the bound the long form serves; it cannot collide with a short one.
+		return "scheduler\x00" + g.ConstraintKey
+	}
+	if memoKeys.short == nil {
+		memoKeys.short = map[string]string{}
+	}
+	k := "scheduler\x01" + strconv.Itoa(len(memoKeys.short))
+	memoKeys.short[g.ConstraintKey] = k
+	return k
+}
+
+// memoKeys maps constraint keys to their short memo keys, for the whole process: chunks are shared by every
+// Scheduler reading a snapshot, so a key must mean the same constraints to all of them.
+var memoKeys struct {
+	sync.Mutex
+	short map[string]string
+}
+
+// maxMemoKeys bounds the interned constraint keys.
+const maxMemoKeys = 1 << 14
 
 // eligibilityOf returns which nodes of ch allow pods of g; key is memoKey(g).
 func eligibilityOf(ch *structs.NodeChunk, g *structs.PodGroup, key string) *eligibility {

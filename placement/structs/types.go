@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"iter"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -356,12 +357,14 @@ type NodeChunk struct {
 	// what the chunk means. nodeMemo holds values that depend on the Node objects alone (which nodes pods with
 	// some constraints may run on); a copy of the chunk over the same Node objects inherits them. freeMemo
 	// holds values that also depend on the free capacity; a copy starts without them.
-	memoMu      sync.Mutex
-	nodeMemo    map[string]any
-	freeMemo    map[string]any
-	Allocatable Vector
-	Free        Vector
-	MaxFree     Vector
+	memoMu   sync.Mutex
+	nodeMemo map[string]any
+	// nodeMemoShared: nodeMemo is also another chunk's (InheritNodeMemos), so it is copied before a write.
+	nodeMemoShared bool
+	freeMemo       map[string]any
+	Allocatable    Vector
+	Free           Vector
+	MaxFree        Vector
 	// MaxFreeNode is, per resource, the index in Nodes of the node with MaxFree, -1 when none.
 	MaxFreeNode []int
 }
@@ -382,15 +385,15 @@ func (ch *NodeChunk) Eligible(key string, allowed func(*Node) bool) []bool {
 // the chunk's Node objects alone, never from Free or Reserved: InheritNodeMemos hands it to copies of the chunk
 // whose capacity differs. The value is shared by every reader and must not be modified.
 func (ch *NodeChunk) NodeMemo(key string, compute func() any) any {
-	return ch.memo(&ch.nodeMemo, key, compute)
+	return ch.memo(&ch.nodeMemo, &ch.nodeMemoShared, key, compute)
 }
 
 // FreeMemo is NodeMemo for values that may also depend on the chunk's free capacity; copies never inherit them.
 func (ch *NodeChunk) FreeMemo(key string, compute func() any) any {
-	return ch.memo(&ch.freeMemo, key, compute)
+	return ch.memo(&ch.freeMemo, nil, key, compute)
 }
 
-func (ch *NodeChunk) memo(memo *map[string]any, key string, compute func() any) any {
+func (ch *NodeChunk) memo(memo *map[string]any, shared *bool, key string, compute func() any) any {
 	ch.memoMu.Lock()
 	if v, ok := (*memo)[key]; ok {
 		ch.memoMu.Unlock()
@@ -404,8 +407,12 @@ func (ch *NodeChunk) memo(memo *map[string]any, key string, compute func() any) 
 	if prev, ok := (*memo)[key]; ok {
 		return prev
 	}
-	if *memo == nil {
+	switch {
+	case *memo == nil:
 		*memo = map[string]any{}
+	case shared != nil && *shared:
+		*memo = maps.Clone(*memo)
+		*shared = false
 	}
 	(*memo)[key] = v
 	return v
@@ -425,10 +432,9 @@ func (ch *NodeChunk) InheritNodeMemos(from *NodeChunk) {
 	from.memoMu.Lock()
 	defer from.memoMu.Unlock()
 	if len(from.nodeMemo) > 0 {
-		ch.nodeMemo = make(map[string]any, len(from.nodeMemo))
-		for k, v := range from.nodeMemo {
-			ch.nodeMemo[k] = v
-		}
+		// Both chunks read the one map; whichever adds to it first copies it.
+		from.nodeMemoShared = true
+		ch.nodeMemo, ch.nodeMemoShared = from.nodeMemo, true
 	}
 }
 

@@ -57,6 +57,21 @@ func TestNodeChunkMemos(t *testing.T) {
 		{"a node removed", chunkOf(a), false},
 		{"same nodes reordered", chunkOf(b, a), false},
 	}
+	// A copy and its original share inherited memos, but what either adds later stays its own.
+	heir := chunkOf(a, b)
+	heir.InheritNodeMemos(ch)
+	heir.NodeMemo("heir only", func() any { return "heir" })
+	ch.NodeMemo("original only", func() any { return "original" })
+	if got := ch.NodeMemo("heir only", func() any { return "absent" }); got != "absent" {
+		t.Errorf("the original sees %v under a key only its copy added", got)
+	}
+	if got := heir.NodeMemo("original only", func() any { return "absent" }); got != "absent" {
+		t.Errorf("the copy sees %v under a key only the original added after the copy", got)
+	}
+	if got := heir.NodeMemo("k", func() any { return "absent" }); got != 1 {
+		t.Errorf("the copy lost the inherited memo: %v", got)
+	}
+
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.copy.InheritNodeMemos(ch)
