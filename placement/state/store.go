@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -39,6 +40,9 @@ type Store struct {
 	// policies is every policy sorted by name, read by every cycle; it is rebuilt when a policy is written, which
 	// is rare, instead of being collected from memdb per cycle, and replaced, never modified.
 	policies []*policy.Policy
+	// earliestExpiry is no later than the expiry of any reservation (math.MaxInt64 when none can exist), so
+	// ExpireReservations skips its scan of every workload until it is due.
+	earliestExpiry int64
 }
 
 // NewStore returns an empty fleet view.
@@ -50,7 +54,8 @@ func NewStore(config Config) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: build schema: %w", err)
 	}
-	return &Store{config: config, db: db, resources: structs.NewResourceTable(), capacity: &capacityRows{}}, nil
+	return &Store{config: config, db: db, resources: structs.NewResourceTable(), capacity: &capacityRows{},
+		earliestExpiry: math.MaxInt64}, nil
 }
 
 // Config returns the store's configuration with defaults filled in.

@@ -285,3 +285,31 @@ func TestReservationTravelsWithItsWorkload(t *testing.T) {
 		t.Errorf("reservations on a = %+v, want none", on)
 	}
 }
+
+// TestExpiryNeverSkipsADueReservation: ExpireReservations skips its scan until the earliest reservation may be
+// due, and a reservation made later with an earlier expiry (a plan stamped with an older clock) moves that
+// point, so it still expires on time. The TTL is a minute (newTestStore).
+func TestExpiryNeverSkipsADueReservation(t *testing.T) {
+	s := newTestStore(t)
+	first := addWorkload(t, s, 3, "first", "1")
+	if err := s.ApplyPlan(4, time.Unix(100, 0), placeOn(first, s.Snapshot(), "b")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.ExpireReservations(5, time.Unix(130, 0)); err != nil || n != 0 {
+		t.Fatalf("expiry at 130s released %d (%v), want 0: the first reservation runs to 160s", n, err)
+	}
+	second := addWorkload(t, s, 6, "second", "1")
+	if err := s.ApplyPlan(7, time.Unix(80, 0), placeOn(second, s.Snapshot(), "b")); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.ExpireReservations(8, time.Unix(145, 0)); err != nil || n != 1 {
+		t.Fatalf("expiry at 145s released %d (%v), want 1: the second reservation ran out at 140s", n, err)
+	}
+	if len(s.Snapshot().ReservationsOf(second.ID)) != 0 || len(s.Snapshot().ReservationsOf(first.ID)) != 1 {
+		t.Errorf("after expiry at 145s: second holds %v, first holds %v; want only the first's",
+			s.Snapshot().ReservationsOf(second.ID), s.Snapshot().ReservationsOf(first.ID))
+	}
+	if n, err := s.ExpireReservations(9, time.Unix(160, 0)); err != nil || n != 1 {
+		t.Fatalf("expiry at 160s released %d (%v), want the first reservation", n, err)
+	}
+}

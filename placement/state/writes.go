@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -436,22 +437,32 @@ func (w *writeTxn) reserve(d *structs.Decision, wl *structs.Workload, expires in
 	for _, n := range r.Nodes {
 		w.markReserved(n.Cluster, n.Node, wl.ID, n.Request, 1)
 	}
+	// Lowered even if the write aborts: an early bound only costs ExpireReservations a scan.
+	w.store.earliestExpiry = min(w.store.earliestExpiry, expires)
 	return r
 }
 
 // ExpireReservations releases every reservation whose TTL ran out by now and returns how many it released.
-// It scans all workloads: it runs on a timer, not per decision, so an expiry index would cost every decision an
-// index write to save the timer a scan.
+// It scans all workloads, and only once the earliest reservation may have run out: it runs on a timer, not per
+// decision, so an expiry index would cost every decision an index write to save the timer a scan.
 func (s *Store) ExpireReservations(seq uint64, now time.Time) (int, error) {
 	released := 0
+	earliest, prev, scanned := int64(math.MaxInt64), int64(0), false
 	err := s.write(seq, func(w *writeTxn) error {
+		if now.UnixNano() < s.earliestExpiry {
+			return nil
+		}
 		all, err := w.all(TableWorkloads, indexID)
 		if err != nil {
 			return err
 		}
 		for _, raw := range all {
 			wl := raw.(*structs.Workload)
-			if wl.Reservation == nil || wl.Reservation.ExpiresAt > now.UnixNano() {
+			if wl.Reservation == nil {
+				continue
+			}
+			if wl.Reservation.ExpiresAt > now.UnixNano() {
+				earliest = min(earliest, wl.Reservation.ExpiresAt)
 				continue
 			}
 			w.releaseWorkload(wl)
@@ -463,8 +474,16 @@ func (s *Store) ExpireReservations(seq uint64, now time.Time) (int, error) {
 			}
 			released++
 		}
+		// The scan saw every reservation, so the bound becomes exact (write holds the store's lock).
+		prev, s.earliestExpiry, scanned = s.earliestExpiry, earliest, true
 		return nil
 	})
+	if err != nil && scanned {
+		// Nothing was released after all: the bound goes back to one that holds.
+		s.mu.Lock()
+		s.earliestExpiry = min(s.earliestExpiry, prev)
+		s.mu.Unlock()
+	}
 	return released, err
 }
 
