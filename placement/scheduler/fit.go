@@ -79,12 +79,13 @@ func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
 				continue
 			}
 			if largest := cc.MaxFree.Get(i) + ownTotal.Get(i); want > largest {
+				name := string(rt.Name(i))
 				if largest == 0 || cc.MaxFreeNode[i] == "" {
-					return fmt.Sprintf("pod %s (%s %s) fits no node: no node has %s free",
-						it.group.Component, rt.Name(i), rt.Quantity(i, want), rt.Name(i))
+					return "pod " + it.group.Component + " (" + name + " " + rt.Quantity(i, want) +
+						") fits no node: no node has " + name + " free"
 				}
-				return fmt.Sprintf("pod %s (%s %s) fits no node: largest free %s on %s",
-					it.group.Component, rt.Name(i), rt.Quantity(i, want), rt.Quantity(i, largest), cc.MaxFreeNode[i])
+				return "pod " + it.group.Component + " (" + name + " " + rt.Quantity(i, want) +
+					") fits no node: largest free " + rt.Quantity(i, largest) + " on " + cc.MaxFreeNode[i]
 			}
 		}
 	}

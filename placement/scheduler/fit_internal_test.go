@@ -273,3 +273,43 @@ func TestPackMatchesReference(t *testing.T) {
 		}
 	})
 }
+
+// TestBoundCheckReasons pins the texts of the cluster-level bound check, written by hand from its rules: the
+// gang's total against the cluster's free first, then each pod against the largest free on one node.
+func TestBoundCheckReasons(t *testing.T) {
+	rt := structs.NewResourceTable().With(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")})
+	gpu, _ := rt.Index("nvidia.com/gpu")
+	vec := func(gpus int64) structs.Vector {
+		v := make(structs.Vector, rt.Len())
+		v[gpu] = gpus
+		return v
+	}
+	worker := &structs.PodGroup{Component: "worker", Count: 2, Request: vec(4)}
+	g := &gang{items: []item{{group: worker, count: 2}}, demand: vec(8)}
+	cases := []struct {
+		name       string
+		free, most int64
+		mostOn     string
+		want       string
+	}{
+		{"fits", 8, 4, "n1", ""},
+		{"total short", 6, 4, "n1", "needs nvidia.com/gpu 8 in total, 6 free"},
+		{"no node big enough", 12, 2, "n1", "pod worker (nvidia.com/gpu 4) fits no node: largest free 2 on n1"},
+		{"no node named", 12, 0, "", "pod worker (nvidia.com/gpu 4) fits no node: no node has nvidia.com/gpu free"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cc := &structs.ClusterCapacity{Name: "c", Free: vec(tc.free), MaxFree: vec(tc.most),
+				MaxFreeNode: make([]string, rt.Len())}
+			cc.MaxFreeNode[gpu] = tc.mostOn
+			c := &cycle{rt: rt}
+			if got := c.boundCheck(cc, g); got != tc.want {
+				t.Errorf("boundCheck = %q, want %q", got, tc.want)
+			}
+			// Asked again within the cycle, a total reason comes back the same.
+			if got := c.boundCheck(cc, g); got != tc.want {
+				t.Errorf("second boundCheck = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
