@@ -34,6 +34,18 @@ func (c *capacityRows) with(row *structs.ClusterCapacity) *capacityRows {
 	rows := slices.Clone(c.rows)
 	if found {
 		rows[i] = row
+		if prev := c.rows[i]; (prev.Cluster != nil) == (row.Cluster != nil) {
+			// The common write, a decision on a registered cluster, keeps the registered rows in place.
+			out := &capacityRows{rows: rows, registered: c.registered}
+			if row.Cluster != nil {
+				j, _ := slices.BinarySearchFunc(c.registered, row.Name, func(r *structs.ClusterCapacity, n string) int {
+					return strings.Compare(r.Name, n)
+				})
+				out.registered = slices.Clone(c.registered)
+				out.registered[j] = row
+			}
+			return out
+		}
 	} else {
 		rows = slices.Insert(rows, i, row)
 	}

@@ -83,6 +83,14 @@ func checkCapacityRows(rt *rapid.T, h *placementtest.Harness) {
 	n := snap.Resources().Len()
 	// What each node holds is found by scanning every reservation, independently of the per-node lists.
 	all := snap.Reservations()
+	// The rows the scheduler reads are the registered clusters' current rows, in name order.
+	var registered []*structs.ClusterCapacity
+	for _, c := range snap.Clusters() {
+		registered = append(registered, snap.Capacity(c.Name))
+	}
+	if got := snap.Capacities(); !slices.Equal(got, registered) {
+		rt.Fatalf("Capacities() holds %d rows that are not the registered clusters' current %d rows", len(got), len(registered))
+	}
 	for _, c := range snap.Clusters() {
 		row := snap.Capacity(c.Name)
 		nodes := snap.Nodes(c.Name)

@@ -438,11 +438,16 @@ func (ch *NodeChunk) InheritNodeMemos(from *NodeChunk) {
 	}
 }
 
+// threeVectors returns three zero vectors of n entries in one allocation; each is capped at n, so appending to
+// one never writes into the next.
+func threeVectors(n int) (Vector, Vector, Vector) {
+	buf := make(Vector, 3*n)
+	return buf[:n:n], buf[n : 2*n : 2*n], buf[2*n : 3*n : 3*n]
+}
+
 // Summarize recomputes the chunk's sums and maxima over its schedulable nodes for a table of n resources.
 func (ch *NodeChunk) Summarize(n int) {
-	ch.Allocatable = make(Vector, n)
-	ch.Free = make(Vector, n)
-	ch.MaxFree = make(Vector, n)
+	ch.Allocatable, ch.Free, ch.MaxFree = threeVectors(n)
 	ch.MaxFreeNode = make([]int, n)
 	for i := range ch.MaxFreeNode {
 		ch.MaxFreeNode[i] = -1
@@ -464,9 +469,7 @@ func (ch *NodeChunk) Summarize(n int) {
 
 // Summarize recomputes the cluster's sums and maxima from its chunks.
 func (c *ClusterCapacity) Summarize(n int) {
-	c.Allocatable = make(Vector, n)
-	c.Free = make(Vector, n)
-	c.MaxFree = make(Vector, n)
+	c.Allocatable, c.Free, c.MaxFree = threeVectors(n)
 	c.MaxFreeNode = make([]string, n)
 	c.NodeCount = 0
 	for _, ch := range c.Chunks {
