@@ -107,6 +107,10 @@ type workloadEntry struct {
 	// analysis is nil when the workload could not be analyzed; analysisErr says why.
 	analysis    *karta.Analysis
 	analysisErr string
+	// verdictAnalysis is the analysis as verdicts carry it, shared by every verdict until the next analysis
+	// (payloads are never modified once sent); verdictAnalysisKey identifies it (analysisKey).
+	verdictAnalysis    *schemas.Analysis
+	verdictAnalysisKey string
 	// published holds the last decision published per cluster.
 	published map[string]publishedDecision
 	// confirmed holds the sequence of the last decision each cluster's applier reported applied.

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -77,7 +79,7 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 	for _, id := range slices.Sorted(maps.Keys(touched.invalid)) {
 		e := p.workloads[id]
 		v := &schemas.PlacementVerdict{Workload: e.ref, Sequence: p.seq, Status: schemas.VerdictInvalid,
-			Message: touched.invalid[id], ViewSequence: p.store.Snapshot().Index(), Analysis: analysisOf(e)}
+			Message: touched.invalid[id], ViewSequence: p.store.Snapshot().Index(), Analysis: e.verdictAnalysis}
 		if err := p.publishVerdict(ctx, e, v); err != nil {
 			return err
 		}
@@ -88,7 +90,7 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 			continue
 		}
 		v := verdictOf(e.ref, p.seq, touched.verdicts[id])
-		v.Analysis = analysisOf(e)
+		v.Analysis = e.verdictAnalysis
 		if err := p.publishVerdict(ctx, e, v); err != nil {
 			return err
 		}
@@ -139,27 +141,52 @@ func verdictOf(ref schemas.ObjectRef, seq uint64, d *structs.Decision) *schemas.
 // verdictKey identifies what a verdict says, leaving out when it was said and the amounts in its reasons:
 // a blocked workload retried as capacity trickles in keeps the same verdict until a cluster is rejected
 // for another kind of reason, so the streams and the control plane are not flooded with new free amounts.
-// A new analysis (the workload asks for something else) makes a new verdict.
-func verdictKey(v *schemas.PlacementVerdict) string {
+// A new analysis (the workload asks for something else, analysisKey) makes a new verdict.
+func verdictKey(v *schemas.PlacementVerdict, analysisKey string) string {
 	reasons := v.ReasonCodes
 	if len(reasons) == 0 {
 		reasons = v.Reasons
 	}
-	identity, _ := json.Marshal(struct {
-		Status   schemas.VerdictStatus
-		Policy   string
-		Clusters []string
-		Replicas map[string]int32
-		Reasons  map[string]string
-		Message  string
-		Analysis *schemas.Analysis
-	}{v.Status, v.Policy, v.Clusters, v.Replicas, reasons, v.Message, v.Analysis})
+	// Fields end with a 0 byte, which Kubernetes names, reason texts and codes never contain, so the
+	// concatenation reads back one way only.
+	identity := make([]byte, 0, 256)
+	field := func(s string) { identity = append(append(identity, s...), 0) }
+	field(string(v.Status))
+	field(v.Policy)
+	field(v.Message)
+	field(analysisKey)
+	for _, c := range v.Clusters {
+		field(c)
+	}
+	field("replicas")
+	for _, c := range slices.Sorted(maps.Keys(v.Replicas)) {
+		field(c)
+		field(strconv.Itoa(int(v.Replicas[c])))
+	}
+	field("reasons")
+	for _, c := range slices.Sorted(maps.Keys(reasons)) {
+		field(c)
+		field(reasons[c])
+	}
 	sum := sha256.Sum256(identity)
 	return hex.EncodeToString(sum[:8])
 }
 
+// analysisKey identifies an analysis for verdictKey.
+func analysisKey(a *schemas.Analysis) string {
+	if a == nil {
+		return ""
+	}
+	data, err := json.Marshal(a)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
 func (p *Placer) publishVerdict(ctx context.Context, e *workloadEntry, v *schemas.PlacementVerdict) error {
-	key := verdictKey(v)
+	key := verdictKey(v, e.verdictAnalysisKey)
 	if key == e.lastVerdict {
 		return nil // nothing new to say: e.g. a blocked workload retried and still blocked
 	}
@@ -173,17 +200,18 @@ func (p *Placer) publishVerdict(ctx context.Context, e *workloadEntry, v *schema
 	return nil
 }
 
-// analysisOf is the workload's analysis as verdicts carry it.
-func analysisOf(e *workloadEntry) *schemas.Analysis {
-	out := &schemas.Analysis{Error: e.analysisErr}
-	if a := e.analysis; a != nil {
+// setAnalysis records a workload's new analysis, or why there is none, and what its verdicts carry of it.
+func (e *workloadEntry) setAnalysis(a *karta.Analysis, analysisErr string) {
+	e.analysis, e.analysisErr = a, analysisErr
+	out := &schemas.Analysis{Error: analysisErr}
+	if a != nil {
 		out.ResourceInterface, out.TotalPods, out.TotalRequests = a.ResourceInterface, a.TotalPods, a.TotalRequests
 		for _, c := range a.Components {
 			out.Components = append(out.Components, schemas.AnalyzedComponent{Name: c.Name, Instance: c.Instance,
 				Pods: c.Pods, PodRequests: c.PodRequests})
 		}
 	}
-	return out
+	e.verdictAnalysis, e.verdictAnalysisKey = out, analysisKey(out)
 }
 
 // publishDecisions makes the published decisions of one workload match its placement in the store: an

@@ -52,12 +52,12 @@ func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touc
 	e.deleted = false
 	analysis, err := p.analyze(payload.Object)
 	if err != nil {
-		e.analysis, e.analysisErr = nil, err.Error()
+		e.setAnalysis(nil, err.Error())
 		touched.invalid[e.id] = err.Error()
 		p.log.Warn("workload cannot be analyzed", "workload", ref.Key(), "error", err)
 		return nil
 	}
-	e.analysis, e.analysisErr = analysis, ""
+	e.setAnalysis(analysis, "")
 	if err := p.upsertWorkload(e); err != nil {
 		return err
 	}

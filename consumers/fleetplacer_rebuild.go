@@ -184,7 +184,7 @@ func (p *Placer) restore(touched *touchedSet) error {
 		touched.add(id)
 		if e.restore != nil {
 			// A verdict identical to the one published before the restart is not published again.
-			e.lastVerdict = verdictKey(e.restore)
+			e.lastVerdict = verdictKey(e.restore, analysisKey(e.restore.Analysis))
 		}
 		if wl := snap.Workload(id); wl != nil && wl.Placement == nil && !e.deleted && e.analysisErr == "" {
 			if err := p.process(id, touched); err != nil {
