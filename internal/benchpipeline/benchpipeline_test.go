@@ -1,8 +1,11 @@
 package benchpipeline
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/fleetflow/fleetflow/schemas"
 )
 
 // TestRunTinyFleet runs the whole pipeline on 2 clusters of 10 nodes with 50 workloads and checks that
@@ -38,6 +41,7 @@ func TestRunTinyFleet(t *testing.T) {
 		"decisionsPerSecond": res.DecisionsPerSecond, "p50Ms": res.P50Ms, "p99Ms": res.P99Ms,
 		"rawPublishPerSecond": res.RawPublishPerSecond, "ratio": res.Ratio, "decisionP50Ms": res.DecisionP50Ms,
 		"offeredPerSecond": res.OfferedPerSecond, "eventBytes": float64(res.EventBytes),
+		"rawPublishTCPPerSecond": res.RawPublishTCPPerSecond, "rawPublishInProcessPerSecond": res.RawPublishInProcessPerSecond,
 	} {
 		if !(v > 0) {
 			t.Errorf("%s = %v, want > 0", name, v)
@@ -45,6 +49,10 @@ func TestRunTinyFleet(t *testing.T) {
 	}
 	if res.P50Ms > res.P99Ms || res.P99Ms > res.MaxMs {
 		t.Errorf("percentiles out of order: p50 %v, p99 %v, max %v", res.P50Ms, res.P99Ms, res.MaxMs)
+	}
+	if res.RawPublishPerSecond != max(res.RawPublishTCPPerSecond, res.RawPublishInProcessPerSecond) {
+		t.Errorf("raw publish reference %v is not the faster of tcp %v and in process %v",
+			res.RawPublishPerSecond, res.RawPublishTCPPerSecond, res.RawPublishInProcessPerSecond)
 	}
 	if res.RawMessages != cfg.RawMessages {
 		t.Errorf("raw messages = %d, want %d", res.RawMessages, cfg.RawMessages)
@@ -69,5 +77,23 @@ func TestConfigRejectsBadSizes(t *testing.T) {
 				t.Errorf("Run accepted %+v", cfg)
 			}
 		})
+	}
+}
+
+// TestVerdictStatus: the watcher's shortcut reads the status the placer wrote, whatever the reasons say.
+func TestVerdictStatus(t *testing.T) {
+	ref := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "status", Name: "status", UID: "status"}
+	for _, v := range []*schemas.PlacementVerdict{
+		{Workload: ref, Sequence: 1, Status: schemas.VerdictPlaced, Clusters: []string{"a"}},
+		{Workload: ref, Sequence: 2, Status: schemas.VerdictUnschedulable, Message: `"status":"Placed"`,
+			Reasons: map[string]string{"b": `"status":"Placed"`}},
+	} {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := verdictStatus(data); err != nil || got != v.Status {
+			t.Errorf("verdictStatus(%s) = %q, %v; want %q", data, got, err, v.Status)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package benchpipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -119,13 +120,12 @@ func (w *watcher) onVerdict(msg jetstream.Msg) {
 		w.fail(fmt.Errorf("verdict on %s: %w", msg.Subject(), err))
 		return
 	}
-	var v struct {
-		Status schemas.VerdictStatus `json:"status"`
-	}
-	if err := json.Unmarshal(msg.Data(), &v); err != nil {
+	status, err := verdictStatus(msg.Data())
+	if err != nil {
 		w.fail(fmt.Errorf("verdict on %s: %w", msg.Subject(), err))
 		return
 	}
+	v := struct{ Status schemas.VerdictStatus }{status}
 	w.mu.Lock()
 	i, ok := w.byObject[strings.TrimPrefix(msg.Subject(), schemas.SubjectEventsPrefix+".verdict.")]
 	if ok {
@@ -138,6 +138,28 @@ func (w *watcher) onVerdict(msg jetstream.Msg) {
 	}
 	w.mu.Unlock()
 	w.notify()
+}
+
+// statusField is how a verdict's status starts in its JSON. The field follows the workload reference and
+// the sequence, whose values cannot contain it, so its first occurrence is the status.
+var statusField = []byte(`"status":"`)
+
+// verdictStatus reads a verdict's status without decoding the rest: the watcher shares the process with
+// the placer it measures, and verdicts carry a reason per rejected cluster.
+func verdictStatus(data []byte) (schemas.VerdictStatus, error) {
+	if i := bytes.Index(data, statusField); i >= 0 {
+		rest := data[i+len(statusField):]
+		if j := bytes.IndexByte(rest, '"'); j >= 0 {
+			return schemas.VerdictStatus(rest[:j]), nil
+		}
+	}
+	var v struct {
+		Status schemas.VerdictStatus `json:"status"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return "", err
+	}
+	return v.Status, nil
 }
 
 func (w *watcher) onDecision(msg jetstream.Msg) {
