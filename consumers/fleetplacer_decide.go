@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/fleetflow/fleetflow/internal/jsonenc"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
@@ -300,7 +301,7 @@ func (p *Placer) desiredObject(e *workloadEntry, wl *structs.Workload, replicas 
 		if err := unstructured.SetNestedField(obj, replicas, g.ReplicasFieldPath...); err != nil {
 			return nil, fmt.Errorf("set %v of %s: %w", g.ReplicasFieldPath, e.ref, err)
 		}
-		encoded, err := kube.AppendJSON(nil, obj)
+		encoded, err := jsonenc.Append(nil, obj)
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", e.ref, err)
 		}
@@ -340,7 +341,7 @@ func contentOf(object map[string]any) string {
 	if object == nil {
 		return ""
 	}
-	data, err := kube.AppendJSON(nil, kube.SanitizedView(object))
+	data, err := jsonenc.Append(nil, kube.SanitizedView(object))
 	if err != nil {
 		return ""
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/jsonenc"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
@@ -69,7 +69,7 @@ func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touc
 
 // setObject keeps what the placer needs of a new version of the workload's object.
 func (e *workloadEntry) setObject(object map[string]any) error {
-	encoded, err := kube.AppendJSON(nil, object)
+	encoded, err := jsonenc.Append(nil, object)
 	if err != nil {
 		return fmt.Errorf("encode object: %w", err)
 	}

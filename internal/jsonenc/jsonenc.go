@@ -1,4 +1,4 @@
-package kube
+package jsonenc
 
 import (
 	"encoding/json"
@@ -9,23 +9,23 @@ import (
 	"unicode/utf8"
 )
 
-// AppendJSON appends the JSON encoding of an unstructured value to buf: what decoding JSON into any yields
+// Append appends the JSON encoding of an unstructured value to buf: what decoding JSON into any yields
 // (maps, slices, strings, float64, bool, nil), the integer types unstructured objects also hold, and
 // json.Number. The bytes are exactly encoding/json's (keys sorted, HTML-safe escaping), so equal objects
 // encode equally, but without reflection: the placer encodes every workload it decides on, and
 // encoding/json's map encoder was a tenth of its time. Any other type is handed to encoding/json.
-func AppendJSON(buf []byte, v any) ([]byte, error) {
+func Append(buf []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
 		return append(buf, "null"...), nil
 	case string:
-		return appendJSONString(buf, v), nil
+		return AppendString(buf, v), nil
 	case bool:
 		return strconv.AppendBool(buf, v), nil
 	case float64:
-		return appendJSONFloat(buf, v, 64)
+		return appendFloat(buf, v, 64)
 	case float32:
-		return appendJSONFloat(buf, float64(v), 32)
+		return appendFloat(buf, float64(v), 32)
 	case int64:
 		return strconv.AppendInt(buf, v, 10), nil
 	case int:
@@ -54,10 +54,10 @@ func AppendJSON(buf []byte, v any) ([]byte, error) {
 			if i > 0 {
 				buf = append(buf, ',')
 			}
-			buf = appendJSONString(buf, k)
+			buf = AppendString(buf, k)
 			buf = append(buf, ':')
 			var err error
-			if buf, err = AppendJSON(buf, v[k]); err != nil {
+			if buf, err = Append(buf, v[k]); err != nil {
 				return buf, fmt.Errorf("%s: %w", k, err)
 			}
 		}
@@ -72,7 +72,7 @@ func AppendJSON(buf []byte, v any) ([]byte, error) {
 				buf = append(buf, ',')
 			}
 			var err error
-			if buf, err = AppendJSON(buf, item); err != nil {
+			if buf, err = Append(buf, item); err != nil {
 				return buf, fmt.Errorf("[%d]: %w", i, err)
 			}
 		}
@@ -86,9 +86,9 @@ func AppendJSON(buf []byte, v any) ([]byte, error) {
 	}
 }
 
-// appendJSONFloat formats like encoding/json: plain notation, exponent notation only for very small or
+// appendFloat formats like encoding/json: plain notation, exponent notation only for very small or
 // large magnitudes, and no NaN or infinity, which JSON cannot carry.
-func appendJSONFloat(buf []byte, f float64, bits int) ([]byte, error) {
+func appendFloat(buf []byte, f float64, bits int) ([]byte, error) {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return buf, fmt.Errorf("unsupported value %v", f)
 	}
@@ -111,9 +111,9 @@ func appendJSONFloat(buf []byte, f float64, bits int) ([]byte, error) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendJSONString quotes s as encoding/json does with HTML escaping on: control characters, <, > and &,
+// AppendString appends s quoted as encoding/json does with HTML escaping on: control characters, <, > and &,
 // U+2028 and U+2029 are escaped, and invalid UTF-8 becomes U+FFFD.
-func appendJSONString(buf []byte, s string) []byte {
+func AppendString(buf []byte, s string) []byte {
 	buf = append(buf, '"')
 	start := 0
 	for i := 0; i < len(s); {

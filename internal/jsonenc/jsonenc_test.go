@@ -1,4 +1,4 @@
-package kube
+package jsonenc
 
 import (
 	"encoding/json"
@@ -48,44 +48,44 @@ func unstructuredValue(depth int) *rapid.Generator[any] {
 	})
 }
 
-// TestAppendJSONMatchesEncodingJSON: the fast encoder is only useful if it writes exactly what
+// TestAppendMatchesEncodingJSON: the fast encoder is only useful if it writes exactly what
 // encoding/json writes, since both encodings of an object may be compared or hashed.
-func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
+func TestAppendMatchesEncodingJSON(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		v := unstructuredValue(3).Draw(t, "value")
 		want, err := json.Marshal(v)
 		if err != nil {
 			t.Fatalf("encoding/json: %v", err)
 		}
-		got, err := AppendJSON(nil, v)
+		got, err := Append(nil, v)
 		if err != nil {
-			t.Fatalf("AppendJSON: %v", err)
+			t.Fatalf("Append: %v", err)
 		}
 		if string(got) != string(want) {
-			t.Fatalf("AppendJSON = %s\nencoding/json = %s", got, want)
+			t.Fatalf("Append = %s\nencoding/json = %s", got, want)
 		}
 	})
 }
 
-func TestAppendJSONRejectsWhatJSONCannotCarry(t *testing.T) {
+func TestAppendRejectsWhatJSONCannotCarry(t *testing.T) {
 	for _, v := range []any{math.NaN(), math.Inf(1), map[string]any{"spec": []any{math.Inf(-1)}}, json.Number("12abc")} {
-		if got, err := AppendJSON(nil, v); err == nil {
-			t.Errorf("AppendJSON(%v) = %s, want an error", v, got)
+		if got, err := Append(nil, v); err == nil {
+			t.Errorf("Append(%v) = %s, want an error", v, got)
 		}
 	}
 	// Types beyond the unstructured set go through encoding/json.
-	got, err := AppendJSON(nil, map[string]any{"labels": map[string]string{"b": "2", "a": "1"}, "n": json.Number("7")})
+	got, err := Append(nil, map[string]any{"labels": map[string]string{"b": "2", "a": "1"}, "n": json.Number("7")})
 	if err != nil || string(got) != `{"labels":{"a":"1","b":"2"},"n":7}` {
-		t.Errorf("AppendJSON = %s, %v", got, err)
+		t.Errorf("Append = %s, %v", got, err)
 	}
 }
 
-func BenchmarkAppendJSON(b *testing.B) {
+func BenchmarkAppend(b *testing.B) {
 	obj := benchObject()
-	b.Run("AppendJSON", func(b *testing.B) {
+	b.Run("Append", func(b *testing.B) {
 		var buf []byte
 		for b.Loop() {
-			buf, _ = AppendJSON(buf[:0], obj)
+			buf, _ = Append(buf[:0], obj)
 		}
 	})
 	b.Run("encoding/json", func(b *testing.B) {
