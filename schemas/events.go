@@ -56,7 +56,11 @@ func NewEvent(eventType, source, subject, id string, payload Payload) (cloudeven
 	e.SetSource(source)
 	e.SetSubject(subject)
 	e.SetTime(time.Now().UTC())
-	if err := e.SetData(ContentTypeJSON, payload); err != nil {
+	data, err := encodePayload(payload)
+	if err != nil {
+		return cloudevents.Event{}, fmt.Errorf("encode %s payload: %w", eventType, err)
+	}
+	if err := e.SetData(ContentTypeJSON, data); err != nil {
 		return cloudevents.Event{}, fmt.Errorf("encode %s payload: %w", eventType, err)
 	}
 	if err := e.Validate(); err != nil {

@@ -157,19 +157,6 @@ type PlacementDecided struct {
 	Reason   string `json:"reason,omitempty"`
 }
 
-// MarshalJSON writes ObjectJSON, when set, as the object.
-func (p *PlacementDecided) MarshalJSON() ([]byte, error) {
-	type plain PlacementDecided // the same fields without this method
-	if len(p.ObjectJSON) == 0 {
-		return json.Marshal((*plain)(p))
-	}
-	// The outer Object is shallower than the embedded one, so it is the one encoding/json writes.
-	return json.Marshal(struct {
-		*plain
-		Object json.RawMessage `json:"object,omitempty"`
-	}{(*plain)(p), p.ObjectJSON})
-}
-
 // Validate implements Payload.
 func (p *PlacementDecided) Validate() error {
 	var errs []error
