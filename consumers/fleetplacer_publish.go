@@ -34,39 +34,71 @@ type outgoing struct {
 	payload                schemas.Payload
 }
 
-// publishBatch encodes and publishes, on a goroutine of its own, what the placer sends until the next
-// wait for acknowledgements, so the placer goes on with its next workload meanwhile. Payloads handed to it
+// publishBatch encodes and publishes what the placer sends until the next wait for acknowledgements. The
+// first few sends are encoded right away: at low load an event causes a verdict and a decision, and a
+// goroutine hop would only add latency. Past that, a goroutine of the batch's own takes over, so under a
+// backlog the placer goes on with its next workload while the last ones are encoded. Payloads handed to it
 // are not modified afterwards: they are built for the event, or read from the store, whose objects are
 // immutable.
 type publishBatch struct {
-	queue chan outgoing
+	async AsyncEventPublisher
+	// inline holds what was published before the goroutine started.
+	inline publishResult
+	sent   int
+	queue  chan outgoing
 	// done delivers, once queue is closed and drained, every publish's future and the encoding errors.
 	done chan publishResult
 }
+
+// inlineSends is how many sends of a batch are encoded on the placer's goroutine.
+const inlineSends = 4
 
 type publishResult struct {
 	futures []jetstream.PubAckFuture
 	errs    []error
 }
 
-func startPublishBatch(async AsyncEventPublisher) *publishBatch {
-	b := &publishBatch{queue: make(chan outgoing, maxUnacknowledged), done: make(chan publishResult, 1)}
-	go func() {
-		var res publishResult
-		for o := range b.queue {
-			event, err := schemas.NewEvent(o.eventType, schemas.SourcePlacer, o.subject, o.id, o.payload)
-			if err == nil {
-				var future jetstream.PubAckFuture
-				if future, err = async.PublishAsync(o.subject, event); err == nil {
-					res.futures = append(res.futures, future)
-					continue
-				}
-			}
-			res.errs = append(res.errs, fmt.Errorf("publish %s to %s: %w", o.eventType, o.subject, err))
+func (r *publishResult) publish(async AsyncEventPublisher, o outgoing) {
+	event, err := schemas.NewEvent(o.eventType, schemas.SourcePlacer, o.subject, o.id, o.payload)
+	if err == nil {
+		var future jetstream.PubAckFuture
+		if future, err = async.PublishAsync(o.subject, event); err == nil {
+			r.futures = append(r.futures, future)
+			return
 		}
-		b.done <- res
-	}()
-	return b
+	}
+	r.errs = append(r.errs, fmt.Errorf("publish %s to %s: %w", o.eventType, o.subject, err))
+}
+
+func (b *publishBatch) send(o outgoing) {
+	b.sent++
+	if b.sent <= inlineSends {
+		b.inline.publish(b.async, o)
+		return
+	}
+	if b.queue == nil {
+		b.queue, b.done = make(chan outgoing, maxUnacknowledged), make(chan publishResult, 1)
+		go func() {
+			var res publishResult
+			for o := range b.queue {
+				res.publish(b.async, o)
+			}
+			b.done <- res
+		}()
+	}
+	b.queue <- o
+}
+
+// finish waits for the goroutine, if one started, and returns everything the batch published.
+func (b *publishBatch) finish() publishResult {
+	res := b.inline
+	if b.queue != nil {
+		close(b.queue)
+		more := <-b.done
+		res.futures = append(res.futures, more.futures...)
+		res.errs = append(res.errs, more.errs...)
+	}
+	return res
 }
 
 // send publishes one event: through the batch's goroutine when the publisher is asynchronous, waiting for
@@ -93,9 +125,9 @@ func (p *Placer) send(ctx context.Context, eventType, subject, id string, payloa
 		}
 	}
 	if p.batch == nil {
-		p.batch = startPublishBatch(async)
+		p.batch = &publishBatch{async: async}
 	}
-	p.batch.queue <- outgoing{eventType: eventType, subject: subject, id: id, payload: payload}
+	p.batch.send(outgoing{eventType: eventType, subject: subject, id: id, payload: payload})
 	p.queued++
 	return nil
 }
@@ -105,8 +137,7 @@ func (p *Placer) awaitAcknowledgements(ctx context.Context) error {
 	if p.batch == nil {
 		return nil
 	}
-	close(p.batch.queue)
-	res := <-p.batch.done
+	res := p.batch.finish()
 	p.batch, p.queued = nil, 0
 	timeout := time.NewTimer(acknowledgementTimeout)
 	defer timeout.Stop()

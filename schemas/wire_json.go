@@ -16,14 +16,36 @@ import (
 // them), so receivers cannot tell which wrote a message.
 type appender interface {
 	appendJSON(buf []byte) ([]byte, error)
+	sizeHint() int
 }
 
 // encodePayload is what NewEvent stores as an event's data.
 func encodePayload(payload Payload) (any, error) {
 	if a, ok := payload.(appender); ok {
-		return a.appendJSON(make([]byte, 0, 1024))
+		return a.appendJSON(make([]byte, 0, a.sizeHint()))
 	}
 	return payload, nil
+}
+
+// sizeHint is about the encoded size of a verdict, so its buffer is allocated once rather than grown:
+// verdicts carry a reason and a code per rejected cluster, often several kilobytes.
+func (p *PlacementVerdict) sizeHint() int {
+	n := 512
+	for c, r := range p.Reasons {
+		n += 2*len(c) + len(r) + len(p.ReasonCodes[c]) + 16
+	}
+	if p.Analysis != nil {
+		n += 256 + 96*len(p.Analysis.Components)
+	}
+	return n
+}
+
+// sizeHint is about the encoded size of a decision: its object and a few short fields.
+func (p *PlacementDecided) sizeHint() int {
+	if len(p.ObjectJSON) > 0 {
+		return len(p.ObjectJSON) + 512
+	}
+	return 2048
 }
 
 // MarshalJSON implements json.Marshaler with the hand-written encoding.
