@@ -70,6 +70,8 @@ func newBenchPlacementCommand() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.Workloads, "workloads", cfg.Workloads, "workloads to place")
 	cmd.Flags().IntVar(&cfg.GPUNodePercent, "gpu-node-percent", cfg.GPUNodePercent, "share of each cluster's nodes with GPUs")
 	cmd.Flags().Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload mix")
+	cmd.Flags().BoolVar(&cfg.PipelineMix, "pipeline-mix", false, "place bench pipeline's policy and workload mix instead of the mixed policies")
+	cmd.Flags().StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the placement phase to this file (go tool pprof)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
 	return cmd
 }
