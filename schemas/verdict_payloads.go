@@ -92,7 +92,7 @@ type AnalyzedComponent struct {
 
 // Validate implements Payload.
 func (p *WorkloadAnalyzed) Validate() error {
-	return errors.Join(p.Workload.validate("workload", true), p.Analysis.validate("totalPods"))
+	return errors.Join(p.Workload.validate("workload", true), p.validate("totalPods"))
 }
 
 func (a *Analysis) validate(field string) error {

@@ -26,7 +26,7 @@ func unstructuredValue(depth int) *rapid.Generator[any] {
 				"<a href='x'>&amp;</a>", "line\u2028sep\u2029", "bad\xffutf8\xc3", "ünïcødé ✓ 😀"}).Draw(t, "string") +
 				rapid.String().Draw(t, "suffix")
 		case 3:
-			return rapid.SampledFrom([]float64{0, -0.0, 1, -1.5, 3.14159, 1e-7, 1e-6, 123456789, 1e20, 1e21, 1.5e300, -2e-300,
+			return rapid.SampledFrom([]float64{0, math.Copysign(0, -1), 1, -1.5, 3.14159, 1e-7, 1e-6, 123456789, 1e20, 1e21, 1.5e300, -2e-300,
 				math.MaxFloat64, math.SmallestNonzeroFloat64}).Draw(t, "float")
 		case 4:
 			return rapid.Int64().Draw(t, "int64")

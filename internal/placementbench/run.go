@@ -69,20 +69,23 @@ func Run(cfg Config) (*Result, error) {
 	res := &Result{Clusters: cfg.Clusters, Nodes: nodes, Workloads: cfg.Workloads}
 	res.BytesPerNode = float64(liveHeap()-before) / float64(nodes)
 
+	var profile *os.File
 	if cfg.CPUProfile != "" {
-		f, err := os.Create(cfg.CPUProfile)
-		if err != nil {
+		if profile, err = os.Create(cfg.CPUProfile); err != nil {
 			return nil, fmt.Errorf("CPU profile: %w", err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
+		if err := pprof.StartCPUProfile(profile); err != nil {
+			_ = profile.Close()
 			return nil, fmt.Errorf("CPU profile %s: %w", cfg.CPUProfile, err)
 		}
 	}
 	start, startCPU := time.Now(), CPUTime()
 	err = fleet.Place(analyses, res)
-	if cfg.CPUProfile != "" {
+	if profile != nil {
 		pprof.StopCPUProfile()
+		if closeErr := profile.Close(); closeErr != nil && err == nil {
+			err = fmt.Errorf("CPU profile %s: %w", cfg.CPUProfile, closeErr)
+		}
 	}
 	if err != nil {
 		return nil, err
