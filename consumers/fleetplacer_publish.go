@@ -21,9 +21,12 @@ type AsyncEventPublisher interface {
 }
 
 const (
-	// maxUnacknowledged bounds the placer's publishes awaiting acknowledgement; a reconcile that sends more
-	// (a policy change moving many workloads, a rebuild) waits for them in slices of this size.
-	maxUnacknowledged = 256
+	// maxUnacknowledged bounds the placer's publishes awaiting acknowledgement; a batch or a reconcile that
+	// sends more (a backlog, a policy change moving many workloads, a rebuild) waits for them in slices of
+	// this size. It stays well under the client's own limit of outstanding async publishes (4,000).
+	maxUnacknowledged = 1024
+	// encodeQueue is how many sends may wait for the batch's encoding goroutine before the placer waits.
+	encodeQueue = 256
 	// acknowledgementTimeout bounds the wait for one slice, like the timeout of a synchronous publish.
 	acknowledgementTimeout = 30 * time.Second
 )
@@ -77,7 +80,7 @@ func (b *publishBatch) send(o outgoing) {
 		return
 	}
 	if b.queue == nil {
-		b.queue, b.done = make(chan outgoing, maxUnacknowledged), make(chan publishResult, 1)
+		b.queue, b.done = make(chan outgoing, encodeQueue), make(chan publishResult, 1)
 		go func() {
 			var res publishResult
 			for o := range b.queue {

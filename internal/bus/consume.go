@@ -131,6 +131,12 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 	}()
 	var batch []handledMsg
 	for m := range msgs {
+		if ctx.Err() != nil {
+			// Stopping (a placer that lost its lease must not act on more events): what the reader had
+			// already fetched goes back for redelivery.
+			_ = m.msg.Nak()
+			continue
+		}
 		batch = l.process(ctx, m, batch)
 		if len(msgs) == 0 || len(batch) >= maxBatch {
 			batch = l.flush(ctx, batch)
