@@ -76,8 +76,27 @@ func (e *workloadEntry) setObject(object map[string]any) error {
 	e.objectJSON = encoded
 	e.content = contentOf(object)
 	e.resourceVersion = schemas.ResourceVersionOf(object)
-	e.generation, _, _ = unstructured.NestedInt64(object, "metadata", "generation")
+	e.generation = generationOf(object)
 	return nil
+}
+
+// generationOf reads metadata.generation whichever way the object was decoded: JSON from the bus yields a
+// float64, a client an int64. Reading only int64 made every workload generation 0, so a placed workload's
+// grown spec looked unchanged once its reservations were released.
+func generationOf(object map[string]any) int64 {
+	meta, _ := object["metadata"].(map[string]any)
+	switch g := meta["generation"].(type) {
+	case int64:
+		return g
+	case float64:
+		return int64(g)
+	case int:
+		return int64(g)
+	case json.Number:
+		n, _ := g.Int64()
+		return n
+	}
+	return 0
 }
 
 // object decodes the workload's object again, for the rare paths that read it after the event that
