@@ -161,7 +161,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.EventBytes = size / len(msgs)
 
-	w, err := newWatcher(ctx, b.URL, refs)
+	w, err := newWatcher(ctx, b.URL, refs, b.InProcess()...)
 	if err != nil {
 		return nil, err
 	}

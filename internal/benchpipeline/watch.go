@@ -48,8 +48,10 @@ func objectTokens(ref schemas.ObjectRef) string {
 	return strings.TrimPrefix(schemas.VerdictSubject(ref), schemas.SubjectEventsPrefix+".verdict.")
 }
 
-func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef) (*watcher, error) {
-	nc, err := nats.Connect(url, nats.Name("fleetflow-bench-watcher"))
+// newWatcher connects with options (in process when the server is embedded: the watcher is measuring
+// equipment, and a socket would add system calls to the machine it measures).
+func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef, options ...nats.Option) (*watcher, error) {
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("fleetflow-bench-watcher")}, options...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect watcher to %s: %w", url, err)
 	}
