@@ -73,8 +73,8 @@ func newBenchPipelineCommand() *cobra.Command {
 				res.Clusters, res.Nodes, res.FleetEvents, res.FleetLoadSeconds)
 			fmt.Fprintf(out, "workloads:        %d, %s, published at %.0f/s (%d B per event)\n",
 				res.Workloads, rate, res.OfferedPerSecond, res.EventBytes)
-			fmt.Fprintf(out, "verdicts:         placed %d, unschedulable %d, other %d; %d decisions\n",
-				res.Placed, res.Unschedulable, res.Other, res.Decisions)
+			fmt.Fprintf(out, "verdicts:         placed %d, unschedulable %d, other %d (%d B per verdict); %d decisions\n",
+				res.Placed, res.Unschedulable, res.Other, res.VerdictBytes, res.Decisions)
 			fmt.Fprintf(out, "decisions/s:      %.0f (%.2f s wall, %.2f s CPU)\n", res.DecisionsPerSecond, res.WorkloadSeconds, res.CPUSeconds)
 			fmt.Fprintf(out, "latency:          p50 %.2f ms, p99 %.2f ms, max %.2f ms (publish to first verdict stored)\n",
 				res.P50Ms, res.P99Ms, res.MaxMs)

@@ -40,7 +40,7 @@ func TestRunTinyFleet(t *testing.T) {
 	for name, v := range map[string]float64{
 		"decisionsPerSecond": res.DecisionsPerSecond, "p50Ms": res.P50Ms, "p99Ms": res.P99Ms,
 		"rawPublishPerSecond": res.RawPublishPerSecond, "ratio": res.Ratio, "decisionP50Ms": res.DecisionP50Ms,
-		"offeredPerSecond": res.OfferedPerSecond, "eventBytes": float64(res.EventBytes),
+		"offeredPerSecond": res.OfferedPerSecond, "eventBytes": float64(res.EventBytes), "verdictBytes": float64(res.VerdictBytes),
 		"rawPublishTCPPerSecond": res.RawPublishTCPPerSecond, "rawPublishInProcessPerSecond": res.RawPublishInProcessPerSecond,
 	} {
 		if !(v > 0) {

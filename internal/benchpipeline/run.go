@@ -64,8 +64,10 @@ type Result struct {
 	Other         int `json:"other"`
 	// Decisions counts the decisions persisted for the workloads.
 	Decisions int `json:"decisions"`
-	// EventBytes is the mean size of a workload event message (headers and body).
-	EventBytes int `json:"eventBytes"`
+	// EventBytes is the mean size of a workload event message (headers and body); VerdictBytes the mean
+	// size of a verdict's data (a reason and a code per rejected cluster, and the analysis).
+	EventBytes   int `json:"eventBytes"`
+	VerdictBytes int `json:"verdictBytes"`
 	// FleetEvents were published to load the fleet, which took FleetLoadSeconds until the placer had them all.
 	FleetEvents      int     `json:"fleetEvents"`
 	FleetLoadSeconds float64 `json:"fleetLoadSeconds"`
@@ -221,6 +223,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	w.mu.Lock()
 	summarize(res, w.outcomes, published)
+	if w.verdictMessages > 0 {
+		res.VerdictBytes = w.verdictBytes / w.verdictMessages
+	}
 	w.mu.Unlock()
 
 	if err := rawPublish(ctx, b, msgs, cfg, res); err != nil {

@@ -35,6 +35,8 @@ type watcher struct {
 	byObject map[string]int // workload subject tokens -> workload index
 	outcomes []outcome
 	verdicts int // workloads with a verdict
+	// verdictMessages and verdictBytes count every verdict read and the bytes of their data.
+	verdictMessages, verdictBytes int
 	// lastDecisionSeq is the stream sequence of the newest decision read.
 	lastDecisionSeq uint64
 	err             error
@@ -129,6 +131,8 @@ func (w *watcher) onVerdict(msg jetstream.Msg) {
 	}
 	v := struct{ Status schemas.VerdictStatus }{status}
 	w.mu.Lock()
+	w.verdictMessages++
+	w.verdictBytes += len(msg.Data())
 	i, ok := w.byObject[strings.TrimPrefix(msg.Subject(), schemas.SubjectEventsPrefix+".verdict.")]
 	if ok {
 		o := &w.outcomes[i]
