@@ -85,8 +85,10 @@ type Placer struct {
 	policies  map[string]*policyEntry
 	// batch holds the publishes awaiting acknowledgement, staged the events that caused them, and batchErr
 	// the failure of an acknowledgement awaited before Flush, which fails the whole batch.
-	batch    *publishBatch
-	queued   int
+	batch  *publishBatch
+	queued int
+	// scratch is reused to encode objects on the placer's goroutine.
+	scratch  []byte
 	staged   []stagedEvent
 	batchErr error
 }

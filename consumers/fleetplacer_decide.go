@@ -337,11 +337,14 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 
 // contentOf hashes what an applier would copy of an object: no status, no server-set metadata and no
 // fleetflow bookkeeping annotations.
-func contentOf(object map[string]any) string {
+func contentOf(object map[string]any) string { return contentOfSized(object, 2048) }
+
+// contentOfSized is contentOf with the size of the object's full encoding, which bounds the sanitized one.
+func contentOfSized(object map[string]any, size int) string {
 	if object == nil {
 		return ""
 	}
-	data, err := jsonenc.Append(nil, kube.SanitizedView(object))
+	data, err := jsonenc.Append(make([]byte, 0, size), kube.SanitizedView(object))
 	if err != nil {
 		return ""
 	}

@@ -1,6 +1,7 @@
 package consumers
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -45,7 +46,7 @@ func (p *Placer) entry(ref schemas.ObjectRef) *workloadEntry {
 func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
 	ref := payload.Ref()
 	e := p.entry(ref)
-	if err := e.setObject(payload.Object); err != nil {
+	if err := e.setObject(payload.Object, &p.scratch); err != nil {
 		return bus.Permanent(fmt.Errorf("workload %s: %w", ref.Key(), err))
 	}
 	e.labels = labelsOf(payload.Object)
@@ -68,13 +69,16 @@ func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touc
 }
 
 // setObject keeps what the placer needs of a new version of the workload's object.
-func (e *workloadEntry) setObject(object map[string]any) error {
-	encoded, err := jsonenc.Append(nil, object)
+func (e *workloadEntry) setObject(object map[string]any, scratch *[]byte) error {
+	// Encoded into the placer's scratch buffer and copied out at its exact size: the bytes are kept for
+	// the workload's lifetime, a buffer grown from nothing would be reallocated a dozen times.
+	encoded, err := jsonenc.Append((*scratch)[:0], object)
 	if err != nil {
 		return fmt.Errorf("encode object: %w", err)
 	}
-	e.objectJSON = encoded
-	e.content = contentOf(object)
+	*scratch = encoded
+	e.objectJSON = bytes.Clone(encoded)
+	e.content = contentOfSized(object, len(encoded))
 	e.resourceVersion = schemas.ResourceVersionOf(object)
 	e.generation = generationOf(object)
 	return nil
