@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"sync/atomic"
 
 	"errors"
 	"fmt"
@@ -499,8 +500,12 @@ func constraintKey(c *karta.ComponentInstance) string {
 		T []corev1.Toleration  `json:"t,omitempty"`
 	}{c.NodeSelector, c.RequiredNodeAffinity, c.Tolerations})
 	if err != nil {
-		// These types always marshal; a unique key only costs the memo, never correctness.
-		return fmt.Sprintf("%p", c)
+		// These types always marshal. Were one not to, a key never used before only costs the memo; an
+		// address could be reused by another component and return its answer.
+		return fmt.Sprintf("unkeyed-%d", unkeyedConstraints.Add(1))
 	}
 	return string(data)
 }
+
+// unkeyedConstraints numbers constraint sets that could not be keyed, each a key of its own.
+var unkeyedConstraints atomic.Uint64

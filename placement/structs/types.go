@@ -385,15 +385,25 @@ func (ch *NodeChunk) Eligible(key string, allowed func(*Node) bool) []bool {
 // the chunk's Node objects alone, never from Free or Reserved: InheritNodeMemos hands it to copies of the chunk
 // whose capacity differs. The value is shared by every reader and must not be modified.
 func (ch *NodeChunk) NodeMemo(key string, compute func() any) any {
-	return ch.memo(&ch.nodeMemo, &ch.nodeMemoShared, key, compute)
+	return ch.memo(&ch.nodeMemo, &ch.nodeMemoShared, MaxChunkMemos, key, compute)
 }
 
 // FreeMemo is NodeMemo for values that may also depend on the chunk's free capacity; copies never inherit them.
 func (ch *NodeChunk) FreeMemo(key string, compute func() any) any {
-	return ch.memo(&ch.freeMemo, nil, key, compute)
+	return ch.memo(&ch.freeMemo, nil, MaxChunkFreeMemos, key, compute)
 }
 
-func (ch *NodeChunk) memo(memo *map[string]any, shared *bool, key string, compute func() any) any {
+// MaxChunkMemos and MaxChunkFreeMemos bound the entries of a chunk's node and free memos. Constraint keys come
+// from workloads (node selectors, affinities, tolerations), so a fleet with per-job constraints would otherwise
+// grow a chunk's memo without end, and each copy of the chunk for a reservation would copy all of it. A full
+// memo starts over, so the keys in use now are memoized again and old ones age out. Free memos hold a few
+// kilobytes each and live on every chunk nobody wrote to, hence the smaller bound.
+const (
+	MaxChunkMemos     = 64
+	MaxChunkFreeMemos = 16
+)
+
+func (ch *NodeChunk) memo(memo *map[string]any, shared *bool, limit int, key string, compute func() any) any {
 	ch.memoMu.Lock()
 	if v, ok := (*memo)[key]; ok {
 		ch.memoMu.Unlock()
@@ -408,8 +418,11 @@ func (ch *NodeChunk) memo(memo *map[string]any, shared *bool, key string, comput
 		return prev
 	}
 	switch {
-	case *memo == nil:
+	case *memo == nil || len(*memo) >= limit:
 		*memo = map[string]any{}
+		if shared != nil {
+			*shared = false
+		}
 	case shared != nil && *shared:
 		*memo = maps.Clone(*memo)
 		*shared = false

@@ -86,6 +86,40 @@ func TestNodeChunkMemos(t *testing.T) {
 	}
 }
 
+// TestNodeChunkMemosStayBounded: workloads with constraints of their own (per-job affinities, hostname pins)
+// bring new memo keys without end; a chunk's memos, and what its copies inherit, stay within MaxChunkMemos,
+// (MaxChunkFreeMemos for free memos), and a memo that started over still answers every key.
+func TestNodeChunkMemosStayBounded(t *testing.T) {
+	a, b := &Node{Name: "a"}, &Node{Name: "b"}
+	ch := chunkOf(a, b)
+	for i := range 10 * MaxChunkMemos {
+		key := "selector-" + strconv.Itoa(i)
+		if got := ch.NodeMemo(key, func() any { return i }); got != i {
+			t.Fatalf("NodeMemo(%s) = %v, want %d", key, got, i)
+		}
+		ch.FreeMemo(key, func() any { return i })
+		// Reservations copy the chunk over the same nodes; the copy inherits and goes on.
+		heir := chunkOf(a, b)
+		heir.InheritNodeMemos(ch)
+		ch = heir
+		if len(ch.nodeMemo) > MaxChunkMemos {
+			t.Fatalf("after %d keys a chunk holds %d node memos, want at most %d", i+1, len(ch.nodeMemo), MaxChunkMemos)
+		}
+	}
+	fresh := chunkOf(a, b)
+	for i := range 10 * MaxChunkMemos {
+		fresh.FreeMemo("free-"+strconv.Itoa(i), func() any { return i })
+	}
+	if len(fresh.freeMemo) > MaxChunkFreeMemos {
+		t.Errorf("a chunk holds %d free memos, want at most %d", len(fresh.freeMemo), MaxChunkFreeMemos)
+	}
+	// The newest key survived the start-over.
+	last := "selector-" + strconv.Itoa(10*MaxChunkMemos-1)
+	if got := ch.NodeMemo(last, func() any { return "recomputed" }); got != 10*MaxChunkMemos-1 {
+		t.Errorf("the newest key was not memoized: %v", got)
+	}
+}
+
 // TestDecisionIDIsHashOfItsInputs pins DecisionID to its definition, the first 12 bytes of SHA-256 over the
 // workload ID, the generation and the snapshot index in decimal, separated by NUL bytes: IDs are persisted in
 // reservations and placements, so a rewrite of the function must not change them.
