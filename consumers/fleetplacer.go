@@ -88,7 +88,9 @@ type Placer struct {
 	batch  *publishBatch
 	queued int
 	// scratch is reused to encode objects on the placer's goroutine.
-	scratch  []byte
+	scratch []byte
+	// interned shares the strings of the fleet view's nodes.
+	interned interner
 	staged   []stagedEvent
 	batchErr error
 }

@@ -1,0 +1,51 @@
+package consumers
+
+import (
+	"maps"
+	"testing"
+	"unsafe"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// TestInternerSharesEqualStrings: two nodes decoded from two events carry equal labels in separate strings;
+// once interned they hold the same strings, and the maps and slices handed out are the interner's own.
+func TestInternerSharesEqualStrings(t *testing.T) {
+	var in interner
+	// Built at run time so each node's strings are separate allocations, as decoding makes them.
+	decoded := func(zone string) map[string]string {
+		return map[string]string{string([]byte("topology.kubernetes.io/zone")): string([]byte(zone))}
+	}
+	first, second := decoded("eu-west-1a"), decoded("eu-west-1a")
+	a, b := in.labels(first), in.labels(second)
+	if !maps.Equal(a, first) || !maps.Equal(b, second) {
+		t.Fatalf("interned labels %v and %v differ from %v", a, b, first)
+	}
+	same := func(x, y string) bool { return unsafe.StringData(x) == unsafe.StringData(y) }
+	for k, v := range a {
+		var bk string
+		for kb := range b {
+			bk = kb
+		}
+		if !same(k, bk) || !same(v, b[bk]) {
+			t.Errorf("label %s=%s is not shared between the two nodes", k, v)
+		}
+	}
+	a["changed"] = "x"
+	if _, ok := first["changed"]; ok {
+		t.Error("the interned map is the decoded one; it must be a copy")
+	}
+
+	taints := []corev1.Taint{{Key: string([]byte("nvidia.com/gpu")), Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+	got := in.taints(taints)
+	if len(got) != 1 || got[0] != taints[0] {
+		t.Fatalf("interned taints = %v, want %v", got, taints)
+	}
+	if again := in.taints([]corev1.Taint{{Key: string([]byte("nvidia.com/gpu")), Value: "present",
+		Effect: corev1.TaintEffectNoSchedule}}); !same(again[0].Key, got[0].Key) {
+		t.Error("equal taint keys are not shared")
+	}
+	if in.labels(nil) != nil || in.taints(nil) != nil || in.str("") != "" {
+		t.Error("nothing interned should stay nothing")
+	}
+}
