@@ -85,14 +85,14 @@ type Placer struct {
 	policies  map[string]*policyEntry
 	// batch holds the publishes awaiting acknowledgement, staged the events that caused them, and batchErr
 	// the failure of an acknowledgement awaited before Flush, which fails the whole batch.
-	batch  *publishBatch
-	queued int
+	batch    *publishBatch
+	queued   int
+	staged   []stagedEvent
+	batchErr error
 	// scratch is reused to encode objects on the placer's goroutine.
 	scratch []byte
 	// interned shares the strings of the fleet view's nodes.
 	interned interner
-	staged   []stagedEvent
-	batchErr error
 }
 
 type workloadEntry struct {

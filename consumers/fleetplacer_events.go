@@ -424,8 +424,8 @@ func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bo
 		taints = append(taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 	}
 	err := p.store.UpsertNodes(p.seq, structs.NodeInfo{Cluster: p.interned.str(n.Cluster), Name: n.Name,
-		Labels: p.interned.labels(n.Labels), Taints: taints, Unschedulable: n.Unschedulable, Allocatable: n.Allocatable, Requested: n.Requested,
-		PodsByWorkload: pods})
+		Labels: p.interned.labels(n.Labels), Taints: taints, Unschedulable: n.Unschedulable,
+		Allocatable: n.Allocatable, Requested: n.Requested, PodsByWorkload: pods})
 	if err != nil || rebuilding {
 		return err
 	}
