@@ -94,7 +94,7 @@ func (w *writeTxn) rebuildClusterCapacity(name string, dirty map[string]struct{}
 	n := w.resources.Len()
 
 	if dirty == nil || old == nil {
-		nodes, err := w.all(TableNodes, indexCluster, name)
+		nodes, err := w.all(TableNodes, indexIDPrefix, clusterNodes(name))
 		if err != nil {
 			return err
 		}

@@ -26,8 +26,10 @@ const (
 // Index names.
 const (
 	indexID = "id"
-	// indexCluster finds a cluster's nodes.
-	indexCluster = "cluster"
+	// indexIDPrefix finds a cluster's nodes by the prefix of their ids ("cluster/", see clusterNodes): node
+	// ids start with their cluster's name, so an index of its own would only double the nodes' radix-tree
+	// entries, which every garbage collection marks.
+	indexIDPrefix = indexID + "_prefix"
 	// indexGroupKind finds the ResourceInterface of a kind ("group/Kind").
 	indexGroupKind = "group_kind"
 )
@@ -46,6 +48,10 @@ func schema() *memdb.DBSchema {
 	}
 	return db
 }
+
+// clusterNodes is the id prefix of a cluster's nodes. Cluster names hold no "/", so no other cluster's
+// nodes share it.
+func clusterNodes(cluster string) string { return structs.NodeID(cluster, "") }
 
 func idIndex[T any](value func(T) string) *memdb.IndexSchema {
 	return &memdb.IndexSchema{Name: indexID, Unique: true, Indexer: stringIndexer[T]{value: value}}
@@ -66,8 +72,6 @@ func namespacesTableSchema() *memdb.TableSchema {
 func nodesTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TableNodes, Indexes: map[string]*memdb.IndexSchema{
 		indexID: idIndex((*structs.Node).ID),
-		indexCluster: {Name: indexCluster,
-			Indexer: stringIndexer[*structs.Node]{value: func(n *structs.Node) string { return n.Cluster }}},
 	}}
 }
 

@@ -60,7 +60,7 @@ func (s *Snapshot) Capacities() []*structs.ClusterCapacity {
 
 // Nodes returns a cluster's nodes, sorted by name.
 func (s *Snapshot) Nodes(cluster string) []*structs.Node {
-	return all[*structs.Node](s, TableNodes, indexCluster, cluster)
+	return all[*structs.Node](s, TableNodes, indexIDPrefix, clusterNodes(cluster))
 }
 
 // Namespace returns a namespace by name.

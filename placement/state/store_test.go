@@ -313,3 +313,39 @@ func TestExpiryNeverSkipsADueReservation(t *testing.T) {
 		t.Fatalf("expiry at 160s released %d (%v), want the first reservation", n, err)
 	}
 }
+
+// TestNodesOfAClusterOnly: a cluster's nodes are found by their id prefix, so a cluster whose name starts
+// with another's ("c1" and "c10") must not lend it its nodes, neither to Nodes nor to its capacity row.
+func TestNodesOfAClusterOnly(t *testing.T) {
+	s := newTestStore(t)
+	if err := s.UpsertCluster(3, &structs.Cluster{Name: "c10", Ready: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpsertNodes(4, structs.NodeInfo{Cluster: "c10", Name: "a", Allocatable: corev1.ResourceList{"cpu": qty("32")}},
+		structs.NodeInfo{Cluster: "c10", Name: "z", Allocatable: corev1.ResourceList{"cpu": qty("32")}}); err != nil {
+		t.Fatal(err)
+	}
+	snap := s.Snapshot()
+	names := func(cluster string) []string {
+		var out []string
+		for _, n := range snap.Nodes(cluster) {
+			out = append(out, n.Name)
+		}
+		return out
+	}
+	// newTestStore gives c1 the nodes a, b and cordoned, sorted by name.
+	if got := names("c1"); !slices.Equal(got, []string{"a", "b", "cordoned"}) {
+		t.Errorf("nodes of c1 = %v, want [a b cordoned]", got)
+	}
+	if got := names("c10"); !slices.Equal(got, []string{"a", "z"}) {
+		t.Errorf("nodes of c10 = %v, want [a z]", got)
+	}
+	if got := names("c"); len(got) != 0 {
+		t.Errorf("nodes of c = %v, want none", got)
+	}
+	for _, c := range snap.Capacities() {
+		if want := map[string]int{"c1": 3, "c10": 2}[c.Name]; c.NodeCount != want {
+			t.Errorf("capacity row of %s counts %d nodes, want %d", c.Name, c.NodeCount, want)
+		}
+	}
+}

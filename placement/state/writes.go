@@ -61,7 +61,7 @@ func (s *Store) DeleteCluster(seq uint64, name string) error {
 				return err
 			}
 		}
-		nodes, err := w.all(TableNodes, indexCluster, name)
+		nodes, err := w.all(TableNodes, indexIDPrefix, clusterNodes(name))
 		if err != nil {
 			return err
 		}
