@@ -172,12 +172,13 @@ func (p *PlacementDecided) Validate() error {
 	}
 	switch p.Action {
 	case ActionApply:
-		if p.Object == nil && len(p.ObjectJSON) == 0 {
+		// An object sent only pre-encoded (ObjectJSON) is the sender's own copy of the workload; its identity
+		// is not decoded again here.
+		switch got := RefOf(p.Object); {
+		case p.Object == nil && len(p.ObjectJSON) == 0:
 			errs = append(errs, errors.New("object: required for action Apply"))
-		} else if p.Object == nil {
-			// Pre-encoded by the sender, which built it from the workload's own object.
-		} else if got := RefOf(p.Object); got.Name != p.Workload.Name || got.Namespace != p.Workload.Namespace ||
-			got.Kind != p.Workload.Kind || got.APIVersion != p.Workload.APIVersion {
+		case p.Object != nil && (got.Name != p.Workload.Name || got.Namespace != p.Workload.Namespace ||
+			got.Kind != p.Workload.Kind || got.APIVersion != p.Workload.APIVersion):
 			errs = append(errs, fmt.Errorf("object: identity %s does not match workload %s", got, p.Workload))
 		}
 	case ActionDelete:
