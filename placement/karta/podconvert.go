@@ -428,7 +428,7 @@ func convertQuantity(v any) (resource.Quantity, bool) {
 	switch x := v.(type) {
 	case string:
 		for i := 0; i < len(x); i++ {
-			if c := x[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
+			if c := x[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
 				return resource.Quantity{}, false
 			}
 		}
