@@ -132,9 +132,10 @@ func (f *placerFlags) register(flags *pflag.FlagSet) {
 	flags.IntVar(&f.gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of this process (the fleet view is long-lived, so collecting less often saves CPU for memory); $GOGC wins when set, 0 keeps Go's default")
 }
 
-// config returns the placer's configuration and tunes the process's collector for it.
+// tuneGC sets the collector of a process that runs the placer (see pipeline.PlacerGCPercent).
+func (f *placerFlags) tuneGC() { pipeline.TuneGCForPlacer(f.gcPercent, slog.Default()) }
+
 func (f *placerFlags) config() consumers.PlacerConfig {
-	pipeline.TuneGCForPlacer(f.gcPercent, slog.Default())
 	return consumers.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL}
 }
 
@@ -182,6 +183,7 @@ fleetflow-system). fleetflow's CRDs are installed on the control plane if missin
 			}
 			defer b.Close()
 			slog.Info("fleetflow running", "nats", b.URL)
+			pf.tuneGC()
 			all := &pipeline.AllInOne{ControlPlane: cp, Kinds: kinds, Placer: pf.config()}
 			return all.Run(ctx, b, slog.Default())
 		},
@@ -259,6 +261,7 @@ func newPlacerCommand() *cobra.Command {
 				return err
 			}
 			defer b.Close()
+			pf.tuneGC()
 			return pipeline.RunPlacer(ctx, b, pf.config(), slog.Default())
 		},
 	}
