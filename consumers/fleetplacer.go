@@ -91,8 +91,6 @@ type Placer struct {
 	batchErr error
 	// scratch is reused to encode objects on the placer's goroutine.
 	scratch []byte
-	// interned shares the strings of the fleet view's nodes.
-	interned interner
 }
 
 type workloadEntry struct {

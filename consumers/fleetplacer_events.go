@@ -418,13 +418,13 @@ func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bo
 			}
 		}
 	}
-	taints := p.interned.taints(n.Taints)
+	taints := internTaints(n.Taints)
 	if !n.Ready {
 		// A node that is not Ready takes no new pods, as the node lifecycle controller's taint says.
 		taints = append(taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 	}
-	err := p.store.UpsertNodes(p.seq, structs.NodeInfo{Cluster: p.interned.str(n.Cluster), Name: n.Name,
-		Labels: p.interned.labels(n.Labels), Taints: taints, Unschedulable: n.Unschedulable,
+	err := p.store.UpsertNodes(p.seq, structs.NodeInfo{Cluster: internString(n.Cluster), Name: n.Name,
+		Labels: internLabels(n.Labels), Taints: taints, Unschedulable: n.Unschedulable,
 		Allocatable: n.Allocatable, Requested: n.Requested, PodsByWorkload: pods})
 	if err != nil || rebuilding {
 		return err

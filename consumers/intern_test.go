@@ -8,16 +8,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// TestInternerSharesEqualStrings: two nodes decoded from two events carry equal labels in separate strings;
-// once interned they hold the same strings, and the maps and slices handed out are the interner's own.
-func TestInternerSharesEqualStrings(t *testing.T) {
-	var in interner
+// TestInterningSharesEqualStrings: two nodes decoded from two events carry equal labels in separate strings;
+// once interned they hold the same strings, and the maps and slices handed out are new ones.
+func TestInterningSharesEqualStrings(t *testing.T) {
 	// Built at run time so each node's strings are separate allocations, as decoding makes them.
 	decoded := func(zone string) map[string]string {
 		return map[string]string{string([]byte("topology.kubernetes.io/zone")): string([]byte(zone))}
 	}
 	first, second := decoded("eu-west-1a"), decoded("eu-west-1a")
-	a, b := in.labels(first), in.labels(second)
+	a, b := internLabels(first), internLabels(second)
 	if !maps.Equal(a, first) || !maps.Equal(b, second) {
 		t.Fatalf("interned labels %v and %v differ from %v", a, b, first)
 	}
@@ -37,15 +36,15 @@ func TestInternerSharesEqualStrings(t *testing.T) {
 	}
 
 	taints := []corev1.Taint{{Key: string([]byte("nvidia.com/gpu")), Value: "present", Effect: corev1.TaintEffectNoSchedule}}
-	got := in.taints(taints)
+	got := internTaints(taints)
 	if len(got) != 1 || got[0] != taints[0] {
 		t.Fatalf("interned taints = %v, want %v", got, taints)
 	}
-	if again := in.taints([]corev1.Taint{{Key: string([]byte("nvidia.com/gpu")), Value: "present",
+	if again := internTaints([]corev1.Taint{{Key: string([]byte("nvidia.com/gpu")), Value: "present",
 		Effect: corev1.TaintEffectNoSchedule}}); !same(again[0].Key, got[0].Key) {
 		t.Error("equal taint keys are not shared")
 	}
-	if in.labels(nil) != nil || in.taints(nil) != nil || in.str("") != "" {
+	if internLabels(nil) != nil || internTaints(nil) != nil || internString("") != "" {
 		t.Error("nothing interned should stay nothing")
 	}
 }
