@@ -202,36 +202,3 @@ func TestRequeueOnFreedCapacity(t *testing.T) {
 		t.Errorf("after the wake: %s on %v, want Placed on c1", d.Status, d.Clusters)
 	}
 }
-
-// TestSpreadWidensWhenAClusterReturns: a Duplicate workload placed while one of its clusters was NotReady runs
-// on the others only; once that cluster is Ready again, re-evaluating what its change affects spreads the
-// workload back onto it.
-func TestSpreadWidensWhenAClusterReturns(t *testing.T) {
-	h := placementtest.NewHarness(t)
-	h.AddCluster("a")
-	h.AddCluster("b", func(c *structs.Cluster) { c.Ready = false })
-	h.AddNodes("a", cpuNodes("n", 1, "16"))
-	h.AddNodes("b", cpuNodes("n", 1, "16"))
-	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{SpreadConstraints: &v1alpha1.SpreadConstraints{SpreadMode: v1alpha1.SpreadModeDuplicate}}))
-	id := h.AddWorkload(placementtest.PyTorchJob("ml", "job").Component("worker", 1, res("cpu", "1")).Obj(), nil)
-	if d := h.Place(id); !slices.Equal(d.Clusters, []string{"a"}) {
-		t.Fatalf("placed on %v, want [a] while b is NotReady", d.Clusters)
-	}
-
-	h.AddCluster("b")
-	snap := h.Store.Snapshot()
-	if got := scheduler.AffectedByCluster(snap, "b"); len(got) != 0 {
-		t.Errorf("workloads on b = %v, want none", got)
-	}
-	affected := scheduler.AffectedByClusterChange(snap, "b")
-	if !slices.Equal(affected, []string{id}) {
-		t.Fatalf("affected by b's change = %v, want the Duplicate workload %s", affected, id)
-	}
-	moves, _, err := h.Scheduler.Reevaluate(snap, h.Planner, affected)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(moves) != 1 || !slices.Equal(moves[0].Clusters, []string{"a", "b"}) {
-		t.Fatalf("moves = %+v, want the workload spread over [a b]", moves)
-	}
-}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
@@ -46,33 +45,6 @@ func AffectedByCluster(st State, cluster string) []string {
 		ids = append(ids, wl.ID)
 	}
 	return ids
-}
-
-// AffectedByClusterChange lists the workloads to re-evaluate when a cluster changed (labels, taints, installed
-// APIs, readiness): the ones placed on it, which may have to leave, and, sorted after them, the placed
-// workloads whose policy spreads them over every eligible cluster (Duplicate, Divide), which a cluster that
-// became Ready or eligible widens. Without those, a Duplicate workload that failed over while a cluster was
-// NotReady never returned to it.
-func AffectedByClusterChange(st State, cluster string) []string {
-	ids := AffectedByCluster(st, cluster)
-	spreads := map[string]bool{}
-	for _, p := range st.Policies() {
-		if sc := p.Spec.SpreadConstraints; sc != nil &&
-			(sc.SpreadMode == v1alpha1.SpreadModeDuplicate || sc.SpreadMode == v1alpha1.SpreadModeDivide) {
-			spreads[p.Name] = true
-		}
-	}
-	if len(spreads) == 0 {
-		return ids
-	}
-	var spread []string
-	for _, wl := range st.Workloads() {
-		if wl.Placement != nil && spreads[wl.Placement.Policy] && !slices.Contains(wl.Placement.Clusters, cluster) {
-			spread = append(spread, wl.ID)
-		}
-	}
-	slices.Sort(spread)
-	return append(ids, spread...)
 }
 
 // AffectedByPolicy lists the workloads to re-evaluate when a policy changes: every placed workload, because a
