@@ -49,29 +49,36 @@ func (p *Placer) reevaluate(ids []string, touched *touchedSet) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	moves, _, err := p.sched.Reevaluate(p.store.Snapshot(), p.planner(), ids)
+	moves, widenable, err := p.sched.Reevaluate(p.store.Snapshot(), p.planner(), ids)
 	for _, d := range moves {
 		p.record(d, touched)
+	}
+	for _, d := range widenable {
+		p.blocked.Record(d)
 	}
 	return err
 }
 
-// wake retries the blocked workloads that ev could unblock.
+// wake retries the blocked workloads that ev could unblock, and re-evaluates the placed ones it could widen.
 func (p *Placer) wake(ev scheduler.Event, touched *touchedSet) {
+	var widen []string
 	for _, id := range p.blocked.Wake(ev) {
+		if wl := p.store.Snapshot().Workload(id); wl != nil && wl.Placement != nil {
+			widen = append(widen, id)
+			continue
+		}
 		if err := p.process(id, touched); err != nil {
 			p.log.Warn("retrying blocked workload failed", "workload", id, "error", err)
 		}
+	}
+	if err := p.reevaluate(widen, touched); err != nil {
+		p.log.Warn("widening placed workloads failed", "workloads", widen, "error", err)
 	}
 }
 
 func (p *Placer) record(d *structs.Decision, touched *touchedSet) {
 	touched.decided(d)
-	if d.Status == structs.StatusPlaced {
-		p.blocked.Forget(d.WorkloadID)
-	} else {
-		p.blocked.Record(d)
-	}
+	p.blocked.Record(d)
 }
 
 // reconcile publishes what an event changed: verdicts (with the analysis each answers), then per-cluster

@@ -359,7 +359,7 @@ func (p *Placer) clusterChanged(name string, touched *touchedSet) error {
 			touched.add(id) // a Delete that failed while the cluster was down can be sent again
 		}
 	}
-	if err := p.reevaluate(scheduler.AffectedByCluster(p.store.Snapshot(), name), touched); err != nil {
+	if err := p.reevaluate(scheduler.AffectedByClusterChange(p.store.Snapshot(), name), touched); err != nil {
 		return err
 	}
 	p.wake(scheduler.Event{Kind: scheduler.EventClusterChanged, Cluster: name}, touched)

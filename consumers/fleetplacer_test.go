@@ -202,3 +202,38 @@ func TestRedeliveredEventDecidesNothingNew(t *testing.T) {
 		t.Fatalf("decisions = %v, want one Apply for two deliveries", got)
 	}
 }
+
+// TestDuplicateCopiesSurviveAFlapAndReachNewClusters: a Duplicate copy is not withdrawn from a cluster that
+// went silent (nothing to fail over to, and a withdrawn CRD would take every object of its kind with it), no
+// decision is sent when the cluster beats again, and a cluster that joins later gets its copy.
+func TestDuplicateCopiesSurviveAFlapAndReachNewClusters(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
+	f.policy("everywhere", map[string]any{"spreadConstraints": map[string]any{"spreadMode": "Duplicate"}})
+	f.cluster("east", nil)
+	f.cluster("west", nil)
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	if got := f.decisions(0); !equal(got, []string{"Apply east", "Apply west"}) {
+		t.Fatalf("decisions = %v, want a copy on each cluster", got)
+	}
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+
+	silent := f.now.Add(15 * time.Second)
+	f.heartbeat("west", silent)
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: silent})
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Fatalf("decisions after east went silent = %v, want none", got)
+	}
+	back := silent.Add(time.Second)
+	f.heartbeat("east", back)
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: back})
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Fatalf("decisions after east came back = %v, want none", got)
+	}
+
+	f.now = back
+	f.cluster("north", nil)
+	if got := f.decisions(mark); !equal(got, []string{"Apply north"}) {
+		t.Fatalf("decisions after north joined = %v, want [Apply north]", got)
+	}
+}

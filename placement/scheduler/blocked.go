@@ -29,15 +29,18 @@ type Event struct {
 
 type blockedEntry struct {
 	noPolicy bool
-	codes    map[string]structs.RejectCode
-	decision *structs.Decision
+	// widenable marks a placed Duplicate workload that some clusters rejected (structs.Decision.Widenable).
+	widenable bool
+	codes     map[string]structs.RejectCode
+	decision  *structs.Decision
 }
 
 // Blocked holds unschedulable workloads with the reasons they were rejected, and says which to retry on an event.
 // Like kube-scheduler's queueing hints, only events that could change a workload's answer wake it: freed capacity
 // wakes workloads that some cluster rejected for capacity on that cluster, a changed cluster wakes every
 // unschedulable workload (its selector, taints or APIs may now admit them), and a changed policy wakes all.
-// It is safe for concurrent use.
+// It also holds placed Duplicate workloads that some cluster rejected, which freed capacity on that cluster
+// wakes to spread further. It is safe for concurrent use.
 type Blocked struct {
 	mu      sync.Mutex
 	entries map[string]*blockedEntry
@@ -46,15 +49,18 @@ type Blocked struct {
 // NewBlocked returns an empty set.
 func NewBlocked() *Blocked { return &Blocked{entries: map[string]*blockedEntry{}} }
 
-// Record files the outcome of a decision: unschedulable and policy-less workloads are blocked, others unblocked.
+// Record files the outcome of a decision: unschedulable and policy-less workloads are blocked, widenable placed
+// ones are held for freed capacity, others are dropped.
 func (b *Blocked) Record(d *structs.Decision) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	switch d.Status {
-	case structs.StatusUnschedulable:
+	switch {
+	case d.Status == structs.StatusUnschedulable:
 		b.entries[d.WorkloadID] = &blockedEntry{codes: d.RejectCodes, decision: d}
-	case structs.StatusNoPolicy:
+	case d.Status == structs.StatusNoPolicy:
 		b.entries[d.WorkloadID] = &blockedEntry{noPolicy: true, decision: d}
+	case d.Status == structs.StatusPlaced && d.Widenable:
+		b.entries[d.WorkloadID] = &blockedEntry{widenable: true, codes: d.RejectCodes}
 	default:
 		delete(b.entries, d.WorkloadID)
 	}
@@ -77,11 +83,17 @@ func (b *Blocked) Decision(workloadID string) *structs.Decision {
 	return nil
 }
 
-// Len is the number of blocked workloads.
+// Len is the number of blocked workloads, not counting the placed widenable ones.
 func (b *Blocked) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.entries)
+	n := 0
+	for _, e := range b.entries {
+		if !e.widenable {
+			n++
+		}
+	}
+	return n
 }
 
 // Wake removes and returns, sorted, the workloads the event could make schedulable.
@@ -100,6 +112,11 @@ func (b *Blocked) Wake(ev Event) []string {
 }
 
 func wakes(e *blockedEntry, ev Event) bool {
+	if e.widenable {
+		// A changed cluster or policy re-evaluates placed workloads anyway (AffectedByClusterChange,
+		// AffectedByPolicy), which also covers a placer that restarted and never recorded this entry.
+		return ev.Kind == EventCapacityFreed && e.codes[ev.Cluster] == structs.RejectCapacity
+	}
 	switch ev.Kind {
 	case EventPolicyChanged:
 		return true

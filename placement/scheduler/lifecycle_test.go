@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/placement/placementtest"
@@ -99,6 +100,9 @@ func TestBlockedWakesOnlyOnRelevantEvents(t *testing.T) {
 	capacityOnA := &structs.Decision{WorkloadID: "capacity-a", Status: structs.StatusUnschedulable,
 		RejectCodes: map[string]structs.RejectCode{"a": structs.RejectCapacity, "b": structs.RejectTaint}}
 	noPolicy := &structs.Decision{WorkloadID: "no-policy", Status: structs.StatusNoPolicy}
+	// spread is a Duplicate copy placed on c that cluster d rejected for capacity and e for a taint.
+	spread := &structs.Decision{WorkloadID: "spread", Status: structs.StatusPlaced, Clusters: []string{"c"}, Widenable: true,
+		RejectCodes: map[string]structs.RejectCode{"d": structs.RejectCapacity, "e": structs.RejectTaint}}
 	cases := []struct {
 		name  string
 		event scheduler.Event
@@ -107,20 +111,32 @@ func TestBlockedWakesOnlyOnRelevantEvents(t *testing.T) {
 		{"capacity freed where it was short wakes it", scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "a"}, []string{"capacity-a"}},
 		{"capacity freed where a taint blocked it does not", scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "b"}, nil},
 		{"capacity freed elsewhere does not", scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "c"}, nil},
-		{"a changed cluster wakes unschedulable workloads, not policy-less ones", scheduler.Event{Kind: scheduler.EventClusterChanged, Cluster: "c"}, []string{"capacity-a"}},
-		{"a changed policy wakes everything", scheduler.Event{Kind: scheduler.EventPolicyChanged}, []string{"capacity-a", "no-policy"}},
+		{"a changed cluster wakes unschedulable workloads, not policy-less or placed ones", scheduler.Event{Kind: scheduler.EventClusterChanged, Cluster: "d"}, []string{"capacity-a"}},
+		{"a changed policy wakes every unplaced workload", scheduler.Event{Kind: scheduler.EventPolicyChanged}, []string{"capacity-a", "no-policy"}},
+		{"capacity freed where a spread was short wakes it", scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "d"}, []string{"spread"}},
+		{"capacity freed where a taint kept a spread off does not", scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "e"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			b := scheduler.NewBlocked()
 			b.Record(capacityOnA)
 			b.Record(noPolicy)
+			b.Record(spread)
+			if b.Len() != 2 || b.Decision("spread") != nil {
+				t.Fatalf("blocked = %d, spread's decision %v: a placed spread must not count as blocked", b.Len(), b.Decision("spread"))
+			}
 			got := b.Wake(tc.event)
 			if !slices.Equal(got, tc.want) {
 				t.Errorf("woken = %v, want %v", got, tc.want)
 			}
-			if b.Len() != 2-len(tc.want) {
-				t.Errorf("still blocked = %d, want %d", b.Len(), 2-len(tc.want))
+			stillBlocked := 2
+			for _, id := range got {
+				if id != "spread" {
+					stillBlocked--
+				}
+			}
+			if b.Len() != stillBlocked {
+				t.Errorf("still blocked = %d, want %d", b.Len(), stillBlocked)
 			}
 		})
 	}
@@ -200,5 +216,111 @@ func TestRequeueOnFreedCapacity(t *testing.T) {
 	}
 	if d := h.Place(second); d.Status != structs.StatusPlaced || d.Clusters[0] != "c1" {
 		t.Errorf("after the wake: %s on %v, want Placed on c1", d.Status, d.Clusters)
+	}
+}
+
+// TestDuplicateWidensWhenAClusterReturns: a Duplicate workload placed while one of its clusters was NotReady
+// runs on the others only; once that cluster is Ready again, re-evaluating what its change affects spreads the
+// workload onto it.
+func TestDuplicateWidensWhenAClusterReturns(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	h.AddCluster("a")
+	h.AddCluster("b", placementtest.NotReady())
+	h.AddNodes("a", cpuNodes("n", 1, "16"))
+	h.AddNodes("b", cpuNodes("n", 1, "16"))
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{SpreadConstraints: &v1alpha1.SpreadConstraints{SpreadMode: v1alpha1.SpreadModeDuplicate}}))
+	id := h.AddWorkload(placementtest.PyTorchJob("ml", "job").Component("worker", 1, res("cpu", "1")).Obj(), nil)
+	if d := h.Place(id); !slices.Equal(d.Clusters, []string{"a"}) {
+		t.Fatalf("placed on %v, want [a] while b is NotReady", d.Clusters)
+	}
+
+	h.AddCluster("b")
+	snap := h.Store.Snapshot()
+	if got := scheduler.AffectedByCluster(snap, "b"); len(got) != 0 {
+		t.Errorf("workloads on b = %v, want none", got)
+	}
+	affected := scheduler.AffectedByClusterChange(snap, "b")
+	if !slices.Equal(affected, []string{id}) {
+		t.Fatalf("affected by b's change = %v, want the Duplicate workload %s", affected, id)
+	}
+	moves, _, err := h.Scheduler.Reevaluate(snap, h.Planner, affected)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(moves) != 1 || !slices.Equal(moves[0].Clusters, []string{"a", "b"}) {
+		t.Fatalf("moves = %+v, want the workload spread over [a b]", moves)
+	}
+}
+
+// TestClusterChangeLeavesOtherPoliciesAlone: without a Duplicate policy, a cluster's change re-evaluates only
+// the workloads on it; a fill-and-spill workload elsewhere is not moved back by a cluster that returns.
+func TestClusterChangeLeavesOtherPoliciesAlone(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	h.AddCluster("a")
+	h.AddCluster("b", placementtest.NotReady())
+	h.AddNodes("a", cpuNodes("n", 1, "16"))
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+	id := h.AddWorkload(placementtest.PyTorchJob("ml", "job").Component("worker", 1, res("cpu", "1")).Obj(), nil)
+	if d := h.Place(id); !slices.Equal(d.Clusters, []string{"a"}) {
+		t.Fatalf("placed on %v, want [a]", d.Clusters)
+	}
+	h.AddCluster("b")
+	if got := scheduler.AffectedByClusterChange(h.Store.Snapshot(), "b"); len(got) != 0 {
+		t.Fatalf("affected by b's change = %v, want none", got)
+	}
+}
+
+// TestDuplicateHoldsCopiesOnNotReadyClusters: a cluster that stops being Ready keeps the Duplicate copy it has,
+// since there is nowhere to fail it over to, unless it no longer qualifies for another reason.
+func TestDuplicateHoldsCopiesOnNotReadyClusters(t *testing.T) {
+	duplicate := &v1alpha1.SpreadConstraints{SpreadMode: v1alpha1.SpreadModeDuplicate}
+	tests := []struct {
+		name string
+		// down is how cluster b is rewritten once the copy is placed; it is always NotReady.
+		down         []placementtest.ClusterOpt
+		avoidB       bool
+		wanted       []string
+		wantRejected bool
+	}{
+		{name: "NotReady only: the copy stays", wanted: []string{"a", "b"}},
+		{name: "NotReady and no longer selected: withdrawn", down: []placementtest.ClusterOpt{
+			placementtest.Labels(map[string]string{"tier": "retired"})}, wanted: []string{"a"}, wantRejected: true},
+		{name: "NotReady and no longer serving the API: withdrawn", down: []placementtest.ClusterOpt{
+			placementtest.APIs("v1/ConfigMap")}, wanted: []string{"a"}, wantRejected: true},
+		{name: "NotReady and avoided: withdrawn", avoidB: true, wanted: []string{"a"}, wantRejected: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			for _, c := range []string{"a", "b"} {
+				h.AddCluster(c, placementtest.Labels(map[string]string{"tier": "prod"}))
+				h.AddNodes(c, cpuNodes("n", 1, "16"))
+			}
+			h.AddPolicy(placementtest.Policy("spread", v1alpha1.SchedulePolicySpec{
+				ClusterSelector:   &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "prod"}},
+				SpreadConstraints: duplicate}))
+			job := placementtest.PyTorchJob("ml", "job").Component("worker", 1, res("cpu", "1")).Obj()
+			id := h.AddWorkload(job, nil)
+			if d := h.Place(id); !slices.Equal(d.Clusters, []string{"a", "b"}) {
+				t.Fatalf("placed on %v, want [a b]", d.Clusters)
+			}
+
+			opts := append([]placementtest.ClusterOpt{placementtest.Labels(map[string]string{"tier": "prod"})}, tt.down...)
+			h.AddCluster("b", append(opts, placementtest.NotReady())...)
+			if tt.avoidB {
+				info := structs.WorkloadInfo{Analysis: job, Generation: 1, Avoid: map[string]string{"b": "its pods stayed Pending there"}}
+				if _, err := h.Store.UpsertWorkload(h.NextSeq(), info); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d := h.Place(id)
+			if d.Status != structs.StatusPlaced || !slices.Equal(d.Clusters, tt.wanted) {
+				t.Fatalf("re-placed %s on %v, want Placed on %v", d.Status, d.Clusters, tt.wanted)
+			}
+			why, rejected := d.Reasons["b"]
+			if rejected != tt.wantRejected {
+				t.Errorf("b rejected = %v (%q), want %v", rejected, why, tt.wantRejected)
+			}
+		})
 	}
 }

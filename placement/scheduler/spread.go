@@ -29,11 +29,47 @@ func (c *cycle) scheduleDuplicate(wl *structs.Workload, p *policy.Policy) *struc
 		}
 		d.Clusters = append(d.Clusters, cand.capacity.Name)
 	}
+	if held := c.heldCopies(wl, p, d); len(held) > 0 {
+		d.Clusters = append(d.Clusters, held...)
+		slices.Sort(d.Clusters)
+	}
 	d.Status = structs.StatusPlaced
 	if len(d.Clusters) == 0 {
 		d.Status = structs.StatusUnschedulable
 	}
+	d.Widenable = d.Status == structs.StatusPlaced && len(d.RejectCodes) > 0
 	return d
+}
+
+// heldCopies takes back from the rejections the clusters that hold a copy of the workload under the same
+// policy and were rejected only for not being Ready. A Duplicate copy has nowhere to fail over to, since
+// every other eligible cluster already runs one; withdrawing it would delete it (and, for a framework's CRD,
+// every object of that kind) as soon as the cluster is reachable again, and a cluster that missed a few
+// heartbeats under load would lose and regain its copies on every flap.
+func (c *cycle) heldCopies(wl *structs.Workload, p *policy.Policy, d *structs.Decision) []string {
+	if wl.Placement == nil || wl.Placement.Policy != p.Name {
+		return nil
+	}
+	apiKey := structs.APIKey(wl.APIVersion, wl.Kind)
+	var held []string
+	for _, cc := range c.capacities {
+		name := cc.Cluster.Name
+		if d.RejectCodes[name] != structs.RejectNotReady || !slices.Contains(wl.Placement.Clusters, name) {
+			continue
+		}
+		if _, avoided := wl.Avoid[name]; avoided {
+			continue
+		}
+		ready := *cc.Cluster
+		ready.Ready = true
+		if v := judgeCluster(p, apiKey, &ready); v.before != nil || v.after != nil {
+			continue
+		}
+		delete(d.Reasons, name)
+		delete(d.RejectCodes, name)
+		held = append(held, name)
+	}
+	return held
 }
 
 // divisibleGroup returns the index of the workload's only pod group when it is scalable, else -1: Divide rewrites
