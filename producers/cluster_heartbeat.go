@@ -15,6 +15,20 @@ func HeartbeatID(cluster string, t time.Time, interval time.Duration) string {
 	return "heartbeat/" + cluster + "/" + strconv.FormatInt(t.Truncate(interval).UnixNano(), 10)
 }
 
+// HeartbeatFor is the heartbeat interval for a placer that marks a cluster NotReady after timeout of silence:
+// DefaultHeartbeat, or a fifth of timeout when that is shorter (never under 500ms), so that several beats in a
+// row must go missing, not one late beat, before a cluster counts as down.
+func HeartbeatFor(timeout time.Duration) time.Duration {
+	if timeout <= 0 {
+		return DefaultHeartbeat
+	}
+	return min(DefaultHeartbeat, max(timeout/5, 500*time.Millisecond))
+}
+
+// minBeatTimeout bounds how long one beat may wait for the apiserver's readiness: an apiserver busy
+// installing large CRDs can take seconds to answer, and is still up.
+const minBeatTimeout = 5 * time.Second
+
 // heartbeatLoop publishes a heartbeat every interval in which the apiserver says it is ready. Silence is
 // the signal: the placer marks a cluster NotReady when its heartbeats stop.
 func (p *ClusterProducer) heartbeatLoop(ctx context.Context) {
@@ -41,7 +55,7 @@ func (p *ClusterProducer) heartbeatLoop(ctx context.Context) {
 }
 
 func (p *ClusterProducer) beat(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, p.Heartbeat)
+	ctx, cancel := context.WithTimeout(ctx, max(p.Heartbeat, minBeatTimeout))
 	defer cancel()
 	if err := p.probe(ctx); err != nil {
 		return fmt.Errorf("apiserver readiness: %w", err)

@@ -65,3 +65,20 @@ func TestHeartbeatsOnlyWhileTheAPIServerAnswers(t *testing.T) {
 		t.Errorf("%d heartbeats from a cluster whose apiserver does not answer", n)
 	}
 }
+
+func TestHeartbeatFor(t *testing.T) {
+	tests := []struct {
+		timeout, want time.Duration
+	}{
+		{0, producers.DefaultHeartbeat},
+		{30 * time.Second, producers.DefaultHeartbeat},
+		{15 * time.Second, 3 * time.Second},
+		{6 * time.Second, 1200 * time.Millisecond},
+		{time.Second, 500 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := producers.HeartbeatFor(tt.timeout); got != tt.want {
+			t.Errorf("HeartbeatFor(%s) = %s, want %s", tt.timeout, got, tt.want)
+		}
+	}
+}

@@ -201,6 +201,7 @@ func newProducerCommand() *cobra.Command {
 	var bf busFlags
 	var controlPlane, cluster string
 	var watch []string
+	var heartbeat time.Duration
 	cmd := &cobra.Command{
 		Use:   "producer (--control-plane KUBECONFIG | --cluster NAME=KUBECONFIG)",
 		Short: "Publish control-plane changes, or one workload cluster's nodes, APIs, heartbeats and statuses",
@@ -236,7 +237,7 @@ func newProducerCommand() *cobra.Command {
 				return err
 			}
 			p := &producers.ClusterProducer{Cluster: name, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
-				Log: slog.Default().With("component", "cluster-producer", "cluster", name)}
+				Heartbeat: heartbeat, Log: slog.Default().With("component", "cluster-producer", "cluster", name)}
 			return p.Run(ctx)
 		},
 	}
@@ -244,6 +245,8 @@ func newProducerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver")
 	cmd.Flags().StringVar(&cluster, "cluster", "", "a workload cluster as NAME=KUBECONFIG")
 	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds, as group/version/Kind")
+	cmd.Flags().DurationVar(&heartbeat, "heartbeat", producers.DefaultHeartbeat,
+		"interval between a cluster's heartbeats; keep it well under the placer's --heartbeat-timeout (a fifth or less)")
 	return cmd
 }
 

@@ -40,7 +40,8 @@ type Options struct {
 	ControlPlaneCRDFiles []string
 	// PolicyFiles are SchedulePolicies applied before the pipeline starts.
 	PolicyFiles []string
-	// Placer tunes the placer; HeartbeatTimeout defaults to 6s so failover tests stay short.
+	// Placer tunes the placer. HeartbeatTimeout defaults to DefaultHeartbeatTimeout; failover tests set a
+	// shorter one.
 	Placer consumers.PlacerConfig
 	// NoPlacer starts everything but the placer, for tests that run (and kill) placers themselves.
 	NoPlacer bool
@@ -141,7 +142,7 @@ func New(t *testing.T, opts Options) *Env {
 	e.Bus = b
 	placer := opts.Placer
 	if placer.HeartbeatTimeout == 0 {
-		placer.HeartbeatTimeout = 6 * time.Second
+		placer.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
 	all := &pipeline.AllInOne{ControlPlane: e.ControlPlane, Placer: placer, NoPlacer: opts.NoPlacer}
 	done := make(chan error, 1)
@@ -269,9 +270,14 @@ func Eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 	}
 }
 
+// DefaultHeartbeatTimeout is the placer's heartbeat timeout in tests that do not fail clusters over: shorter
+// than the product's 30s, yet long enough that apiservers slowed down by installing large CRDs on two cores
+// do not look dead.
+const DefaultHeartbeatTimeout = 15 * time.Second
+
 // PlacerConfig is the placer configuration the e2e tests run with.
 func PlacerConfig() consumers.PlacerConfig {
-	return consumers.PlacerConfig{HeartbeatTimeout: 6 * time.Second}
+	return consumers.PlacerConfig{HeartbeatTimeout: DefaultHeartbeatTimeout}
 }
 
 // DeleteAll deletes every object of a kind in every namespace, if the kind is served.

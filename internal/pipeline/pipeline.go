@@ -255,14 +255,16 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 }
 
 // RunClusterParts runs what fleetflow does for one workload cluster: the producer of its nodes, APIs,
-// heartbeats and workload statuses, and the applier of its decisions.
-func RunClusterParts(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, kinds []schema.GroupVersionKind, log *slog.Logger) error {
+// heartbeats (every heartbeat, or the default when zero) and workload statuses, and the applier of its
+// decisions.
+func RunClusterParts(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, kinds []schema.GroupVersionKind,
+	heartbeat time.Duration, log *slog.Logger) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		p := &producers.ClusterProducer{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
-			Log: log.With("component", "cluster-producer", "cluster", cluster)}
+			Heartbeat: heartbeat, Log: log.With("component", "cluster-producer", "cluster", cluster)}
 		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
 			cancel(fmt.Errorf("cluster producer %s: %w", cluster, err))
 		}
@@ -314,7 +316,7 @@ func (a *AllInOne) Run(ctx context.Context, b *Bus, log *slog.Logger) error {
 	start("status", func() error { return RunStatusWriter(ctx, b, a.ControlPlane, a.Placer.HeartbeatTimeout, log) })
 	manager := &ClusterManager{ControlPlane: a.ControlPlane, Log: log.With("component", "clusters"),
 		Run: func(ctx context.Context, name string, clients *kube.Clients) error {
-			return RunClusterParts(ctx, b, name, clients, kinds, log)
+			return RunClusterParts(ctx, b, name, clients, kinds, producers.HeartbeatFor(a.Placer.HeartbeatTimeout), log)
 		}}
 	start("clusters", func() error { return manager.Start(ctx) })
 	<-ctx.Done()
