@@ -136,6 +136,25 @@ func originSequence(header string) uint64 {
 	return seq
 }
 
+// restoreAvoid keeps a workload off the clusters it was moved off before the restart (its pods pended or
+// failed there), which its last verdict names with the Avoided code; without it, the next cycle could put it
+// straight back where it could not run.
+func (p *Placer) restoreAvoid(e *workloadEntry) error {
+	for cluster, code := range e.restore.ReasonCodes {
+		if code != string(structs.RejectAvoided) {
+			continue
+		}
+		if e.avoid == nil {
+			e.avoid = map[string]string{}
+		}
+		e.avoid[cluster] = e.restore.Reasons[cluster]
+	}
+	if len(e.avoid) == 0 {
+		return nil
+	}
+	return p.upsertWorkload(e)
+}
+
 // restore puts each workload back where its last verdict placed it, recomputes cluster readiness, and
 // schedules workloads that were never decided.
 func (p *Placer) restore(touched *touchedSet) error {
@@ -152,6 +171,9 @@ func (p *Placer) restore(touched *touchedSet) error {
 		wl := snap.Workload(id)
 		if wl == nil || e.restore == nil || e.restore.Status != schemas.VerdictPlaced {
 			continue
+		}
+		if err := p.restoreAvoid(e); err != nil {
+			return fmt.Errorf("placer rebuild: %w", err)
 		}
 		d := &structs.Decision{ID: fmt.Sprintf("restored/%s/%d", e.ref.UID, e.restore.Sequence), WorkloadID: id,
 			Workload: wl.DisplayName(), Generation: wl.Generation, SnapshotIndex: snap.Index(),

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -235,5 +236,44 @@ func TestDuplicateCopiesSurviveAFlapAndReachNewClusters(t *testing.T) {
 	f.cluster("north", nil)
 	if got := f.decisions(mark); !equal(got, []string{"Apply north"}) {
 		t.Fatalf("decisions after north joined = %v, want [Apply north]", got)
+	}
+}
+
+// TestRestoreKeepsWorkloadsOffAvoidedClusters: a placer restarted after moving a workload off a cluster
+// (its pods stayed Pending there) reads that from the workload's last verdict, so when the workload's new
+// cluster stops qualifying it is not sent back where it could not run.
+func TestRestoreKeepsWorkloadsOffAvoidedClusters(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.policy("any", map[string]any{"orderedClusterSelector": map[string]any{"tiers": []any{
+		map[string]any{"matchLabels": map[string]any{"name": "east"}},
+		map[string]any{"matchLabels": map[string]any{"name": "west"}},
+	}}})
+	f.cluster("east", map[string]any{"name": "east"})
+	f.cluster("west", map[string]any{"name": "west"})
+
+	// What Rebuild reads from the state stream: the workload, then its last verdict.
+	web := deployment("web")
+	f.seq++
+	f.p.seq = f.seq
+	if _, err := f.p.apply(schemas.TypeWorkloadChanged, web, true); err != nil {
+		t.Fatal(err)
+	}
+	id := f.p.byUID[web.Ref().UID]
+	why := "its pods stayed Pending there for more than 5m0s"
+	f.p.workloads[id].restore = &schemas.PlacementVerdict{Workload: web.Ref(), Sequence: f.seq, Status: schemas.VerdictPlaced,
+		Policy: "any", Clusters: []string{"west"}, Reasons: map[string]string{"east": why},
+		ReasonCodes: map[string]string{"east": string(structs.RejectAvoided)}}
+	if err := f.p.restore(newTouched()); err != nil {
+		t.Fatal(err)
+	}
+	wl := f.p.store.Snapshot().Workload(id)
+	if wl.Placement == nil || !equal(wl.Placement.Clusters, []string{"west"}) || wl.Avoid["east"] != why {
+		t.Fatalf("restored placement %+v avoid %v, want west, avoiding east because %q", wl.Placement, wl.Avoid, why)
+	}
+
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	f.cluster("west", map[string]any{"name": "retired"})
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Fatalf("decisions once west stopped qualifying = %v, want none: east is avoided, so the workload stays", got)
 	}
 }
