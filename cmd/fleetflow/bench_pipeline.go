@@ -37,10 +37,15 @@ func newBenchPipelineCommand() *cobra.Command {
 			cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			// The placer runs in this process, tuned as `fleetflow placer` tunes its own.
 			pipeline.TuneGCForPlacer(gcPercent, cfg.Log)
+			memProfileBefore := ""
+			if memProfile != "" {
+				memProfileBefore = memProfile + ".before"
+			}
 			for _, prof := range []struct {
 				flag, path string
 				into       *io.Writer
-			}{{"--cpuprofile", cpuProfile, &cfg.CPUProfile}, {"--memprofile", memProfile, &cfg.HeapProfile}} {
+			}{{"--cpuprofile", cpuProfile, &cfg.CPUProfile}, {"--memprofile", memProfile, &cfg.HeapProfile},
+				{"--memprofile", memProfileBefore, &cfg.HeapProfileBefore}} {
 				if prof.path == "" {
 					continue
 				}
@@ -96,7 +101,8 @@ func newBenchPipelineCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "JetStream storage directory (default: a temporary directory, removed afterwards)")
 	cmd.Flags().DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up after this long")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the workload phase to this file (go tool pprof)")
-	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile taken right after the workload phase to this file (go tool pprof)")
+	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile taken right after the workload phase to this file, and one taken right before it to FILE.before "+
+		"(go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE: what the phase allocated)")
 	cmd.Flags().IntVar(&gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
 	return cmd

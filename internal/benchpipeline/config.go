@@ -30,6 +30,9 @@ type Config struct {
 	// HeapProfile, when set, receives a heap profile taken right after the workload phase (after a
 	// collection, so it shows what stays live: the fleet view, the placer's bookkeeping, the server's caches).
 	HeapProfile io.Writer
+	// HeapProfileBefore, when set, receives a heap profile taken right before the workload phase, so that
+	// `go tool pprof -sample_index=alloc_space -diff_base` over the two shows what the phase allocated.
+	HeapProfileBefore io.Writer
 	// Log receives the placer's and the bus's logs; nil discards them.
 	Log *slog.Logger
 }

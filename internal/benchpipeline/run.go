@@ -173,6 +173,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Collect the fleet load's garbage now, as testing.B does before timing, so the workload phase pays
 	// for the collections its own allocations cause and not for a leftover of the setup.
 	runtime.GC()
+	if cfg.HeapProfileBefore != nil {
+		if err := pprof.WriteHeapProfile(cfg.HeapProfileBefore); err != nil {
+			return nil, fmt.Errorf("heap profile before the workload phase: %w", err)
+		}
+	}
 	if cfg.CPUProfile != nil {
 		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
 			return nil, fmt.Errorf("cpu profile: %w", err)
