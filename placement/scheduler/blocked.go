@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"maps"
 	"slices"
 	"sync"
 
@@ -59,7 +60,8 @@ func (b *Blocked) Record(d *structs.Decision) {
 		b.entries[d.WorkloadID] = &blockedEntry{codes: d.RejectCodes, decision: d}
 	case d.Status == structs.StatusNoPolicy:
 		b.entries[d.WorkloadID] = &blockedEntry{noPolicy: true, decision: d}
-	case d.Status == structs.StatusPlaced && d.Widenable:
+	case d.Status == structs.StatusPlaced && d.Widenable && slices.Contains(slices.Collect(maps.Values(d.RejectCodes)), structs.RejectCapacity):
+		// Only freed capacity wakes a widenable entry (see wakes), so one without a capacity rejection is not kept.
 		b.entries[d.WorkloadID] = &blockedEntry{widenable: true, codes: d.RejectCodes}
 	default:
 		delete(b.entries, d.WorkloadID)

@@ -146,6 +146,13 @@ func TestBlockedWakesOnlyOnRelevantEvents(t *testing.T) {
 	if b.Len() != 0 {
 		t.Errorf("a placed decision must unblock the workload")
 	}
+	// A spread kept off a cluster by its selector alone waits for a cluster change, which re-evaluates it
+	// anyway (AffectedByClusterChange): freed capacity has nothing to wake.
+	b.Record(&structs.Decision{WorkloadID: "selected-away", Status: structs.StatusPlaced, Widenable: true,
+		RejectCodes: map[string]structs.RejectCode{"d": structs.RejectSelector}})
+	if got := b.Wake(scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "d"}); len(got) != 0 {
+		t.Errorf("woken = %v, want nothing for a spread no capacity kept off a cluster", got)
+	}
 }
 
 // TestStalePlanIsReplanned: two decisions computed on the same snapshot compete for one node; the store rejects
