@@ -81,8 +81,12 @@ type Placer struct {
 	seen      map[string]uint64
 	workloads map[string]*workloadEntry // by workload ID
 	byUID     map[string]string         // control-plane uid -> workload ID
-	clusters  map[string]*clusterEntry
-	policies  map[string]*policyEntry
+	// pending holds the IDs of workloads that reported pending pods, so the tick looks at those alone; an ID
+	// stays until the tick finds its workload gone or no longer pending, which also covers bookkeeping that
+	// a failed batch put back.
+	pending  map[string]struct{}
+	clusters map[string]*clusterEntry
+	policies map[string]*policyEntry
 	// batch holds the publishes awaiting acknowledgement, staged the events that caused them, and batchErr
 	// the failure of an acknowledgement awaited before Flush, which fails the whole batch.
 	batch    *publishBatch
@@ -171,6 +175,7 @@ func NewPlacer(publisher EventPublisher, ris *karta.Registry, config PlacerConfi
 		publisher: publisher, log: log, config: config,
 		store: store, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris,
 		seen: map[string]uint64{}, workloads: map[string]*workloadEntry{}, byUID: map[string]string{},
+		pending:  map[string]struct{}{},
 		clusters: map[string]*clusterEntry{}, policies: map[string]*policyEntry{},
 	}, nil
 }

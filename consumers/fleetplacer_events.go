@@ -455,6 +455,7 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 		}
 	default:
 		e.pendingCluster, e.pendingSince = s.Cluster, *s.PendingSince
+		p.pending[id] = struct{}{}
 	}
 	if rebuilding || s.Gone || s.Status == nil || e.objectJSON == nil || !p.reschedulesOnFailure(id) {
 		return nil
@@ -587,9 +588,13 @@ func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
 // movePending moves workloads whose pods have been Pending on their cluster for longer than
 // PendingTimeout, when another cluster fits: the capacity the cluster reported was not really there.
 func (p *Placer) movePending(touched *touchedSet) error {
-	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
+	for _, id := range slices.Sorted(maps.Keys(p.pending)) {
 		e := p.workloads[id]
-		if e.pendingCluster == "" || p.now.Sub(e.pendingSince) < p.config.PendingTimeout || e.avoid[e.pendingCluster] != "" {
+		if e == nil || e.pendingCluster == "" {
+			delete(p.pending, id)
+			continue
+		}
+		if p.now.Sub(e.pendingSince) < p.config.PendingTimeout || e.avoid[e.pendingCluster] != "" {
 			continue
 		}
 		why := fmt.Sprintf("its pods stayed Pending there for more than %s", p.config.PendingTimeout)

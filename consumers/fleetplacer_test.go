@@ -277,3 +277,47 @@ func TestRestoreKeepsWorkloadsOffAvoidedClusters(t *testing.T) {
 		t.Fatalf("decisions once west stopped qualifying = %v, want none: east is avoided, so the workload stays", got)
 	}
 }
+
+// TestPendingPodsMoveOnlyPastTheTimeout: a tick moves a workload whose pods have pended on its cluster for
+// longer than PendingTimeout, and leaves it alone while they pend for less, or once they stopped pending.
+func TestPendingPodsMoveOnlyPastTheTimeout(t *testing.T) {
+	tests := []struct {
+		name         string
+		pendingFor   time.Duration
+		thenResolved bool
+		want         []string
+	}{
+		{name: "past the timeout: moves", pendingFor: 2 * time.Minute, want: []string{"Apply west"}},
+		{name: "within the timeout: stays", pendingFor: 30 * time.Second},
+		{name: "pods scheduled since: stays", pendingFor: 2 * time.Minute, thenResolved: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{PendingTimeout: time.Minute})
+			f.policy("any", map[string]any{"orderedClusterSelector": map[string]any{"tiers": []any{
+				map[string]any{"matchLabels": map[string]any{"name": "east"}},
+				map[string]any{"matchLabels": map[string]any{"name": "west"}},
+			}}})
+			f.cluster("east", map[string]any{"name": "east"})
+			f.cluster("west", map[string]any{"name": "west"})
+			web := deployment("web")
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			f.confirm("east", web)
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+
+			since := f.now.Add(-tt.pendingFor)
+			status := &schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), PendingPods: 1, PendingSince: &since}
+			f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()), status)
+			if tt.thenResolved {
+				f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+					&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref()})
+			}
+			f.heartbeat("east", f.now)
+			f.heartbeat("west", f.now)
+			f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
+			if got := f.decisions(mark); !equal(got, tt.want) {
+				t.Fatalf("decisions after the tick = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
