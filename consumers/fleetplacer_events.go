@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/jsondec"
 	"github.com/fleetflow/fleetflow/internal/jsonenc"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
@@ -109,8 +110,8 @@ func (e *workloadEntry) object() (map[string]any, error) {
 	if e.objectJSON == nil {
 		return nil, nil
 	}
-	var object map[string]any
-	if err := json.Unmarshal(e.objectJSON, &object); err != nil {
+	object, err := jsondec.DecodeObject(e.objectJSON)
+	if err != nil {
 		return nil, fmt.Errorf("workload %s: decode its object: %w", e.ref.Key(), err)
 	}
 	return object, nil

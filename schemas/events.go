@@ -82,7 +82,11 @@ func DecodePayload(e cloudevents.Event) (Payload, error) {
 		return nil, fmt.Errorf("cloudevent %s: datacontenttype %q, want %s", e.ID(), ct, ContentTypeJSON)
 	}
 	payload := factory()
-	if err := json.Unmarshal(e.Data(), payload); err != nil {
+	decode := json.Unmarshal
+	if d, ok := payload.(interface{ decodeJSON([]byte) error }); ok {
+		decode = func(data []byte, _ any) error { return d.decodeJSON(data) }
+	}
+	if err := decode(e.Data(), payload); err != nil {
 		return nil, fmt.Errorf("cloudevent %s (%s): payload is not valid JSON for this type: %w", e.ID(), e.Type(), err)
 	}
 	if err := payload.Validate(); err != nil {
