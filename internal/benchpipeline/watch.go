@@ -67,13 +67,15 @@ func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef, optio
 		nc.Close()
 		return nil, err
 	}
-	subscribe := func(stream string, filter string, handle func(jetstream.Msg)) error {
+	// headersOnly asks the server for the messages without their data: what the watcher reads of a decision
+	// is in its subject and metadata, and copying the data to it would be work the measured pipeline pays for.
+	subscribe := func(stream string, filter string, headersOnly bool, handle func(jetstream.Msg)) error {
 		s, err := js.Stream(ctx, stream)
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", stream, err)
 		}
 		c, err := s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
-			DeliverPolicy: jetstream.DeliverAllPolicy})
+			DeliverPolicy: jetstream.DeliverAllPolicy, HeadersOnly: headersOnly})
 		if err != nil {
 			return fmt.Errorf("watch %s: %w", stream, err)
 		}
@@ -84,11 +86,11 @@ func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef, optio
 		w.contexts = append(w.contexts, cc)
 		return nil
 	}
-	if err := subscribe(schemas.StreamEvents, schemas.SubjectEventsPrefix+".verdict.>", w.onVerdict); err != nil {
+	if err := subscribe(schemas.StreamEvents, schemas.SubjectEventsPrefix+".verdict.>", false, w.onVerdict); err != nil {
 		w.close()
 		return nil, err
 	}
-	if err := subscribe(schemas.StreamDecisions, schemas.SubjectAllDecisions, w.onDecision); err != nil {
+	if err := subscribe(schemas.StreamDecisions, schemas.SubjectAllDecisions, true, w.onDecision); err != nil {
 		w.close()
 		return nil, err
 	}
