@@ -147,7 +147,11 @@ func (p *Placer) restoreAvoid(e *workloadEntry) error {
 		if e.avoid == nil {
 			e.avoid = map[string]string{}
 		}
-		e.avoid[cluster] = e.restore.Reasons[cluster]
+		why := e.restore.Reasons[cluster]
+		if why == "" {
+			why = "it was moved off this cluster before the placer restarted"
+		}
+		e.avoid[cluster] = why
 	}
 	if len(e.avoid) == 0 {
 		return nil
