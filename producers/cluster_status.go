@@ -3,6 +3,8 @@ package producers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,15 +74,22 @@ func (p *ClusterProducer) ensureKindWatches() {
 	p.mu.Lock()
 	var start []schema.GroupVersionKind
 	var stop []*kindWatch
-	for gvk := range p.wantedKinds {
-		served := p.served[APIString(gvk)]
-		w, watching := p.kindWatches[gvk]
-		switch {
-		case served && !watching:
-			start = append(start, gvk)
-		case !served && watching:
+	for gvk, w := range p.kindWatches {
+		if !p.served[APIString(gvk)] {
 			stop = append(stop, w)
 			delete(p.kindWatches, gvk)
+		}
+	}
+	// One version per group and kind: a CRD serving two wanted versions would report every placed object
+	// twice. Wanted kinds are sorted, so which version that is does not change from call to call.
+	watching := map[schema.GroupKind]bool{}
+	for gvk := range p.kindWatches {
+		watching[gvk.GroupKind()] = true
+	}
+	for _, gvk := range sortKinds(slices.Collect(maps.Keys(p.wantedKinds))) {
+		if p.served[APIString(gvk)] && !watching[gvk.GroupKind()] {
+			start = append(start, gvk)
+			watching[gvk.GroupKind()] = true
 		}
 	}
 	ctx := p.runCtx

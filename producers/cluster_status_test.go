@@ -171,3 +171,57 @@ func TestPlacedWorkloadStatusAndPendingPods(t *testing.T) {
 		t.Errorf("%d status events for an object fleetflow did not place", n)
 	}
 }
+
+const twoVersionCRD = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.status.producers.test
+spec:
+  group: status.producers.test
+  scope: Namespaced
+  names: {kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+  - name: v1beta1
+    served: true
+    storage: false
+    subresources: {status: {}}
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+
+// TestOneWatchPerKindAcrossServedVersions: a CRD serving two versions that both have RIs is watched in one
+// of them only, also after later calls that re-check the watches, so each placed object reports once.
+func TestOneWatchPerKindAcrossServedVersions(t *testing.T) {
+	b := newBench(t)
+	v1 := schema.GroupVersionKind{Group: "status.producers.test", Version: "v1", Kind: "Gadget"}
+	v1beta1 := schema.GroupVersionKind{Group: "status.producers.test", Version: "v1beta1", Kind: "Gadget"}
+	p, _ := b.start(func(p *producers.ClusterProducer) {
+		p.Kinds = []schema.GroupVersionKind{v1beta1, v1}
+		p.APIsResync = time.Hour
+	})
+	applyYAML(t, b.clients, twoVersionCRD)
+	gadgets := func() []schema.GroupVersionKind {
+		var out []schema.GroupVersionKind
+		for _, k := range p.WatchedKinds() {
+			if k.GroupKind() == v1.GroupKind() {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	eventually(t, "Gadget watched", func() bool { return len(gadgets()) > 0 })
+	// Adding a kind re-checks every watch.
+	p.AddKind(trainerGVK)
+	applyYAML(t, b.clients, trainerCRD)
+	eventually(t, "Trainer watched", func() bool { return slices.Contains(p.WatchedKinds(), trainerGVK) })
+	if got := gadgets(); len(got) != 1 || got[0] != v1 {
+		t.Fatalf("Gadget watched as %v, want once, as v1 (the first wanted version in order)", got)
+	}
+}

@@ -65,15 +65,24 @@ type ControlPlaneProducer struct {
 	Publisher *bus.Publisher
 	Log       *slog.Logger
 
-	mu         sync.Mutex
-	ctx        context.Context
-	factory    dynamicinformer.DynamicSharedInformerFactory
-	queue      workqueue.TypedRateLimitingInterface[objectKey]
-	kinds      map[kindFamilyKey]bool
-	pending    []kindFamily
-	informers  map[informerKey]watched
+	mu        sync.Mutex
+	ctx       context.Context
+	factory   dynamicinformer.DynamicSharedInformerFactory
+	queue     workqueue.TypedRateLimitingInterface[objectKey]
+	kinds     map[kindFamilyKey]bool
+	pending   []kindFamily
+	informers map[informerKey]watched
+	// versions records, per group, kind and family, the version being watched: a CRD serving two versions
+	// for which there are RIs (a built-in one and one applied later, say) would otherwise publish every
+	// object twice, once in each version.
+	versions   map[groupKindFamily]string
 	tombstones map[objectKey]schemas.ObjectRef
 	wg         sync.WaitGroup
+}
+
+type groupKindFamily struct {
+	groupKind schema.GroupKind
+	family    string
 }
 
 type kindFamily struct {
@@ -137,6 +146,7 @@ func (p *ControlPlaneProducer) Run(ctx context.Context) error {
 		workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "control-plane"})
 	p.factory = dynamicinformer.NewDynamicSharedInformerFactory(p.Clients.Dynamic, 0)
 	p.informers = map[informerKey]watched{}
+	p.versions = map[groupKindFamily]string{}
 	p.tombstones = map[objectKey]schemas.ObjectRef{}
 	for _, kf := range p.pending {
 		p.wg.Go(func() { p.watchKind(ctx, kf.gvk, kf.family) })
@@ -176,6 +186,14 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 		return
 	}
 	p.mu.Lock()
+	claim := groupKindFamily{groupKind: gvk.GroupKind(), family: family.Name}
+	if other, taken := p.versions[claim]; taken && other != gvk.Version {
+		p.mu.Unlock()
+		log.Info("not watching this version: the kind is already watched in another version the control plane serves",
+			"family", family.Name, "watched_version", other)
+		return
+	}
+	p.versions[claim] = gvk.Version
 	informer := p.factory.ForResource(gvr).Informer()
 	p.mu.Unlock()
 	ik := informerKey{gvr: gvr, family: family.Name}
