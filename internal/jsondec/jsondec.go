@@ -330,7 +330,8 @@ func (d *decoder) str() (string, error) {
 }
 
 func (d *decoder) slowStr(start int) (string, error) {
-	out := append(d.scratch[:0], d.data[start:d.pos]...)
+	d.scratch = append(d.scratch[:0], d.data[start:d.pos]...)
+	out := d.scratch
 	defer func() { d.scratch = out[:0] }()
 	for d.pos < len(d.data) {
 		c := d.data[d.pos]
