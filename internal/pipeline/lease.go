@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -27,6 +29,27 @@ type lease struct {
 	holder   string
 	revision uint64
 	log      *slog.Logger
+	// validUntil (Unix nanoseconds) is when the key expires at the latest: the TTL counted from the moment
+	// the last successful take or renewal was sent, which is no later than the server started counting.
+	validUntil atomic.Int64
+}
+
+// held reports whether the lease is certainly still ours. A holder that stalled (a long pause, a clock
+// jump) past validUntil may already have been replaced, even before its renewal loop notices.
+func (l *lease) held() bool { return time.Now().UnixNano() < l.validUntil.Load() }
+
+// fenced guards a handler with the lease: past the lease's deadline it calls lost and hands the event back
+// instead of acting on it, so a placer that stalled does not decide on a view another placer may have
+// moved past.
+func fenced(held func() bool, lost func(error), handle bus.Handler) bus.Handler {
+	return func(ctx context.Context, d bus.Delivery) error {
+		if !held() {
+			err := fmt.Errorf("%w: its deadline passed without a renewal", errLeaseLost)
+			lost(err)
+			return err
+		}
+		return handle(ctx, d)
+	}
 }
 
 func leaseHolder() string {
@@ -46,9 +69,11 @@ func acquireLease(ctx context.Context, b *Bus, key string, ttl time.Duration, lo
 	l := &lease{kv: kv, key: key, holder: leaseHolder(), log: log}
 	waiting := false
 	for {
+		sent := time.Now()
 		revision, err := kv.Create(ctx, key, []byte(l.holder))
 		if err == nil {
 			l.revision = revision
+			l.validUntil.Store(sent.Add(ttl).UnixNano())
 			log.Info("holding the lease", "lease", key, "holder", l.holder)
 			return l, nil
 		}
@@ -83,6 +108,7 @@ func (l *lease) keep(ctx context.Context, ttl time.Duration) error {
 			return nil
 		case <-ticker.C:
 			renewCtx, cancel := context.WithTimeout(ctx, ttl/3)
+			sent := time.Now()
 			revision, err := l.kv.Update(renewCtx, l.key, []byte(l.holder), l.revision)
 			cancel()
 			if err != nil {
@@ -92,6 +118,7 @@ func (l *lease) keep(ctx context.Context, ttl time.Duration) error {
 				return fmt.Errorf("%w: renew %s: %w", errLeaseLost, l.key, err)
 			}
 			l.revision = revision
+			l.validUntil.Store(sent.Add(ttl).UnixNano())
 		}
 	}
 }

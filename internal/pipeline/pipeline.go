@@ -158,7 +158,7 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 				cancel(err)
 			}
 		}()
-		err = runPlacerAsLeader(leaderCtx, b, cfg, log)
+		err = runPlacerAsLeader(leaderCtx, b, cfg, log, func(h bus.Handler) bus.Handler { return fenced(lease.held, cancel, h) })
 		cause := context.Cause(leaderCtx)
 		cancel(nil)
 		<-renewed
@@ -175,7 +175,8 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 	}
 }
 
-func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slog.Logger) error {
+// runPlacerAsLeader runs the placer while this process holds the lease; fence wraps the handler of its events.
+func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slog.Logger, fence func(bus.Handler) bus.Handler) error {
 	builtins, err := karta.Builtins()
 	if err != nil {
 		return fmt.Errorf("built-in resource interfaces: %w", err)
@@ -198,7 +199,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, 
 		return err
 	}
 	go publishTicks(ctx, b, log)
-	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: placer.Stage, Flush: placer.Flush, Log: log}
+	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: fence(placer.Stage), Flush: placer.Flush, Log: log}
 	return loop.Run(ctx)
 }
 
