@@ -256,8 +256,8 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 }
 
 // RunClusterParts runs what fleetflow does for one workload cluster: the producer of its nodes, APIs,
-// heartbeats (every heartbeat, or the default when zero) and workload statuses, and the applier of its
-// decisions.
+// heartbeats and workload statuses, and the applier of its decisions. A heartbeat interval of zero means
+// the producer's default.
 func RunClusterParts(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, kinds []schema.GroupVersionKind,
 	heartbeat time.Duration, log *slog.Logger) error {
 	ctx, cancel := context.WithCancelCause(ctx)
