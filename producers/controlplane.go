@@ -168,8 +168,11 @@ func (p *ControlPlaneProducer) Run(ctx context.Context) error {
 func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVersionKind, family Family) {
 	log := p.Log.With("kind", gvk.String())
 	var gvr schema.GroupVersionResource
-	waitingLogged := false
+	claim := groupKindFamily{groupKind: gvk.GroupKind(), family: family.Name}
+	waitingLogged, otherLogged := false, false
+	polls := 0
 	err := wait.PollUntilContextCancel(ctx, 5*time.Second, true, func(context.Context) (bool, error) {
+		polls++
 		mapping, err := p.Clients.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			if !waitingLogged {
@@ -179,6 +182,33 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 			p.Clients.RefreshMapper()
 			return false, nil
 		}
+		// Another version of the kind may be watched already. This one waits while that one is served, and
+		// takes over once it is not (a CRD replaced by one serving other versions).
+		p.mu.Lock()
+		other, taken := p.versions[claim]
+		p.mu.Unlock()
+		if taken && other != gvk.Version {
+			if _, err := p.Clients.Mapper.RESTMapping(gvk.GroupKind(), other); err == nil {
+				if !otherLogged {
+					log.Info("not watching this version while the kind is watched in another one the control plane serves",
+						"family", family.Name, "watched_version", other)
+					otherLogged = true
+				}
+				if polls%6 == 0 {
+					p.Clients.RefreshMapper() // to notice, now and then, that the other version went away
+				}
+				return false, nil
+			}
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if current, ok := p.versions[claim]; ok && current != other {
+			return false, nil // claimed meanwhile by yet another version: look again
+		}
+		if taken && other != gvk.Version {
+			log.Info("watching this version: the one watched so far is no longer served", "previous_version", other)
+		}
+		p.versions[claim] = gvk.Version
 		gvr = mapping.Resource
 		return true, nil
 	})
@@ -186,14 +216,6 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 		return
 	}
 	p.mu.Lock()
-	claim := groupKindFamily{groupKind: gvk.GroupKind(), family: family.Name}
-	if other, taken := p.versions[claim]; taken && other != gvk.Version {
-		p.mu.Unlock()
-		log.Info("not watching this version: the kind is already watched in another version the control plane serves",
-			"family", family.Name, "watched_version", other)
-		return
-	}
-	p.versions[claim] = gvk.Version
 	informer := p.factory.ForResource(gvr).Informer()
 	p.mu.Unlock()
 	ik := informerKey{gvr: gvr, family: family.Name}
