@@ -1,0 +1,93 @@
+package producers_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetflow/fleetflow/producers"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// gizmoCRD is a CRD of kind Gizmo that serves exactly one version.
+func gizmoCRD(version string) string {
+	return `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gizmos.cp.producers.test
+spec:
+  group: cp.producers.test
+  scope: Namespaced
+  names: {kind: Gizmo, listKind: GizmoList, plural: gizmos, singular: gizmo}
+  versions:
+  - name: ` + version + `
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+`
+}
+
+// TestControlPlaneWatchFollowsTheServedVersion: with RIs for two versions of one kind, the control-plane
+// producer watches the version the control plane serves, and moves to the other when the CRD is replaced by
+// one serving only that (as mpi-operator's MPIJob v2beta1 replaces training-operator's v1).
+func TestControlPlaneWatchFollowsTheServedVersion(t *testing.T) {
+	b := newBench(t)
+	const ns = "versions"
+	b.namespace(ns)
+	v1 := schema.GroupVersionKind{Group: "cp.producers.test", Version: "v1", Kind: "Gizmo"}
+	v2 := schema.GroupVersionKind{Group: "cp.producers.test", Version: "v2", Kind: "Gizmo"}
+	p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	p.AddKind(v1, producers.WorkloadFamily)
+	p.AddKind(v2, producers.WorkloadFamily)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("producer: %v", err)
+		}
+	})
+
+	published := func(gvk schema.GroupVersionKind, name string) {
+		t.Helper()
+		obj := placedObject(gvk, ns, name, "")
+		resource := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: "gizmos"}
+		created, err := b.clients.Dynamic.Resource(resource).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref := schemas.RefOf(created.Object)
+		eventually(t, gvk.Version+" gizmo "+name+" published", func() bool {
+			e, ok := b.last(schemas.WorkloadSubject(ref))
+			return ok && e.payload.(*schemas.ObjectChanged).Object["apiVersion"] == gvk.GroupVersion().String()
+		})
+	}
+
+	applyYAML(t, b.clients, gizmoCRD("v1"))
+	published(v1, "first")
+
+	crds := b.clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1",
+		Resource: "customresourcedefinitions"})
+	if err := crds.Delete(ctx, "gizmos.cp.producers.test", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the v1 CRD gone", func() bool {
+		_, err := crds.Get(ctx, "gizmos.cp.producers.test", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	applyYAML(t, b.clients, gizmoCRD("v2"))
+	eventually(t, "the v2 CRD served", func() bool {
+		_, err := b.clients.Dynamic.Resource(schema.GroupVersionResource{Group: v2.Group, Version: v2.Version, Resource: "gizmos"}).
+			Namespace(ns).List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+	published(v2, "second")
+}
