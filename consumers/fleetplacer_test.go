@@ -72,6 +72,18 @@ func (f *placerFixture) cluster(name string, labels map[string]any) {
 		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
 }
 
+// eastThenWest registers clusters east and west (labelled name=east and name=west) and a policy "any" that
+// fills east before west.
+func (f *placerFixture) eastThenWest() {
+	f.t.Helper()
+	f.policy("any", map[string]any{"orderedClusterSelector": map[string]any{"tiers": []any{
+		map[string]any{"matchLabels": map[string]any{"name": "east"}},
+		map[string]any{"matchLabels": map[string]any{"name": "west"}},
+	}}})
+	f.cluster("east", map[string]any{"name": "east"})
+	f.cluster("west", map[string]any{"name": "west"})
+}
+
 func (f *placerFixture) heartbeat(cluster string, at time.Time) {
 	f.deliver(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject(cluster), &schemas.ClusterHeartbeat{Cluster: cluster, Time: at})
 }
@@ -162,12 +174,7 @@ func TestClusterLabelChangeMovesAfterTheNewClusterConfirms(t *testing.T) {
 // waiting for a dead cluster would leave the workload nowhere.
 func TestSilentClusterFailsOverOnTick(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
-	f.policy("any", map[string]any{"orderedClusterSelector": map[string]any{"tiers": []any{
-		map[string]any{"matchLabels": map[string]any{"name": "east"}},
-		map[string]any{"matchLabels": map[string]any{"name": "west"}},
-	}}})
-	f.cluster("east", map[string]any{"name": "east"})
-	f.cluster("west", map[string]any{"name": "west"})
+	f.eastThenWest()
 	web := deployment("web")
 	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
 	f.confirm("east", web)
@@ -244,12 +251,7 @@ func TestDuplicateCopiesSurviveAFlapAndReachNewClusters(t *testing.T) {
 // cluster stops qualifying it is not sent back where it could not run.
 func TestRestoreKeepsWorkloadsOffAvoidedClusters(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{})
-	f.policy("any", map[string]any{"orderedClusterSelector": map[string]any{"tiers": []any{
-		map[string]any{"matchLabels": map[string]any{"name": "east"}},
-		map[string]any{"matchLabels": map[string]any{"name": "west"}},
-	}}})
-	f.cluster("east", map[string]any{"name": "east"})
-	f.cluster("west", map[string]any{"name": "west"})
+	f.eastThenWest()
 
 	// What Rebuild reads from the state stream: the workload, then its last verdict.
 	web := deployment("web")
@@ -294,12 +296,7 @@ func TestPendingPodsMoveOnlyPastTheTimeout(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newPlacerFixture(t, PlacerConfig{PendingTimeout: time.Minute})
-			f.policy("any", map[string]any{"orderedClusterSelector": map[string]any{"tiers": []any{
-				map[string]any{"matchLabels": map[string]any{"name": "east"}},
-				map[string]any{"matchLabels": map[string]any{"name": "west"}},
-			}}})
-			f.cluster("east", map[string]any{"name": "east"})
-			f.cluster("west", map[string]any{"name": "west"})
+			f.eastThenWest()
 			web := deployment("web")
 			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
 			f.confirm("east", web)

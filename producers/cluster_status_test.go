@@ -172,30 +172,6 @@ func TestPlacedWorkloadStatusAndPendingPods(t *testing.T) {
 	}
 }
 
-const twoVersionCRD = `
-apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gadgets.status.producers.test
-spec:
-  group: status.producers.test
-  scope: Namespaced
-  names: {kind: Gadget, listKind: GadgetList, plural: gadgets, singular: gadget}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-  - name: v1beta1
-    served: true
-    storage: false
-    subresources: {status: {}}
-    schema:
-      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
-
 // TestOneWatchPerKindAcrossServedVersions: a CRD serving two versions that both have RIs is watched in one
 // of them only, also after later calls that re-check the watches, so each placed object reports once.
 func TestOneWatchPerKindAcrossServedVersions(t *testing.T) {
@@ -206,7 +182,7 @@ func TestOneWatchPerKindAcrossServedVersions(t *testing.T) {
 		p.Kinds = []schema.GroupVersionKind{v1beta1, v1}
 		p.APIsResync = time.Hour
 	})
-	applyYAML(t, b.clients, twoVersionCRD)
+	applyYAML(t, b.clients, testCRD("status.producers.test", "Gadget", "gadgets", "v1", "v1beta1"))
 	gadgets := func() []schema.GroupVersionKind {
 		var out []schema.GroupVersionKind
 		for _, k := range p.WatchedKinds() {

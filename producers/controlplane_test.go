@@ -2,8 +2,10 @@ package producers_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,24 +16,30 @@ import (
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
-// gizmoCRD is a CRD of kind Gizmo that serves exactly one version.
-func gizmoCRD(version string) string {
-	return `
+// testCRD is a namespaced CRD whose objects keep any field; the first version is the storage version.
+func testCRD(group, kind, plural string, versions ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: gizmos.cp.producers.test
+  name: %s.%s
 spec:
-  group: cp.producers.test
+  group: %s
   scope: Namespaced
-  names: {kind: Gizmo, listKind: GizmoList, plural: gizmos, singular: gizmo}
+  names: {kind: %s, listKind: %sList, plural: %s, singular: %s}
   versions:
-  - name: ` + version + `
+`, plural, group, group, kind, kind, plural, strings.ToLower(kind))
+	for i, v := range versions {
+		fmt.Fprintf(&b, `  - name: %s
     served: true
-    storage: true
+    storage: %t
+    subresources: {status: {}}
     schema:
       openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
+`, v, i == 0)
+	}
+	return b.String()
 }
 
 // TestControlPlaneWatchFollowsTheServedVersion: with RIs for two versions of one kind, the control-plane
@@ -71,7 +79,7 @@ func TestControlPlaneWatchFollowsTheServedVersion(t *testing.T) {
 		})
 	}
 
-	applyYAML(t, b.clients, gizmoCRD("v1"))
+	applyYAML(t, b.clients, testCRD("cp.producers.test", "Gizmo", "gizmos", "v1"))
 	published(v1, "first")
 
 	crds := b.clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1",
@@ -83,7 +91,7 @@ func TestControlPlaneWatchFollowsTheServedVersion(t *testing.T) {
 		_, err := crds.Get(ctx, "gizmos.cp.producers.test", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
-	applyYAML(t, b.clients, gizmoCRD("v2"))
+	applyYAML(t, b.clients, testCRD("cp.producers.test", "Gizmo", "gizmos", "v2"))
 	eventually(t, "the v2 CRD served", func() bool {
 		_, err := b.clients.Dynamic.Resource(schema.GroupVersionResource{Group: v2.Group, Version: v2.Version, Resource: "gizmos"}).
 			Namespace(ns).List(ctx, metav1.ListOptions{})
