@@ -1,11 +1,14 @@
 package producers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,17 +68,18 @@ type ControlPlaneProducer struct {
 	Publisher *bus.Publisher
 	Log       *slog.Logger
 
-	mu        sync.Mutex
-	ctx       context.Context
-	factory   dynamicinformer.DynamicSharedInformerFactory
+	mu  sync.Mutex
+	ctx context.Context
+	// resources holds one informer per watched resource, shared by the families watching it.
+	resources map[schema.GroupVersionResource]*resourceInformer
 	queue     workqueue.TypedRateLimitingInterface[objectKey]
 	kinds     map[kindFamilyKey]bool
 	pending   []kindFamily
 	informers map[informerKey]watched
-	// versions records, per group, kind and family, the version being watched: a CRD serving two versions
-	// for which there are RIs (a built-in one and one applied later, say) would otherwise publish every
-	// object twice, once in each version.
-	versions   map[groupKindFamily]string
+	// versions records, per group, kind and family, the resource (so the version) being watched: a CRD
+	// serving two versions for which there are RIs (a built-in one and one applied later, say) would
+	// otherwise publish every object twice, once in each version.
+	versions   map[groupKindFamily]schema.GroupVersionResource
 	tombstones map[objectKey]schemas.ObjectRef
 	wg         sync.WaitGroup
 }
@@ -103,8 +107,16 @@ type informerKey struct {
 }
 
 type watched struct {
+	informer     cache.SharedIndexInformer
+	registration cache.ResourceEventHandlerRegistration
+	family       Family
+}
+
+// resourceInformer is the informer of one resource; it stops when no family watches through it any more.
+type resourceInformer struct {
 	informer cache.SharedIndexInformer
-	family   Family
+	stop     context.CancelFunc
+	users    int
 }
 
 type objectKey struct {
@@ -144,9 +156,9 @@ func (p *ControlPlaneProducer) Run(ctx context.Context) error {
 	p.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[objectKey](),
 		workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "control-plane"})
-	p.factory = dynamicinformer.NewDynamicSharedInformerFactory(p.Clients.Dynamic, 0)
+	p.resources = map[schema.GroupVersionResource]*resourceInformer{}
 	p.informers = map[informerKey]watched{}
-	p.versions = map[groupKindFamily]string{}
+	p.versions = map[groupKindFamily]schema.GroupVersionResource{}
 	p.tombstones = map[objectKey]schemas.ObjectRef{}
 	for _, kf := range p.pending {
 		p.wg.Go(func() { p.watchKind(ctx, kf.gvk, kf.family) })
@@ -161,13 +173,13 @@ func (p *ControlPlaneProducer) Run(ctx context.Context) error {
 	for p.processNext(ctx) {
 	}
 	p.wg.Wait()
-	p.factory.Shutdown()
 	return nil
 }
 
 func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVersionKind, family Family) {
 	log := p.Log.With("kind", gvk.String())
 	var gvr schema.GroupVersionResource
+	var superseded *schema.GroupVersionResource
 	claim := groupKindFamily{groupKind: gvk.GroupKind(), family: family.Name}
 	waitingLogged, otherLogged := false, false
 	polls := 0
@@ -187,11 +199,11 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 		p.mu.Lock()
 		other, taken := p.versions[claim]
 		p.mu.Unlock()
-		if taken && other != gvk.Version {
-			if _, err := p.Clients.Mapper.RESTMapping(gvk.GroupKind(), other); err == nil {
+		if taken && other.Version != gvk.Version {
+			if _, err := p.Clients.Mapper.RESTMapping(gvk.GroupKind(), other.Version); err == nil {
 				if !otherLogged {
 					log.Info("not watching this version while the kind is watched in another one the control plane serves",
-						"family", family.Name, "watched_version", other)
+						"family", family.Name, "watched_version", other.Version)
 					otherLogged = true
 				}
 				if polls%6 == 0 {
@@ -205,21 +217,35 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 		if current, ok := p.versions[claim]; ok && current != other {
 			return false, nil // claimed meanwhile by yet another version: look again
 		}
-		if taken && other != gvk.Version {
-			log.Info("watching this version: the one watched so far is no longer served", "previous_version", other)
+		if taken && other.Version != gvk.Version {
+			log.Info("watching this version: the one watched so far is no longer served", "previous_version", other.Version)
+			superseded = &other
 		}
-		p.versions[claim] = gvk.Version
+		p.versions[claim] = mapping.Resource
 		gvr = mapping.Resource
 		return true, nil
 	})
 	if err != nil {
 		return
 	}
+	if superseded != nil {
+		p.unwatch(*superseded, family)
+	}
 	p.mu.Lock()
-	informer := p.factory.ForResource(gvr).Informer()
+	ri := p.resources[gvr]
+	start := ri == nil
+	if start {
+		informer := dynamicinformer.NewFilteredDynamicInformer(p.Clients.Dynamic, gvr, "", 0,
+			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+		runCtx, stop := context.WithCancel(ctx)
+		ri = &resourceInformer{informer: informer, stop: stop}
+		p.resources[gvr] = ri
+		p.wg.Go(func() { informer.Run(runCtx.Done()) })
+	}
+	ri.users++
 	p.mu.Unlock()
 	ik := informerKey{gvr: gvr, family: family.Name}
-	_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	registration, err := ri.informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { p.enqueue(ik, obj) },
 		UpdateFunc: func(oldObj, newObj any) {
 			if relevantUpdate(family, oldObj, newObj) {
@@ -233,11 +259,41 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 		return
 	}
 	p.mu.Lock()
-	p.informers[ik] = watched{informer: informer, family: family}
+	p.informers[ik] = watched{informer: ri.informer, registration: registration, family: family}
 	p.mu.Unlock()
 	log.Info("watching", "family", family.Name, "resource", gvr.String())
-	// The factory runs each shared informer once however many families watch it.
-	p.factory.Start(ctx.Done())
+}
+
+// WatchedResources lists the resources whose informers run now, sorted.
+func (p *ControlPlaneProducer) WatchedResources() []schema.GroupVersionResource {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.SortedFunc(maps.Keys(p.resources), func(a, b schema.GroupVersionResource) int {
+		return cmp.Compare(a.String(), b.String())
+	})
+}
+
+// unwatch stops publishing one family's objects of a resource, and stops the resource's informer once no
+// family watches through it: a version that is no longer served would otherwise retry its watch forever.
+func (p *ControlPlaneProducer) unwatch(gvr schema.GroupVersionResource, family Family) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	ik := informerKey{gvr: gvr, family: family.Name}
+	w, ok := p.informers[ik]
+	if !ok {
+		return
+	}
+	delete(p.informers, ik)
+	if err := w.informer.RemoveEventHandler(w.registration); err != nil {
+		p.Log.Warn("removing an event handler failed", "resource", gvr.String(), "error", err)
+	}
+	if ri := p.resources[gvr]; ri != nil {
+		ri.users--
+		if ri.users == 0 {
+			ri.stop()
+			delete(p.resources, gvr)
+		}
+	}
 }
 
 // relevantUpdate ignores status-only updates and bookkeeping: only a change to what would be copied to a
@@ -307,7 +363,8 @@ func (p *ControlPlaneProducer) publish(ctx context.Context, key objectKey) error
 	tomb, deleted := p.tombstones[key]
 	p.mu.Unlock()
 	if !known {
-		return errors.New("no informer for resource")
+		// The watch was superseded by another version of the kind, which publishes the object itself.
+		return nil
 	}
 	storeKey := key.name
 	if key.namespace != "" {

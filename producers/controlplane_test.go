@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -98,4 +99,8 @@ func TestControlPlaneWatchFollowsTheServedVersion(t *testing.T) {
 		return err == nil
 	})
 	published(v2, "second")
+	gizmosV1 := schema.GroupVersionResource{Group: v1.Group, Version: v1.Version, Resource: "gizmos"}
+	if slices.Contains(p.WatchedResources(), gizmosV1) {
+		t.Errorf("still watching %s, which is no longer served: watched %v", gizmosV1, p.WatchedResources())
+	}
 }
