@@ -155,14 +155,10 @@ func (p *Placer) onWorkloadDeleted(payload *schemas.ObjectDeleted, touched *touc
 	return nil
 }
 
-// kindInfo tells policy validation which kinds an RI knows. Whether the replicas of a kind can be split
-// is a property of each object's replicas path, so every known kind counts as divisible here and the
-// scheduler reports a workload it cannot split.
+// kindInfo tells policy validation which kinds an RI knows and which of those a Divide spread can split,
+// as the RIs in force say (karta.Compiled.Divisible).
 func kindInfo(ris *karta.Registry) policy.KindInfo {
-	return func(group, kind string) (divisible, known bool) {
-		known = ris.HasGroupKind(group, kind)
-		return known, known
-	}
+	return ris.DivisibleGroupKind
 }
 
 func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {

@@ -3,6 +3,7 @@ package consumers
 import (
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -314,6 +315,42 @@ func TestPendingPodsMoveOnlyPastTheTimeout(t *testing.T) {
 			f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
 			if got := f.decisions(mark); !equal(got, tt.want) {
 				t.Fatalf("decisions after the tick = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestDividePolicyOnlyForDivisibleKinds: a Divide policy naming a kind its RI cannot split (a PyTorchJob has a
+// master and workers) is refused with the field and the reason; one naming Deployments is in force.
+func TestDividePolicyOnlyForDivisibleKinds(t *testing.T) {
+	tests := []struct {
+		name, group, kind string
+		wantErr           string
+	}{
+		{name: "deployments", group: "apps", kind: "Deployment"},
+		{name: "pytorchjobs", group: "kubeflow.org", kind: "PyTorchJob",
+			wantErr: "spec.resourceSelectors.kinds[0]: PyTorchJob.kubeflow.org is not divisible"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.policy(tt.name, map[string]any{
+				"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": tt.group, "kind": tt.kind}}},
+				"spreadConstraints": map[string]any{"spreadMode": "Divide", "topologyKey": "region",
+					"percentageSplit": []any{
+						map[string]any{"topologyValue": "east", "percentage": int64(50)},
+						map[string]any{"topologyValue": "west", "percentage": int64(50)},
+					}},
+			})
+			entry := f.p.policies[tt.name]
+			if entry == nil {
+				t.Fatalf("policy %s not recorded", tt.name)
+			}
+			switch {
+			case tt.wantErr == "" && entry.err != nil:
+				t.Errorf("policy refused: %v", entry.err)
+			case tt.wantErr != "" && (entry.err == nil || !strings.Contains(entry.err.Error(), tt.wantErr)):
+				t.Errorf("policy error %v, want one containing %q", entry.err, tt.wantErr)
 			}
 		})
 	}

@@ -180,20 +180,14 @@ func newHarness(fleet fleetspec.Fleet, policies []*policy.Policy, registry *kart
 	return h, nil
 }
 
-// kindInfo answers policy validation's question "is this kind divisible?". The RI engine has no static answer
-// (scalability is a property of the analyzed object's replica path), so a kind counts as divisible unless one of
-// the fleet file's workloads of that kind analyzes to something other than a single scalable component.
+// kindInfo answers policy validation's question "is this kind divisible?" as the placer does, from the RIs in
+// force, and also says no when one of the fleet file's workloads of that kind analyzes to something other than
+// a single scalable component.
 func kindInfo(registry *karta.Registry, analyses []*karta.Analysis) policy.KindInfo {
 	return func(group, kind string) (bool, bool) {
-		known := false
-		for _, ri := range registry.All() {
-			if ri.GVK.Group == group && ri.GVK.Kind == kind {
-				known = true
-				break
-			}
-		}
-		if !known {
-			return false, false
+		divisible, known := registry.DivisibleGroupKind(group, kind)
+		if !divisible {
+			return false, known
 		}
 		for _, a := range analyses {
 			if a == nil || a.Kind != kind || structs.APIGroup(a.APIVersion) != group {

@@ -3,6 +3,7 @@ package karta
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/itchyny/gojq"
@@ -28,6 +29,19 @@ type Compiled struct {
 	// combined evaluates every path Analyze reads from the CR in one run; slots is its arity.
 	combined *gojq.Code
 	slots    int
+}
+
+// Divisible reports whether the RI makes its kind divisible: every object analyzes to one pod-bearing
+// component, without instances, whose replica count is a plain field path without an iterator, which a
+// Divide spread rewrites per cluster. It is the static side of ComponentInstance.Scalable, so a policy that
+// divides a kind that cannot be divided is refused when it is applied rather than for each workload; the
+// scheduler still checks each analysis.
+func (c *Compiled) Divisible() bool {
+	if len(c.components) != 1 {
+		return false
+	}
+	cc := c.components[0]
+	return cc.instanceID == nil && cc.replicasField != nil && !slices.Contains(cc.replicasField.segments, iterSegment)
 }
 
 // label names the RI for messages: the name, and the source when it differs.

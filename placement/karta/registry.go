@@ -86,6 +86,29 @@ func (r *Registry) Lookup(gvk schema.GroupVersionKind) (*Compiled, bool) {
 	return c, ok
 }
 
+// DivisibleGroupKind reports whether a group and kind have an RI in some version (known) and whether, in
+// every version that has one, the RI in force makes the kind divisible (Compiled.Divisible).
+func (r *Registry) DivisibleGroupKind(group, kind string) (divisible, known bool) {
+	var gvks []schema.GroupVersionKind
+	for gvk := range r.builtins {
+		gvks = append(gvks, gvk)
+	}
+	for _, c := range r.users {
+		gvks = append(gvks, c.GVK)
+	}
+	divisible = true
+	for _, gvk := range gvks {
+		if gvk.Group != group || gvk.Kind != kind {
+			continue
+		}
+		known = true
+		if c, ok := r.Lookup(gvk); ok && !c.Divisible() {
+			divisible = false
+		}
+	}
+	return divisible && known, known
+}
+
 // All returns every RI held: built-ins sorted by name, then user RIs in the order they were added.
 // HasGroupKind reports whether some RI, built-in or not, analyzes a kind of group in any version.
 func (r *Registry) HasGroupKind(group, kind string) bool {
