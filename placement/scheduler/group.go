@@ -45,7 +45,7 @@ func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.P
 				c.reject(d, cand.capacity.Name, structs.RejectGroup, fmt.Sprintf("group %s is placed on %s", groupName, home))
 			}
 		}
-		best, owned := c.choose(p, homeCands, newGang(c.rt, []*structs.Workload{wl}), []*structs.Workload{wl}, home, d)
+		best, owned, _ := c.choose(p, homeCands, newGang(c.rt, []*structs.Workload{wl}), []*structs.Workload{wl}, home, d)
 		if best == nil {
 			d.Status = structs.StatusUnschedulable
 			d.Message = fmt.Sprintf("group %s is placed on %s, which cannot take this workload", groupName, home)
@@ -82,7 +82,7 @@ func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.P
 			kept = append(kept, cand)
 		}
 	}
-	best, owned := c.choose(p, kept, newGang(c.rt, unplaced), unplaced, "", probe)
+	best, owned, _ := c.choose(p, kept, newGang(c.rt, unplaced), unplaced, "", probe)
 	plan := &structs.Plan{}
 	for i, m := range unplaced {
 		d := c.newDecision(m, p)

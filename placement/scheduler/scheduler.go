@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
@@ -335,19 +336,19 @@ func (c *cycle) dominant(cands []candidate, demand structs.Vector) int {
 // score order, so only the clusters that are tried pay for node-level packing. A cluster listed in sticky comes
 // first: it keeps the workload while the workload still fits there.
 func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*structs.Workload, sticky string,
-	d *structs.Decision) (*candidate, []ownedAssignment) {
+	d *structs.Decision) (*candidate, []ownedAssignment, ranking) {
 	if !p.CapacityAware() {
 		// Order alone decides: the sticky cluster, else the first tier, then name.
 		if i := slices.IndexFunc(cands, func(cand candidate) bool { return cand.capacity.Name == sticky }); i >= 0 {
-			return &cands[i], nil
+			return &cands[i], nil, ranking{below: len(cands) - 1}
 		}
 		if len(cands) == 0 {
-			return nil, nil
+			return nil, nil, ranking{}
 		}
 		best := slices.MinFunc(cands, func(a, b candidate) int {
 			return cmp.Or(cmp.Compare(a.tier, b.tier), cmp.Compare(a.capacity.Name, b.capacity.Name))
 		})
-		return &best, nil
+		return &best, nil, ranking{below: len(cands) - 1}
 	}
 	dom := c.dominant(cands, g.demand)
 	spread := p.Scoring() == v1alpha1.ScoringSpread
@@ -389,7 +390,7 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 	}
 	// Selection instead of a full sort: the first pick usually fits.
 	tried := make([]bool, len(live))
-	for range live {
+	for n := range live {
 		best := -1
 		for i := range live {
 			if !tried[i] && (best < 0 || better(&live[i], &live[best])) {
@@ -401,11 +402,45 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 		g.own = own[cand.capacity.Name]
 		assignments, reason := c.fit(*cand, g)
 		if reason == "" {
-			return cand, assignments
+			return cand, assignments, ranking{below: len(live) - n - 1, dominant: dom}
 		}
 		c.reject(d, cand.capacity.Name, structs.RejectCapacity, reason)
 	}
-	return nil, nil
+	return nil, nil, ranking{}
+}
+
+// ranking is what choose knows of the clusters it passed over without a reason: how many passed the filters
+// and the bound check yet ranked below the chosen one, and the resource the ranking compared.
+type ranking struct {
+	below    int
+	dominant int
+}
+
+// rankedBelowMessage explains a placement whose other candidates were not rejected but ranked lower, so a
+// verdict says why those clusters were not used even though none of them failed a check.
+func (c *cycle) rankedBelowMessage(p *policy.Policy, chosen string, r ranking, stayed bool) string {
+	if r.below == 0 {
+		return ""
+	}
+	others := "1 other cluster passed every check but ranks"
+	if r.below > 1 {
+		others = strconv.Itoa(r.below) + " other clusters passed every check but rank"
+	}
+	var rule string
+	switch {
+	case stayed:
+		rule = "the workload already runs there"
+	case !p.CapacityAware():
+		rule = "capacityAware is false, so the earlier tier, then the name, decides"
+	case p.Scoring() == v1alpha1.ScoringSpread:
+		rule = "Spread prefers the most " + string(c.rt.Name(r.dominant)) + " left free"
+	default:
+		rule = "BinPack prefers the least " + string(c.rt.Name(r.dominant)) + " left free"
+	}
+	if p.Tiers() > 1 && !stayed && p.CapacityAware() {
+		rule = "earlier tiers come first, then " + rule
+	}
+	return others + " below " + chosen + ": " + rule
 }
 
 // scheduleOne places a workload on one cluster.
@@ -422,7 +457,7 @@ func (c *cycle) scheduleOne(wl *structs.Workload, p *policy.Policy) *structs.Dec
 		return d
 	}
 	g := newGang(c.rt, []*structs.Workload{wl})
-	best, assignments := c.choose(p, cands, g, []*structs.Workload{wl}, sticky, d)
+	best, assignments, rank := c.choose(p, cands, g, []*structs.Workload{wl}, sticky, d)
 	if best == nil {
 		d.Status = structs.StatusUnschedulable
 		if len(c.capacities) == 0 {
@@ -435,6 +470,7 @@ func (c *cycle) scheduleOne(wl *structs.Workload, p *policy.Policy) *structs.Dec
 	for _, a := range assignments {
 		d.Assignments = append(d.Assignments, a.Assignment)
 	}
+	d.Message = c.rankedBelowMessage(p, best.capacity.Name, rank, best.capacity.Name == sticky)
 	return d
 }
 

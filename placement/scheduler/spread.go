@@ -149,7 +149,7 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 		pg := wl.PodGroups[idx]
 		pg.Count = shares[i]
 		g := &gang{items: []item{{group: &pg, count: pg.Count}}, demand: pg.Request.Scale(pg.Count)}
-		best, owned := c.choose(p, group, g, []*structs.Workload{wl}, previousClusterIn(wl, group), d)
+		best, owned, _ := c.choose(p, group, g, []*structs.Workload{wl}, previousClusterIn(wl, group), d)
 		if best == nil {
 			d.Message = fmt.Sprintf("no cluster with %s=%s fits its %d replicas", sc.TopologyKey,
 				split.TopologyValue, shares[i])
