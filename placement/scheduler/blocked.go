@@ -1,7 +1,6 @@
 package scheduler
 
 import (
-	"maps"
 	"slices"
 	"sync"
 
@@ -30,7 +29,8 @@ type Event struct {
 
 type blockedEntry struct {
 	noPolicy bool
-	// widenable marks a placed Duplicate workload that some clusters rejected (structs.Decision.Widenable).
+	// widenable marks a placed Duplicate workload that some clusters rejected for capacity
+	// (structs.Decision.Widenable).
 	widenable bool
 	codes     map[string]structs.RejectCode
 	decision  *structs.Decision
@@ -40,8 +40,8 @@ type blockedEntry struct {
 // Like kube-scheduler's queueing hints, only events that could change a workload's answer wake it: freed capacity
 // wakes workloads that some cluster rejected for capacity on that cluster, a changed cluster wakes every
 // unschedulable workload (its selector, taints or APIs may now admit them), and a changed policy wakes all.
-// It also holds placed Duplicate workloads that some cluster rejected, which freed capacity on that cluster
-// wakes to spread further. It is safe for concurrent use.
+// It also holds placed Duplicate workloads that some cluster rejected for capacity, which freed capacity on that
+// cluster wakes to spread further. It is safe for concurrent use.
 type Blocked struct {
 	mu      sync.Mutex
 	entries map[string]*blockedEntry
@@ -60,8 +60,7 @@ func (b *Blocked) Record(d *structs.Decision) {
 		b.entries[d.WorkloadID] = &blockedEntry{codes: d.RejectCodes, decision: d}
 	case d.Status == structs.StatusNoPolicy:
 		b.entries[d.WorkloadID] = &blockedEntry{noPolicy: true, decision: d}
-	case d.Status == structs.StatusPlaced && d.Widenable && slices.Contains(slices.Collect(maps.Values(d.RejectCodes)), structs.RejectCapacity):
-		// Only freed capacity wakes a widenable entry (see wakes), so one without a capacity rejection is not kept.
+	case d.Status == structs.StatusPlaced && d.Widenable:
 		b.entries[d.WorkloadID] = &blockedEntry{widenable: true, codes: d.RejectCodes}
 	default:
 		delete(b.entries, d.WorkloadID)

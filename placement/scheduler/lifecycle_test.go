@@ -146,8 +146,8 @@ func TestBlockedWakesOnlyOnRelevantEvents(t *testing.T) {
 	if b.Len() != 0 {
 		t.Errorf("a placed decision must unblock the workload")
 	}
-	// A spread kept off a cluster by its selector alone waits for a cluster change, which re-evaluates it
-	// anyway (AffectedByClusterChange): freed capacity has nothing to wake.
+	// Were a spread kept off a cluster by its selector alone recorded (the scheduler does not mark such a
+	// decision widenable), freed capacity there would still have nothing to wake.
 	b.Record(&structs.Decision{WorkloadID: "selected-away", Status: structs.StatusPlaced, Widenable: true,
 		RejectCodes: map[string]structs.RejectCode{"d": structs.RejectSelector}})
 	if got := b.Wake(scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: "d"}); len(got) != 0 {
@@ -274,6 +274,28 @@ func TestClusterChangeLeavesOtherPoliciesAlone(t *testing.T) {
 	h.AddCluster("b")
 	if got := scheduler.AffectedByClusterChange(h.Store.Snapshot(), "b"); len(got) != 0 {
 		t.Fatalf("affected by b's change = %v, want none", got)
+	}
+}
+
+// TestDuplicateWidenableOnlyForCapacity: a placed Duplicate decision is widenable (kept for freed capacity to
+// retry) when a cluster turned it away for capacity, not when every rejection is one a cluster change covers.
+func TestDuplicateWidenableOnlyForCapacity(t *testing.T) {
+	for _, withTiny := range []bool{false, true} {
+		h := placementtest.NewHarness(t)
+		h.AddCluster("big")
+		h.AddNodes("big", cpuNodes("n", 1, "16"))
+		h.AddCluster("down", placementtest.NotReady())
+		h.AddNodes("down", cpuNodes("n", 1, "16"))
+		if withTiny {
+			h.AddCluster("tiny")
+			h.AddNodes("tiny", cpuNodes("n", 1, "1"))
+		}
+		h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{SpreadConstraints: &v1alpha1.SpreadConstraints{SpreadMode: v1alpha1.SpreadModeDuplicate}}))
+		d := h.Place(h.AddWorkload(placementtest.PyTorchJob("ml", "job").Component("worker", 1, res("cpu", "4")).Obj(), nil))
+		if !slices.Equal(d.Clusters, []string{"big"}) || d.Widenable != withTiny {
+			t.Errorf("with a too-small cluster %v: placed on %v, widenable %v; want [big], widenable %v (codes %v)",
+				withTiny, d.Clusters, d.Widenable, withTiny, d.RejectCodes)
+		}
 	}
 }
 

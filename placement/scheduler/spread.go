@@ -37,7 +37,16 @@ func (c *cycle) scheduleDuplicate(wl *structs.Workload, p *policy.Policy) *struc
 	if len(d.Clusters) == 0 {
 		d.Status = structs.StatusUnschedulable
 	}
-	d.Widenable = d.Status == structs.StatusPlaced && len(d.RejectCodes) > 0
+	// Freed capacity is the one event that can admit a placed copy where it was turned away and that no
+	// re-evaluation covers anyway (a changed cluster or policy re-evaluates placed workloads).
+	if d.Status == structs.StatusPlaced {
+		for _, code := range d.RejectCodes {
+			if code == structs.RejectCapacity {
+				d.Widenable = true
+				break
+			}
+		}
+	}
 	return d
 }
 

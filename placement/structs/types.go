@@ -247,8 +247,8 @@ type Decision struct {
 	RejectCodes map[string]RejectCode
 	// Message explains the decision as a whole when no single cluster does (no policy, invalid workload).
 	Message string
-	// Widenable marks a placed Duplicate decision that some cluster rejected: like a blocked workload, it is
-	// retried when an event could admit it there, and then spreads onto that cluster too.
+	// Widenable marks a placed Duplicate decision that some cluster rejected for capacity: like a blocked
+	// workload, it is retried when capacity is freed there, and then spreads onto that cluster too.
 	Widenable bool
 	// Previous is the placement the workload had before; a decision whose Clusters differ from it is a move.
 	Previous *Placement
