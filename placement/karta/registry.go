@@ -86,45 +86,38 @@ func (r *Registry) Lookup(gvk schema.GroupVersionKind) (*Compiled, bool) {
 	return c, ok
 }
 
-// DivisibleGroupKind reports whether a group and kind have an RI in some version (known) and whether, in
-// every version that has one, the RI in force makes the kind divisible (Compiled.Divisible).
-func (r *Registry) DivisibleGroupKind(group, kind string) (divisible, known bool) {
-	var gvks []schema.GroupVersionKind
-	for gvk := range r.builtins {
-		gvks = append(gvks, gvk)
-	}
-	for _, c := range r.users {
-		gvks = append(gvks, c.GVK)
-	}
-	divisible = true
-	for _, gvk := range gvks {
-		if gvk.Group != group || gvk.Kind != kind {
-			continue
-		}
-		known = true
-		if c, ok := r.Lookup(gvk); ok && !c.Divisible() {
-			divisible = false
-		}
-	}
-	return divisible && known, known
-}
-
-// All returns every RI held: built-ins sorted by name, then user RIs in the order they were added.
-// HasGroupKind reports whether some RI, built-in or not, analyzes a kind of group in any version.
-func (r *Registry) HasGroupKind(group, kind string) bool {
+// versionsOf lists the kinds of group and kind, in any version, that some RI (built-in or not) analyzes.
+func (r *Registry) versionsOf(group, kind string) []schema.GroupVersionKind {
+	var out []schema.GroupVersionKind
 	for gvk := range r.builtins {
 		if gvk.Group == group && gvk.Kind == kind {
-			return true
+			out = append(out, gvk)
 		}
 	}
 	for _, c := range r.users {
 		if c.GVK.Group == group && c.GVK.Kind == kind {
-			return true
+			out = append(out, c.GVK)
 		}
 	}
-	return false
+	return out
 }
 
+// HasGroupKind reports whether some RI, built-in or not, analyzes a kind of group in any version.
+func (r *Registry) HasGroupKind(group, kind string) bool { return len(r.versionsOf(group, kind)) > 0 }
+
+// DivisibleGroupKind reports whether a group and kind have an RI in some version (known) and whether, in
+// every version that has one, the RI in force makes the kind divisible (Compiled.Divisible).
+func (r *Registry) DivisibleGroupKind(group, kind string) (divisible, known bool) {
+	gvks := r.versionsOf(group, kind)
+	for _, gvk := range gvks {
+		if c, ok := r.Lookup(gvk); ok && !c.Divisible() {
+			return false, true
+		}
+	}
+	return len(gvks) > 0, len(gvks) > 0
+}
+
+// All returns every RI held: built-ins sorted by name, then user RIs in the order they were added.
 func (r *Registry) All() []*Compiled {
 	out := make([]*Compiled, 0, len(r.builtins)+len(r.users))
 	for _, c := range r.builtins {
