@@ -199,7 +199,8 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 		p.mu.Lock()
 		other, taken := p.versions[claim]
 		p.mu.Unlock()
-		if taken && other.Version != gvk.Version {
+		replacing := taken && other.Version != gvk.Version
+		if replacing {
 			if _, err := p.Clients.Mapper.RESTMapping(gvk.GroupKind(), other.Version); err == nil {
 				if !otherLogged {
 					log.Info("not watching this version while the kind is watched in another one the control plane serves",
@@ -217,7 +218,7 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 		if current, ok := p.versions[claim]; ok && current != other {
 			return false, nil // claimed meanwhile by yet another version: look again
 		}
-		if taken && other.Version != gvk.Version {
+		if replacing {
 			log.Info("watching this version: the one watched so far is no longer served", "previous_version", other.Version)
 			superseded = &other
 		}
@@ -233,8 +234,7 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 	}
 	p.mu.Lock()
 	ri := p.resources[gvr]
-	start := ri == nil
-	if start {
+	if ri == nil {
 		informer := dynamicinformer.NewFilteredDynamicInformer(p.Clients.Dynamic, gvr, "", 0,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
 		runCtx, stop := context.WithCancel(ctx)
