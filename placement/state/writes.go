@@ -3,17 +3,17 @@ package state
 import (
 	"cmp"
 	"encoding/json"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"sync/atomic"
-
 	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
