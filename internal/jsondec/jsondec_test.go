@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"github.com/fleetflow/fleetflow/internal/jsontest"
 )
 
 // reference is what encoding/json makes of data for an `any` target.
@@ -51,44 +53,11 @@ func TestDecodeAgreesWithEncodingJSON(t *testing.T) {
 	}
 }
 
-// value draws a value of any shape JSON has, with strings that exercise escapes and invalid UTF-8.
-func value(depth int) *rapid.Generator[any] {
-	return rapid.Custom(func(t *rapid.T) any {
-		kinds := 6
-		if depth <= 0 {
-			kinds = 4
-		}
-		switch rapid.IntRange(0, kinds-1).Draw(t, "kind") {
-		case 0:
-			return nil
-		case 1:
-			return rapid.Bool().Draw(t, "bool")
-		case 2:
-			return rapid.SampledFrom([]string{"", "plain", `q"uote`, `back\slash`, "tab\tnew\nline", "\x01\x1f\x7f",
-				"<&>", "\u2028", "bad\xffutf8\xc3", "ünïcødé ✓ 😀"}).Draw(t, "string") + rapid.String().Draw(t, "suffix")
-		case 3:
-			return rapid.Float64().Draw(t, "number")
-		case 4:
-			m := map[string]any{}
-			for range rapid.IntRange(0, 4).Draw(t, "len") {
-				m[rapid.String().Draw(t, "key")] = value(depth-1).Draw(t, "value")
-			}
-			return m
-		default:
-			var a []any
-			for range rapid.IntRange(0, 4).Draw(t, "len") {
-				a = append(a, value(depth-1).Draw(t, "element"))
-			}
-			return a
-		}
-	})
-}
-
 // TestDecodeAgreesOnRandomDocuments encodes random values (some with hand-written escapes), then corrupts
 // some of them, and checks that Decode agrees with encoding/json on every document.
 func TestDecodeAgreesOnRandomDocuments(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		data, err := json.Marshal(value(4).Draw(t, "value"))
+		data, err := json.Marshal(jsontest.Value(4).Draw(t, "value"))
 		if err != nil {
 			t.Skip("not encodable:", err)
 		}

@@ -6,53 +6,15 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
-)
 
-// unstructuredValue draws what an unstructured object can hold, with strings that exercise every escaping
-// rule (quotes, backslashes, control characters, HTML characters, U+2028, invalid UTF-8).
-func unstructuredValue(depth int) *rapid.Generator[any] {
-	return rapid.Custom(func(t *rapid.T) any {
-		kinds := 7
-		if depth <= 0 {
-			kinds = 5
-		}
-		switch rapid.IntRange(0, kinds-1).Draw(t, "kind") {
-		case 0:
-			return nil
-		case 1:
-			return rapid.Bool().Draw(t, "bool")
-		case 2:
-			return rapid.SampledFrom([]string{"", "plain", `q"uote`, `back\slash`, "tab\tnew\nline\r", "\b\f\x01\x1f\x7f",
-				"<a href='x'>&amp;</a>", "line\u2028sep\u2029", "bad\xffutf8\xc3", "ünïcødé ✓ 😀"}).Draw(t, "string") +
-				rapid.String().Draw(t, "suffix")
-		case 3:
-			return rapid.SampledFrom([]float64{0, math.Copysign(0, -1), 1, -1.5, 3.14159, 1e-7, 1e-6, 123456789, 1e20, 1e21, 1.5e300, -2e-300,
-				math.MaxFloat64, math.SmallestNonzeroFloat64}).Draw(t, "float")
-		case 4:
-			return rapid.Int64().Draw(t, "int64")
-		case 5:
-			n := rapid.IntRange(0, 4).Draw(t, "mapLen")
-			m := map[string]any{}
-			for range n {
-				m[rapid.String().Draw(t, "key")] = unstructuredValue(depth-1).Draw(t, "value")
-			}
-			return m
-		default:
-			n := rapid.IntRange(0, 4).Draw(t, "sliceLen")
-			s := make([]any, n)
-			for i := range s {
-				s[i] = unstructuredValue(depth-1).Draw(t, "item")
-			}
-			return s
-		}
-	})
-}
+	"github.com/fleetflow/fleetflow/internal/jsontest"
+)
 
 // TestAppendMatchesEncodingJSON: the fast encoder is only useful if it writes exactly what
 // encoding/json writes, since both encodings of an object may be compared or hashed.
 func TestAppendMatchesEncodingJSON(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		v := unstructuredValue(3).Draw(t, "value")
+		v := jsontest.Value(3).Draw(t, "value")
 		want, err := json.Marshal(v)
 		if err != nil {
 			t.Fatalf("encoding/json: %v", err)
