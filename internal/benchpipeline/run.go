@@ -72,7 +72,7 @@ type Result struct {
 	FleetEvents      int     `json:"fleetEvents"`
 	FleetLoadSeconds float64 `json:"fleetLoadSeconds"`
 	// WorkloadSeconds is the span DecisionsPerSecond divides by; CPUSeconds is the whole process's CPU time
-	// over it (placer, server, producers and watcher share the process).
+	// over it (placer, server and producers share the process; the watcher reads the results afterwards).
 	WorkloadSeconds float64 `json:"workloadSeconds"`
 	CPUSeconds      float64 `json:"cpuSeconds"`
 	RawMessages     int     `json:"rawMessages"`
@@ -163,12 +163,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.EventBytes = size / len(msgs)
 
-	w, err := newWatcher(ctx, b.URL, refs, b.InProcess()...)
-	if err != nil {
-		return nil, err
-	}
-	defer w.close()
-
 	published := make([]time.Time, len(msgs))
 	// Collect the fleet load's garbage now, as testing.B does before timing, so the workload phase pays
 	// for the collections its own allocations cause and not for a leftover of the setup.
@@ -196,7 +190,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, cause(fmt.Errorf("publish workloads: %w", err))
 	}
 	res.OfferedPerSecond = float64(len(msgs)) / time.Since(start).Seconds()
-	if err := w.waitFor(ctx, "a verdict for every workload", func(w *watcher) bool { return w.verdicts == len(msgs) }); err != nil {
+	// The placer acknowledges an event only once what it published for it is stored, so with its consumer
+	// drained every verdict and decision of the phase is persisted.
+	if err := waitDrained(ctx, b.JetStream); err != nil {
 		return nil, cause(err)
 	}
 	res.CPUSeconds = (placementbench.CPUTime() - startCPU).Seconds()
@@ -207,9 +203,15 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, fmt.Errorf("heap profile: %w", err)
 		}
 	}
-	// Every decision the workloads caused is persisted once the placer has handled all its input; the
-	// watcher has read them all once it reached the stream's last sequence.
-	if err := waitDrained(ctx, b.JetStream); err != nil {
+	// The watcher reads the verdicts and decisions back only now: their stream timestamps say when each was
+	// stored whenever they are read, and reading them while the phase runs would make the process it
+	// measures deliver two more messages per workload.
+	w, err := newWatcher(ctx, b.URL, refs, b.InProcess()...)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	if err := w.waitFor(ctx, "a verdict for every workload", func(w *watcher) bool { return w.verdicts == len(msgs) }); err != nil {
 		return nil, cause(err)
 	}
 	decisions, err := b.JetStream.Stream(ctx, schemas.StreamDecisions)

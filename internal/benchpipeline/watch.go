@@ -26,8 +26,8 @@ type outcome struct {
 	decisions int
 }
 
-// watcher reads verdicts and decisions back from their streams with ordered consumers, so each is seen
-// only once it is persisted, and the stream's own timestamp says when that was.
+// watcher reads verdicts and decisions back from their streams with ordered consumers once the workload phase
+// is over: the stream's own timestamp says when each was persisted, whenever it is read.
 type watcher struct {
 	nc *nats.Conn
 
@@ -50,8 +50,7 @@ func objectTokens(ref schemas.ObjectRef) string {
 	return strings.TrimPrefix(schemas.VerdictSubject(ref), schemas.SubjectEventsPrefix+".verdict.")
 }
 
-// newWatcher connects with options (in process when the server is embedded: the watcher is measuring
-// equipment, and a socket would add system calls to the machine it measures).
+// newWatcher connects with options (in process when the server is embedded).
 func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef, options ...nats.Option) (*watcher, error) {
 	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("fleetflow-bench-watcher")}, options...)...)
 	if err != nil {
@@ -68,7 +67,7 @@ func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef, optio
 		return nil, err
 	}
 	// headersOnly asks the server for the messages without their data: what the watcher reads of a decision
-	// is in its subject and metadata, and copying the data to it would be work the measured pipeline pays for.
+	// is in its subject and metadata.
 	subscribe := func(stream string, filter string, headersOnly bool, handle func(jetstream.Msg)) error {
 		s, err := js.Stream(ctx, stream)
 		if err != nil {
@@ -152,8 +151,8 @@ func (w *watcher) onVerdict(msg jetstream.Msg) {
 // the sequence, whose values cannot contain it, so its first occurrence is the status.
 var statusField = []byte(`"status":"`)
 
-// verdictStatus reads a verdict's status without decoding the rest: the watcher shares the process with
-// the placer it measures, and verdicts carry a reason per rejected cluster.
+// verdictStatus reads a verdict's status without decoding the rest, which holds a reason per rejected
+// cluster.
 func verdictStatus(data []byte) (schemas.VerdictStatus, error) {
 	if i := bytes.Index(data, statusField); i >= 0 {
 		rest := data[i+len(statusField):]
