@@ -94,17 +94,14 @@ func (w *writeTxn) rebuildClusterCapacity(name string, dirty map[string]struct{}
 	n := w.resources.Len()
 
 	if dirty == nil || old == nil {
-		nodes, err := w.all(TableNodes, indexIDPrefix, clusterNodes(name))
-		if err != nil {
-			return err
-		}
+		nodes := w.nodesOf(name)
 		all := make([]*structs.NodeCapacity, 0, len(nodes))
-		for _, raw := range nodes {
+		for _, node := range nodes {
 			var prior *structs.NodeCapacity
 			if old != nil {
-				prior = old.Node(raw.(*structs.Node).Name)
+				prior = old.Node(node.Name)
 			}
-			nc, err := w.nodeCapacity(raw.(*structs.Node), prior)
+			nc, err := w.nodeCapacity(node, prior)
 			if err != nil {
 				return err
 			}
@@ -150,15 +147,10 @@ func (w *writeTxn) updateChunks(c *structs.ClusterCapacity, dirty map[string]str
 				delta, ops = change.reservedDelta, change.reservationOps
 			}
 			nc = adjustReserved(old, delta, ops, w.resources.Len())
-		} else {
-			raw, err := w.first(TableNodes, indexID, key)
-			if err != nil {
+		} else if node := w.node(c.Name, name); node != nil {
+			var err error
+			if nc, err = w.nodeCapacity(node, old); err != nil {
 				return err
-			}
-			if raw != nil {
-				if nc, err = w.nodeCapacity(raw.(*structs.Node), old); err != nil {
-					return err
-				}
 			}
 		}
 		if len(c.Chunks) == 0 {

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -14,23 +15,33 @@ import (
 )
 
 // TestCapacityRowsProperty runs random sequences of node observations (some reporting a workload's pods),
-// node deletions, placements, workload deletions and expiry, and checks after every step that each cluster's
-// incrementally maintained capacity row says exactly what recomputing it from the nodes and reservations says:
-// per node, free = max(0, allocatable − requested − reserved); per cluster, the sums and maxima over schedulable
-// nodes; nodes in name order.
+// node deletions, placements, workload deletions, expiry and clusters leaving, and checks after every step that
+// each cluster's incrementally maintained capacity row says exactly what recomputing it from the nodes and
+// reservations says: per node, free = max(0, allocatable − requested − reserved); per cluster, the sums and
+// maxima over schedulable nodes; nodes in name order, exactly those observed and not deleted since, as last
+// observed.
 func TestCapacityRowsProperty(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		h := placementtest.NewHarness(t)
 		clusters := []string{"a", "b"}
+		// observed is the test's own record of every cluster's nodes, as last observed: the rows are where
+		// the store keeps its nodes, so they are checked against it.
+		observed := map[string]map[string]structs.NodeInfo{}
+		observe := func(info structs.NodeInfo) {
+			if err := h.Store.UpsertNodes(h.NextSeq(), info); err != nil {
+				rt.Fatal(err)
+			}
+			if observed[info.Cluster] == nil {
+				observed[info.Cluster] = map[string]structs.NodeInfo{}
+			}
+			observed[info.Cluster][info.Name] = info
+		}
 		for _, c := range clusters {
 			h.AddCluster(c)
 			// Seed the cluster node by node in random order, so chunks fill and split through the incremental path.
 			seed := rapid.IntRange(0, 200).Draw(rt, "seedNodes")
 			for _, i := range rapid.Permutation(rangeInts(seed)).Draw(rt, "seedOrder") {
-				if err := h.Store.UpsertNodes(h.NextSeq(), structs.NodeInfo{Cluster: c, Name: fmt.Sprintf("n-%03d", i),
-					Allocatable: res("cpu", "16")}); err != nil {
-					rt.Fatal(err)
-				}
+				observe(structs.NodeInfo{Cluster: c, Name: fmt.Sprintf("n-%03d", i), Allocatable: res("cpu", "16")})
 			}
 		}
 		h.AddPolicy(placementtest.Policy("all", v1alpha1.SchedulePolicySpec{}))
@@ -38,7 +49,7 @@ func TestCapacityRowsProperty(t *testing.T) {
 		for step := range rapid.IntRange(1, 40).Draw(rt, "steps") {
 			cluster := rapid.SampledFrom(clusters).Draw(rt, "cluster")
 			node := fmt.Sprintf("n-%03d", rapid.IntRange(0, 260).Draw(rt, "node"))
-			switch rapid.IntRange(0, 6).Draw(rt, "op") {
+			switch rapid.IntRange(0, 7).Draw(rt, "op") {
 			case 0, 1: // a node is observed, possibly running some workload's pods
 				info := structs.NodeInfo{Cluster: cluster, Name: node,
 					Unschedulable: rapid.IntRange(0, 9).Draw(rt, "cordon") == 0,
@@ -48,13 +59,12 @@ func TestCapacityRowsProperty(t *testing.T) {
 					id := rapid.SampledFrom(workloads).Draw(rt, "running")
 					info.PodsByWorkload = map[string]int64{structs.WorkloadLabelValue(id): int64(rapid.IntRange(1, 3).Draw(rt, "pods"))}
 				}
-				if err := h.Store.UpsertNodes(h.NextSeq(), info); err != nil {
-					rt.Fatal(err)
-				}
+				observe(info)
 			case 2:
 				if err := h.Store.DeleteNode(h.NextSeq(), cluster, node); err != nil {
 					rt.Fatal(err)
 				}
+				delete(observed[cluster], node)
 			case 3, 4:
 				id := h.AddWorkload(placementtest.PyTorchJob("ns", fmt.Sprintf("w%d", step)).
 					Component("worker", int64(rapid.IntRange(1, 3).Draw(rt, "replicas")),
@@ -72,13 +82,19 @@ func TestCapacityRowsProperty(t *testing.T) {
 				if _, err := h.Store.ExpireReservations(h.NextSeq(), h.Now); err != nil {
 					rt.Fatal(err)
 				}
+			case 7: // the cluster leaves the fleet with its nodes, and comes back empty
+				if err := h.Store.DeleteCluster(h.NextSeq(), cluster); err != nil {
+					rt.Fatal(err)
+				}
+				delete(observed, cluster)
+				h.AddCluster(cluster)
 			}
-			checkCapacityRows(rt, h)
+			checkCapacityRows(rt, h, observed)
 		}
 	})
 }
 
-func checkCapacityRows(rt *rapid.T, h *placementtest.Harness) {
+func checkCapacityRows(rt *rapid.T, h *placementtest.Harness, observed map[string]map[string]structs.NodeInfo) {
 	snap := h.Store.Snapshot()
 	n := snap.Resources().Len()
 	// What each node holds is found by scanning every reservation, independently of the per-node lists.
@@ -97,9 +113,12 @@ func checkCapacityRows(rt *rapid.T, h *placementtest.Harness) {
 		if row == nil {
 			rt.Fatalf("cluster %s has no capacity row", c.Name)
 		}
-		if row.NodeCount != len(nodes) {
-			rt.Fatalf("cluster %s: row holds %d nodes, store %d", c.Name, row.NodeCount, len(nodes))
+		names := slices.Sorted(maps.Keys(observed[c.Name]))
+		if row.NodeCount != len(names) || len(nodes) != len(names) {
+			rt.Fatalf("cluster %s: row counts %d nodes and Nodes returns %d, want the %d observed", c.Name,
+				row.NodeCount, len(nodes), len(names))
 		}
+		cpu := structs.ResourceCPU
 		wantFree := make(structs.Vector, n)
 		wantMax := make(structs.Vector, n)
 		for _, ch := range row.Chunks {
@@ -110,9 +129,17 @@ func checkCapacityRows(rt *rapid.T, h *placementtest.Harness) {
 		i := 0
 		for nc := range row.All() {
 			node := nodes[i]
+			info := observed[c.Name][names[i]]
 			i++
-			if nc.Node != node {
-				rt.Fatalf("cluster %s: row node %s is not the stored node %s", c.Name, nc.Node.Name, node.Name)
+			if nc.Node != node || node.Name != info.Name {
+				rt.Fatalf("cluster %s: row node %s, Nodes gives %s, want %s", c.Name, nc.Node.Name, node.Name, info.Name)
+			}
+			if node.Unschedulable != info.Unschedulable ||
+				node.Allocatable.Get(cpu) != info.Allocatable.Cpu().MilliValue() ||
+				node.Requested.Get(cpu) != info.Requested.Cpu().MilliValue() {
+				rt.Fatalf("node %s/%s: cordoned %v, cpu %d of %d requested; observed cordoned %v, cpu %s of %s", c.Name,
+					node.Name, node.Unschedulable, node.Requested.Get(cpu), node.Allocatable.Get(cpu),
+					info.Unschedulable, info.Requested.Cpu(), info.Allocatable.Cpu())
 			}
 			reserved := make(structs.Vector, n)
 			var ids, holders []string

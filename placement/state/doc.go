@@ -1,7 +1,9 @@
-// Package state is the fleet view of the placement core: a go-memdb database of clusters, namespaces, nodes,
-// workloads (each with the reservation its placement holds), policies and ResourceInterfaces, plus derived
-// per-cluster capacity rows (free vectors per node in chunks, with sums and maxima, and the workloads reserving on
-// each node) kept beside memdb as immutable values that each Snapshot captures.
+// Package state is the fleet view of the placement core: a go-memdb database of clusters, namespaces,
+// workloads (each with the reservation its placement holds), policies and ResourceInterfaces, plus per-cluster
+// capacity rows kept beside memdb as immutable values that each Snapshot captures. A row holds the cluster's
+// nodes in name order, in chunks, each node with its free vector and the workloads reserving on it, and the
+// chunks' sums and maxima. The nodes live only there: a fleet has far more nodes than anything else, and a
+// memdb row each would double what every garbage collection marks.
 //
 // Every write names the stream sequence it came from and records it on the objects it touches and in the
 // index table, so a Snapshot can say which view a decision was computed on. Objects are never modified after

@@ -11,8 +11,12 @@ import (
 
 // Table names.
 const (
-	TableClusters           = "clusters"
-	TableNamespaces         = "namespaces"
+	TableClusters   = "clusters"
+	TableNamespaces = "namespaces"
+	// TableNodes names no memdb table: a cluster's nodes live in its capacity row, in name order, which the
+	// scheduler reads anyway. A memdb row per node would add a radix-tree entry of five or six small objects
+	// for each of a large fleet's nodes, all marked by every garbage collection. Its table index still
+	// follows every node change.
 	TableNodes              = "nodes"
 	TableWorkloads          = "workloads"
 	TablePolicies           = "policies"
@@ -26,10 +30,6 @@ const (
 // Index names.
 const (
 	indexID = "id"
-	// indexIDPrefix finds a cluster's nodes by the prefix of their ids ("cluster/", see clusterNodes): node
-	// ids start with their cluster's name, so an index of its own would only double the nodes' radix-tree
-	// entries, which every garbage collection marks.
-	indexIDPrefix = indexID + "_prefix"
 	// indexGroupKind finds the ResourceInterface of a kind ("group/Kind").
 	indexGroupKind = "group_kind"
 )
@@ -37,7 +37,7 @@ const (
 func schema() *memdb.DBSchema {
 	db := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
 	for _, factory := range []func() *memdb.TableSchema{
-		clustersTableSchema, namespacesTableSchema, nodesTableSchema, workloadsTableSchema,
+		clustersTableSchema, namespacesTableSchema, workloadsTableSchema,
 		policiesTableSchema, resourceInterfacesTableSchema,
 	} {
 		t := factory()
@@ -48,10 +48,6 @@ func schema() *memdb.DBSchema {
 	}
 	return db
 }
-
-// clusterNodes is the id prefix of a cluster's nodes. Cluster names hold no "/", so no other cluster's
-// nodes share it.
-func clusterNodes(cluster string) string { return structs.NodeID(cluster, "") }
 
 func idIndex[T any](value func(T) string) *memdb.IndexSchema {
 	return &memdb.IndexSchema{Name: indexID, Unique: true, Indexer: stringIndexer[T]{value: value}}
@@ -66,12 +62,6 @@ func clustersTableSchema() *memdb.TableSchema {
 func namespacesTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TableNamespaces, Indexes: map[string]*memdb.IndexSchema{
 		indexID: idIndex(func(n *structs.Namespace) string { return n.Name }),
-	}}
-}
-
-func nodesTableSchema() *memdb.TableSchema {
-	return &memdb.TableSchema{Name: TableNodes, Indexes: map[string]*memdb.IndexSchema{
-		indexID: idIndex((*structs.Node).ID),
 	}}
 }
 

@@ -60,7 +60,15 @@ func (s *Snapshot) Capacities() []*structs.ClusterCapacity {
 
 // Nodes returns a cluster's nodes, sorted by name.
 func (s *Snapshot) Nodes(cluster string) []*structs.Node {
-	return all[*structs.Node](s, TableNodes, indexIDPrefix, clusterNodes(cluster))
+	row := s.capacity.get(cluster)
+	if row == nil {
+		return nil
+	}
+	out := make([]*structs.Node, 0, row.NodeCount)
+	for nc := range row.All() {
+		out = append(out, nc.Node)
+	}
+	return out
 }
 
 // Namespace returns a namespace by name.

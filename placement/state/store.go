@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -94,6 +95,8 @@ type nodeChange struct {
 	reservationOps []reservationOp
 	// rebuilt: the node object changed (or went away), so its capacity is recomputed from scratch.
 	rebuilt bool
+	// node is the node as this write left it when rebuilt, nil when it deleted the node.
+	node *structs.Node
 }
 
 // change returns what this write changed about a node, nil when nothing.
@@ -223,10 +226,60 @@ func (w *writeTxn) markReserved(cluster, node, id string, delta structs.Vector, 
 	c.reservedDelta.AddInPlace(delta, sign)
 }
 
-// markNode records that a node object changed (or went away): its capacity is recomputed from scratch.
-func (w *writeTxn) markNode(cluster, node string) {
-	w.changeFor(structs.NodeID(cluster, node)).rebuilt = true
-	w.touchNode(cluster, node)
+// setNode records that this write stores node as the node named cluster/name, or deletes that node when node
+// is nil: the node's capacity is recomputed from scratch when the capacity rows are rebuilt.
+func (w *writeTxn) setNode(cluster, name string, node *structs.Node) {
+	c := w.changeFor(structs.NodeID(cluster, name))
+	c.rebuilt, c.node = true, node
+	w.markTable(TableNodes)
+	w.touchNode(cluster, name)
+}
+
+// node returns a node as of this write: what the write set, or else what the cluster's capacity row holds.
+func (w *writeTxn) node(cluster, name string) *structs.Node {
+	if c := w.change(structs.NodeID(cluster, name)); c != nil && c.rebuilt {
+		return c.node
+	}
+	if row := w.capacity.get(cluster); row != nil {
+		if nc := row.Node(name); nc != nil {
+			return nc.Node
+		}
+	}
+	return nil
+}
+
+// clusterNodes is the key prefix of a cluster's nodes. Cluster names hold no "/", so no other cluster's
+// nodes share it.
+func clusterNodes(cluster string) string { return structs.NodeID(cluster, "") }
+
+// nodesOf returns a cluster's nodes as of this write, sorted by name.
+func (w *writeTxn) nodesOf(cluster string) []*structs.Node {
+	var out []*structs.Node
+	if row := w.capacity.get(cluster); row != nil {
+		out = make([]*structs.Node, 0, row.NodeCount)
+		for nc := range row.All() {
+			out = append(out, nc.Node)
+		}
+	}
+	prefix := clusterNodes(cluster)
+	for key, c := range w.nodeChanges {
+		name, ok := strings.CutPrefix(key, prefix)
+		if !ok || !c.rebuilt {
+			continue
+		}
+		i, found := slices.BinarySearchFunc(out, name, func(n *structs.Node, name string) int {
+			return strings.Compare(n.Name, name)
+		})
+		switch {
+		case c.node == nil && found:
+			out = slices.Delete(out, i, i+1)
+		case c.node != nil && found:
+			out[i] = c.node
+		case c.node != nil:
+			out = slices.Insert(out, i, c.node)
+		}
+	}
+	return out
 }
 
 func (w *writeTxn) touchNode(cluster, node string) {

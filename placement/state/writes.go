@@ -61,12 +61,8 @@ func (s *Store) DeleteCluster(seq uint64, name string) error {
 				return err
 			}
 		}
-		nodes, err := w.all(TableNodes, indexIDPrefix, clusterNodes(name))
-		if err != nil {
-			return err
-		}
-		for _, n := range nodes {
-			if err := w.deleteNode(n.(*structs.Node)); err != nil {
+		for _, n := range w.nodesOf(name) {
+			if err := w.deleteNode(n); err != nil {
 				return err
 			}
 		}
@@ -144,9 +140,7 @@ func (w *writeTxn) upsertNode(info *structs.NodeInfo) error {
 	node := &structs.Node{Cluster: info.Cluster, Name: info.Name, Labels: info.Labels, Taints: info.Taints,
 		Unschedulable: info.Unschedulable, Allocatable: alloc, Requested: requested,
 		PodsByWorkload: info.PodsByWorkload, ModifyIndex: w.seq}
-	if err := w.insert(TableNodes, node); err != nil {
-		return err
-	}
+	w.setNode(node.Cluster, node.Name, node)
 	if len(node.PodsByWorkload) > 0 {
 		reservations, err := w.reservationsOn(node.Cluster, node.Name)
 		if err != nil {
@@ -160,25 +154,22 @@ func (w *writeTxn) upsertNode(info *structs.NodeInfo) error {
 			}
 		}
 	}
-	w.markNode(node.Cluster, node.Name)
 	return nil
 }
 
 // DeleteNode removes a node and the reservations on it.
 func (s *Store) DeleteNode(seq uint64, cluster, name string) error {
 	return s.write(seq, func(w *writeTxn) error {
-		raw, err := w.first(TableNodes, indexID, structs.NodeID(cluster, name))
-		if err != nil || raw == nil {
-			return err
+		node := w.node(cluster, name)
+		if node == nil {
+			return nil
 		}
-		return w.deleteNode(raw.(*structs.Node))
+		return w.deleteNode(node)
 	})
 }
 
 func (w *writeTxn) deleteNode(node *structs.Node) error {
-	if err := w.delete(TableNodes, node); err != nil {
-		return err
-	}
+	w.setNode(node.Cluster, node.Name, nil)
 	reservations, err := w.reservationsOn(node.Cluster, node.Name)
 	if err != nil {
 		return err
@@ -188,7 +179,6 @@ func (w *writeTxn) deleteNode(node *structs.Node) error {
 			return err
 		}
 	}
-	w.markNode(node.Cluster, node.Name)
 	return nil
 }
 
