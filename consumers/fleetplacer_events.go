@@ -421,7 +421,7 @@ func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bo
 		taints = append(taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 	}
 	err := p.store.UpsertNodes(p.seq, structs.NodeInfo{Cluster: internString(n.Cluster), Name: n.Name,
-		Labels: internLabels(n.Labels), Taints: taints, Unschedulable: n.Unschedulable,
+		Labels: internLabels(n.Labels, n.Name), Taints: taints, Unschedulable: n.Unschedulable,
 		Allocatable: n.Allocatable, Requested: n.Requested, PodsByWorkload: pods})
 	if err != nil || rebuilding {
 		return err

@@ -18,13 +18,19 @@ func internString(s string) string {
 	return unique.Make(s).Value()
 }
 
-// internLabels returns labels with interned keys and values, in a map of its own.
-func internLabels(labels map[string]string) map[string]string {
+// internLabels returns a node's labels with interned keys and values, in a map of its own. A value equal to the
+// node's name (kubernetes.io/hostname's, usually) shares the name's string instead: it is one of a kind, and
+// interning it would only add the unique package's own entry for it.
+func internLabels(labels map[string]string, nodeName string) map[string]string {
 	if labels == nil {
 		return nil
 	}
 	out := make(map[string]string, len(labels))
 	for k, v := range labels {
+		if v == nodeName {
+			out[internString(k)] = nodeName
+			continue
+		}
 		out[internString(k)] = internString(v)
 	}
 	return out

@@ -191,7 +191,7 @@ func drawCluster(t *rapid.T, rt *structs.ResourceTable, constraints []*structs.P
 	nodes := make([]*structs.NodeCapacity, count)
 	for i := range nodes {
 		node := &structs.Node{Cluster: "c", Name: fmt.Sprintf("n%03d", i),
-			Labels:        map[string]string{"zone": rapid.SampledFrom([]string{"a", "b"}).Draw(t, "zone")},
+			Labels:        structs.NewNodeLabels(map[string]string{"zone": rapid.SampledFrom([]string{"a", "b"}).Draw(t, "zone")}),
 			Unschedulable: rapid.IntRange(0, 9).Draw(t, "cordon") == 0}
 		if rapid.Bool().Draw(t, "gpuNode") {
 			node.Taints = append(node.Taints, gpuTaint)

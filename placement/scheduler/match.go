@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
 // untoleratedTaint returns the first taint with a NoSchedule or NoExecute effect that no toleration tolerates.
@@ -42,9 +44,9 @@ func tolerates(tol *corev1.Toleration, taint *corev1.Taint) bool {
 }
 
 // matchesNodeSelector reports whether every pair of selector is among labels.
-func matchesNodeSelector(selector, labels map[string]string) bool {
+func matchesNodeSelector(selector map[string]string, labels structs.NodeLabels) bool {
 	for k, v := range selector {
-		if got, ok := labels[k]; !ok || got != v {
+		if got, ok := labels.Get(k); !ok || got != v {
 			return false
 		}
 	}
@@ -53,7 +55,7 @@ func matchesNodeSelector(selector, labels map[string]string) bool {
 
 // matchesNodeAffinity evaluates required node affinity: the terms are ORed, the requirements of a term ANDed,
 // and a term with no requirement matches nothing, as in Kubernetes.
-func matchesNodeAffinity(ns *corev1.NodeSelector, nodeName string, labels map[string]string) bool {
+func matchesNodeAffinity(ns *corev1.NodeSelector, nodeName string, labels structs.NodeLabels) bool {
 	if ns == nil {
 		return true
 	}
@@ -65,13 +67,13 @@ func matchesNodeAffinity(ns *corev1.NodeSelector, nodeName string, labels map[st
 	return false
 }
 
-func matchesTerm(term *corev1.NodeSelectorTerm, nodeName string, labels map[string]string) bool {
+func matchesTerm(term *corev1.NodeSelectorTerm, nodeName string, labels structs.NodeLabels) bool {
 	if len(term.MatchExpressions) == 0 && len(term.MatchFields) == 0 {
 		return false
 	}
 	for i := range term.MatchExpressions {
 		req := &term.MatchExpressions[i]
-		value, present := labels[req.Key]
+		value, present := labels.Get(req.Key)
 		if !matchesRequirement(req, value, present) {
 			return false
 		}

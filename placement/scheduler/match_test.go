@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
 func TestTolerations(t *testing.T) {
@@ -32,7 +34,7 @@ func TestTolerations(t *testing.T) {
 }
 
 func TestNodeAffinity(t *testing.T) {
-	labels := map[string]string{"zone": "z1", "gpus": "8"}
+	labels := structs.NewNodeLabels(map[string]string{"zone": "z1", "gpus": "8"})
 	expr := func(key string, op corev1.NodeSelectorOperator, values ...string) corev1.NodeSelectorRequirement {
 		return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: values}
 	}

@@ -129,15 +129,11 @@ func (w *writeTxn) upsertNode(info *structs.NodeInfo) error {
 		allocatable[corev1.ResourcePods] = *resource.NewQuantity(DefaultMaxPods, resource.DecimalSI)
 	}
 	w.resources = w.resources.With(allocatable, info.Requested)
-	alloc, err := w.resources.Capacity(allocatable)
+	alloc, requested, err := w.resources.NodeVectors(allocatable, info.Requested)
 	if err != nil {
-		return fmt.Errorf("state: node %s/%s allocatable: %w", info.Cluster, info.Name, err)
+		return fmt.Errorf("state: node %s/%s %w", info.Cluster, info.Name, err)
 	}
-	requested, err := w.resources.Request(info.Requested)
-	if err != nil {
-		return fmt.Errorf("state: node %s/%s requested: %w", info.Cluster, info.Name, err)
-	}
-	node := &structs.Node{Cluster: info.Cluster, Name: info.Name, Labels: info.Labels, Taints: info.Taints,
+	node := &structs.Node{Cluster: info.Cluster, Name: info.Name, Labels: structs.NewNodeLabels(info.Labels), Taints: info.Taints,
 		Unschedulable: info.Unschedulable, Allocatable: alloc, Requested: requested,
 		PodsByWorkload: info.PodsByWorkload, ModifyIndex: w.seq}
 	w.setNode(node.Cluster, node.Name, node)

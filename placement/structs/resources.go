@@ -152,19 +152,43 @@ func (t *ResourceTable) Capacity(list corev1.ResourceList) (Vector, error) {
 	return t.convert(list, false)
 }
 
+// NodeVectors converts a node's allocatable capacity (rounding down) and requested resources (rounding up) into
+// two vectors sharing one allocation: a fleet view holds both for every node, and every allocation is one more
+// object for each garbage collection to mark.
+func (t *ResourceTable) NodeVectors(allocatable, requested corev1.ResourceList) (alloc, req Vector, err error) {
+	n := t.Len()
+	both := make(Vector, 2*n)
+	alloc, req = both[:n:n], both[n:]
+	if err := t.convertInto(alloc, allocatable, false); err != nil {
+		return nil, nil, fmt.Errorf("allocatable: %w", err)
+	}
+	if err := t.convertInto(req, requested, true); err != nil {
+		return nil, nil, fmt.Errorf("requested: %w", err)
+	}
+	return alloc, req, nil
+}
+
 func (t *ResourceTable) convert(list corev1.ResourceList, roundUp bool) (Vector, error) {
 	v := make(Vector, t.Len())
+	if err := t.convertInto(v, list, roundUp); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// convertInto writes list into v, which has an entry for every resource of the table.
+func (t *ResourceTable) convertInto(v Vector, list corev1.ResourceList, roundUp bool) error {
 	for name, q := range list {
 		i, ok := t.index[name]
 		if !ok {
-			return nil, fmt.Errorf("resource %s is not in the resource table", name)
+			return fmt.Errorf("resource %s is not in the resource table", name)
 		}
 		if q.Sign() < 0 {
-			return nil, fmt.Errorf("resource %s: negative quantity %s", name, q.String())
+			return fmt.Errorf("resource %s: negative quantity %s", name, q.String())
 		}
 		v[i] = canonical(i, q, roundUp)
 	}
-	return v, nil
+	return nil
 }
 
 func canonical(i int, q resource.Quantity, roundUp bool) int64 {

@@ -3,6 +3,7 @@ package structs
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,5 +41,42 @@ func TestQuantityRendering(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestNodeVectorsConvertAsCapacityAndRequest: NodeVectors gives what Capacity and Request give for the same
+// lists (capacity rounded down, requests up), in two vectors that share an allocation without overlapping.
+func TestNodeVectorsConvertAsCapacityAndRequest(t *testing.T) {
+	rt := NewResourceTable().With(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")})
+	cases := []struct {
+		name                   string
+		allocatable, requested corev1.ResourceList
+		wantErr                bool
+	}{
+		{"both", corev1.ResourceList{"cpu": resource.MustParse("15500m"), "memory": resource.MustParse("1500m"),
+			"nvidia.com/gpu": resource.MustParse("8")}, corev1.ResourceList{"memory": resource.MustParse("1500m")}, false},
+		{"nothing requested", corev1.ResourceList{"cpu": resource.MustParse("4")}, nil, false},
+		{"unknown resource", corev1.ResourceList{"example.com/fpga": resource.MustParse("1")}, nil, true},
+		{"negative request", nil, corev1.ResourceList{"cpu": resource.MustParse("-1")}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			alloc, req, err := rt.NodeVectors(tc.allocatable, tc.requested)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want an error: %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				return
+			}
+			wantAlloc, _ := rt.Capacity(tc.allocatable)
+			wantReq, _ := rt.Request(tc.requested)
+			if !slices.Equal(alloc, wantAlloc) || !slices.Equal(req, wantReq) {
+				t.Fatalf("NodeVectors = %v, %v; want %v, %v", alloc, req, wantAlloc, wantReq)
+			}
+			alloc[len(alloc)-1]++
+			if grown := append(alloc, 99); len(grown) != len(alloc)+1 || !slices.Equal(req, wantReq) {
+				t.Fatalf("writing past the allocatable vector changed the requested one: %v", req)
+			}
+		})
 	}
 }

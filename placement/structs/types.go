@@ -68,13 +68,69 @@ type NodeInfo struct {
 type Node struct {
 	Cluster        string
 	Name           string
-	Labels         map[string]string
+	Labels         NodeLabels
 	Taints         []corev1.Taint
 	Unschedulable  bool
 	Allocatable    Vector
 	Requested      Vector
 	PodsByWorkload map[string]int64
 	ModifyIndex    uint64
+}
+
+// NodeLabels are a node's labels as keys and values in one sorted run: key, value, key, value. A fleet view
+// holds a label set per node, and a map costs two to four allocations where this costs one, each marked by
+// every garbage collection.
+type NodeLabels []string
+
+// NewNodeLabels returns labels as NodeLabels, sharing their strings; nil when there are none.
+func NewNodeLabels(labels map[string]string) NodeLabels {
+	if len(labels) == 0 {
+		return nil
+	}
+	out := make(NodeLabels, 0, 2*len(labels))
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		out = append(out, k, labels[k])
+	}
+	return out
+}
+
+// Get returns the value of label key, and whether the node has it.
+func (l NodeLabels) Get(key string) (string, bool) {
+	lo, hi := 0, len(l)/2
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if l[2*mid] < key {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo < len(l)/2 && l[2*lo] == key {
+		return l[2*lo+1], true
+	}
+	return "", false
+}
+
+// Len is the number of labels.
+func (l NodeLabels) Len() int { return len(l) / 2 }
+
+// All yields the labels in key order.
+func (l NodeLabels) All() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for i := 0; i+1 < len(l); i += 2 {
+			if !yield(l[i], l[i+1]) {
+				return
+			}
+		}
+	}
+}
+
+// Map returns the labels as a new map.
+func (l NodeLabels) Map() map[string]string {
+	if len(l) == 0 {
+		return nil
+	}
+	return maps.Collect(l.All())
 }
 
 // ID is the node's key in the store: "cluster/name".

@@ -3,10 +3,14 @@ package structs
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+
+	"pgregory.net/rapid"
 )
 
 func chunkOf(nodes ...*Node) *NodeChunk {
@@ -140,4 +144,38 @@ func TestDecisionIDIsHashOfItsInputs(t *testing.T) {
 			t.Errorf("DecisionID(%.20q, %d, %d) = %s, want %s", tc.workload, tc.generation, tc.index, got, want)
 		}
 	}
+}
+
+// TestNodeLabelsAnswerAsTheirMap: for any label map, NodeLabels find every key with its value, find no key the
+// map lacks, yield the labels in key order, and give the same map back.
+func TestNodeLabelsAnswerAsTheirMap(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		key := rapid.StringMatching(`[a-z./-]{0,12}`)
+		labels := rapid.MapOf(key, rapid.StringMatching(`[a-z0-9]{0,6}`)).Draw(t, "labels")
+		l := NewNodeLabels(labels)
+		if l.Len() != len(labels) {
+			t.Fatalf("Len() = %d, want %d", l.Len(), len(labels))
+		}
+		for k, v := range labels {
+			if got, ok := l.Get(k); !ok || got != v {
+				t.Fatalf("Get(%q) = %q, %v; want %q, true", k, got, ok, v)
+			}
+		}
+		probe := key.Draw(t, "probe")
+		if _, in := labels[probe]; !in {
+			if got, ok := l.Get(probe); ok {
+				t.Fatalf("Get(%q) = %q, true for a key the labels lack", probe, got)
+			}
+		}
+		var keys []string
+		for k := range l.All() {
+			keys = append(keys, k)
+		}
+		if !slices.IsSorted(keys) {
+			t.Fatalf("All() yields keys out of order: %q", keys)
+		}
+		if back := l.Map(); !maps.Equal(back, labels) && len(labels) > 0 {
+			t.Fatalf("Map() = %v, want %v", back, labels)
+		}
+	})
 }
