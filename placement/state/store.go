@@ -254,30 +254,37 @@ func clusterNodes(cluster string) string { return structs.NodeID(cluster, "") }
 
 // nodesOf returns a cluster's nodes as of this write, sorted by name.
 func (w *writeTxn) nodesOf(cluster string) []*structs.Node {
-	var out []*structs.Node
-	if row := w.capacity.get(cluster); row != nil {
-		out = make([]*structs.Node, 0, row.NodeCount)
-		for nc := range row.All() {
-			out = append(out, nc.Node)
+	prefix := clusterNodes(cluster)
+	// changed maps the names of the nodes this write set or deleted to the node, nil when deleted.
+	changed := map[string]*structs.Node{}
+	for key, c := range w.nodeChanges {
+		if name, ok := strings.CutPrefix(key, prefix); ok && c.rebuilt {
+			changed[name] = c.node
 		}
 	}
-	prefix := clusterNodes(cluster)
-	for key, c := range w.nodeChanges {
-		name, ok := strings.CutPrefix(key, prefix)
-		if !ok || !c.rebuilt {
-			continue
+	var out []*structs.Node
+	if row := w.capacity.get(cluster); row != nil {
+		out = make([]*structs.Node, 0, row.NodeCount+len(changed))
+		for nc := range row.All() {
+			node, ok := changed[nc.Node.Name]
+			if !ok {
+				out = append(out, nc.Node)
+				continue
+			}
+			delete(changed, nc.Node.Name)
+			if node != nil {
+				out = append(out, node)
+			}
 		}
-		i, found := slices.BinarySearchFunc(out, name, func(n *structs.Node, name string) int {
-			return strings.Compare(n.Name, name)
-		})
-		switch {
-		case c.node == nil && found:
-			out = slices.Delete(out, i, i+1)
-		case c.node != nil && found:
-			out[i] = c.node
-		case c.node != nil:
-			out = slices.Insert(out, i, c.node)
+	}
+	added := false
+	for _, node := range changed {
+		if node != nil {
+			out, added = append(out, node), true
 		}
+	}
+	if added {
+		slices.SortFunc(out, func(a, b *structs.Node) int { return strings.Compare(a.Name, b.Name) })
 	}
 	return out
 }
