@@ -47,7 +47,7 @@ func (p *Placer) entry(ref schemas.ObjectRef) *workloadEntry {
 func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
 	ref := payload.Ref()
 	e := p.entry(ref)
-	if err := e.setObject(payload.Object, &p.scratch); err != nil {
+	if err := e.setObject(payload.Object, payload.ObjectJSON, &p.scratch); err != nil {
 		return bus.Permanent(fmt.Errorf("workload %s: %w", ref.Key(), err))
 	}
 	e.labels = labelsOf(payload.Object)
@@ -69,15 +69,18 @@ func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touc
 	return p.process(e.id, touched)
 }
 
-// setObject keeps what the placer needs of a new version of the workload's object.
-func (e *workloadEntry) setObject(object map[string]any, scratch *[]byte) error {
-	// Encoded into the placer's scratch buffer and copied out at its exact size: the bytes are kept for
-	// the workload's lifetime, a buffer grown from nothing would be reallocated a dozen times.
-	encoded, err := jsonenc.Append((*scratch)[:0], object)
-	if err != nil {
-		return fmt.Errorf("encode object: %w", err)
+// setObject keeps what the placer needs of a new version of the workload's object. encoded, when set, is the
+// object as the event carried it, which is kept as it is instead of encoding the object again.
+func (e *workloadEntry) setObject(object map[string]any, encoded []byte, scratch *[]byte) error {
+	if encoded == nil {
+		// Encoded into the placer's scratch buffer and copied out at its exact size: the bytes are kept for
+		// the workload's lifetime, a buffer grown from nothing would be reallocated a dozen times.
+		var err error
+		if encoded, err = jsonenc.Append((*scratch)[:0], object); err != nil {
+			return fmt.Errorf("encode object: %w", err)
+		}
+		*scratch = encoded
 	}
-	*scratch = encoded
 	e.objectJSON = bytes.Clone(encoded)
 	e.content = contentOfSized(object, len(encoded))
 	e.resourceVersion = schemas.ResourceVersionOf(object)

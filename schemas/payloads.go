@@ -90,6 +90,10 @@ func ResourceVersionOf(object map[string]any) string {
 // SchedulePolicy, ResourceInterface, Cluster or Namespace; the event type says which.
 type ObjectChanged struct {
 	Object map[string]any `json:"object"`
+	// ObjectJSON is set by decoding: the object's bytes exactly as the event carried them, so a receiver that
+	// keeps objects encoded need not encode it again. It is part of the decoded data, not a copy, and is never
+	// written: senders set Object.
+	ObjectJSON json.RawMessage `json:"-"`
 }
 
 // WorkloadChanged is the payload of a workload changed event.
@@ -103,7 +107,7 @@ func (p *ObjectChanged) UnmarshalJSON(data []byte) error { return p.decodeJSON(d
 // it directly). Like encoding/json, it matches the field name without regard to case, ignores other
 // fields, and takes null for no object.
 func (p *ObjectChanged) decodeJSON(data []byte) error {
-	fields, err := jsondec.DecodeObject(data)
+	fields, kept, err := jsondec.DecodeObjectKeeping(data, "object")
 	if err != nil {
 		return err
 	}
@@ -116,7 +120,7 @@ func (p *ObjectChanged) decodeJSON(data []byte) error {
 			}
 		}
 	}
-	p.Object = nil
+	p.Object, p.ObjectJSON = nil, nil
 	if !ok || raw == nil {
 		return nil
 	}
@@ -125,6 +129,9 @@ func (p *ObjectChanged) decodeJSON(data []byte) error {
 		return fmt.Errorf("object: want a JSON object, got %T", raw)
 	}
 	p.Object = object
+	if _, exact := fields["object"]; exact {
+		p.ObjectJSON = kept
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package schemas
 import (
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -35,6 +36,16 @@ func TestObjectChangedDecodesAsEncodingJSONWould(t *testing.T) {
 		}
 		if err == nil && !reflect.DeepEqual(got.Object, want.Object) {
 			t.Errorf("%s: object %#v, encoding/json: %#v", data, got.Object, want.Object)
+		}
+		// ObjectJSON, when decoding sets it, is the same object as the event carried it.
+		if err == nil && got.ObjectJSON != nil {
+			var fromJSON map[string]any
+			if err := json.Unmarshal(got.ObjectJSON, &fromJSON); err != nil || !reflect.DeepEqual(fromJSON, got.Object) {
+				t.Errorf("%s: ObjectJSON %q decodes to %#v (%v), the object is %#v", data, got.ObjectJSON, fromJSON, err, got.Object)
+			}
+		}
+		if err == nil && got.Object != nil && got.ObjectJSON == nil && strings.HasPrefix(data, `{"object":`) {
+			t.Errorf("%s: decoding kept no ObjectJSON", data)
 		}
 	}
 }

@@ -22,6 +22,44 @@ func (e *SyntaxError) Error() string { return fmt.Sprintf("json: %s at offset %d
 // Decode decodes one JSON value, with nothing but whitespace after it.
 func Decode(data []byte) (any, error) {
 	d := decoder{data: data}
+	return d.document()
+}
+
+// DecodeObject decodes a JSON object; any other value is an error.
+func DecodeObject(data []byte) (map[string]any, error) {
+	m, _, err := DecodeObjectKeeping(data, "")
+	return m, err
+}
+
+// DecodeObjectKeeping decodes a JSON object like DecodeObject, and also returns the bytes of the value of its
+// member named field, exactly as they are in data (the last such member, whose value the map holds, as with
+// encoding/json); nil when there is none. The bytes are part of data, not a copy.
+func DecodeObjectKeeping(data []byte, field string) (map[string]any, []byte, error) {
+	d := decoder{data: data, keep: field}
+	v, err := d.document()
+	if err != nil {
+		return nil, nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, errors.New("json: cannot decode a non-object value into map[string]any")
+	}
+	return m, d.kept, nil
+}
+
+type decoder struct {
+	data  []byte
+	pos   int
+	depth int
+	// scratch holds unescaped string bytes between strings, so escapes cost no allocation of their own.
+	scratch []byte
+	// keep names the member of the top-level object whose value's bytes go to kept; "" keeps nothing.
+	keep string
+	kept []byte
+}
+
+// document decodes the one value of the whole input, with nothing but whitespace around it.
+func (d *decoder) document() (any, error) {
 	d.skipSpace()
 	v, err := d.value()
 	if err != nil {
@@ -32,27 +70,6 @@ func Decode(data []byte) (any, error) {
 		return nil, d.fail("invalid character " + quoteByte(d.data[d.pos]) + " after top-level value")
 	}
 	return v, nil
-}
-
-// DecodeObject decodes a JSON object; any other value is an error.
-func DecodeObject(data []byte) (map[string]any, error) {
-	v, err := Decode(data)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, errors.New("json: cannot decode a non-object value into map[string]any")
-	}
-	return m, nil
-}
-
-type decoder struct {
-	data  []byte
-	pos   int
-	depth int
-	// scratch holds unescaped string bytes between strings, so escapes cost no allocation of their own.
-	scratch []byte
 }
 
 func (d *decoder) fail(msg string) error { return &SyntaxError{Offset: d.pos, msg: msg} }
@@ -157,9 +174,13 @@ func (d *decoder) object() (any, error) {
 		}
 		d.pos++
 		d.skipSpace()
+		start := d.pos
 		v, err := d.value()
 		if err != nil {
 			return nil, err
+		}
+		if d.depth == 1 && d.keep != "" && key == d.keep {
+			d.kept = d.data[start:d.pos]
 		}
 		m[key] = v
 		d.skipSpace()

@@ -96,6 +96,67 @@ func TestDecodeObject(t *testing.T) {
 	}
 }
 
+// TestDecodeObjectKeeping: the kept bytes are exactly the value of the top-level member named, the last one when
+// it repeats (whose value the map holds); a member of that name deeper down is not it; none is nil.
+func TestDecodeObjectKeeping(t *testing.T) {
+	cases := []struct {
+		name, doc, want string
+		none            bool
+	}{
+		{name: "object value", doc: `{"object":{"kind":"Pod","spec":{"x":[1, 2]}},"other":1}`, want: `{"kind":"Pod","spec":{"x":[1, 2]}}`},
+		{name: "spaces around stay out", doc: ` { "object" :  [1,2]  , "b":null } `, want: `[1,2]`},
+		{name: "scalar", doc: `{"object":"s\u00e9"}`, want: `"s\u00e9"`},
+		{name: "last of two", doc: `{"object":1,"object":{"a":2}}`, want: `{"a":2}`},
+		{name: "nested member is not it", doc: `{"wrap":{"object":1}}`, none: true},
+		{name: "absent", doc: `{"a":1}`, none: true},
+		{name: "other case is not it", doc: `{"Object":1}`, none: true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m, kept, err := DecodeObjectKeeping([]byte(tc.doc), "object")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.none {
+				if kept != nil {
+					t.Fatalf("kept %q, want nothing", kept)
+				}
+				return
+			}
+			if string(kept) != tc.want {
+				t.Fatalf("kept %q, want %q", kept, tc.want)
+			}
+			var fromKept any
+			if err := json.Unmarshal(kept, &fromKept); err != nil || !reflect.DeepEqual(fromKept, m["object"]) {
+				t.Fatalf("kept bytes decode to %#v (%v), the map holds %#v", fromKept, err, m["object"])
+			}
+		})
+	}
+	if _, _, err := DecodeObjectKeeping([]byte(`{"object":1`), "object"); err == nil {
+		t.Error("a truncated document was accepted")
+	}
+}
+
+// TestDecodeObjectKeepingOnRandomDocuments: whatever the value of the member, its kept bytes decode to what the
+// map holds for it.
+func TestDecodeObjectKeepingOnRandomDocuments(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		doc := map[string]any{"object": jsontest.Value(3).Draw(t, "object"), "other": jsontest.Value(2).Draw(t, "other")}
+		data, err := json.Marshal(doc)
+		if err != nil {
+			t.Skip("not encodable:", err)
+		}
+		m, kept, err := DecodeObjectKeeping(data, "object")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromKept any
+		if err := json.Unmarshal(kept, &fromKept); err != nil || !reflect.DeepEqual(fromKept, m["object"]) {
+			t.Fatalf("kept %q decodes to %#v (%v), the map holds %#v", kept, fromKept, err, m["object"])
+		}
+	})
+}
+
 func BenchmarkDecode(b *testing.B) {
 	doc := []byte(`{"apiVersion":"kubeflow.org/v1","kind":"PyTorchJob","metadata":{"name":"train","namespace":"ml",` +
 		`"labels":{"team":"a","app.kubernetes.io/name":"train"},"uid":"0b1c","resourceVersion":"12","generation":3},` +
