@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -185,7 +184,7 @@ func analysisKey(a *schemas.Analysis) string {
 	if a == nil {
 		return ""
 	}
-	data, err := json.Marshal(a)
+	data, err := a.AppendJSON(nil)
 	if err != nil {
 		return ""
 	}

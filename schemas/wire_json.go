@@ -98,6 +98,10 @@ func (p *PlacementVerdict) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
+// AppendJSON appends the analysis as encoding/json would encode it. It is not a json.Marshaler on purpose: the
+// tests compare the hand-written encodings with encoding/json's own, which a MarshalJSON would take over.
+func (a *Analysis) AppendJSON(b []byte) ([]byte, error) { return a.appendJSON(b) }
+
 func (a *Analysis) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, '{')
 	if a.ResourceInterface != "" {
