@@ -125,14 +125,6 @@ func (l NodeLabels) All() iter.Seq2[string, string] {
 	}
 }
 
-// Map returns the labels as a new map.
-func (l NodeLabels) Map() map[string]string {
-	if len(l) == 0 {
-		return nil
-	}
-	return maps.Collect(l.All())
-}
-
 // ID is the node's key in the store: "cluster/name".
 func (n *Node) ID() string { return NodeID(n.Cluster, n.Name) }
 
