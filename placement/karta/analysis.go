@@ -20,7 +20,8 @@ const (
 // Analysis is what a CR asks of the fleet, as read through its ResourceInterface.
 // It is the contract between the RI engine and the scheduler: the scheduler never reads the CR itself.
 // An Analysis is immutable once returned: its PodTemplate and PodRequests values are shared with
-// other analyses of the same pod template (the engine caches decoded templates) and must not be modified.
+// other analyses of the same pod template (the engine caches decoded templates), and its GangGroups with
+// every analysis through the same RI, and must not be modified.
 type Analysis struct {
 	APIVersion string
 	Kind       string

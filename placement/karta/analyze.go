@@ -81,30 +81,13 @@ func (c *Compiled) analyze(ev *evaluation) (*Analysis, error) {
 			delete(a.TotalRequests, name)
 		}
 	}
-	a.GangGroups = copyGangGroups(c.gangGroups)
+	// Shared, not copied: the placer keeps an analysis per workload, and a copy was five small objects each.
+	a.GangGroups = c.gangGroups
 	var err error
 	if a.Status, err = c.phase(ev); err != nil {
 		return nil, err
 	}
 	return a, nil
-}
-
-func copyGangGroups(in []GangGroup) []GangGroup {
-	if in == nil {
-		return nil
-	}
-	out := make([]GangGroup, len(in))
-	for i, g := range in {
-		out[i] = GangGroup{Name: g.Name, Members: make([]GangMember, len(g.Members))}
-		for j, m := range g.Members {
-			out[i].Members[j] = GangMember{
-				ComponentName:   m.ComponentName,
-				GroupByKeyPaths: append([]string(nil), m.GroupByKeyPaths...),
-				Filters:         append([]string(nil), m.Filters...),
-			}
-		}
-	}
-	return out
 }
 
 // instances evaluates one component. Paths are aligned by position: the i-th pod definition goes
