@@ -436,3 +436,45 @@ func TestStateStreamKeepsLastValuePerSubject(t *testing.T) {
 		t.Errorf("state stream holds %d messages, want 2 (one per subject)", info.State.Msgs)
 	}
 }
+
+// TestConnectionEventsAreLogged: a subscription that cannot keep up drops messages, which nats.go reports only to
+// an error handler; LogConnectionEvents logs it with the subject and how many were dropped. A deliberate close
+// logs nothing.
+func TestConnectionEventsAreLogged(t *testing.T) {
+	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("start embedded nats: %v", err)
+	}
+	t.Cleanup(srv.Shutdown)
+	log, logs := testLogger(t)
+	// nats.go runs the disconnect handler before the closed one, on one goroutine: once closed has run, a
+	// disconnect log line would be there.
+	closed := make(chan struct{})
+	options := append(bus.LogConnectionEvents(log), nats.ClosedHandler(func(*nats.Conn) { close(closed) }))
+	nc, _, err := bus.Connect(srv.ClientURL(), t.Name(), options...)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	full := make(chan *nats.Msg, 1) // never read: the second message has nowhere to go
+	if _, err := nc.ChanSubscribe("slow.subject", full); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if err := nc.Publish("slow.subject", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the slow consumer logged", func() bool {
+		out := logs.String()
+		return strings.Contains(out, "nats reported an error") && strings.Contains(out, "subject=slow.subject") &&
+			strings.Contains(out, "dropped=")
+	})
+	nc.Close()
+	<-closed
+	if strings.Contains(logs.String(), "nats disconnected") {
+		t.Errorf("a deliberate close was logged as a disconnect:\n%s", logs.String())
+	}
+}

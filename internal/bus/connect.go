@@ -26,6 +26,33 @@ func Connect(url, name string, options ...nats.Option) (*nats.Conn, jetstream.Je
 	return nc, js, nil
 }
 
+// LogConnectionEvents makes a connection log what NATS reports asynchronously: a subscription that fell behind
+// and dropped messages (a slow consumer), a permission violation, a disconnect and a reconnect. Without it
+// nats.go reports them to nobody, and a message dropped on its way to a consumer shows only as a redelivery
+// after the consumer's ack wait.
+func LogConnectionEvents(log *slog.Logger) []nats.Option {
+	return []nats.Option{
+		nats.ErrorHandler(func(nc *nats.Conn, sub *nats.Subscription, err error) {
+			attrs := []any{"connection", nc.Opts.Name, "error", err}
+			if sub != nil {
+				attrs = append(attrs, "subject", sub.Subject)
+				if dropped, dropErr := sub.Dropped(); dropErr == nil {
+					attrs = append(attrs, "dropped", dropped)
+				}
+			}
+			log.Warn("nats reported an error", attrs...)
+		}),
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
+			if err != nil { // nil: the connection was closed on purpose
+				log.Warn("nats disconnected", "connection", nc.Opts.Name, "error", err)
+			}
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			log.Info("nats reconnected", "connection", nc.Opts.Name, "url", nc.ConnectedUrlRedacted())
+		}),
+	}
+}
+
 // ProvisionStreams creates or updates every stream that schemas defines. It is idempotent: a stream whose
 // configuration already matches is left untouched.
 func ProvisionStreams(ctx context.Context, js jetstream.JetStream, opts schemas.StreamOptions, log *slog.Logger) error {

@@ -76,7 +76,7 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 		log.Info("embedded NATS JetStream started", "url", b.URL, "store", storeDir)
 	}
 	// The placer and the other parts of this process talk to an embedded server in process.
-	nc, js, err := bus.Connect(b.URL, name, b.InProcess()...)
+	nc, js, err := bus.Connect(b.URL, name, append(b.InProcess(), bus.LogConnectionEvents(log)...)...)
 	if err != nil {
 		b.Close()
 		return nil, err
