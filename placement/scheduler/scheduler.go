@@ -231,31 +231,38 @@ func judgeCluster(p *policy.Policy, apiKey string, cl *structs.Cluster) clusterV
 // clusterFilters remembers, per policy and kind, the verdict of every cluster of the fleet. Policies and clusters
 // are immutable objects, replaced on every change, so an entry holds as long as the policy is the same object and
 // every capacity row still points at the same cluster object; get checks that, which costs a pass over pointers
-// instead of label selectors, taints and API lookups per cluster. It is safe for concurrent use.
+// instead of label selectors, taints and API lookups per cluster. Entries are keyed by the policy's name, so a
+// changed policy replaces its entries instead of leaving them behind: the memo holds one entry per (policy, kind)
+// in use. It is safe for concurrent use.
 type clusterFilters struct {
 	mu      sync.Mutex
 	entries map[clusterFilterKey]*clusterFilter
 }
 
 type clusterFilterKey struct {
-	policy *policy.Policy
+	policy string
 	apiKey string
 }
 
 type clusterFilter struct {
+	policy   *policy.Policy
 	clusters []*structs.Cluster
 	verdicts []clusterVerdict
 }
 
-// maxClusterFilters bounds the entries; past it the cache starts over, which only costs recomputation.
-const maxClusterFilters = 256
+// maxClusterFilters bounds the entries (one per policy and kind in use, each a verdict per cluster); past it the
+// memo starts over, which only costs recomputation.
+const maxClusterFilters = 1024
 
 // get returns the verdict for each capacity row, in order.
 func (f *clusterFilters) get(p *policy.Policy, apiKey string, capacities []*structs.ClusterCapacity) []clusterVerdict {
-	key := clusterFilterKey{policy: p, apiKey: apiKey}
+	key := clusterFilterKey{policy: p.Name, apiKey: apiKey}
 	f.mu.Lock()
 	e := f.entries[key]
 	f.mu.Unlock()
+	if e != nil && e.policy != p {
+		e = nil // the policy changed: every verdict may have
+	}
 	if e != nil && len(e.clusters) == len(capacities) {
 		same := true
 		for i, cc := range capacities {
@@ -270,7 +277,8 @@ func (f *clusterFilters) get(p *policy.Policy, apiKey string, capacities []*stru
 	}
 	// A changed cluster (a heartbeat, a label) leaves the others' verdicts as they were.
 	prev := e
-	e = &clusterFilter{clusters: make([]*structs.Cluster, len(capacities)), verdicts: make([]clusterVerdict, len(capacities))}
+	e = &clusterFilter{policy: p, clusters: make([]*structs.Cluster, len(capacities)),
+		verdicts: make([]clusterVerdict, len(capacities))}
 	for i, cc := range capacities {
 		e.clusters[i] = cc.Cluster
 		if prev != nil && i < len(prev.clusters) && prev.clusters[i] == cc.Cluster {
@@ -281,7 +289,7 @@ func (f *clusterFilters) get(p *policy.Policy, apiKey string, capacities []*stru
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.entries == nil || len(f.entries) >= maxClusterFilters {
+	if _, replaces := f.entries[key]; f.entries == nil || (!replaces && len(f.entries) >= maxClusterFilters) {
 		f.entries = map[clusterFilterKey]*clusterFilter{}
 	}
 	f.entries[key] = e
