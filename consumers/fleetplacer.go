@@ -104,8 +104,8 @@ type workloadEntry struct {
 	// decoded map because bytes cost the collector nothing to scan (a fleet's workloads were a quarter of
 	// the placer's heap as maps) and decisions embed them as they are. nil once the workload is deleted.
 	objectJSON []byte
-	// content identifies what an applier copies of the object (contentOf); resourceVersion and generation
-	// are the object's.
+	// content identifies what an applier copies of the object (contentOf), computed on first use (see
+	// contentKey); resourceVersion and generation are the object's.
 	content         string
 	resourceVersion string
 	generation      int64
@@ -141,8 +141,13 @@ type workloadEntry struct {
 type publishedDecision struct {
 	action   schemas.DecisionAction
 	sequence uint64
-	// content identifies what was applied (the object as the applier copies it), so a new resourceVersion
-	// that changed nothing to copy (fleetflow's own annotations, status) publishes no new decision.
+	// object is the control-plane object the decision applied (before a Divide's share of replicas), the
+	// same bytes as its workload's objectJSON then. content identifies what an applier copies of it
+	// (contentOf), so a new resourceVersion that changed nothing to copy (fleetflow's own annotations,
+	// status) publishes no new decision. The content is hashed only when an object arrives that is not
+	// those very bytes: most workloads are decided once, and hashing cost about a tenth of the placer's
+	// time per workload. A decision read back while rebuilding has its content and no object.
+	object   []byte
 	content  string
 	replicas int64
 }

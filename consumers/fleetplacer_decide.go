@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/fleetflow/fleetflow/internal/jsondec"
 	"github.com/fleetflow/fleetflow/internal/jsonenc"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
@@ -238,18 +239,23 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		// transient answer (clusters relabelled one by one, a grown spec) into lost work.
 		return nil
 	}
-	content := e.content
 	for _, cluster := range slices.Sorted(maps.Keys(desired)) {
 		replicas := desired[cluster]
-		prev, ok := e.published[cluster]
-		if ok && prev.action == schemas.ActionApply && prev.content == content && prev.replicas == replicas {
-			continue
+		if prev, ok := e.published[cluster]; ok && prev.action == schemas.ActionApply && prev.replicas == replicas {
+			same, err := e.appliedNow(&prev)
+			if err != nil {
+				return err
+			}
+			e.published[cluster] = prev
+			if same {
+				continue
+			}
 		}
 		object, err := p.desiredObject(e, wl, replicas)
 		if err != nil {
 			return err
 		}
-		if err := p.decide(ctx, e, cluster, schemas.ActionApply, object, content, replicas, wl.Placement.Policy); err != nil {
+		if err := p.decide(ctx, e, cluster, schemas.ActionApply, object, replicas, wl.Placement.Policy); err != nil {
 			return err
 		}
 	}
@@ -270,7 +276,7 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		if e.redelete[cluster] && !p.clusterReady(cluster) {
 			continue // its applier already gave up once; send it again when the cluster is back
 		}
-		if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, "", 0, ""); err != nil {
+		if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, 0, ""); err != nil {
 			return err
 		}
 		delete(e.redelete, cluster)
@@ -316,9 +322,10 @@ func (p *Placer) desiredObject(e *workloadEntry, wl *structs.Workload, replicas 
 	return nil, fmt.Errorf("%s: divided into %d replicas, but no component has a plain replicas path", e.ref, replicas)
 }
 
-// decide publishes one decision and records it; content identifies the applied object (see contentOf).
+// decide publishes one decision and records it. An Apply applies the workload's current object, as
+// objectJSON encodes it with the cluster's share of replicas.
 func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, action schemas.DecisionAction,
-	objectJSON []byte, content string, replicas int64, policyName string) error {
+	objectJSON []byte, replicas int64, policyName string) error {
 	d := &schemas.PlacementDecided{
 		DecisionID: fmt.Sprintf("%s/%d/%s/%s", e.ref.UID, p.seq, action, cluster),
 		Workload:   e.ref, Cluster: cluster, Action: action, Sequence: p.seq, Epoch: p.epoch, ObjectJSON: objectJSON,
@@ -336,9 +343,50 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 	if err := p.send(ctx, schemas.TypePlacementDecided, subject, d.DecisionID, d); err != nil {
 		return err
 	}
-	e.published[cluster] = publishedDecision{action: action, sequence: p.seq, content: content, replicas: replicas}
+	published := publishedDecision{action: action, sequence: p.seq, replicas: replicas}
+	if action == schemas.ActionApply {
+		published.object, published.content = e.objectJSON, e.content
+	}
+	e.published[cluster] = published
 	p.log.Info("decided", "workload", e.ref.Key(), "cluster", cluster, "action", action, "sequence", p.seq)
 	return nil
+}
+
+// contentKey is contentOf the workload's current object, hashed once per version.
+func (e *workloadEntry) contentKey() (string, error) {
+	if e.content == "" && e.objectJSON != nil {
+		object, err := e.object()
+		if err != nil {
+			return "", err
+		}
+		e.content = contentOfSized(object, len(e.objectJSON))
+	}
+	return e.content, nil
+}
+
+// appliedNow reports whether the Apply prev copies what the workload's current object would, filling in
+// the contents it had to hash so the next comparison does not hash again.
+func (e *workloadEntry) appliedNow(prev *publishedDecision) (bool, error) {
+	if len(prev.object) > 0 && len(prev.object) == len(e.objectJSON) && &prev.object[0] == &e.objectJSON[0] {
+		return true, nil // the very bytes it applied: no new version arrived since
+	}
+	current, err := e.contentKey()
+	if err != nil {
+		return false, err
+	}
+	if prev.content == "" && prev.object != nil {
+		object, err := jsondec.DecodeObject(prev.object)
+		if err != nil {
+			return false, fmt.Errorf("workload %s: decode its applied object: %w", e.ref.Key(), err)
+		}
+		prev.content = contentOfSized(object, len(prev.object))
+	}
+	if prev.content != current {
+		return false, nil
+	}
+	// Same content in a new version: the comparison is settled for these bytes too.
+	prev.object = e.objectJSON
+	return true, nil
 }
 
 // contentOf hashes what an applier would copy of an object: no status, no server-set metadata and no

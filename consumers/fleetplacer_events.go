@@ -82,7 +82,7 @@ func (e *workloadEntry) setObject(object map[string]any, encoded []byte, scratch
 		*scratch = encoded
 	}
 	e.objectJSON = bytes.Clone(encoded)
-	e.content = contentOfSized(object, len(encoded))
+	e.content = ""
 	e.resourceVersion = schemas.ResourceVersionOf(object)
 	e.generation = generationOf(object)
 	return nil
@@ -614,7 +614,10 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 	// that of the control-plane object, which only differs there, so the share is recorded on its own.
 	content := contentOf(d.Object)
 	if d.Replicas > 0 && e.objectJSON != nil {
-		content = e.content
+		var err error
+		if content, err = e.contentKey(); err != nil {
+			p.log.Warn("rebuild: decision not compared", "workload", e.ref.Key(), "cluster", d.Cluster, "error", err)
+		}
 	}
 	e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, content: content, replicas: d.Replicas}
 }

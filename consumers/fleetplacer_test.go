@@ -3,6 +3,7 @@ package consumers
 import (
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -351,6 +352,97 @@ func TestDividePolicyOnlyForDivisibleKinds(t *testing.T) {
 				t.Errorf("policy refused: %v", entry.err)
 			case tt.wantErr != "" && (entry.err == nil || !strings.Contains(entry.err.Error(), tt.wantErr)):
 				t.Errorf("policy error %v, want one containing %q", entry.err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// deploymentVersion is deployment(name) at resourceVersion rv, changed by change.
+func deploymentVersion(name, rv string, replicas int64, change func(object map[string]any)) *schemas.ObjectChanged {
+	w := deployment(name)
+	w.Object["metadata"].(map[string]any)["resourceVersion"] = rv
+	w.Object["spec"].(map[string]any)["replicas"] = replicas
+	if change != nil {
+		change(w.Object)
+	}
+	return w
+}
+
+// TestNewVersionDecidesOnlyWhatAnApplierWouldCopy: a new version of a placed workload makes new Apply
+// decisions only when what an applier copies changed, not for its status, its server-set metadata or
+// fleetflow's own annotations; this holds for a workload on one cluster and for one divided over two.
+func TestNewVersionDecidesOnlyWhatAnApplierWouldCopy(t *testing.T) {
+	status := func(o map[string]any) { o["status"] = map[string]any{"readyReplicas": int64(1)} }
+	annotated := func(o map[string]any) {
+		status(o)
+		o["metadata"].(map[string]any)["annotations"] = map[string]any{"fleetflow.io/cluster": "east"}
+	}
+	newImage := func(o map[string]any) {
+		annotated(o)
+		container := o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
+		container.(map[string]any)["image"] = "web:2"
+	}
+	steps := []struct {
+		name   string
+		rv     string
+		change func(map[string]any)
+		// want lists the clusters given a new Apply.
+		want []string
+	}{
+		{name: "status written back", rv: "2", change: status},
+		{name: "fleetflow annotations", rv: "3", change: annotated},
+		{name: "the same version redelivered", rv: "3", change: annotated},
+		{name: "new image", rv: "4", change: newImage, want: []string{"east", "west"}},
+		{name: "status after the new image", rv: "5", change: func(o map[string]any) {
+			newImage(o)
+			o["status"] = map[string]any{"readyReplicas": int64(2)}
+		}},
+		{name: "image back to the first one", rv: "6", change: annotated, want: []string{"east", "west"}},
+	}
+	tests := []struct {
+		name     string
+		policy   map[string]any
+		replicas int64
+		clusters []string
+	}{
+		{name: "one cluster", policy: map[string]any{}, replicas: 1, clusters: []string{"east"}},
+		{name: "divided", replicas: 2, clusters: []string{"east", "west"}, policy: map[string]any{
+			"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "apps", "kind": "Deployment"}}},
+			"spreadConstraints": map[string]any{"spreadMode": "Divide", "topologyKey": "region",
+				"percentageSplit": []any{
+					map[string]any{"topologyValue": "east", "percentage": int64(50)},
+					map[string]any{"topologyValue": "west", "percentage": int64(50)},
+				}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.policy("all", tt.policy)
+			f.cluster("east", map[string]any{"region": "east"})
+			f.cluster("west", map[string]any{"region": "west"})
+			first := deploymentVersion("web", "1", tt.replicas, nil)
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(first.Ref()), first)
+			var wantFirst []string
+			for _, c := range tt.clusters {
+				wantFirst = append(wantFirst, "Apply "+c)
+			}
+			if got := f.decisions(0); !equal(got, wantFirst) {
+				t.Fatalf("first decisions = %v, want %v", got, wantFirst)
+			}
+			for _, step := range steps {
+				mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+				w := deploymentVersion("web", step.rv, tt.replicas, step.change)
+				f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(w.Ref()), w)
+				var want []string
+				for _, c := range step.want {
+					if slices.Contains(tt.clusters, c) {
+						want = append(want, "Apply "+c)
+					}
+				}
+				if got := f.decisions(mark); !equal(got, want) {
+					t.Fatalf("%s: decisions = %v, want %v", step.name, got, want)
+				}
 			}
 		})
 	}
