@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
@@ -57,6 +58,17 @@ func IsPermanent(err error) bool {
 // its bookkeeping back as it was before those messages, because all of them are delivered again.
 type FlushFunc func(ctx context.Context) error
 
+// Pull requests of a ConsumeLoop expire after pullExpiry, and while one waits the server sends a heartbeat
+// every pullHeartbeat. The server can lose a waiting request without telling the client: fleetflow's bench
+// caught an embedded server with no waiting request for the placer and 64,000 messages pending while the
+// client believed its request stood. The client notices only when two heartbeats are missed, so the
+// library's defaults (30 s and 15 s) stalled the placer for 30 s; these bound such a stall to about 2 s,
+// for a request and a few heartbeats per consumer every 5 s when idle.
+const (
+	pullExpiry    = 5 * time.Second
+	pullHeartbeat = time.Second
+)
+
 // defaultMaxBatch bounds how many messages a batching loop handles before it flushes, so one flush never
 // waits behind an unbounded backlog and acknowledgements keep flowing.
 const defaultMaxBatch = 256
@@ -85,7 +97,7 @@ type handledMsg struct {
 
 // Run processes messages until ctx is done. Malformed messages never stop it.
 func (l *ConsumeLoop) Run(ctx context.Context) error {
-	iter, err := l.Consumer.Messages()
+	iter, err := l.Consumer.Messages(jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat))
 	if err != nil {
 		return fmt.Errorf("start consuming: %w", err)
 	}
@@ -185,6 +197,12 @@ func (l *ConsumeLoop) next(ctx context.Context, iter jetstream.MessagesContext) 
 		}
 		if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 			return nil, false
+		}
+		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			// The iterator pulls again at once; the warning shows how often requests go missing.
+			l.Log.Warn("no heartbeat for the consumer's pull request: the server lost it; pulling again",
+				"missed_for", 2*pullHeartbeat)
+			continue
 		}
 		l.Log.Warn("consumer fetch failed; continuing", "error", err)
 	}
