@@ -74,6 +74,9 @@ func newBenchPipelineCommand() *cobra.Command {
 			if res.Rate > 0 {
 				rate = fmt.Sprintf("%d/s offered", res.Rate)
 			}
+			if res.BusFloor != "" {
+				fmt.Fprintf(out, "bus floor:        a relay took the placer's place and published per workload: %s\n", res.BusFloor)
+			}
 			fmt.Fprintf(out, "fleet:            %d clusters, %d nodes (%d events, loaded in %.1f s)\n",
 				res.Clusters, res.Nodes, res.FleetEvents, res.FleetLoadSeconds)
 			fmt.Fprintf(out, "workloads:        %d, %s, published at %.0f/s (%d B per event)\n",
@@ -104,6 +107,9 @@ func newBenchPipelineCommand() *cobra.Command {
 	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile taken right after the workload phase to this file, and one taken right before it to FILE.before "+
 		"(go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE: what the phase allocated)")
 	cmd.Flags().IntVar(&gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
+	cmd.Flags().StringVar(&cfg.BusFloor, "bus-floor", "", "replace the placer by a relay that places nothing, to measure what the streams alone allow: "+
+		benchpipeline.FloorVerdictAndDecision+" publishes a verdict and a decision per workload as the placer does for a placed one, "+
+		benchpipeline.FloorDecision+" the decision alone")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
 	return cmd
 }

@@ -59,6 +59,33 @@ func TestRunTinyFleet(t *testing.T) {
 	}
 }
 
+// TestBusFloorRelaysEveryWorkload: with a relay in the placer's place, every workload gets the messages the
+// floor names, a verdict counts only where one is published, and the figures are measured as usual.
+func TestBusFloorRelaysEveryWorkload(t *testing.T) {
+	for _, floor := range []string{FloorVerdictAndDecision, FloorDecision} {
+		t.Run(floor, func(t *testing.T) {
+			cfg := Config{Clusters: 2, NodesPerCluster: 10, Workloads: 30, GPUNodePercent: 20, Seed: 1,
+				RawMessages: 1000, DataDir: t.TempDir(), Timeout: 2 * time.Minute, BusFloor: floor}
+			res, err := Run(t.Context(), cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.BusFloor != floor {
+				t.Errorf("result names bus floor %q, want %q", res.BusFloor, floor)
+			}
+			if res.Placed != cfg.Workloads || res.Decisions != cfg.Workloads {
+				t.Errorf("placed %d with %d decisions, want every one of %d workloads relayed once", res.Placed, res.Decisions, cfg.Workloads)
+			}
+			if published := res.VerdictBytes > 0; published != (floor == FloorVerdictAndDecision) {
+				t.Errorf("verdicts read back: %v (%d B each), want them only for the %q floor", published, res.VerdictBytes, FloorVerdictAndDecision)
+			}
+			if !(res.DecisionsPerSecond > 0 && res.Ratio > 0 && res.P99Ms > 0) {
+				t.Errorf("decisions/s %v, ratio %v, p99 %v: want all measured", res.DecisionsPerSecond, res.Ratio, res.P99Ms)
+			}
+		})
+	}
+}
+
 func TestConfigRejectsBadSizes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -69,6 +96,7 @@ func TestConfigRejectsBadSizes(t *testing.T) {
 		{"no workloads", func(c *Config) { c.Workloads = 0 }},
 		{"negative rate", func(c *Config) { c.Rate = -1 }},
 		{"GPU share over 100", func(c *Config) { c.GPUNodePercent = 101 }},
+		{"unknown bus floor", func(c *Config) { c.BusFloor = "verdicts" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()

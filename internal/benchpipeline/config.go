@@ -33,6 +33,9 @@ type Config struct {
 	// HeapProfileBefore, when set, receives a heap profile taken right before the workload phase, so that
 	// `go tool pprof -sample_index=alloc_space -diff_base` over the two shows what the phase allocated.
 	HeapProfileBefore io.Writer
+	// BusFloor, when set, replaces the placer by a relay that places nothing and publishes for each workload
+	// event what the placer's streams hold for a placed workload: FloorVerdictAndDecision or FloorDecision.
+	BusFloor string
 	// Log receives the placer's and the bus's logs; nil discards them.
 	Log *slog.Logger
 }
@@ -56,6 +59,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("GPU node percent %d: want 0..100", c.GPUNodePercent)
 	case c.RawMessages < 0:
 		return fmt.Errorf("raw messages %d: want 0 (default) or more", c.RawMessages)
+	case c.BusFloor != "" && c.BusFloor != FloorVerdictAndDecision && c.BusFloor != FloorDecision:
+		return fmt.Errorf("bus floor %q: want %q (a verdict and a decision per workload) or %q (a decision alone)",
+			c.BusFloor, FloorVerdictAndDecision, FloorDecision)
 	}
 	return nil
 }

@@ -33,6 +33,9 @@ type Result struct {
 	Workloads int `json:"workloads"`
 	// Rate is the offered load in workload events per second, 0 for as fast as possible.
 	Rate int `json:"rate"`
+	// BusFloor, when set, names what the relay that took the placer's place published (Config.BusFloor):
+	// the figures are then those of the streams alone, and no workload was placed.
+	BusFloor string `json:"busFloor,omitempty"`
 	// OfferedPerSecond is the rate the workload events were actually published at.
 	OfferedPerSecond float64 `json:"offeredPerSecond"`
 
@@ -119,7 +122,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var placerErr error
 	go func() {
 		defer close(placerDone)
-		placerErr = pipeline.RunPlacer(placerCtx, b, consumers.PlacerConfig{}, log)
+		if cfg.BusFloor != "" {
+			placerErr = runRelay(placerCtx, b, cfg.BusFloor, cfg.Clusters, log)
+		} else {
+			placerErr = pipeline.RunPlacer(placerCtx, b, consumers.PlacerConfig{}, log)
+		}
 		if placerCtx.Err() == nil {
 			cancelRun(fmt.Errorf("placer stopped: %w", placerErr))
 		}
@@ -137,7 +144,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return err
 	}
 
-	res := &Result{Clusters: cfg.Clusters, Nodes: cfg.Clusters * cfg.NodesPerCluster, Workloads: cfg.Workloads, Rate: cfg.Rate}
+	res := &Result{Clusters: cfg.Clusters, Nodes: cfg.Clusters * cfg.NodesPerCluster, Workloads: cfg.Workloads, Rate: cfg.Rate,
+		BusFloor: cfg.BusFloor}
 	producer, err := newAsyncPublisher(b.URL, "fleetflow-bench-producers")
 	if err != nil {
 		return nil, err
@@ -206,7 +214,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// The watcher reads the verdicts and decisions back only now: their stream timestamps say when each was
 	// stored whenever they are read, and reading them while the phase runs would make the process it
 	// measures deliver two more messages per workload.
-	w, err := newWatcher(ctx, b.URL, refs, b.InProcess()...)
+	w, err := newWatcher(ctx, b.URL, refs, cfg.BusFloor == FloorDecision, b.InProcess()...)
 	if err != nil {
 		return nil, err
 	}

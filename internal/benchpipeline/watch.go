@@ -39,6 +39,9 @@ type watcher struct {
 	verdictMessages, verdictBytes int
 	// lastDecisionSeq is the stream sequence of the newest decision read.
 	lastDecisionSeq uint64
+	// decisionAnswers counts a workload's first decision as its first answer when no verdict came before
+	// it: a relay publishing decisions alone sends no verdicts.
+	decisionAnswers bool
 	err             error
 	changed         chan struct{}
 
@@ -51,13 +54,13 @@ func objectTokens(ref schemas.ObjectRef) string {
 }
 
 // newWatcher connects with options (in process when the server is embedded).
-func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef, options ...nats.Option) (*watcher, error) {
+func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef, decisionAnswers bool, options ...nats.Option) (*watcher, error) {
 	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("fleetflow-bench-watcher")}, options...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect watcher to %s: %w", url, err)
 	}
 	w := &watcher{nc: nc, byObject: make(map[string]int, len(refs)), outcomes: make([]outcome, len(refs)),
-		changed: make(chan struct{}, 1)}
+		decisionAnswers: decisionAnswers, changed: make(chan struct{}, 1)}
 	for i, ref := range refs {
 		w.byObject[objectTokens(ref)] = i
 	}
@@ -183,6 +186,10 @@ func (w *watcher) onDecision(msg jetstream.Msg) {
 		o := &w.outcomes[i]
 		if o.decidedAt.IsZero() {
 			o.decidedAt = meta.Timestamp
+		}
+		if w.decisionAnswers && o.verdictAt.IsZero() {
+			o.verdictAt, o.firstStatus, o.lastStatus = meta.Timestamp, schemas.VerdictPlaced, schemas.VerdictPlaced
+			w.verdicts++
 		}
 		o.decisions++
 	}
