@@ -59,11 +59,12 @@ func IsPermanent(err error) bool {
 type FlushFunc func(ctx context.Context) error
 
 // Pull requests of a ConsumeLoop expire after pullExpiry, and while one waits the server sends a heartbeat
-// every pullHeartbeat. The server can lose a waiting request without telling the client: fleetflow's bench
-// caught an embedded server with no waiting request for the placer and 64,000 messages pending while the
-// client believed its request stood. The client notices only when two heartbeats are missed, so the
-// library's defaults (30 s and 15 s) stalled the placer for 30 s; these bound such a stall to about 2 s,
-// for a request and a few heartbeats per consumer every 5 s when idle.
+// every pullHeartbeat. A pull request can go missing without either side saying so: fleetflow's bench
+// caught an embedded server holding no waiting request for the placer, with 64,000 messages pending and
+// none unacknowledged, while the client believed its request stood (about once in 20 fleet loads on a
+// busy machine; which side dropped it is not known). The client notices only when two heartbeats are
+// missed, so the library's defaults (30 s and 15 s) stalled the placer for 30 s; these bound such a
+// stall to about 2 s, for a request and a few heartbeats per consumer every 5 s when idle.
 const (
 	pullExpiry    = 5 * time.Second
 	pullHeartbeat = time.Second
@@ -200,7 +201,7 @@ func (l *ConsumeLoop) next(ctx context.Context, iter jetstream.MessagesContext) 
 		}
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
 			// The iterator pulls again at once; the warning shows how often requests go missing.
-			l.Log.Warn("no heartbeat for the consumer's pull request: the server lost it; pulling again",
+			l.Log.Warn("no heartbeat for the consumer's pull request: it went missing; pulling again",
 				"missed_for", 2*pullHeartbeat)
 			continue
 		}
