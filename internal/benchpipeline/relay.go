@@ -28,11 +28,10 @@ const (
 // the same publisher, consume loop and flush. What it sustains is what the streams alone allow, so the
 // bench's ratio against it says how much of the gap to raw publishing is the placer's own work.
 type relay struct {
-	publisher    *bus.Publisher
-	withVerdict  bool
-	clusters     int
-	outstanding  []jetstream.PubAckFuture
-	publishError error
+	publisher   *bus.Publisher
+	withVerdict bool
+	clusters    int
+	outstanding []jetstream.PubAckFuture
 }
 
 func runRelay(ctx context.Context, b *pipeline.Bus, floor string, clusters int, log *slog.Logger) error {
