@@ -175,7 +175,7 @@ func AuditTail(ctx context.Context, js jetstream.JetStream, q AuditQuery, emit f
 		if err != nil {
 			return fmt.Errorf("audit %s: %w", st.name, err)
 		}
-		messages, err := consumer.Messages()
+		messages, err := consumer.Messages(bus.PullOptions()...)
 		if err != nil {
 			return fmt.Errorf("audit %s: %w", st.name, err)
 		}

@@ -43,7 +43,7 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	}
 	read := 0
 	if info.NumPending > 0 {
-		messages, err := consumer.Messages()
+		messages, err := consumer.Messages(bus.PullOptions()...)
 		if err != nil {
 			return fmt.Errorf("placer rebuild: %w", err)
 		}

@@ -58,7 +58,7 @@ func IsPermanent(err error) bool {
 // its bookkeeping back as it was before those messages, because all of them are delivered again.
 type FlushFunc func(ctx context.Context) error
 
-// Pull requests of a ConsumeLoop expire after pullExpiry, and while one waits the server sends a heartbeat
+// Pull requests of fleetflow's message iterators expire after pullExpiry, and while one waits the server sends a heartbeat
 // every pullHeartbeat. A pull request can go missing without either side saying so: fleetflow's bench
 // caught an embedded server holding no waiting request for the placer, with 64,000 messages pending and
 // none unacknowledged, while the client believed its request stood (about once in 20 fleet loads on a
@@ -69,6 +69,12 @@ const (
 	pullExpiry    = 5 * time.Second
 	pullHeartbeat = time.Second
 )
+
+// PullOptions are the pull settings of every message iterator fleetflow runs, durable or ordered: requests
+// that expire after pullExpiry, with a heartbeat every pullHeartbeat.
+func PullOptions() []jetstream.PullMessagesOpt {
+	return []jetstream.PullMessagesOpt{jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat)}
+}
 
 // defaultMaxBatch bounds how many messages a batching loop handles before it flushes, so one flush never
 // waits behind an unbounded backlog and acknowledgements keep flowing.
@@ -98,7 +104,7 @@ type handledMsg struct {
 
 // Run processes messages until ctx is done. Malformed messages never stop it.
 func (l *ConsumeLoop) Run(ctx context.Context) error {
-	iter, err := l.Consumer.Messages(jetstream.PullExpiry(pullExpiry), jetstream.PullHeartbeat(pullHeartbeat))
+	iter, err := l.Consumer.Messages(PullOptions()...)
 	if err != nil {
 		return fmt.Errorf("start consuming: %w", err)
 	}
