@@ -58,13 +58,15 @@ func IsPermanent(err error) bool {
 // its bookkeeping back as it was before those messages, because all of them are delivered again.
 type FlushFunc func(ctx context.Context) error
 
-// Pull requests of fleetflow's message iterators expire after pullExpiry, and while one waits the server sends a heartbeat
-// every pullHeartbeat. A pull request can go missing without either side saying so: fleetflow's bench
-// caught an embedded server holding no waiting request for the placer, with 64,000 messages pending and
-// none unacknowledged, while the client believed its request stood (about once in 20 fleet loads on a
-// busy machine; which side dropped it is not known). The client notices only when two heartbeats are
-// missed, so the library's defaults (30 s and 15 s) stalled the placer for 30 s; these bound such a
-// stall to about 2 s, for a request and a few heartbeats per consumer every 5 s when idle.
+// Pull requests of fleetflow's message iterators expire after pullExpiry, and while one waits the server
+// sends a heartbeat every pullHeartbeat. The iterator of nats.go v1.55.0 can stop pulling: when its count
+// of requested messages falls under the refill threshold while its previous request is still being sent,
+// it skips the refill, and if the messages already requested then run out before anything calls it again,
+// it waits with no request at the server. Only two missed heartbeats wake it. On a busy machine the bench
+// saw this in about one fleet load of 20 (the placer's consumer with 64,000 messages pending, none
+// unacknowledged and no request waiting), and the library's defaults (30 s and 15 s) stalled the placer
+// for 30 s. These settings bound it to about 2 s, for a request and a few heartbeats per consumer every
+// 5 s when idle.
 const (
 	pullExpiry    = 5 * time.Second
 	pullHeartbeat = time.Second
@@ -206,8 +208,8 @@ func (l *ConsumeLoop) next(ctx context.Context, iter jetstream.MessagesContext) 
 			return nil, false
 		}
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
-			// The iterator pulls again at once; the warning shows how often requests go missing.
-			l.Log.Warn("no heartbeat for the consumer's pull request: it went missing; pulling again",
+			// The iterator pulls again at once; the warning shows how often it stopped pulling.
+			l.Log.Warn("no heartbeat for the consumer's pull request: none was waiting at the server; pulling again",
 				"missed_for", 2*pullHeartbeat)
 			continue
 		}

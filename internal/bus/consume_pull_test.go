@@ -13,9 +13,9 @@ import (
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
-// TestConsumeLoopRecoversFromALostPullRequest: a pull request the server never sees (or drops silently)
-// leaves the loop waiting only until its pull heartbeat is missed, seconds rather than the client
-// library's default of 30 s, and then the loop pulls again and delivers what waits.
+// TestConsumeLoopRecoversFromALostPullRequest: with no pull request at the server while the client believes
+// one waits, the loop waits only until its pull heartbeat is missed, seconds rather than the client
+// library's default of 30 s, and then pulls again and delivers what waits.
 func TestConsumeLoopRecoversFromALostPullRequest(t *testing.T) {
 	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
 	if err != nil {

@@ -11,9 +11,9 @@ import (
 	"testing"
 )
 
-// PullDropper sits between NATS clients and a server and drops the first pull requests the clients send,
-// as a server does when it loses a waiting request without a word: the client then hears nothing until
-// its pull heartbeat is missed.
+// PullDropper sits between NATS clients and a server and drops the first pull requests the clients send.
+// The client then believes a request waits at the server when none does, the state a client's iterator
+// can reach by itself (see bus.PullOptions), and hears nothing until its pull heartbeat is missed.
 type PullDropper struct {
 	listener net.Listener
 	target   string
