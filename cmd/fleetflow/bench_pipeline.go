@@ -86,7 +86,7 @@ func newBenchPipelineCommand() *cobra.Command {
 			fmt.Fprintf(out, "decisions/s:      %.0f (%.2f s wall, %.2f s CPU)\n", res.DecisionsPerSecond, res.WorkloadSeconds, res.CPUSeconds)
 			answer := "first verdict"
 			if res.BusFloor == benchpipeline.FloorDecision {
-				answer = "first decision, the relay's only answer"
+				answer = "first decision"
 			}
 			fmt.Fprintf(out, "latency:          p50 %.2f ms, p99 %.2f ms, max %.2f ms (publish to %s stored)\n",
 				res.P50Ms, res.P99Ms, res.MaxMs, answer)
