@@ -30,7 +30,7 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return fmt.Errorf("placer rebuild: %w", err)
 	}
-	if err := waitSourced(ctx, stream); err != nil {
+	if err := p.waitSourced(ctx, js, stream); err != nil {
 		return err
 	}
 	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
@@ -72,20 +72,33 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	return p.reconcileAndAwait(ctx, touched)
 }
 
-// waitSourced waits, briefly, until the state stream has copied everything from its sources, so the rebuild
-// does not miss an event the durable consumer already acknowledged.
-func waitSourced(ctx context.Context, stream jetstream.Stream) error {
+// waitSourced waits, briefly, until the state stream has copied what its sources held when the rebuild
+// began, so the rebuild does not miss an event the durable consumer already acknowledged. A source the
+// stream has not heard from yet (the stream is new, or its server just started) reports no lag however far
+// behind it is, so a source counts as caught up only once the stream stored the origin's last sequence, or
+// once it has heard from the source and the source reports no lag.
+func (p *Placer) waitSourced(ctx context.Context, js jetstream.JetStream, stream jetstream.Stream) error {
+	info, err := stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("placer rebuild: %w", err)
+	}
+	originLast := map[string]uint64{}
+	for _, s := range info.Sources {
+		origin, err := js.Stream(ctx, s.Name)
+		if err != nil {
+			return fmt.Errorf("placer rebuild: source %s of %s: %w", s.Name, schemas.StreamState, err)
+		}
+		originLast[s.Name] = origin.CachedInfo().State.LastSeq
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		info, err := stream.Info(ctx)
-		if err != nil {
-			return fmt.Errorf("placer rebuild: %w", err)
+		behind := sourcesBehind(info.Sources, originLast)
+		if len(behind) == 0 {
+			return nil
 		}
-		lag := uint64(0)
-		for _, s := range info.Sources {
-			lag += s.Lag
-		}
-		if lag == 0 || time.Now().After(deadline) {
+		if time.Now().After(deadline) {
+			p.log.Warn("rebuild: the state stream has not caught up with its sources; reading it as it is",
+				"stream", schemas.StreamState, "behind", behind)
 			return nil
 		}
 		select {
@@ -93,7 +106,23 @@ func waitSourced(ctx context.Context, stream jetstream.Stream) error {
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
+		if info, err = stream.Info(ctx); err != nil {
+			return fmt.Errorf("placer rebuild: %w", err)
+		}
 	}
+}
+
+// sourcesBehind names the sources not yet copied up to the origin sequences in originLast (see waitSourced).
+func sourcesBehind(sources []*jetstream.StreamSourceInfo, originLast map[string]uint64) []string {
+	var behind []string
+	for _, s := range sources {
+		stored := s.Seq >= originLast[s.Name]
+		heardAndLevel := s.Active >= 0 && s.Lag == 0
+		if !stored && !heardAndLevel {
+			behind = append(behind, fmt.Sprintf("%s (copied up to %d of %d, lag %d)", s.Name, s.Seq, originLast[s.Name], s.Lag))
+		}
+	}
+	return behind
 }
 
 func (p *Placer) rebuildOne(msg jetstream.Msg) {

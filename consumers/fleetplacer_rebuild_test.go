@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -18,23 +19,33 @@ import (
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
-// TestRebuildSurvivesALostPullRequest: a restarted placer whose first pull request on the state stream goes
-// missing still reads the whole stream, pulling again once the heartbeats it asked for do not come.
-func TestRebuildSurvivesALostPullRequest(t *testing.T) {
+// rebuildFixture is an embedded JetStream whose streams hold one Ready cluster "east" with a node, a policy
+// taking every workload, and the Deployment web: what a restarted placer must find.
+type rebuildFixture struct {
+	srv *bus.Embedded
+	js  jetstream.JetStream
+	web *schemas.ObjectChanged
+	ctx context.Context
+	log *slog.Logger
+}
+
+func newRebuildFixture(t *testing.T) *rebuildFixture {
+	t.Helper()
 	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	t.Cleanup(cancel)
+	f := &rebuildFixture{srv: srv, ctx: ctx, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	producer, js, err := bus.Connect(srv.ClientURL(), "producer")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(producer.Close)
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
+	f.js = js
+	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), f.log); err != nil {
 		t.Fatal(err)
 	}
 	publish := func(eventType, subject string, payload schemas.Payload) {
@@ -56,30 +67,41 @@ func TestRebuildSurvivesALostPullRequest(t *testing.T) {
 	publish(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject("east"), &schemas.ClusterAPIs{Cluster: "east", APIs: []string{"apps/v1/Deployment"}})
 	publish(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
 		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
-	web := oneCPUDeployment("web")
-	publish(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	f.web = oneCPUDeployment("web")
+	publish(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(f.web.Ref()), f.web)
+	return f
+}
 
-	state, err := js.Stream(ctx, schemas.StreamState)
+// published is how many events newRebuildFixture published.
+const published = 6
+
+// waitForState waits until the state stream holds every published event.
+func (f *rebuildFixture) waitForState(t *testing.T) {
+	t.Helper()
+	state, err := f.js.Stream(f.ctx, schemas.StreamState)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
-		info, err := state.Info(ctx)
+		info, err := state.Info(f.ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.State.Msgs == 6 {
-			break
+		if info.State.Msgs == published {
+			return
 		}
 		select {
-		case <-ctx.Done():
-			t.Fatalf("the state stream holds %d messages, want the 6 published", info.State.Msgs)
+		case <-f.ctx.Done():
+			t.Fatalf("the state stream holds %d messages, want the %d published", info.State.Msgs, published)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
 
-	dropper := bustest.StartPullDropper(t, strings.TrimPrefix(srv.ClientURL(), "nats://"), 1)
-	conn, placerJS, err := bus.Connect(dropper.URL(), "placer", nats.MaxReconnects(0))
+// rebuild rebuilds a new placer connected at url and checks it found everything published.
+func (f *rebuildFixture) rebuild(t *testing.T, url string) {
+	t.Helper()
+	conn, placerJS, err := bus.Connect(url, "placer", nats.MaxReconnects(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,18 +110,72 @@ func TestRebuildSurvivesALostPullRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := NewPlacer(bus.NewPublisher(placerJS), karta.NewRegistry(builtins...), PlacerConfig{}, log)
+	p, err := NewPlacer(bus.NewPublisher(placerJS), karta.NewRegistry(builtins...), PlacerConfig{}, f.log)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Rebuild(ctx, placerJS); err != nil {
+	if err := p.Rebuild(f.ctx, placerJS); err != nil {
 		t.Fatalf("rebuild: %v", err)
 	}
+	if p.clusters["east"] == nil || p.policies["all"] == nil || p.workloads[workloadIDOf(f.web.Ref())] == nil {
+		t.Errorf("rebuilt view misses what the streams hold: clusters %d, policies %d, workloads %d",
+			len(p.clusters), len(p.policies), len(p.workloads))
+	}
+}
+
+// TestRebuildSurvivesALostPullRequest: a restarted placer whose first pull request on the state stream goes
+// missing still reads the whole stream, pulling again once the heartbeats it asked for do not come.
+func TestRebuildSurvivesALostPullRequest(t *testing.T) {
+	f := newRebuildFixture(t)
+	f.waitForState(t)
+	dropper := bustest.StartPullDropper(t, strings.TrimPrefix(f.srv.ClientURL(), "nats://"), 1)
+	f.rebuild(t, dropper.URL())
 	if got := dropper.Dropped(); got != 1 {
 		t.Errorf("%d pull requests dropped, want the first one", got)
 	}
-	if p.clusters["east"] == nil || p.policies["all"] == nil || p.workloads[workloadIDOf(web.Ref())] == nil {
-		t.Errorf("rebuilt view misses what the state stream holds: clusters %d, policies %d, workloads %d",
-			len(p.clusters), len(p.policies), len(p.workloads))
+}
+
+// TestRebuildWaitsForTheStateStreamToCatchUp: a state stream that has not yet heard from its sources (new, or
+// just restarted with the server) reports no lag; the rebuild waits until it has copied what the events
+// stream holds instead of reading it half empty.
+func TestRebuildWaitsForTheStateStreamToCatchUp(t *testing.T) {
+	f := newRebuildFixture(t)
+	f.waitForState(t)
+	state, err := f.js.Stream(f.ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := state.CachedInfo().Config
+	if err := f.js.DeleteStream(f.ctx, schemas.StreamState); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.js.CreateStream(f.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.rebuild(t, f.srv.ClientURL())
+}
+
+func TestSourcesBehind(t *testing.T) {
+	tests := []struct {
+		name       string
+		source     jetstream.StreamSourceInfo
+		originLast uint64
+		behind     bool
+	}{
+		{name: "not heard from, origin holds messages", source: jetstream.StreamSourceInfo{Active: -1}, originLast: 6, behind: true},
+		{name: "not heard from, origin empty", source: jetstream.StreamSourceInfo{Active: -1}, originLast: 0},
+		{name: "not heard from, already stored up to the origin's last", source: jetstream.StreamSourceInfo{Active: -1, Seq: 6}, originLast: 6},
+		{name: "heard from, no lag", source: jetstream.StreamSourceInfo{Active: time.Second, Seq: 4}, originLast: 6},
+		{name: "heard from, lagging", source: jetstream.StreamSourceInfo{Active: time.Second, Seq: 4, Lag: 2}, originLast: 6, behind: true},
+		{name: "stored past the last seen at the start", source: jetstream.StreamSourceInfo{Active: time.Second, Seq: 9, Lag: 1}, originLast: 6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.source.Name = schemas.StreamEvents
+			behind := sourcesBehind([]*jetstream.StreamSourceInfo{&tt.source}, map[string]uint64{schemas.StreamEvents: tt.originLast})
+			if got := len(behind) > 0; got != tt.behind {
+				t.Errorf("behind = %v (%v), want %v", got, behind, tt.behind)
+			}
+		})
 	}
 }
