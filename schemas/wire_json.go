@@ -80,11 +80,18 @@ func (p *PlacementVerdict) appendJSON(b []byte) ([]byte, error) {
 		}
 		b = append(b, '}')
 	}
+	// A cluster's code and reason come together, so the two maps usually share their keys, sorted once.
+	var reasonKeys []string
 	if len(p.Reasons) > 0 {
-		b = appendStringMap(append(b, `,"reasons":`...), p.Reasons)
+		reasonKeys = slices.Sorted(maps.Keys(p.Reasons))
+		b = appendStringMap(append(b, `,"reasons":`...), p.Reasons, reasonKeys)
 	}
 	if len(p.ReasonCodes) > 0 {
-		b = appendStringMap(append(b, `,"reasonCodes":`...), p.ReasonCodes)
+		codeKeys := reasonKeys
+		if !hasExactly(p.ReasonCodes, reasonKeys) {
+			codeKeys = slices.Sorted(maps.Keys(p.ReasonCodes))
+		}
+		b = appendStringMap(append(b, `,"reasonCodes":`...), p.ReasonCodes, codeKeys)
 	}
 	b = appendOptional(b, "message", p.Message)
 	b = append(b, `,"viewSequence":`...)
@@ -196,9 +203,10 @@ func appendOptional(b []byte, name, value string) []byte {
 	return appendField(b, name, value)
 }
 
-func appendStringMap(b []byte, m map[string]string) []byte {
+// appendStringMap writes m with its keys in the order of keys, which must be m's keys sorted.
+func appendStringMap(b []byte, m map[string]string, keys []string) []byte {
 	b = append(b, '{')
-	for i, k := range slices.Sorted(maps.Keys(m)) {
+	for i, k := range keys {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -225,4 +233,17 @@ func appendResources(b []byte, list corev1.ResourceList) ([]byte, error) {
 		b = append(b, quantity...)
 	}
 	return append(b, '}'), nil
+}
+
+// hasExactly reports whether m's keys are keys, which are distinct.
+func hasExactly(m map[string]string, keys []string) bool {
+	if len(m) != len(keys) {
+		return false
+	}
+	for _, k := range keys {
+		if _, ok := m[k]; !ok {
+			return false
+		}
+	}
+	return true
 }

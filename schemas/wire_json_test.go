@@ -55,6 +55,13 @@ func TestVerdictJSONMatchesEncodingJSON(t *testing.T) {
 			Status: VerdictStatus(wireString(t, "status")), Policy: wireString(t, "policy"),
 			Reasons: wireStringMap(t, "reasons"), ReasonCodes: wireStringMap(t, "codes"), Message: wireString(t, "message"),
 			ViewSequence: rapid.Uint64().Draw(t, "view")}
+		if rapid.Bool().Draw(t, "codesForReasons") {
+			// The placer's shape: a code for every rejected cluster, the encoding's shared-keys path.
+			v.ReasonCodes = map[string]string{}
+			for c := range v.Reasons {
+				v.ReasonCodes[c] = wireString(t, "code")
+			}
+		}
 		for range rapid.IntRange(0, 3).Draw(t, "clusters") {
 			v.Clusters = append(v.Clusters, wireString(t, "cluster"))
 		}
