@@ -82,6 +82,11 @@ func PullOptions() []jetstream.PullMessagesOpt {
 // waits behind an unbounded backlog and acknowledgements keep flowing.
 const defaultMaxBatch = 256
 
+// ErrConsumerClosed is returned by ConsumeLoop.Run when the consumer's message iterator closed while the loop
+// was meant to go on: the consumer was deleted (by an operator, or with its stream), or the connection
+// closed for good. Nothing is delivered any more, so the caller must not carry on as if it were.
+var ErrConsumerClosed = errors.New("the consumer stopped delivering")
+
 // ConsumeLoop delivers the messages of one durable consumer to a handler, one at a time and in order.
 //
 // With Flush set, the loop batches: Handle may return before its effects are durable, the loop goes on with
@@ -96,6 +101,9 @@ type ConsumeLoop struct {
 	MaxBatch int
 	GiveUp   GiveUpFunc
 	Log      *slog.Logger
+
+	// closed says why the iterator closed while the loop was running; set by the goroutine that reads it.
+	closed error
 }
 
 // handledMsg is a message whose handler succeeded and that waits for the batch's flush to be acknowledged.
@@ -104,7 +112,8 @@ type handledMsg struct {
 	d   Delivery
 }
 
-// Run processes messages until ctx is done. Malformed messages never stop it.
+// Run processes messages until ctx is done, and returns nil then. Malformed messages never stop it; a
+// consumer that stops delivering does, with ErrConsumerClosed.
 func (l *ConsumeLoop) Run(ctx context.Context) error {
 	iter, err := l.Consumer.Messages(PullOptions()...)
 	if err != nil {
@@ -123,7 +132,7 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 		for {
 			msg, ok := l.next(ctx, iter)
 			if !ok {
-				return nil
+				return l.closed
 			}
 			l.process(ctx, l.decode(msg), nil)
 		}
@@ -167,7 +176,8 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 	for _, h := range batch {
 		_ = h.msg.Nak()
 	}
-	return nil
+	// The reader set closed before it closed msgs, and the loop above drained msgs.
+	return l.closed
 }
 
 // decodedMsg is a message with its decoded delivery, or the reason it cannot be handled (log is then set).
@@ -197,23 +207,34 @@ func (l *ConsumeLoop) decode(msg jetstream.Msg) decodedMsg {
 	}}
 }
 
-// next returns the next message, or false once the loop should stop.
+// next returns the next message, or false once the loop should stop: ctx is done, or the iterator closed,
+// which sets closed.
 func (l *ConsumeLoop) next(ctx context.Context, iter jetstream.MessagesContext) (jetstream.Msg, bool) {
+	var last error
 	for {
 		msg, err := iter.Next()
 		if err == nil {
 			return msg, true
 		}
-		if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+		if ctx.Err() != nil {
 			return nil, false
 		}
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if last == nil {
+				last = err
+			}
+			l.closed = fmt.Errorf("%w: %w", ErrConsumerClosed, last)
+			l.Log.Error("the consumer stopped delivering", "error", last)
+			return nil, false
+		}
+		last = err
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
 			// The iterator pulls again at once; the warning shows how often it stopped pulling.
 			l.Log.Warn("no heartbeat for the consumer's pull request: none was waiting at the server; pulling again",
 				"missed_for", 2*pullHeartbeat)
 			continue
 		}
-		l.Log.Warn("consumer fetch failed; continuing", "error", err)
+		l.Log.Warn("consumer fetch failed", "error", err)
 	}
 }
 

@@ -2,9 +2,11 @@ package bus_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 
@@ -70,5 +72,60 @@ func TestConsumeLoopRecoversFromALostPullRequest(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("loop ended with %v", err)
+	}
+}
+
+// TestConsumeLoopReportsAClosedConsumer: a loop whose consumer is deleted under it returns ErrConsumerClosed
+// at once, batching or not, instead of returning as if it had been asked to stop.
+func TestConsumeLoopReportsAClosedConsumer(t *testing.T) {
+	for _, batching := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one at a time", true: "batching"}[batching], func(t *testing.T) {
+			_, js := startJetStream(t)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			log, logs := testLogger(t)
+			if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
+				t.Fatal(err)
+			}
+			stream, cfg := schemas.PlacerConsumer()
+			consumer, err := bus.EnsureConsumer(ctx, js, stream, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var handled atomic.Int32
+			loop := &bus.ConsumeLoop{Consumer: consumer, Log: log, Handle: func(context.Context, bus.Delivery) error {
+				handled.Add(1)
+				return nil
+			}}
+			if batching {
+				loop.Flush = func(context.Context) error { return nil }
+			}
+			done := make(chan error, 1)
+			go func() { done <- loop.Run(ctx) }()
+			subject, payload := workloadEvent(t, "web", "uid-web", "1")
+			e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := bus.NewPublisher(js).Publish(ctx, subject, e); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the event handled", func() bool { return handled.Load() == 1 })
+
+			if err := js.DeleteConsumer(ctx, stream, cfg.Durable); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if !errors.Is(err, bus.ErrConsumerClosed) || !strings.Contains(err.Error(), "consumer deleted") {
+					t.Errorf("Run returned %v, want ErrConsumerClosed saying the consumer was deleted", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("the loop went on after its consumer was deleted")
+			}
+			if !strings.Contains(logs.String(), "the consumer stopped delivering") {
+				t.Errorf("the loop did not log why it stopped:\n%s", logs.String())
+			}
+		})
 	}
 }

@@ -169,6 +169,16 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 		case errors.Is(cause, errLeaseLost):
 			log.Warn("lost the placer lease; standing by", "error", cause)
 			continue
+		case errors.Is(err, bus.ErrConsumerClosed):
+			// Its durable consumer was deleted: start over as a new leader would, rebuilding the view and
+			// creating the consumer again.
+			log.Warn("the placer's consumer stopped delivering; starting over", "error", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(consumerRecreateDelay):
+			}
+			continue
 		case err != nil:
 			return err
 		}
@@ -224,17 +234,40 @@ func publishTicks(ctx context.Context, b *Bus, log *slog.Logger) {
 	}
 }
 
+// consumerRecreateDelay is the pause before a durable consumer that stopped delivering is created again.
+const consumerRecreateDelay = time.Second
+
+// consume runs loops made by newLoop over the durable consumer cfg of stream until ctx is done. A consumer
+// that stops delivering (deleted by an operator, or with its stream) is created again and consumed from
+// where its new configuration starts, so a part never goes on running while it receives nothing.
+func consume(ctx context.Context, b *Bus, stream string, cfg jetstream.ConsumerConfig, log *slog.Logger,
+	newLoop func(jetstream.Consumer) *bus.ConsumeLoop) error {
+	for {
+		consumer, err := bus.EnsureConsumer(ctx, b.JetStream, stream, cfg)
+		if err != nil {
+			return err
+		}
+		err = newLoop(consumer).Run(ctx)
+		if !errors.Is(err, bus.ErrConsumerClosed) || ctx.Err() != nil {
+			return err
+		}
+		log.Warn("durable consumer stopped delivering; creating it again", "consumer", cfg.Durable, "stream", stream, "error", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(consumerRecreateDelay):
+		}
+	}
+}
+
 // RunApplier carries out the decisions for one cluster until ctx is done.
 func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, log *slog.Logger) error {
 	log = log.With("component", "applier", "cluster", cluster)
 	stream, cfg := schemas.ApplierConsumer(cluster)
-	consumer, err := bus.EnsureConsumer(ctx, b.JetStream, stream, cfg)
-	if err != nil {
-		return err
-	}
 	applier := &consumers.Applier{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Log: log}
-	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: applier.Handle, GiveUp: applier.GiveUp, Log: log}
-	return loop.Run(ctx)
+	return consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
+		return &bus.ConsumeLoop{Consumer: consumer, Handle: applier.Handle, GiveUp: applier.GiveUp, Log: log}
+	})
 }
 
 // RunStatusWriter copies workload status and placement outcomes back to the control plane until ctx is done.
@@ -245,14 +278,11 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 		return fmt.Errorf("built-in resource interfaces: %w", err)
 	}
 	stream, cfg := schemas.StatusConsumer()
-	consumer, err := bus.EnsureConsumer(ctx, b.JetStream, stream, cfg)
-	if err != nil {
-		return err
-	}
 	writer := consumers.NewStatusWriter(controlPlane, karta.NewRegistry(builtins...), log)
 	writer.HeartbeatTimeout = heartbeatTimeout
-	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: writer.Handle, Log: log}
-	return loop.Run(ctx)
+	return consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
+		return &bus.ConsumeLoop{Consumer: consumer, Handle: writer.Handle, Log: log}
+	})
 }
 
 // RunClusterParts runs what fleetflow does for one workload cluster: the producer of its nodes, APIs,

@@ -1,0 +1,97 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	sb strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sb.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sb.String()
+}
+
+// TestConsumeCreatesADeletedConsumerAgain: the loop of an applier (or the status writer) whose durable
+// consumer is deleted gets a new consumer and goes on handling what is published after.
+func TestConsumeCreatesADeletedConsumerAgain(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	b, err := OpenBus(ctx, BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	stream, cfg := schemas.ApplierConsumer("east")
+	var handled atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		done <- consume(ctx, b, stream, cfg, log, func(c jetstream.Consumer) *bus.ConsumeLoop {
+			return &bus.ConsumeLoop{Consumer: c, Log: log, Handle: func(context.Context, bus.Delivery) error {
+				handled.Add(1)
+				return nil
+			}}
+		})
+	}()
+	publish := func(seq uint64) {
+		t.Helper()
+		ref := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team-a", Name: "web", UID: "uid-web"}
+		d := &schemas.PlacementDecided{DecisionID: "uid-web/" + strconv.FormatUint(seq, 10) + "/Delete/east", Workload: ref,
+			Cluster: "east", Action: schemas.ActionDelete, Sequence: seq}
+		subject := schemas.DecisionSubject("east", ref)
+		e, err := schemas.NewEvent(schemas.TypePlacementDecided, schemas.SourcePlacer, subject, d.DecisionID, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Publisher.Publish(ctx, subject, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; log:\n%s", what, logs.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	publish(1)
+	waitFor("the first decision handled", func() bool { return handled.Load() == 1 })
+	if err := b.JetStream.DeleteConsumer(ctx, stream, cfg.Durable); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the consumer created again", func() bool { return strings.Contains(logs.String(), "creating it again") })
+	publish(2)
+	// The new consumer starts from the stream's beginning, as the applier's configuration says; appliers skip
+	// decisions older than what they applied.
+	waitFor("the decision published after handled", func() bool { return handled.Load() >= 3 })
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("consume ended with %v", err)
+	}
+}
