@@ -89,16 +89,26 @@ func RegisterCluster(ctx context.Context, controlPlane *kube.Clients, name strin
 // ClusterRunner runs everything fleetflow does for one workload cluster until ctx is done.
 type ClusterRunner func(ctx context.Context, name string, clients *kube.Clients) error
 
+// DefaultClusterResync is how often a ClusterManager looks at every Cluster again.
+const DefaultClusterResync = 15 * time.Second
+
 // ClusterManager watches Cluster objects on the control plane and keeps one ClusterRunner per cluster
 // running: it starts one for a new cluster, restarts it when an update of the Cluster finds a different
-// kubeconfig, and stops it when the Cluster is deleted.
+// kubeconfig, and stops it when the Cluster is deleted. It also looks at every Cluster again each Resync,
+// so a Cluster whose kubeconfig Secret was missing or wrong joins once the Secret is right (the Secret has
+// no event of its own here: `kubectl apply -f dir/` creates cluster.yaml before secret.yaml), and a runner
+// that stopped with an error is started again.
 type ClusterManager struct {
 	ControlPlane *kube.Clients
 	Run          ClusterRunner
 	Log          *slog.Logger
+	// Resync defaults to DefaultClusterResync.
+	Resync time.Duration
 
 	mu      sync.Mutex
 	running map[string]*runningCluster
+	// unreachable holds why each Cluster that cannot be run could not, so a resync logs it only when it changes.
+	unreachable map[string]string
 }
 
 type runningCluster struct {
@@ -107,10 +117,24 @@ type runningCluster struct {
 	done       chan struct{}
 }
 
+// stopped reports whether the runner returned.
+func (rc *runningCluster) stopped() bool {
+	select {
+	case <-rc.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // Start watches Clusters until ctx is done, then stops every runner.
 func (m *ClusterManager) Start(ctx context.Context) error {
-	m.running = map[string]*runningCluster{}
-	factory := dynamicinformer.NewDynamicSharedInformerFactory(m.ControlPlane.Dynamic, 0)
+	m.running, m.unreachable = map[string]*runningCluster{}, map[string]string{}
+	resync := m.Resync
+	if resync <= 0 {
+		resync = DefaultClusterResync
+	}
+	factory := dynamicinformer.NewDynamicSharedInformerFactory(m.ControlPlane.Dynamic, resync)
 	informer := factory.ForResource(clusterGVR).Informer()
 	sync := func(obj any) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
@@ -150,13 +174,13 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	log := m.Log.With("cluster", name)
 	kubeconfig, err := m.kubeconfig(ctx, cluster)
 	if err != nil {
-		log.Error("cannot reach cluster: kubeconfig unavailable", "error", err)
+		m.cannotRun(log, name, "cannot reach cluster: kubeconfig unavailable", err)
 		return
 	}
 	m.mu.Lock()
 	current := m.running[name]
 	m.mu.Unlock()
-	if current != nil && current.kubeconfig == string(kubeconfig) {
+	if current != nil && current.kubeconfig == string(kubeconfig) && !current.stopped() {
 		return
 	}
 	if current != nil {
@@ -164,15 +188,18 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
-		log.Error("cannot reach cluster: kubeconfig does not parse", "error", err)
+		m.cannotRun(log, name, "cannot reach cluster: kubeconfig does not parse", err)
 		return
 	}
 	cfg.QPS, cfg.Burst = 200, 400
 	clients, err := kube.NewClients(cfg)
 	if err != nil {
-		log.Error("cannot reach cluster", "error", err)
+		m.cannotRun(log, name, "cannot reach cluster", err)
 		return
 	}
+	m.mu.Lock()
+	delete(m.unreachable, name)
+	m.mu.Unlock()
 	runCtx, cancel := context.WithCancel(ctx)
 	rc := &runningCluster{kubeconfig: string(kubeconfig), cancel: cancel, done: make(chan struct{})}
 	m.mu.Lock()
@@ -182,15 +209,27 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	go func() {
 		defer close(rc.done)
 		if err := m.Run(runCtx, name, clients); err != nil && runCtx.Err() == nil {
-			log.Error("cluster runner stopped", "error", err)
+			log.Error("cluster runner stopped; it starts again at the next resync", "error", err)
 		}
 	}()
+}
+
+// cannotRun logs why a Cluster cannot be run, once for each new reason.
+func (m *ClusterManager) cannotRun(log *slog.Logger, name, what string, err error) {
+	m.mu.Lock()
+	seen := m.unreachable[name] == what+": "+err.Error()
+	m.unreachable[name] = what + ": " + err.Error()
+	m.mu.Unlock()
+	if !seen {
+		log.Error(what+"; trying again at each resync", "error", err)
+	}
 }
 
 func (m *ClusterManager) stop(name string) {
 	m.mu.Lock()
 	rc := m.running[name]
 	delete(m.running, name)
+	delete(m.unreachable, name)
 	m.mu.Unlock()
 	if rc == nil {
 		return

@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetflow/fleetflow/e2e/e2eenv"
+	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+	"github.com/fleetflow/fleetflow/internal/pipeline"
+)
+
+// TestClusterJoinsOnceItsSecretExists: a Cluster applied before its kubeconfig Secret (as `kubectl apply -f
+// dir/` does, cluster.yaml before secret.yaml) is not run while the Secret is missing, joins once it exists,
+// and a runner that stops with an error is started again, all without any change to the Cluster object.
+func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
+	fleet := localfleettest.Fleet(t)
+	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
+	ctx := t.Context()
+	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
+		t.Fatal(err)
+	}
+	if err := controlPlane.EnsureNamespace(ctx, pipeline.SystemNamespace, e2eenv.FieldManager, nil); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := os.ReadFile(fleet.Workloads[0].KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name, secretName = "late-secret", "late-secret-kubeconfig"
+	clusterGVR := schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
+	cluster := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster", "metadata": map[string]any{"name": name},
+		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": secretName, "namespace": pipeline.SystemNamespace}},
+	}}
+	if err := controlPlane.Apply(ctx, e2eenv.FieldManager, cluster); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = controlPlane.Dynamic.Resource(clusterGVR).Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Delete(context.Background(), secretName, metav1.DeleteOptions{})
+	})
+
+	logs := &e2eenv.SyncBuffer{}
+	var mu sync.Mutex
+	starts := 0
+	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(logs, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients) error {
+			if cluster != name {
+				<-ctx.Done()
+				return nil
+			}
+			mu.Lock()
+			starts++
+			first := starts == 1
+			mu.Unlock()
+			if first {
+				return errors.New("the first run fails")
+			}
+			<-ctx.Done()
+			return nil
+		}}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- manager.Start(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager ended with %v", err)
+		}
+	}()
+	started := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return starts
+	}
+
+	e2eenv.Eventually(t, time.Minute, "the missing Secret reported", func() bool {
+		return strings.Contains(logs.String(), "kubeconfig unavailable")
+	})
+	if n := started(); n != 0 {
+		t.Fatalf("the runner started %d times while its kubeconfig Secret was missing", n)
+	}
+	if got := strings.Count(logs.String(), "kubeconfig unavailable"); got != 1 {
+		t.Errorf("the missing Secret was logged %d times, want once however many resyncs", got)
+	}
+	secret := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": secretName, "namespace": pipeline.SystemNamespace},
+		"stringData": map[string]any{pipeline.DefaultKubeconfigKey: string(kubeconfig)},
+	}}
+	if err := controlPlane.Apply(ctx, e2eenv.FieldManager, secret); err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, time.Minute, "the runner started again after its first run failed", func() bool { return started() >= 2 })
+}
