@@ -229,9 +229,9 @@ func (l *ConsumeLoop) next(ctx context.Context, iter jetstream.MessagesContext) 
 		}
 		last = err
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
-			// The iterator pulls again at once; the warning shows how often it stopped pulling.
-			l.Log.Warn("no heartbeat for the consumer's pull request: none was waiting at the server; pulling again",
-				"missed_for", 2*pullHeartbeat)
+			// No request waited at the server (see pullExpiry), or the connection lost the heartbeats. The
+			// iterator pulls again at once; the warning shows how often that happens.
+			l.Log.Warn("missed the heartbeats of the consumer's pull request; pulling again", "missed_for", 2*pullHeartbeat)
 			continue
 		}
 		l.Log.Warn("consumer fetch failed", "error", err)
