@@ -1,0 +1,30 @@
+package pipeline
+
+import (
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// TestClusterManagerLogsEachReasonOnce: a Cluster that cannot run is looked at again each resync, and its
+// reason is logged when it is new, not at every resync.
+func TestClusterManagerLogsEachReasonOnce(t *testing.T) {
+	logs := &syncBuffer{}
+	m := &ClusterManager{Log: slog.New(slog.NewTextHandler(logs, nil)), running: map[string]*runningCluster{},
+		unreachable: map[string]string{}}
+	log := m.Log.With("cluster", "east")
+	missing := errors.New("Secret fleetflow-system/east not found")
+	for range 3 {
+		m.cannotRun(log, "east", "cannot reach cluster: kubeconfig unavailable", missing)
+	}
+	m.cannotRun(log, "east", "cannot reach cluster: kubeconfig does not parse", errors.New("bad yaml"))
+	m.stop("east") // the Cluster was deleted: a new one with the same name is reported afresh
+	m.cannotRun(log, "east", "cannot reach cluster: kubeconfig unavailable", missing)
+	if got := strings.Count(logs.String(), "kubeconfig unavailable"); got != 2 {
+		t.Errorf("the missing Secret was logged %d times, want once before the Cluster was deleted and once after:\n%s", got, logs.String())
+	}
+	if got := strings.Count(logs.String(), "does not parse"); got != 1 {
+		t.Errorf("the new reason was logged %d times, want once:\n%s", got, logs.String())
+	}
+}
