@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 )
 
@@ -51,7 +51,7 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 		_ = controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Delete(context.Background(), secretName, metav1.DeleteOptions{})
 	})
 
-	logs := &e2eenv.SyncBuffer{}
+	logs := &logbuf.Buffer{}
 	var mu sync.Mutex
 	starts := 0
 	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond,
@@ -86,7 +86,7 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 	}
 
 	e2eenv.Eventually(t, time.Minute, "the missing Secret reported", func() bool {
-		return strings.Contains(logs.String(), "kubeconfig unavailable")
+		return logs.Contains("kubeconfig unavailable")
 	})
 	if n := started(); n != 0 {
 		t.Fatalf("the runner started %d times while its kubeconfig Secret was missing", n)

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -75,9 +75,9 @@ func newBenchWith(t *testing.T, streams schemas.StreamOptions) *bench {
 
 // start runs a producer for the test cluster until the test ends; adjust sets its options. The returned
 // log holds the producer's debug log.
-func (b *bench) start(adjust func(*producers.ClusterProducer)) (*producers.ClusterProducer, *logBuffer) {
+func (b *bench) start(adjust func(*producers.ClusterProducer)) (*producers.ClusterProducer, *logbuf.Buffer) {
 	b.t.Helper()
-	logs := &logBuffer{}
+	logs := &logbuf.Buffer{}
 	p := &producers.ClusterProducer{
 		Cluster:        testCluster,
 		Clients:        b.clients,
@@ -175,23 +175,6 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(25 * time.Millisecond)
 	}
-}
-
-type logBuffer struct {
-	mu sync.Mutex
-	sb strings.Builder
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sb.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.sb.String()
 }
 
 // Fixtures. No kubelet or scheduler runs in the fleet, so tests create Nodes and bound Pods themselves and

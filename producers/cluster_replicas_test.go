@@ -4,12 +4,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
 // publishedLines counts the producer's debug lines for publishes to subject; with duplicate set, only
 // those JetStream acknowledged as duplicates.
-func publishedLines(logs *logBuffer, subject string, duplicate bool) int {
+func publishedLines(logs *logbuf.Buffer, subject string, duplicate bool) int {
 	n := 0
 	for line := range strings.SplitSeq(logs.String(), "\n") {
 		if strings.Contains(line, "msg=published") && strings.Contains(line, "subject="+subject+" ") &&

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -59,26 +59,8 @@ type Env struct {
 	ControlPlane *kube.Clients
 	Clusters     map[string]*kube.Clients
 	Bus          *pipeline.Bus
-	Logs         *SyncBuffer
+	Logs         *logbuf.Buffer
 	Log          *slog.Logger
-}
-
-// SyncBuffer is a goroutine-safe log sink.
-type SyncBuffer struct {
-	mu sync.Mutex
-	sb strings.Builder
-}
-
-func (b *SyncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sb.Write(p)
-}
-
-func (b *SyncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sb.String()
 }
 
 // New connects to the package's fleet, installs fleetflow's CRDs and the given framework CRDs, registers
@@ -90,7 +72,7 @@ func New(t *testing.T, opts Options) *Env {
 	fleet := localfleettest.Fleet(t)
 	ctx := t.Context()
 	e := &Env{T: t, Fleet: fleet, ControlPlane: ClientsFor(t, fleet.ControlPlane), Clusters: map[string]*kube.Clients{},
-		Logs: &SyncBuffer{}}
+		Logs: &logbuf.Buffer{}}
 	e.Log = slog.New(slog.NewTextHandler(e.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	for _, c := range fleet.Workloads {
 		e.Clusters[c.Name] = ClientsFor(t, c)

@@ -34,29 +34,13 @@ func newBatchFixture(t *testing.T) *batchFixture {
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
 	log, _ := testLogger(t)
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
-		t.Fatal(err)
-	}
-	stream, cfg := schemas.PlacerConsumer()
-	consumer, err := bus.EnsureConsumer(ctx, js, stream, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	consumer, _, _ := placerConsumer(t, js, log)
 	return &batchFixture{t: t, ctx: ctx, consumer: consumer, pub: bus.NewPublisher(js), handled: map[string]int{}}
 }
 
 func (f *batchFixture) publish(names ...string) {
 	f.t.Helper()
-	for _, name := range names {
-		subject, payload := workloadEvent(f.t, name, "uid-"+name, "1")
-		e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		if _, err := f.pub.Publish(f.ctx, subject, e); err != nil {
-			f.t.Fatal(err)
-		}
-	}
+	publishWorkloads(f.t, f.pub, names...)
 }
 
 // run starts the loop; fail decides whether handling a delivery fails, flushFails whether the n-th flush

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -33,26 +34,9 @@ func startJetStream(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	return nc, js
 }
 
-func testLogger(t *testing.T) (*slog.Logger, *logBuffer) {
-	buf := &logBuffer{}
+func testLogger(t *testing.T) (*slog.Logger, *logbuf.Buffer) {
+	buf := &logbuf.Buffer{}
 	return slog.New(slog.NewTextHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
-}
-
-type logBuffer struct {
-	mu sync.Mutex
-	sb strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sb.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sb.String()
 }
 
 // eventually polls cond until it holds or the deadline passes.
@@ -74,6 +58,36 @@ func workloadEvent(t *testing.T, name, uid, rv string) (string, *schemas.Workloa
 		"metadata": map[string]any{"name": name, "namespace": "team-a", "uid": uid, "resourceVersion": rv},
 	}}
 	return schemas.WorkloadSubject(payload.Ref()), payload
+}
+
+// placerConsumer provisions fleetflow's streams on js and returns the placer's durable consumer on them.
+func placerConsumer(t *testing.T, js jetstream.JetStream, log *slog.Logger) (jetstream.Consumer, string, jetstream.ConsumerConfig) {
+	t.Helper()
+	if err := bus.ProvisionStreams(t.Context(), js, schemas.DefaultStreamOptions(), log); err != nil {
+		t.Fatal(err)
+	}
+	stream, cfg := schemas.PlacerConsumer()
+	consumer, err := bus.EnsureConsumer(t.Context(), js, stream, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return consumer, stream, cfg
+}
+
+// publishWorkloads publishes, for each name, the workload.changed event of a PyTorchJob of that name at
+// resourceVersion 1, as the control-plane producer would.
+func publishWorkloads(t *testing.T, pub *bus.Publisher, names ...string) {
+	t.Helper()
+	for _, name := range names {
+		subject, payload := workloadEvent(t, name, "uid-"+name, "1")
+		e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pub.Publish(t.Context(), subject, e); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func TestCodecRoundTrip(t *testing.T) {
@@ -226,14 +240,7 @@ func TestConsumeLoopSurvivesBadMessages(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	log, logs := testLogger(t)
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
-		t.Fatal(err)
-	}
-	stream, cfg := schemas.PlacerConsumer()
-	consumer, err := bus.EnsureConsumer(ctx, js, stream, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	consumer, _, _ := placerConsumer(t, js, log)
 
 	var mu sync.Mutex
 	var handled []string
@@ -251,16 +258,7 @@ func TestConsumeLoopSurvivesBadMessages(t *testing.T) {
 	go func() { done <- loop.Run(ctx) }()
 
 	pub := bus.NewPublisher(js)
-	good := func(name string) {
-		subject, payload := workloadEvent(t, name, "uid-"+name, "1")
-		e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pub.Publish(ctx, subject, e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	good := func(name string) { publishWorkloads(t, pub, name) }
 	raw := func(header nats.Header, data string) {
 		msg := nats.NewMsg("fleetflow.events.workload.kubeflow_org.PyTorchJob.team-a.raw")
 		msg.Header = header
@@ -329,14 +327,7 @@ func TestConsumeLoopRetriesThenGivesUp(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	log, _ := testLogger(t)
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
-		t.Fatal(err)
-	}
-	stream, cfg := schemas.PlacerConsumer()
-	consumer, err := bus.EnsureConsumer(ctx, js, stream, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	consumer, _, _ := placerConsumer(t, js, log)
 	var mu sync.Mutex
 	attempts := map[string]int{}
 	gaveUp := map[string]error{}
@@ -361,17 +352,7 @@ func TestConsumeLoopRetriesThenGivesUp(t *testing.T) {
 		},
 	}
 	go func() { _ = loop.Run(ctx) }()
-	pub := bus.NewPublisher(js)
-	for _, name := range []string{"forbidden", "flaky"} {
-		subject, payload := workloadEvent(t, name, "uid-"+name, "1")
-		e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := pub.Publish(ctx, subject, e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publishWorkloads(t, bus.NewPublisher(js), "forbidden", "flaky")
 	eventually(t, "flaky retried to success and forbidden given up", func() bool {
 		mu.Lock()
 		defer mu.Unlock()

@@ -56,17 +56,10 @@ func TestConsumeLoopRecoversFromALostPullRequest(t *testing.T) {
 	go func() { done <- loop.Run(ctx) }()
 
 	eventually(t, "the first pull request dropped", func() bool { return dropper.Dropped() == 1 })
-	subject, payload := workloadEvent(t, "web", "uid-web", "1")
-	e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bus.NewPublisher(js).Publish(ctx, subject, e); err != nil {
-		t.Fatal(err)
-	}
+	publishWorkloads(t, bus.NewPublisher(js), "web")
 	// eventually gives up after 20 s, before the 30 s a lost request cost with the library's defaults.
 	eventually(t, "the event handled after the lost pull request", func() bool { return handled.Load() == 1 })
-	if !strings.Contains(logs.String(), "pull request") {
+	if !logs.Contains("pull request") {
 		t.Errorf("the missed heartbeat was not logged:\n%s", logs.String())
 	}
 	cancel()
@@ -84,14 +77,7 @@ func TestConsumeLoopReportsAClosedConsumer(t *testing.T) {
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			log, logs := testLogger(t)
-			if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
-				t.Fatal(err)
-			}
-			stream, cfg := schemas.PlacerConsumer()
-			consumer, err := bus.EnsureConsumer(ctx, js, stream, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			consumer, stream, cfg := placerConsumer(t, js, log)
 			var handled atomic.Int32
 			loop := &bus.ConsumeLoop{Consumer: consumer, Log: log, Handle: func(context.Context, bus.Delivery) error {
 				handled.Add(1)
@@ -102,14 +88,7 @@ func TestConsumeLoopReportsAClosedConsumer(t *testing.T) {
 			}
 			done := make(chan error, 1)
 			go func() { done <- loop.Run(ctx) }()
-			subject, payload := workloadEvent(t, "web", "uid-web", "1")
-			e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := bus.NewPublisher(js).Publish(ctx, subject, e); err != nil {
-				t.Fatal(err)
-			}
+			publishWorkloads(t, bus.NewPublisher(js), "web")
 			eventually(t, "the event handled", func() bool { return handled.Load() == 1 })
 
 			if err := js.DeleteConsumer(ctx, stream, cfg.Durable); err != nil {
@@ -123,7 +102,7 @@ func TestConsumeLoopReportsAClosedConsumer(t *testing.T) {
 			case <-time.After(20 * time.Second):
 				t.Fatal("the loop went on after its consumer was deleted")
 			}
-			if !strings.Contains(logs.String(), "the consumer stopped delivering") {
+			if !logs.Contains("the consumer stopped delivering") {
 				t.Errorf("the loop did not log why it stopped:\n%s", logs.String())
 			}
 		})

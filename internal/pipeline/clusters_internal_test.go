@@ -5,12 +5,14 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 )
 
 // TestClusterManagerLogsEachReasonOnce: a Cluster that cannot run is looked at again each resync, and its
 // reason is logged when it is new, not at every resync.
 func TestClusterManagerLogsEachReasonOnce(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	m := &ClusterManager{Log: slog.New(slog.NewTextHandler(logs, nil)), running: map[string]*runningCluster{},
 		unreachable: map[string]string{}}
 	log := m.Log.With("cluster", "east")

@@ -4,8 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,25 +11,9 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/schemas"
 )
-
-type syncBuffer struct {
-	mu sync.Mutex
-	sb strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sb.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sb.String()
-}
 
 // TestConsumeCreatesADeletedConsumerAgain: the loop of an applier (or the status writer) whose durable
 // consumer is deleted gets a new consumer and goes on handling what is published after.
@@ -43,7 +25,7 @@ func TestConsumeCreatesADeletedConsumerAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	logs := &syncBuffer{}
+	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	stream, cfg := schemas.ApplierConsumer("east")
 	var handled atomic.Int32
@@ -85,7 +67,7 @@ func TestConsumeCreatesADeletedConsumerAgain(t *testing.T) {
 	if err := b.JetStream.DeleteConsumer(ctx, stream, cfg.Durable); err != nil {
 		t.Fatal(err)
 	}
-	waitFor("the consumer created again", func() bool { return strings.Contains(logs.String(), "creating it again") })
+	waitFor("the consumer created again", func() bool { return logs.Contains("creating it again") })
 	publish(2)
 	// The new consumer starts from the stream's beginning, as the applier's configuration says; appliers skip
 	// decisions older than what they applied.

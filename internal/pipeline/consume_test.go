@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -22,7 +23,7 @@ func TestPlacerStartsOverWhenItsConsumerIsDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	logs := &logBuffer{}
+	logs := &logbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- pipeline.RunPlacer(ctx, b, consumers.PlacerConfig{}, slog.New(slog.NewTextHandler(logs, nil)))
@@ -36,7 +37,7 @@ func TestPlacerStartsOverWhenItsConsumerIsDeleted(t *testing.T) {
 	if err := b.JetStream.DeleteConsumer(ctx, stream, cfg.Durable); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the placer starting over", func() bool { return logs.has("starting over") })
+	eventually(t, "the placer starting over", func() bool { return logs.Contains("starting over") })
 	eventually(t, "the placer's consumer created again", consumerExists)
 
 	ns := &schemas.ObjectChanged{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",

@@ -3,32 +3,14 @@ package pipeline_test
 import (
 	"context"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
-
-type logBuffer struct {
-	mu sync.Mutex
-	sb strings.Builder
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sb.Write(p)
-}
-
-func (b *logBuffer) has(s string) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Contains(b.sb.String(), s)
-}
 
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -52,8 +34,8 @@ func TestOnePlacerWorksAtATime(t *testing.T) {
 	}
 	defer b.Close()
 	cfg := consumers.PlacerConfig{LeaseTTL: 1500 * time.Millisecond}
-	start := func() (*logBuffer, context.CancelFunc, chan error) {
-		logs := &logBuffer{}
+	start := func() (*logbuf.Buffer, context.CancelFunc, chan error) {
+		logs := &logbuf.Buffer{}
 		placerCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- pipeline.RunPlacer(placerCtx, b, cfg, slog.New(slog.NewTextHandler(logs, nil))) }()
@@ -61,7 +43,7 @@ func TestOnePlacerWorksAtATime(t *testing.T) {
 	}
 	const working = "placer view rebuilt"
 	first, stopFirst, firstDone := start()
-	eventually(t, "the first placer working", func() bool { return first.has(working) })
+	eventually(t, "the first placer working", func() bool { return first.Contains(working) })
 	second, stopSecond, secondDone := start()
 	defer func() {
 		stopSecond()
@@ -69,8 +51,8 @@ func TestOnePlacerWorksAtATime(t *testing.T) {
 			t.Errorf("second placer: %v", err)
 		}
 	}()
-	eventually(t, "the second placer standing by", func() bool { return second.has("standing by") })
-	if second.has(working) {
+	eventually(t, "the second placer standing by", func() bool { return second.Contains("standing by") })
+	if second.Contains(working) {
 		t.Fatal("the second placer works while the first holds the lease")
 	}
 
@@ -78,7 +60,7 @@ func TestOnePlacerWorksAtATime(t *testing.T) {
 	if err := <-firstDone; err != nil {
 		t.Errorf("first placer: %v", err)
 	}
-	eventually(t, "the second placer taking over", func() bool { return second.has(working) })
+	eventually(t, "the second placer taking over", func() bool { return second.Contains(working) })
 
 	// A lease taken away (as when its key expired during a long pause) stops the placer; it stands by and
 	// takes the free lease again.
@@ -89,7 +71,7 @@ func TestOnePlacerWorksAtATime(t *testing.T) {
 	if err := kv.Delete(ctx, schemas.LeasePlacer); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the second placer noticing its lost lease", func() bool { return second.has("lost the placer lease") })
+	eventually(t, "the second placer noticing its lost lease", func() bool { return second.Contains("lost the placer lease") })
 	eventually(t, "the second placer holding the lease again", func() bool {
 		entry, err := kv.Get(ctx, schemas.LeasePlacer)
 		return err == nil && len(entry.Value()) > 0
