@@ -229,6 +229,14 @@ func (l *ConsumeLoop) next(ctx context.Context, iter jetstream.MessagesContext) 
 		}
 		last = err
 		if errors.Is(err, jetstream.ErrNoHeartbeat) {
+			// The server tells a waiting pull request that its consumer was deleted, but a consumer deleted
+			// while no request waited (before the first pull, or between two) only goes silent: its pulls
+			// reach no one. Asking for the consumer tells that apart from a lost request.
+			if gone := l.consumerGone(ctx); gone != nil {
+				l.closed = fmt.Errorf("%w: %w", ErrConsumerClosed, gone)
+				l.Log.Error("the consumer stopped delivering", "error", gone)
+				return nil, false
+			}
 			// No request waited at the server (see pullExpiry), or the connection lost the heartbeats. The
 			// iterator pulls again at once; the warning shows how often that happens.
 			l.Log.Warn("missed the heartbeats of the consumer's pull request; pulling again", "missed_for", 2*pullHeartbeat)
@@ -236,6 +244,15 @@ func (l *ConsumeLoop) next(ctx context.Context, iter jetstream.MessagesContext) 
 		}
 		l.Log.Warn("consumer fetch failed", "error", err)
 	}
+}
+
+// consumerGone returns why the consumer no longer exists, or nil when it does or that cannot be told now.
+func (l *ConsumeLoop) consumerGone(ctx context.Context) error {
+	_, err := l.Consumer.Info(ctx)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) || errors.Is(err, jetstream.ErrStreamNotFound) {
+		return err
+	}
+	return nil
 }
 
 // process handles one message. Without Flush it settles the message at once; with Flush a handled message

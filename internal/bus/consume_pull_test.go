@@ -68,11 +68,23 @@ func TestConsumeLoopRecoversFromALostPullRequest(t *testing.T) {
 	}
 }
 
-// TestConsumeLoopReportsAClosedConsumer: a loop whose consumer is deleted under it returns ErrConsumerClosed
-// at once, batching or not, instead of returning as if it had been asked to stop.
+// TestConsumeLoopReportsAClosedConsumer: a loop whose consumer is deleted under it returns ErrConsumerClosed,
+// batching or not, instead of returning as if it had been asked to stop or pulling from no one for ever: at
+// once when a pull request waits at the server, and after its pull heartbeat is missed when none does (the
+// consumer deleted before the loop's first pull).
 func TestConsumeLoopReportsAClosedConsumer(t *testing.T) {
-	for _, batching := range []bool{false, true} {
-		t.Run(map[bool]string{false: "one at a time", true: "batching"}[batching], func(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		batching      bool
+		deletedBefore bool
+		wantReason    string
+	}{
+		{name: "one at a time, deleted while pulling", wantReason: "consumer deleted"},
+		{name: "batching, deleted while pulling", batching: true, wantReason: "consumer deleted"},
+		{name: "one at a time, deleted before the first pull", deletedBefore: true, wantReason: "consumer not found"},
+		{name: "batching, deleted before the first pull", batching: true, deletedBefore: true, wantReason: "consumer not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			_, js := startJetStream(t)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
@@ -83,21 +95,28 @@ func TestConsumeLoopReportsAClosedConsumer(t *testing.T) {
 				handled.Add(1)
 				return nil
 			}}
-			if batching {
+			if tc.batching {
 				loop.Flush = func(context.Context) error { return nil }
+			}
+			deleteConsumer := func() {
+				if err := js.DeleteConsumer(ctx, stream, cfg.Durable); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if tc.deletedBefore {
+				deleteConsumer()
 			}
 			done := make(chan error, 1)
 			go func() { done <- loop.Run(ctx) }()
-			publishWorkloads(t, bus.NewPublisher(js), "web")
-			eventually(t, "the event handled", func() bool { return handled.Load() == 1 })
-
-			if err := js.DeleteConsumer(ctx, stream, cfg.Durable); err != nil {
-				t.Fatal(err)
+			if !tc.deletedBefore {
+				publishWorkloads(t, bus.NewPublisher(js), "web")
+				eventually(t, "the event handled", func() bool { return handled.Load() == 1 })
+				deleteConsumer()
 			}
 			select {
 			case err := <-done:
-				if !errors.Is(err, bus.ErrConsumerClosed) || !strings.Contains(err.Error(), "consumer deleted") {
-					t.Errorf("Run returned %v, want ErrConsumerClosed saying the consumer was deleted", err)
+				if !errors.Is(err, bus.ErrConsumerClosed) || !strings.Contains(err.Error(), tc.wantReason) {
+					t.Errorf("Run returned %v, want ErrConsumerClosed saying %q", err, tc.wantReason)
 				}
 			case <-time.After(20 * time.Second):
 				t.Fatal("the loop went on after its consumer was deleted")
