@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -195,25 +193,12 @@ func (a *Applier) checkOwnership(existing *unstructured.Unstructured, ref schema
 
 // sequenceAnnotation records a decision's place: "<epoch>/<sequence>", or the sequence alone without an epoch.
 func sequenceAnnotation(d *schemas.PlacementDecided) string {
-	seq := strconv.FormatUint(d.Sequence, 10)
-	if d.Epoch == "" {
-		return seq
-	}
-	return d.Epoch + "/" + seq
+	return streamPlace{epoch: d.Epoch, seq: d.Sequence}.mark()
 }
 
 // stale reports whether obj already carries a decision newer than d from the same epoch.
 func stale(obj *unstructured.Unstructured, d *schemas.PlacementDecided) bool {
-	recorded := obj.GetAnnotations()[AnnotationDecisionSequence]
-	epoch, seqText := "", recorded
-	if i := strings.LastIndex(recorded, "/"); i >= 0 {
-		epoch, seqText = recorded[:i], recorded[i+1:]
-	}
-	if epoch != d.Epoch {
-		return false
-	}
-	seq, err := strconv.ParseUint(seqText, 10, 64)
-	return err == nil && seq > d.Sequence
+	return streamPlace{epoch: d.Epoch, seq: d.Sequence}.before(obj.GetAnnotations()[AnnotationDecisionSequence])
 }
 
 // classify marks API errors that retrying cannot fix as permanent; conflicts, timeouts and unavailability

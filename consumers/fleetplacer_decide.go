@@ -198,6 +198,7 @@ func (p *Placer) publishVerdict(ctx context.Context, e *workloadEntry, v *schema
 	if key == e.lastVerdict {
 		return nil // nothing new to say: e.g. a blocked workload retried and still blocked
 	}
+	v.Epoch = p.epoch
 	subject := schemas.VerdictSubject(e.ref)
 	if err := p.send(ctx, schemas.TypePlacementVerdict, subject, fmt.Sprintf("verdict/%s/%d", e.ref.UID, p.seq), v); err != nil {
 		return err

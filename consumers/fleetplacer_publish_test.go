@@ -30,7 +30,20 @@ func (f *fakeFuture) Ok() <-chan *jetstream.PubAck { return f.ok }
 func (f *fakeFuture) Err() <-chan error            { return f.err }
 func (f *fakeFuture) Msg() *nats.Msg               { return f.msg }
 
-type sent struct{ eventType, subject, id string }
+type sent struct {
+	eventType, subject, id string
+	event                  cloudevents.Event
+}
+
+// payload decodes what was sent.
+func (s sent) payload(t *testing.T) schemas.Payload {
+	t.Helper()
+	p, err := schemas.DecodePayload(s.event)
+	if err != nil {
+		t.Fatalf("%s on %s: %v", s.eventType, s.subject, err)
+	}
+	return p
+}
 
 // asyncRecorder is an AsyncEventPublisher that records what it is given and refuses events of the types in
 // refuse, the way a stream answers an async publish with an error.
@@ -51,7 +64,7 @@ func (r *asyncRecorder) PublishAsync(subject string, e cloudevents.Event) (jetst
 		f.err <- errors.New("stream refused the message")
 		return f, nil
 	}
-	r.sent = append(r.sent, sent{e.Type(), subject, e.ID()})
+	r.sent = append(r.sent, sent{eventType: e.Type(), subject: subject, id: e.ID(), event: e})
 	f.ok <- &jetstream.PubAck{Stream: "test", Sequence: uint64(len(r.sent))}
 	return f, nil
 }

@@ -213,6 +213,43 @@ func TestRedeliveredEventDecidesNothingNew(t *testing.T) {
 	}
 }
 
+// TestVerdictsCountInTheEpochOfTheirDecisions: a placer's verdicts carry the epoch of its streams and the
+// sequence of the event that caused them, as its decisions do, so the status writer can tell an older
+// verdict from a newer one as appliers tell decisions apart.
+func TestVerdictsCountInTheEpochOfTheirDecisions(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.p.SetEpoch("epoch-7")
+	f.policy("any", map[string]any{})
+	f.cluster("east", nil)
+	f.cluster("west", nil)
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	// A new version asks for more than any cluster has: a second verdict, Unschedulable.
+	grown := deployment("web")
+	grown.Object["metadata"].(map[string]any)["resourceVersion"] = "2"
+	container := grown.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
+	container.(map[string]any)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
+	var verdicts []*schemas.PlacementVerdict
+	for _, s := range f.pub.ofType(schemas.TypePlacementVerdict) {
+		verdicts = append(verdicts, s.payload(t).(*schemas.PlacementVerdict))
+	}
+	decisions := f.pub.ofType(schemas.TypePlacementDecided)
+	if len(verdicts) != 2 || len(decisions) == 0 || verdicts[0].Status != schemas.VerdictPlaced || verdicts[1].Status != schemas.VerdictUnschedulable {
+		t.Fatalf("published %d verdicts and %d decisions, want a Placed and an Unschedulable verdict and a decision",
+			len(verdicts), len(decisions))
+	}
+	decided := decisions[0].payload(t).(*schemas.PlacementDecided)
+	if verdicts[0].Epoch != "epoch-7" || verdicts[0].Epoch != decided.Epoch || verdicts[0].Sequence != decided.Sequence {
+		t.Errorf("placed verdict at %q/%d, its decision at %q/%d; want both at epoch-7 and one sequence",
+			verdicts[0].Epoch, verdicts[0].Sequence, decided.Epoch, decided.Sequence)
+	}
+	if verdicts[1].Epoch != "epoch-7" || verdicts[1].Sequence <= verdicts[0].Sequence {
+		t.Errorf("second verdict at %q/%d after %q/%d; want the same epoch and a greater sequence",
+			verdicts[1].Epoch, verdicts[1].Sequence, verdicts[0].Epoch, verdicts[0].Sequence)
+	}
+}
+
 // TestDuplicateCopiesSurviveAFlapAndReachNewClusters: a Duplicate copy is not withdrawn from a cluster that
 // went silent (nothing to fail over to, and a withdrawn CRD would take every object of its kind with it), no
 // decision is sent when the cluster beats again, and a cluster that joins later gets its copy.

@@ -178,11 +178,29 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 	})
 }
 
+// annotateVerdict shows a verdict on the workload, unless the workload already shows a newer one: verdicts
+// can be handled out of order, when one is retried after a failed write while the next went through, or
+// when status writers share the work.
 func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.PlacementVerdict) error {
+	client, err := s.resource(p.Workload)
+	if err != nil {
+		return err
+	}
+	obj, err := s.current(ctx, client, p.Workload)
+	if err != nil || obj == nil {
+		return err
+	}
+	place := streamPlace{epoch: p.Epoch, seq: p.Sequence}
+	if shown := obj.GetAnnotations()[schemas.AnnotationVerdictSequence]; place.before(shown) {
+		s.Log.Info("verdict older than the one shown; not shown", "workload", p.Workload.Key(),
+			"verdict_sequence", place.mark(), "shown_sequence", shown)
+		return nil
+	}
 	annotations := map[string]any{
-		schemas.AnnotationPlacement: string(p.Status),
-		schemas.AnnotationPolicy:    nilIfEmpty(p.Policy),
-		schemas.AnnotationReasons:   nil,
+		schemas.AnnotationPlacement:       string(p.Status),
+		schemas.AnnotationPolicy:          nilIfEmpty(p.Policy),
+		schemas.AnnotationReasons:         nil,
+		schemas.AnnotationVerdictSequence: place.mark(),
 	}
 	if p.Status == schemas.VerdictPlaced {
 		annotations[schemas.AnnotationCluster] = strings.Join(p.Clusters, ",")
@@ -201,7 +219,7 @@ func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.Placement
 		lines = append(lines, c+": "+p.Reasons[c])
 	}
 	annotations[schemas.AnnotationReasons] = nilIfEmpty(strings.Join(lines, "\n"))
-	return s.annotate(ctx, p.Workload, annotations)
+	return s.annotateObject(ctx, client, obj, p.Workload, annotations)
 }
 
 // annotate merge-patches annotations (nil removes one) onto the control-plane object, if it still exists.

@@ -58,6 +58,32 @@ func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
 		return a[schemas.AnnotationPlacement] == "Unschedulable" && a[schemas.AnnotationPolicy] == "gpu-first" &&
 			a[schemas.AnnotationReasons] == "cluster-a: not Ready\ncluster-b: pod worker (nvidia.com/gpu 8) fits no node"
 	})
+
+	// A verdict older than the one shown (a retried delivery) leaves the annotations alone; the status writer
+	// handles events in order, so once the failure published after it is shown, the older verdict was handled.
+	e.Publish(t, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "verdict-2", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: 100, Epoch: "test-epoch", Status: schemas.VerdictNoPolicy,
+	})
+	e2eenv.Eventually(t, e2eenv.Settle, "the newer verdict shown", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-status", job.GetName()).GetAnnotations()
+		return a[schemas.AnnotationPlacement] == "NoPolicy" && a[schemas.AnnotationVerdictSequence] == "test-epoch/100"
+	})
+	e.Publish(t, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "verdict-3", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: 98, Epoch: "test-epoch", Status: schemas.VerdictPlaced, Clusters: []string{"cluster-b"},
+	})
+	e.Publish(t, schemas.TypePlacementFailed, schemas.PlacementSubject("cluster-a", ref), "failed-1", &schemas.PlacementFailed{
+		DecisionID: "d-1", Workload: ref, Cluster: "cluster-a", Action: schemas.ActionApply, Sequence: 1, Error: "boom",
+	})
+	e2eenv.Eventually(t, e2eenv.Settle, "the failure published after the older verdict shown", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-status", job.GetName()).GetAnnotations()
+		return a[schemas.AnnotationPlacementError] != ""
+	})
+	a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-status", job.GetName()).GetAnnotations()
+	if a[schemas.AnnotationPlacement] != "NoPolicy" || a[schemas.AnnotationVerdictSequence] != "test-epoch/100" {
+		t.Errorf("an older verdict replaced the newer one: placement %q, verdict sequence %q",
+			a[schemas.AnnotationPlacement], a[schemas.AnnotationVerdictSequence])
+	}
+
 	// Bookkeeping annotations never travel to the workload cluster.
 	placed := e2eenv.Get(t, e.Clusters["cluster-a"], pytorchJobKind, "team-status", job.GetName())
 	if _, copied := placed.GetAnnotations()[schemas.AnnotationReasons]; copied {

@@ -18,6 +18,9 @@ const (
 	AnnotationPolicy = AnnotationPrefix + "policy"
 	// AnnotationReasons explains an Unschedulable verdict, one "cluster: reason" per line.
 	AnnotationReasons = AnnotationPrefix + "reasons"
+	// AnnotationVerdictSequence is "<epoch>/<sequence>" of the verdict the annotations above show, so an
+	// older verdict handled after it (a retried delivery) does not overwrite them.
+	AnnotationVerdictSequence = AnnotationPrefix + "verdict-sequence"
 	// AnnotationPlacementError is the API error of a decision an applier could not carry out.
 	AnnotationPlacementError = AnnotationPrefix + "placement-error"
 )

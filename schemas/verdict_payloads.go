@@ -22,8 +22,13 @@ const (
 // PlacementVerdict is the placer's answer for a whole workload in one cycle: where it goes, or why it
 // goes nowhere, with a reason for every rejected cluster. Per-cluster actions follow as PlacementDecided.
 type PlacementVerdict struct {
-	Workload ObjectRef     `json:"workload"`
-	Sequence uint64        `json:"sequence"`
+	Workload ObjectRef `json:"workload"`
+	// Sequence increases per workload from one verdict to the next, within one Epoch (as the sequence of
+	// PlacementDecided), so a reader handed an older verdict after a newer one (a retried delivery, or
+	// readers working in parallel) can tell and skip it.
+	Sequence uint64 `json:"sequence"`
+	// Epoch names the lifetime of the streams Sequence counts in; sequences of two epochs are not comparable.
+	Epoch    string        `json:"epoch,omitempty"`
 	Status   VerdictStatus `json:"status"`
 	Policy   string        `json:"policy,omitempty"`
 	Clusters []string      `json:"clusters,omitempty"`

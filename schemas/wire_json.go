@@ -56,6 +56,7 @@ func (p *PlacementVerdict) appendJSON(b []byte) ([]byte, error) {
 	b = appendRef(b, p.Workload)
 	b = append(b, `,"sequence":`...)
 	b = strconv.AppendUint(b, p.Sequence, 10)
+	b = appendOptional(b, "epoch", p.Epoch)
 	b = appendField(b, "status", string(p.Status))
 	b = appendOptional(b, "policy", p.Policy)
 	if len(p.Clusters) > 0 {

@@ -51,7 +51,7 @@ func wireRef(t *rapid.T) ObjectRef {
 
 func TestVerdictJSONMatchesEncodingJSON(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		v := &PlacementVerdict{Workload: wireRef(t), Sequence: rapid.Uint64().Draw(t, "sequence"),
+		v := &PlacementVerdict{Workload: wireRef(t), Sequence: rapid.Uint64().Draw(t, "sequence"), Epoch: wireString(t, "epoch"),
 			Status: VerdictStatus(wireString(t, "status")), Policy: wireString(t, "policy"),
 			Reasons: wireStringMap(t, "reasons"), ReasonCodes: wireStringMap(t, "codes"), Message: wireString(t, "message"),
 			ViewSequence: rapid.Uint64().Draw(t, "view")}
