@@ -31,6 +31,11 @@ type StatusWriter struct {
 	Log          *slog.Logger
 	// HeartbeatTimeout is how long a silent cluster is still shown Ready (default 30s, as the placer's).
 	HeartbeatTimeout time.Duration
+	// Superseded, when set, reports whether the events stream holds a message on subject after sequence
+	// seq. A workload status that has been superseded is not copied: the newer one is, or was, and
+	// statuses can be handled out of order (one retried after a failed write while the next went through,
+	// or status writers sharing the work).
+	Superseded func(ctx context.Context, subject string, seq uint64) (bool, error)
 
 	mu       sync.RWMutex
 	ris      *karta.Registry
@@ -49,6 +54,17 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 	}
 	switch p := d.Payload.(type) {
 	case *schemas.WorkloadStatus:
+		if s.Superseded != nil {
+			superseded, err := s.Superseded(ctx, d.Subject, d.StreamSequence)
+			if err != nil {
+				return fmt.Errorf("status of %s from %s: %w", p.Workload, p.Cluster, err)
+			}
+			if superseded {
+				s.Log.Debug("status superseded by a newer one; not copied", "workload", p.Workload.Key(),
+					"cluster", p.Cluster, "stream_seq", d.StreamSequence)
+				return nil
+			}
+		}
 		return s.copyStatus(ctx, p)
 	case *schemas.PlacementVerdict:
 		return s.annotateVerdict(ctx, p)

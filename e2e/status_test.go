@@ -15,13 +15,17 @@ import (
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
 // TestStatusFlowsBackToTheControlPlane plays the workload cluster's part: once the job is placed, a
 // WorkloadStatus (as the cluster producer publishes it) with a Running condition lands on the
 // control-plane object's status subresource, with annotations naming the cluster and the phase mapped
-// through the built-in PyTorchJob RI. A verdict of Unschedulable puts the reasons in an annotation.
+// through the built-in PyTorchJob RI; a status handled again after a newer one (a retried delivery) is not
+// copied back over it. A verdict of Unschedulable puts the reasons in an annotation, and a verdict older
+// than the one shown leaves the annotations alone.
 func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
@@ -40,7 +44,7 @@ func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
 		map[string]any{"type": "Created", "status": "True"},
 		map[string]any{"type": "Running", "status": "True", "message": "all replicas running"},
 	}}
-	e.Publish(t, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "status-1",
+	running := publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "status-1",
 		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: status})
 	e2eenv.Eventually(t, e2eenv.Settle, "status and annotations on the control plane", func() bool {
 		obj := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-status", job.GetName())
@@ -48,6 +52,33 @@ func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
 		a := obj.GetAnnotations()
 		return len(conditions) == 2 && a[schemas.AnnotationCluster] == "cluster-a" && a[schemas.AnnotationPhase] == "Running"
 	})
+
+	// The job succeeds; then the Running status arrives again, as a retried delivery would after its first
+	// write failed. It is superseded, so the control plane keeps showing the job succeeded.
+	succeeded := map[string]any{"conditions": []any{
+		map[string]any{"type": "Created", "status": "True"},
+		map[string]any{"type": "Running", "status": "False"},
+		map[string]any{"type": "Succeeded", "status": "True", "message": "job finished"},
+	}}
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "status-2",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: succeeded})
+	showsSucceeded := func() bool {
+		obj := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-status", job.GetName())
+		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		return len(conditions) == 3 && obj.GetAnnotations()[schemas.AnnotationPhase] == "Completed"
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the succeeded status on the control plane", showsSucceeded)
+	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running.Attempt = 2
+	if err := writer.Handle(ctx, running); err != nil {
+		t.Fatalf("retried status: %v", err)
+	}
+	if !showsSucceeded() {
+		t.Error("a retried, superseded status replaced the newer one on the control plane")
+	}
 
 	e.Publish(t, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "verdict-1", &schemas.PlacementVerdict{
 		Workload: ref, Sequence: 99, Status: schemas.VerdictUnschedulable, Policy: "gpu-first",
@@ -143,4 +174,18 @@ func TestClusterAndPolicyStatus(t *testing.T) {
 		}
 		return false
 	})
+}
+
+// publishDelivery publishes an event and returns it as the status writer's consumer would deliver it.
+func publishDelivery(t *testing.T, e *e2eenv.Env, eventType, subject, id string, payload schemas.Payload) bus.Delivery {
+	t.Helper()
+	event, err := schemas.NewEvent(eventType, "/e2e", subject, id, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := e.Bus.Publisher.Publish(t.Context(), subject, event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bus.Delivery{Event: event, Payload: payload, Subject: subject, StreamSequence: ack.Sequence, Attempt: 1}
 }

@@ -273,16 +273,47 @@ func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clien
 // RunStatusWriter copies workload status and placement outcomes back to the control plane until ctx is done.
 func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, heartbeatTimeout time.Duration, log *slog.Logger) error {
 	log = log.With("component", "status")
-	builtins, err := karta.Builtins()
+	writer, err := NewStatusWriter(ctx, b, controlPlane, log)
 	if err != nil {
-		return fmt.Errorf("built-in resource interfaces: %w", err)
+		return err
 	}
-	stream, cfg := schemas.StatusConsumer()
-	writer := consumers.NewStatusWriter(controlPlane, karta.NewRegistry(builtins...), log)
 	writer.HeartbeatTimeout = heartbeatTimeout
+	stream, cfg := schemas.StatusConsumer()
 	return consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
 		return &bus.ConsumeLoop{Consumer: consumer, Handle: writer.Handle, Log: log}
 	})
+}
+
+// NewStatusWriter is a status writer on the control plane and the streams of b, as RunStatusWriter runs it:
+// with the built-in RIs, and skipping workload statuses the events stream has newer ones of.
+func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, log *slog.Logger) (*consumers.StatusWriter, error) {
+	builtins, err := karta.Builtins()
+	if err != nil {
+		return nil, fmt.Errorf("built-in resource interfaces: %w", err)
+	}
+	stream, _ := schemas.StatusConsumer()
+	events, err := b.JetStream.Stream(ctx, stream)
+	if err != nil {
+		return nil, fmt.Errorf("status writer: %w", err)
+	}
+	writer := consumers.NewStatusWriter(controlPlane, karta.NewRegistry(builtins...), log)
+	writer.Superseded = Superseded(events)
+	return writer, nil
+}
+
+// Superseded reports whether stream holds a message on subject after sequence seq (see
+// consumers.StatusWriter.Superseded); a subject with no message left (aged out) holds none.
+func Superseded(stream jetstream.Stream) func(ctx context.Context, subject string, seq uint64) (bool, error) {
+	return func(ctx context.Context, subject string, seq uint64) (bool, error) {
+		last, err := stream.GetLastMsgForSubject(ctx, subject)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("last message on %s: %w", subject, err)
+		}
+		return last.Sequence > seq, nil
+	}
 }
 
 // RunClusterParts runs what fleetflow does for one workload cluster: the producer of its nodes, APIs,
