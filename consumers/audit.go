@@ -3,6 +3,7 @@ package consumers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -60,6 +61,18 @@ type AuditRecord struct {
 	Err error
 }
 
+// Verdict is the verdict the record holds: the verdict itself, or the Placed verdict an Apply carries; nil
+// for any other record.
+func (r AuditRecord) Verdict() *schemas.PlacementVerdict {
+	switch p := r.Payload.(type) {
+	case *schemas.PlacementVerdict:
+		return p
+	case *schemas.PlacementDecided:
+		return p.Verdict
+	}
+	return nil
+}
+
 func analysisSummary(a *schemas.Analysis) string {
 	if a.Error != "" {
 		return "analysis failed: " + a.Error
@@ -81,30 +94,13 @@ func (r AuditRecord) Summary() string {
 	case *schemas.WorkloadAnalyzed:
 		return p.Workload.Key() + " " + analysisSummary(&p.Analysis)
 	case *schemas.PlacementVerdict:
-		s := fmt.Sprintf("%s %s", p.Workload.Key(), p.Status)
-		if p.Analysis != nil {
-			s = fmt.Sprintf("%s %s, %s", p.Workload.Key(), analysisSummary(p.Analysis), p.Status)
-		}
-		if len(p.Clusters) > 0 {
-			s += " on " + strings.Join(p.Clusters, ",")
-		}
-		if p.Policy != "" {
-			s += " by policy " + p.Policy
-		}
-		if p.Message != "" {
-			s += ": " + p.Message
-		}
-		clusters := make([]string, 0, len(p.Reasons))
-		for c := range p.Reasons {
-			clusters = append(clusters, c)
-		}
-		slices.Sort(clusters)
-		for _, c := range clusters {
-			s += fmt.Sprintf("; %s: %s", c, p.Reasons[c])
+		return verdictSummary(p)
+	case *schemas.PlacementDecided:
+		s := fmt.Sprintf("%s decided %s on %s (sequence %d): %s", p.Workload.Key(), p.Action, p.Cluster, p.Sequence, p.Reason)
+		if p.Verdict != nil {
+			s += "; verdict: " + verdictSummary(p.Verdict)
 		}
 		return s
-	case *schemas.PlacementDecided:
-		return fmt.Sprintf("%s decided %s on %s (sequence %d): %s", p.Workload.Key(), p.Action, p.Cluster, p.Sequence, p.Reason)
 	case *schemas.PlacementApplied:
 		return fmt.Sprintf("%s %s applied on %s (sequence %d, resourceVersion %s)", p.Workload.Key(), p.Action, p.Cluster, p.Sequence, p.ResourceVersion)
 	case *schemas.PlacementFailed:
@@ -123,6 +119,27 @@ func (r AuditRecord) Summary() string {
 	default:
 		return r.Event.Type()
 	}
+}
+
+// verdictSummary tells a verdict: what was asked for, the outcome, and why each other cluster was not chosen.
+func verdictSummary(p *schemas.PlacementVerdict) string {
+	s := fmt.Sprintf("%s %s", p.Workload.Key(), p.Status)
+	if p.Analysis != nil {
+		s = fmt.Sprintf("%s %s, %s", p.Workload.Key(), analysisSummary(p.Analysis), p.Status)
+	}
+	if len(p.Clusters) > 0 {
+		s += " on " + strings.Join(p.Clusters, ",")
+	}
+	if p.Policy != "" {
+		s += " by policy " + p.Policy
+	}
+	if p.Message != "" {
+		s += ": " + p.Message
+	}
+	for _, c := range slices.Sorted(maps.Keys(p.Reasons)) {
+		s += fmt.Sprintf("; %s: %s", c, p.Reasons[c])
+	}
+	return s
 }
 
 // AuditTail reads history from the events and decisions streams, merged in time order, and hands every

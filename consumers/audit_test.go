@@ -63,18 +63,23 @@ func TestAuditTailLeavesNoConsumers(t *testing.T) {
 }
 
 // TestAuditSummaryOfAVerdictTellsTheAnalysis: a verdict carries the analysis it answers, so one line says
-// what the workload asked for and where it went, and why other clusters were not chosen.
+// what the workload asked for and where it went, and why other clusters were not chosen; an Apply that
+// carries a Placed verdict says both.
 func TestAuditSummaryOfAVerdictTellsTheAnalysis(t *testing.T) {
 	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ml", Name: "train", UID: "u"}
+	placed := &schemas.PlacementVerdict{Workload: ref, Sequence: 4, Status: schemas.VerdictPlaced, Clusters: []string{"east"},
+		Policy: "gpu", Reasons: map[string]string{"west": "is not Ready"},
+		Analysis: &schemas.Analysis{ResourceInterface: "pytorchjob", TotalPods: 3}}
+	placedSummary := "PyTorchJob.kubeflow.org/ml/train analyzed by pytorchjob: 3 pods, requests none, Placed on east by policy gpu; west: is not Ready"
 	cases := []struct {
 		name    string
-		verdict *schemas.PlacementVerdict
+		verdict schemas.Payload
 		want    string
 	}{
-		{"placed", &schemas.PlacementVerdict{Workload: ref, Sequence: 4, Status: schemas.VerdictPlaced, Clusters: []string{"east"},
-			Policy: "gpu", Reasons: map[string]string{"west": "is not Ready"},
-			Analysis: &schemas.Analysis{ResourceInterface: "pytorchjob", TotalPods: 3}},
-			"PyTorchJob.kubeflow.org/ml/train analyzed by pytorchjob: 3 pods, requests none, Placed on east by policy gpu; west: is not Ready"},
+		{"placed", placed, placedSummary},
+		{"carried by its Apply", &schemas.PlacementDecided{DecisionID: "d", Workload: ref, Cluster: "east", Action: schemas.ActionApply,
+			Sequence: 4, Reason: "placed by policy gpu", Verdict: placed},
+			"PyTorchJob.kubeflow.org/ml/train decided Apply on east (sequence 4): placed by policy gpu; verdict: " + placedSummary},
 		{"invalid", &schemas.PlacementVerdict{Workload: ref, Sequence: 5, Status: schemas.VerdictInvalid, Message: "no RI",
 			Analysis: &schemas.Analysis{Error: "no RI"}},
 			"PyTorchJob.kubeflow.org/ml/train analysis failed: no RI, Invalid: no RI"},

@@ -131,8 +131,11 @@ type workloadEntry struct {
 	lastVerdict string
 	// deleted is set once the control plane deleted the workload; the entry goes when its copies are gone.
 	deleted bool
-	// restore is the last verdict read while rebuilding, which says where the workload was placed.
-	restore *schemas.PlacementVerdict
+	// restore is the newest verdict read while rebuilding (on its own or carried by an Apply), which says
+	// where the workload was placed; newestApply is the newest Apply read, which says so when the Apply that
+	// carried the verdict gave way to a later one in the state stream. Both are used only while rebuilding.
+	restore     *schemas.PlacementVerdict
+	newestApply *schemas.PlacementDecided
 	// redelete lists clusters whose applier gave up on a Delete (the cluster was down): the copy may
 	// still be there, so the Delete is sent again once the cluster is Ready.
 	redelete map[string]bool

@@ -92,6 +92,9 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 			return err
 		}
 	}
+	// A new Placed verdict waits for the workload's decisions: it rides with the first Apply among them, and
+	// is sent on its own only when there is none (the workload stays where it runs, with new reasons).
+	held := map[string]*heldVerdict{}
 	for _, id := range slices.Sorted(maps.Keys(touched.verdicts)) {
 		e := p.workloads[id]
 		if e == nil {
@@ -99,6 +102,12 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 		}
 		v := verdictOf(e.ref, p.seq, touched.verdicts[id])
 		v.Analysis = e.verdictAnalysis
+		if v.Status == schemas.VerdictPlaced {
+			if key := verdictKey(v, e.verdictAnalysisKey); key != e.lastVerdict {
+				held[id] = &heldVerdict{v: v, key: key}
+			}
+			continue
+		}
 		if err := p.publishVerdict(ctx, e, v); err != nil {
 			return err
 		}
@@ -109,7 +118,7 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 		if e == nil {
 			continue
 		}
-		if err := p.publishDecisions(ctx, e, snap.Workload(id)); err != nil {
+		if err := p.publishDecisions(ctx, e, snap.Workload(id), held[id]); err != nil {
 			return err
 		}
 		if e.deleted && len(e.published) == 0 {
@@ -117,7 +126,22 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 			delete(p.byUID, e.ref.UID)
 		}
 	}
+	for _, id := range slices.Sorted(maps.Keys(held)) {
+		if h := held[id]; !h.carried {
+			if err := p.publishVerdict(ctx, p.workloads[id], h.v); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+// heldVerdict is a new Placed verdict waiting to ride with its workload's first Apply.
+type heldVerdict struct {
+	v   *schemas.PlacementVerdict
+	key string
+	// carried is set once an Apply carries it.
+	carried bool
 }
 
 func verdictOf(ref schemas.ObjectRef, seq uint64, d *structs.Decision) *schemas.PlacementVerdict {
@@ -193,6 +217,7 @@ func analysisKey(a *schemas.Analysis) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// publishVerdict sends a verdict as an event of its own, unless it says nothing new.
 func (p *Placer) publishVerdict(ctx context.Context, e *workloadEntry, v *schemas.PlacementVerdict) error {
 	key := verdictKey(v, e.verdictAnalysisKey)
 	if key == e.lastVerdict {
@@ -203,10 +228,15 @@ func (p *Placer) publishVerdict(ctx context.Context, e *workloadEntry, v *schema
 	if err := p.send(ctx, schemas.TypePlacementVerdict, subject, fmt.Sprintf("verdict/%s/%d", e.ref.UID, p.seq), v); err != nil {
 		return err
 	}
+	p.verdictSaid(e, v, key)
+	return nil
+}
+
+// verdictSaid records that v was published, on its own or with an Apply.
+func (p *Placer) verdictSaid(e *workloadEntry, v *schemas.PlacementVerdict, key string) {
 	e.lastVerdict = key
 	p.log.Info("verdict", "workload", e.ref.Key(), "status", v.Status, "clusters", v.Clusters, "policy", v.Policy,
 		"reasons", v.Reasons, "message", v.Message)
-	return nil
 }
 
 // setAnalysis records a workload's new analysis, or why there is none, and what its verdicts carry of it.
@@ -227,7 +257,7 @@ func (e *workloadEntry) setAnalysis(a *karta.Analysis, analysisErr string) {
 // Apply for every cluster that should run the current version, and a Delete for every cluster that runs
 // it but should not. On a move, deletes wait until the new clusters confirmed their applies, so the
 // workload is never nowhere; a workload that fits nowhere stays where it runs.
-func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *structs.Workload) error {
+func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *structs.Workload, verdict *heldVerdict) error {
 	desired := map[string]int64{}
 	if wl != nil && wl.Placement != nil && !e.deleted && e.objectJSON != nil {
 		for _, c := range wl.Placement.Clusters {
@@ -256,7 +286,11 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		if err != nil {
 			return err
 		}
-		if err := p.decide(ctx, e, cluster, schemas.ActionApply, object, replicas, wl.Placement.Policy); err != nil {
+		var carry *heldVerdict
+		if verdict != nil && !verdict.carried && slices.Contains(verdict.v.Clusters, cluster) {
+			carry = verdict
+		}
+		if err := p.decide(ctx, e, cluster, schemas.ActionApply, object, replicas, wl, carry); err != nil {
 			return err
 		}
 	}
@@ -277,7 +311,7 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		if e.redelete[cluster] && !p.clusterReady(cluster) {
 			continue // its applier already gave up once; send it again when the cluster is back
 		}
-		if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, 0, ""); err != nil {
+		if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, 0, nil, nil); err != nil {
 			return err
 		}
 		delete(e.redelete, cluster)
@@ -324,13 +358,23 @@ func (p *Placer) desiredObject(e *workloadEntry, wl *structs.Workload, replicas 
 }
 
 // decide publishes one decision and records it. An Apply applies the workload's current object, as
-// objectJSON encodes it with the cluster's share of replicas.
+// objectJSON encodes it with the cluster's share of replicas, says where wl is placed, and carries verdict
+// when one is given.
 func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, action schemas.DecisionAction,
-	objectJSON []byte, replicas int64, policyName string) error {
+	objectJSON []byte, replicas int64, wl *structs.Workload, verdict *heldVerdict) error {
 	d := &schemas.PlacementDecided{
 		DecisionID: fmt.Sprintf("%s/%d/%s/%s", e.ref.UID, p.seq, action, cluster),
 		Workload:   e.ref, Cluster: cluster, Action: action, Sequence: p.seq, Epoch: p.epoch, ObjectJSON: objectJSON,
-		Replicas: replicas, Policy: policyName,
+		Replicas: replicas,
+	}
+	policyName := ""
+	if action == schemas.ActionApply {
+		policyName = wl.Placement.Policy
+		d.Policy, d.Clusters, d.Avoid = policyName, wl.Placement.Clusters, wl.Avoid
+	}
+	if verdict != nil {
+		verdict.v.Epoch = p.epoch
+		d.Verdict = verdict.v
 	}
 	switch {
 	case action == schemas.ActionDelete && e.deleted:
@@ -350,6 +394,10 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 	}
 	e.published[cluster] = published
 	p.log.Info("decided", "workload", e.ref.Key(), "cluster", cluster, "action", action, "sequence", p.seq)
+	if verdict != nil {
+		verdict.carried = true
+		p.verdictSaid(e, verdict.v, verdict.key)
+	}
 	return nil
 }
 

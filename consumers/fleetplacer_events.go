@@ -607,6 +607,12 @@ func (p *Placer) movePending(touched *touchedSet) error {
 
 func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 	e := p.entry(d.Workload)
+	if d.Verdict != nil {
+		p.onVerdict(d.Verdict)
+	}
+	if d.Action == schemas.ActionApply && (e.newestApply == nil || d.Sequence > e.newestApply.Sequence) {
+		e.newestApply = d
+	}
 	if prev, ok := e.published[d.Cluster]; ok && prev.sequence > d.Sequence {
 		return
 	}
@@ -622,9 +628,13 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 	e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, content: content, replicas: d.Replicas}
 }
 
+// onVerdict keeps the newest verdict read: the state stream holds verdicts of their own and verdicts carried
+// by decisions, in the order the server copied them.
 func (p *Placer) onVerdict(v *schemas.PlacementVerdict) {
 	e := p.entry(v.Workload)
-	e.restore = v
+	if e.restore == nil || v.Sequence >= e.restore.Sequence {
+		e.restore = v
+	}
 }
 
 func labelsOf(object map[string]any) map[string]string {

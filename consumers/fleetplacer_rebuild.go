@@ -188,6 +188,38 @@ func (p *Placer) restoreAvoid(e *workloadEntry) error {
 	return p.upsertWorkload(e)
 }
 
+// restoredVerdict is what the rebuild takes as a workload's last verdict: the newest verdict read, unless
+// the newest Apply read is newer. A Placed verdict rides with an Apply, and a later Apply to the same cluster
+// (a new version of the workload, with the same verdict) takes its place in the state stream; that Apply
+// then says where the workload is placed, and which clusters it is kept off.
+func (e *workloadEntry) restoredVerdict() *schemas.PlacementVerdict {
+	newest, apply := e.restore, e.newestApply
+	if apply == nil || len(apply.Clusters) == 0 || (newest != nil && newest.Sequence >= apply.Sequence) {
+		return newest
+	}
+	v := &schemas.PlacementVerdict{Workload: apply.Workload, Sequence: apply.Sequence, Epoch: apply.Epoch,
+		Status: schemas.VerdictPlaced, Policy: apply.Policy, Clusters: apply.Clusters}
+	// A Divide's shares are in the newest Apply of each of its clusters.
+	for _, cluster := range apply.Clusters {
+		if share := e.published[cluster]; share.action == schemas.ActionApply && share.replicas > 0 {
+			if v.Replicas == nil {
+				v.Replicas = map[string]int32{}
+			}
+			v.Replicas[cluster] = int32(share.replicas)
+		}
+	}
+	for cluster, why := range apply.Avoid {
+		if v.Reasons == nil {
+			v.Reasons, v.ReasonCodes = map[string]string{}, map[string]string{}
+		}
+		v.Reasons[cluster], v.ReasonCodes[cluster] = why, string(structs.RejectAvoided)
+	}
+	if newest != nil {
+		v.Analysis = newest.Analysis
+	}
+	return v
+}
+
 // restore puts each workload back where its last verdict placed it, recomputes cluster readiness, and
 // schedules workloads that were never decided.
 func (p *Placer) restore(touched *touchedSet) error {
@@ -201,6 +233,7 @@ func (p *Placer) restore(touched *touchedSet) error {
 	var plan structs.Plan
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		e := p.workloads[id]
+		e.restore, e.newestApply = e.restoredVerdict(), nil
 		wl := snap.Workload(id)
 		if wl == nil || e.restore == nil || e.restore.Status != schemas.VerdictPlaced {
 			continue

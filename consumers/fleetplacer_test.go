@@ -1,8 +1,10 @@
 package consumers
 
 import (
+	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -188,9 +190,9 @@ func TestSilentClusterFailsOverOnTick(t *testing.T) {
 	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
 		t.Fatalf("decisions after east went silent = %v, want [Apply west Delete east]", got)
 	}
-	verdicts := f.pub.ofType(schemas.TypePlacementVerdict)
-	if len(verdicts) == 0 {
-		t.Fatal("no verdict published for the failover")
+	verdicts := f.pub.verdicts(t)
+	if len(verdicts) < 2 || !equal(verdicts[len(verdicts)-1].Clusters, []string{"west"}) {
+		t.Fatalf("verdicts = %+v, want a last one placing the workload on west", verdicts)
 	}
 }
 
@@ -213,10 +215,12 @@ func TestRedeliveredEventDecidesNothingNew(t *testing.T) {
 	}
 }
 
-// TestVerdictsCountInTheEpochOfTheirDecisions: a placer's verdicts carry the epoch of its streams and the
-// sequence of the event that caused them, as its decisions do, so the status writer can tell an older
-// verdict from a newer one as appliers tell decisions apart.
-func TestVerdictsCountInTheEpochOfTheirDecisions(t *testing.T) {
+// TestPlacedVerdictsRideWithTheirApply: a Placed verdict rides with the Apply that carries it out instead of
+// being an event of its own; a verdict with no Apply to ride with is one: an Unschedulable verdict, or a
+// Placed one for a workload that stays on the cluster that already runs it. All carry the epoch of the
+// placer's streams and the sequence of the event that caused them, as decisions do, so the status writer can
+// tell an older verdict from a newer one as appliers tell decisions apart.
+func TestPlacedVerdictsRideWithTheirApply(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{})
 	f.p.SetEpoch("epoch-7")
 	f.policy("any", map[string]any{})
@@ -230,23 +234,38 @@ func TestVerdictsCountInTheEpochOfTheirDecisions(t *testing.T) {
 	container := grown.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
 	container.(map[string]any)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
 	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
-	var verdicts []*schemas.PlacementVerdict
-	for _, s := range f.pub.ofType(schemas.TypePlacementVerdict) {
-		verdicts = append(verdicts, s.payload(t).(*schemas.PlacementVerdict))
-	}
+	// Shrunk back, it fits on east again, which still runs the first version (an unschedulable workload keeps
+	// running where it is): a new Placed verdict, and nothing new to apply.
+	shrunk := deployment("web")
+	shrunk.Object["metadata"].(map[string]any)["resourceVersion"] = "3"
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(shrunk.Ref()), shrunk)
+
 	decisions := f.pub.ofType(schemas.TypePlacementDecided)
-	if len(verdicts) != 2 || len(decisions) == 0 || verdicts[0].Status != schemas.VerdictPlaced || verdicts[1].Status != schemas.VerdictUnschedulable {
-		t.Fatalf("published %d verdicts and %d decisions, want a Placed and an Unschedulable verdict and a decision",
-			len(verdicts), len(decisions))
+	if len(decisions) != 1 {
+		t.Fatalf("decisions = %+v, want one Apply", decisions)
 	}
-	decided := decisions[0].payload(t).(*schemas.PlacementDecided)
-	if verdicts[0].Epoch != "epoch-7" || verdicts[0].Epoch != decided.Epoch || verdicts[0].Sequence != decided.Sequence {
-		t.Errorf("placed verdict at %q/%d, its decision at %q/%d; want both at epoch-7 and one sequence",
-			verdicts[0].Epoch, verdicts[0].Sequence, decided.Epoch, decided.Sequence)
+	apply := decisions[0].payload(t).(*schemas.PlacementDecided)
+	placed := apply.Verdict
+	if placed == nil || placed.Status != schemas.VerdictPlaced || placed.Epoch != "epoch-7" || placed.Sequence != apply.Sequence ||
+		apply.Epoch != "epoch-7" {
+		t.Fatalf("the Apply at %q/%d carries verdict %+v, want the Placed verdict at epoch-7 and the Apply's sequence",
+			apply.Epoch, apply.Sequence, placed)
 	}
-	if verdicts[1].Epoch != "epoch-7" || verdicts[1].Sequence <= verdicts[0].Sequence {
-		t.Errorf("second verdict at %q/%d after %q/%d; want the same epoch and a greater sequence",
-			verdicts[1].Epoch, verdicts[1].Sequence, verdicts[0].Epoch, verdicts[0].Sequence)
+	var standalone []*schemas.PlacementVerdict
+	for _, s := range f.pub.ofType(schemas.TypePlacementVerdict) {
+		standalone = append(standalone, s.payload(t).(*schemas.PlacementVerdict))
+	}
+	if len(standalone) != 2 || standalone[0].Status != schemas.VerdictUnschedulable || standalone[1].Status != schemas.VerdictPlaced ||
+		!equal(standalone[1].Clusters, []string{apply.Cluster}) {
+		t.Fatalf("verdicts sent on their own = %+v, want the Unschedulable one, then a Placed one on %s", standalone, apply.Cluster)
+	}
+	previous := placed
+	for _, v := range standalone {
+		if v.Epoch != "epoch-7" || v.Sequence <= previous.Sequence {
+			t.Errorf("%s verdict at %q/%d after one at %q/%d; want the same epoch and a greater sequence",
+				v.Status, v.Epoch, v.Sequence, previous.Epoch, previous.Sequence)
+		}
+		previous = v
 	}
 }
 
@@ -316,6 +335,72 @@ func TestRestoreKeepsWorkloadsOffAvoidedClusters(t *testing.T) {
 	f.cluster("west", map[string]any{"name": "retired"})
 	if got := f.decisions(mark); len(got) != 0 {
 		t.Fatalf("decisions once west stopped qualifying = %v, want none: east is avoided, so the workload stays", got)
+	}
+}
+
+// TestRestoreFindsWhereAWorkloadRuns: a restarted placer puts a workload back where it ran, whether its
+// last verdict is an event of its own or rode with an Apply, and also when a later Apply to the same cluster
+// (a new version, with the same verdict) took that Apply's place in the state stream; a move in progress is
+// restored to its new cluster.
+func TestRestoreFindsWhereAWorkloadRuns(t *testing.T) {
+	web := deployment("web")
+	why := "its pods stayed Pending there for more than 5m0s"
+	verdict := func(seq uint64, status schemas.VerdictStatus, clusters ...string) *schemas.PlacementVerdict {
+		return &schemas.PlacementVerdict{Workload: web.Ref(), Sequence: seq, Status: status, Policy: "any", Clusters: clusters}
+	}
+	apply := func(seq uint64, cluster string, v *schemas.PlacementVerdict, avoid map[string]string) *schemas.PlacementDecided {
+		return &schemas.PlacementDecided{DecisionID: fmt.Sprintf("d/%d/%s", seq, cluster), Workload: web.Ref(), Cluster: cluster,
+			Action: schemas.ActionApply, Sequence: seq, Object: web.Object, Policy: "any", Clusters: []string{cluster},
+			Avoid: avoid, Verdict: v}
+	}
+	type stateMessage struct {
+		eventType string
+		payload   schemas.Payload
+	}
+	cases := []struct {
+		name      string
+		state     []stateMessage
+		wantOn    string
+		wantAvoid map[string]string
+	}{
+		{"a verdict of its own", []stateMessage{
+			{schemas.TypePlacementVerdict, verdict(5, schemas.VerdictPlaced, "west")},
+			{schemas.TypePlacementDecided, apply(5, "west", nil, nil)},
+		}, "west", nil},
+		{"a verdict carried by its Apply", []stateMessage{
+			{schemas.TypePlacementDecided, apply(5, "west", verdict(5, schemas.VerdictPlaced, "west"), nil)},
+		}, "west", nil},
+		{"the carrying Apply replaced by a later one", []stateMessage{
+			{schemas.TypePlacementVerdict, verdict(3, schemas.VerdictUnschedulable)},
+			{schemas.TypePlacementDecided, apply(9, "west", nil, map[string]string{"east": why})},
+		}, "west", map[string]string{"east": why}},
+		{"a move in progress", []stateMessage{
+			{schemas.TypePlacementDecided, apply(9, "west", verdict(9, schemas.VerdictPlaced, "west"), nil)},
+			{schemas.TypePlacementDecided, apply(5, "east", nil, nil)},
+		}, "west", nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWest()
+			f.seq++
+			f.p.seq = f.seq
+			if _, err := f.p.apply(schemas.TypeWorkloadChanged, web, true); err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range tc.state {
+				if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.p.restore(newTouched()); err != nil {
+				t.Fatal(err)
+			}
+			wl := f.p.store.Snapshot().Workload(f.p.byUID[web.Ref().UID])
+			if wl.Placement == nil || !equal(wl.Placement.Clusters, []string{tc.wantOn}) || !maps.Equal(wl.Avoid, tc.wantAvoid) {
+				t.Errorf("restored placement %+v avoiding %v, want %s avoiding %v", wl.Placement, wl.Avoid, tc.wantOn, tc.wantAvoid)
+			}
+		})
 	}
 }
 

@@ -68,6 +68,11 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 		return s.copyStatus(ctx, p)
 	case *schemas.PlacementVerdict:
 		return s.annotateVerdict(ctx, p)
+	case *schemas.PlacementDecided:
+		if p.Verdict == nil {
+			return nil
+		}
+		return s.annotateVerdict(ctx, p.Verdict)
 	case *schemas.PlacementFailed:
 		return s.annotate(ctx, p.Workload, map[string]any{
 			schemas.AnnotationPlacementError: fmt.Sprintf("%s on %s: %s", p.Action, p.Cluster, p.Error),
@@ -156,6 +161,11 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 		return err
 	}
 	log := s.Log.With("workload", p.Workload.Key(), "cluster", p.Cluster)
+	// Once a verdict shows where the workload is placed, it alone names the clusters: a spread keeps its list,
+	// and a status from the cluster a workload is moving off does not name it again. The status itself is
+	// copied all the same: verdicts carried by decisions are read from another stream, so the verdict of a
+	// move can be shown after the first status from its new cluster is handled.
+	placed := obj.GetAnnotations()[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced)
 	if p.Status != nil {
 		patch, err := json.Marshal(map[string]any{"status": p.Status})
 		if err != nil {
@@ -188,10 +198,11 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 		log.Warn("workload failed in its cluster", "ri", ri.Name)
 	}
 	// The status patch left the annotations as they were read, so the object read above still serves.
-	return s.annotateObject(ctx, client, obj, p.Workload, map[string]any{
-		schemas.AnnotationCluster: p.Cluster,
-		schemas.AnnotationPhase:   string(phase),
-	})
+	update := map[string]any{schemas.AnnotationPhase: string(phase)}
+	if !placed {
+		update[schemas.AnnotationCluster] = p.Cluster
+	}
+	return s.annotateObject(ctx, client, obj, p.Workload, update)
 }
 
 // annotateVerdict shows a verdict on the workload, unless the workload already shows a newer one: verdicts

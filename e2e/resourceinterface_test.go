@@ -24,7 +24,7 @@ func lastAnalysis(t *testing.T, e *e2eenv.Env, namespace, name string) *schemas.
 	}
 	var last *schemas.Analysis
 	err = consumers.AuditTail(t.Context(), e.Bus.JetStream, consumers.AuditQuery{Workload: sel}, func(r consumers.AuditRecord) error {
-		if v, ok := r.Payload.(*schemas.PlacementVerdict); ok && v.Analysis != nil {
+		if v := r.Verdict(); v != nil && v.Analysis != nil {
 			last = v.Analysis
 		}
 		return nil

@@ -86,6 +86,10 @@ func TestWorkloadLifecycle(t *testing.T) {
 			if r.Err != nil {
 				t.Errorf("unreadable audit record %s/%d: %v", r.Stream, r.Sequence, r.Err)
 			}
+			if _, carried := r.Payload.(*schemas.PlacementDecided); carried && r.Verdict() != nil {
+				// The Placed verdict rides with its Apply: it is said first, then carried out.
+				types = append(types, schemas.TypePlacementVerdict)
+			}
 			types = append(types, r.Event.Type())
 			return nil
 		})

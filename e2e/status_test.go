@@ -24,8 +24,9 @@ import (
 // WorkloadStatus (as the cluster producer publishes it) with a Running condition lands on the
 // control-plane object's status subresource, with annotations naming the cluster and the phase mapped
 // through the built-in PyTorchJob RI; a status handled again after a newer one (a retried delivery) is not
-// copied back over it. A verdict of Unschedulable puts the reasons in an annotation, and a verdict older
-// than the one shown leaves the annotations alone.
+// copied back over it, and a status from another cluster does not change where the verdict says the job
+// runs. A verdict of Unschedulable puts the reasons in an annotation, and a verdict older than the one shown
+// leaves the annotations alone.
 func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
@@ -78,6 +79,20 @@ func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
 	}
 	if !showsSucceeded() {
 		t.Error("a retried, superseded status replaced the newer one on the control plane")
+	}
+	// The verdict says where the job is placed; a status from another cluster (a copy a move is leaving)
+	// does not name that cluster instead.
+	e2eenv.Eventually(t, e2eenv.Settle, "the Placed verdict shown", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-status", job.GetName()).GetAnnotations()
+		return a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced)
+	})
+	elsewhere := &schemas.WorkloadStatus{Cluster: "cluster-b", Workload: ref, Status: succeeded}
+	if err := writer.Handle(ctx, deliveryOf(t, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-b", ref),
+		"status-b", elsewhere, running.StreamSequence+1000)); err != nil {
+		t.Fatalf("status from cluster-b: %v", err)
+	}
+	if got := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-status", job.GetName()).GetAnnotations()[schemas.AnnotationCluster]; got != "cluster-a" {
+		t.Errorf("after a status from cluster-b the job is annotated as running on %q, want cluster-a as its verdict says", got)
 	}
 
 	e.Publish(t, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "verdict-1", &schemas.PlacementVerdict{
@@ -179,13 +194,21 @@ func TestClusterAndPolicyStatus(t *testing.T) {
 // publishDelivery publishes an event and returns it as the status writer's consumer would deliver it.
 func publishDelivery(t *testing.T, e *e2eenv.Env, eventType, subject, id string, payload schemas.Payload) bus.Delivery {
 	t.Helper()
+	d := deliveryOf(t, eventType, subject, id, payload, 0)
+	ack, err := e.Bus.Publisher.Publish(t.Context(), subject, d.Event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.StreamSequence = ack.Sequence
+	return d
+}
+
+// deliveryOf is an event as a consumer would deliver it from stream sequence seq.
+func deliveryOf(t *testing.T, eventType, subject, id string, payload schemas.Payload, seq uint64) bus.Delivery {
+	t.Helper()
 	event, err := schemas.NewEvent(eventType, "/e2e", subject, id, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack, err := e.Bus.Publisher.Publish(t.Context(), subject, event)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bus.Delivery{Event: event, Payload: payload, Subject: subject, StreamSequence: ack.Sequence, Attempt: 1}
+	return bus.Delivery{Event: event, Payload: payload, Subject: subject, StreamSequence: seq, Attempt: 1}
 }

@@ -56,3 +56,65 @@ func TestPlacementDecidedApplyNeedsAnObject(t *testing.T) {
 		t.Errorf("Validate with a pre-encoded object = %v", err)
 	}
 }
+
+// TestPlacementDecidedCarriesOnlyWhatAnApplyMay: a verdict rides only with an Apply, only when Placed, only
+// for the decision's own workload and a cluster the verdict names; the placement in force (clusters and
+// clusters to avoid) comes only with an Apply, and includes its cluster. What is valid reads back as sent.
+func TestPlacementDecidedCarriesOnlyWhatAnApplyMay(t *testing.T) {
+	ref := ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "u"}
+	placed := func() *PlacementVerdict {
+		return &PlacementVerdict{Workload: ref, Sequence: 7, Epoch: "e1", Status: VerdictPlaced, Clusters: []string{"east"},
+			Reasons: map[string]string{"west": "is not Ready"}, ReasonCodes: map[string]string{"west": "NotReady"}}
+	}
+	decision := func(change func(d *PlacementDecided)) *PlacementDecided {
+		d := &PlacementDecided{DecisionID: "u/7/Apply/east", Workload: ref, Cluster: "east", Action: ActionApply, Sequence: 7,
+			Epoch: "e1", Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+				"metadata": map[string]any{"name": "web", "namespace": "team"}}, Verdict: placed(),
+			Clusters: []string{"east"}, Avoid: map[string]string{"west": "its pods stayed Pending there"}}
+		change(d)
+		return d
+	}
+	cases := []struct {
+		name    string
+		d       *PlacementDecided
+		wantErr string
+	}{
+		{"a placed verdict with its Apply", decision(func(*PlacementDecided) {}), ""},
+		{"with a Delete", decision(func(d *PlacementDecided) { d.Action, d.Object = ActionDelete, nil }), "only Apply carries one"},
+		{"placement with a Delete", decision(func(d *PlacementDecided) { d.Action, d.Object, d.Verdict = ActionDelete, nil, nil }),
+			"clusters, avoid: set on action Delete"},
+		{"placement without its cluster", decision(func(d *PlacementDecided) { d.Clusters = []string{"west"} }),
+			"clusters: [west] do not include the decision's cluster east"},
+		{"unschedulable", decision(func(d *PlacementDecided) { d.Verdict.Status = VerdictUnschedulable }), "only a Placed verdict"},
+		{"another workload", decision(func(d *PlacementDecided) { d.Verdict.Workload.UID = "other" }), "is not the decision's workload"},
+		{"another cluster", decision(func(d *PlacementDecided) { d.Verdict.Clusters = []string{"west"} }), "do not include the decision's cluster east"},
+		{"an invalid verdict", decision(func(d *PlacementDecided) { d.Verdict.Sequence = 0 }), "verdict: sequence: must be positive"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.d.Validate()
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("Validate = %v", err)
+				}
+				data, err := json.Marshal(tc.d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var back PlacementDecided
+				if err := json.Unmarshal(data, &back); err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(back.Verdict, tc.d.Verdict) || !reflect.DeepEqual(back.Clusters, tc.d.Clusters) ||
+					!reflect.DeepEqual(back.Avoid, tc.d.Avoid) {
+					t.Errorf("read back verdict %+v, clusters %v, avoid %v; want %+v, %v, %v", back.Verdict, back.Clusters,
+						back.Avoid, tc.d.Verdict, tc.d.Clusters, tc.d.Avoid)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("Validate = %v, want an error saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}

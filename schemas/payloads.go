@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/fleetflow/fleetflow/internal/jsondec"
@@ -197,6 +198,18 @@ type PlacementDecided struct {
 	Replicas int64  `json:"replicas,omitempty"`
 	Policy   string `json:"policy,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Clusters, for an Apply, are all the clusters the workload is placed on as of this decision (this one, or
+	// a spread's), and Avoid the clusters it is kept off with why (it was moved off them). With them the
+	// newest Apply of a workload says where it runs even after the message carrying its verdict (an earlier
+	// Apply to the same cluster) gave way to it in the state stream.
+	Clusters []string          `json:"clusters,omitempty"`
+	Avoid    map[string]string `json:"avoid,omitempty"`
+	// Verdict is the Placed verdict this Apply carries out, when the placer reached it in the same cycle: it
+	// rides with the first Apply of that cycle instead of as an event of its own, which would cost the
+	// streams two more stored messages (the event and its state copy) per placed workload. Verdicts that
+	// come with no new Apply (Unschedulable ones, or new reasons for a workload that stays where it is) are
+	// events of their own, on VerdictSubject.
+	Verdict *PlacementVerdict `json:"verdict,omitempty"`
 }
 
 // Validate implements Payload.
@@ -226,6 +239,27 @@ func (p *PlacementDecided) Validate() error {
 	case ActionDelete:
 	default:
 		errs = append(errs, fmt.Errorf("action: %q is not one of Apply, Delete", p.Action))
+	}
+	if p.Action != ActionApply && (len(p.Clusters) > 0 || len(p.Avoid) > 0) {
+		errs = append(errs, fmt.Errorf("clusters, avoid: set on action %s, only Apply carries them", p.Action))
+	}
+	if len(p.Clusters) > 0 && !slices.Contains(p.Clusters, p.Cluster) {
+		errs = append(errs, fmt.Errorf("clusters: %v do not include the decision's cluster %s", p.Clusters, p.Cluster))
+	}
+	if v := p.Verdict; v != nil {
+		switch {
+		case p.Action != ActionApply:
+			errs = append(errs, fmt.Errorf("verdict: carried by action %s, only Apply carries one", p.Action))
+		case v.Status != VerdictPlaced:
+			errs = append(errs, fmt.Errorf("verdict.status: %s, only a Placed verdict rides with an Apply", v.Status))
+		case v.Workload != p.Workload:
+			errs = append(errs, fmt.Errorf("verdict.workload: %s is not the decision's workload %s", v.Workload, p.Workload))
+		case !slices.Contains(v.Clusters, p.Cluster):
+			errs = append(errs, fmt.Errorf("verdict.clusters: %v do not include the decision's cluster %s", v.Clusters, p.Cluster))
+		}
+		if err := v.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("verdict: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -30,6 +30,8 @@ const LeasePlacer = "placer"
 const (
 	ConsumerPlacer = "placer"
 	ConsumerStatus = "status"
+	// ConsumerStatusDecisions is the status writer's consumer of decisions, for the Placed verdicts they carry.
+	ConsumerStatusDecisions = "status-decisions"
 )
 
 // ApplierConsumerName is the durable consumer of one cluster's applier; replicas of that applier share it.
@@ -151,8 +153,23 @@ func ApplierConsumer(cluster string) (stream string, cfg jetstream.ConsumerConfi
 	}
 }
 
+// StatusDecisionsConsumer is the status writer's durable consumer of decisions: a Placed verdict rides with
+// the Apply that carries it out (PlacementDecided.Verdict) rather than on a verdict subject.
+func StatusDecisionsConsumer() (stream string, cfg jetstream.ConsumerConfig) {
+	return StreamDecisions, jetstream.ConsumerConfig{
+		Durable:       ConsumerStatusDecisions,
+		Description:   "status writer: Placed verdicts carried by Apply decisions, back to the control plane",
+		FilterSubject: SubjectAllDecisions,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    MaxDeliver,
+		MaxAckPending: 1000,
+	}
+}
+
 // StatusConsumer is the durable consumer of the status writer: workload statuses from the clusters,
-// verdicts, applier outcomes, RIs (whose statusMappings give the phase), policies (validated into their
+// verdicts of their own, applier outcomes, RIs (whose statusMappings give the phase), policies (validated into their
 // status), and cluster heartbeats, APIs and nodes (summed into Cluster status).
 func StatusConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 	return StreamEvents, jetstream.ConsumerConfig{

@@ -42,10 +42,14 @@ func (p *PlacementVerdict) sizeHint() int {
 
 // sizeHint is about the encoded size of a decision: its object and a few short fields.
 func (p *PlacementDecided) sizeHint() int {
+	n := 2048
 	if len(p.ObjectJSON) > 0 {
-		return len(p.ObjectJSON) + 512
+		n = len(p.ObjectJSON) + 512
 	}
-	return 2048
+	if p.Verdict != nil {
+		n += p.Verdict.sizeHint()
+	}
+	return n
 }
 
 // MarshalJSON implements json.Marshaler with the hand-written encoding.
@@ -60,14 +64,7 @@ func (p *PlacementVerdict) appendJSON(b []byte) ([]byte, error) {
 	b = appendField(b, "status", string(p.Status))
 	b = appendOptional(b, "policy", p.Policy)
 	if len(p.Clusters) > 0 {
-		b = append(b, `,"clusters":[`...)
-		for i, c := range p.Clusters {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = jsonenc.AppendString(b, c)
-		}
-		b = append(b, ']')
+		b = appendStrings(append(b, `,"clusters":`...), p.Clusters)
 	}
 	if len(p.Replicas) > 0 {
 		b = append(b, `,"replicas":{`...)
@@ -178,6 +175,18 @@ func (p *PlacementDecided) appendJSON(b []byte) ([]byte, error) {
 	}
 	b = appendOptional(b, "policy", p.Policy)
 	b = appendOptional(b, "reason", p.Reason)
+	if len(p.Clusters) > 0 {
+		b = appendStrings(append(b, `,"clusters":`...), p.Clusters)
+	}
+	if len(p.Avoid) > 0 {
+		b = appendStringMap(append(b, `,"avoid":`...), p.Avoid, slices.Sorted(maps.Keys(p.Avoid)))
+	}
+	if p.Verdict != nil {
+		var err error
+		if b, err = p.Verdict.appendJSON(append(b, `,"verdict":`...)); err != nil {
+			return nil, err
+		}
+	}
 	return append(b, '}'), nil
 }
 
@@ -247,4 +256,16 @@ func hasExactly(m map[string]string, keys []string) bool {
 		}
 	}
 	return true
+}
+
+// appendStrings appends a JSON array of strings.
+func appendStrings(b []byte, values []string) []byte {
+	b = append(b, '[')
+	for i, v := range values {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonenc.AppendString(b, v)
+	}
+	return append(b, ']')
 }

@@ -100,6 +100,15 @@ func TestDecidedJSONMatchesEncodingJSON(t *testing.T) {
 			Action: DecisionAction(wireString(t, "action")), Sequence: rapid.Uint64().Draw(t, "sequence"),
 			Epoch: wireString(t, "epoch"), Replicas: rapid.Int64().Draw(t, "replicas"), Policy: wireString(t, "policy"),
 			Reason: wireString(t, "reason")}
+		if rapid.Bool().Draw(t, "placement") {
+			d.Clusters = append([]string{d.Cluster}, wireString(t, "otherCluster"))
+			d.Avoid = wireStringMap(t, "avoid")
+		}
+		if rapid.Bool().Draw(t, "carriesVerdict") {
+			d.Verdict = &PlacementVerdict{Workload: d.Workload, Sequence: d.Sequence, Epoch: d.Epoch, Status: VerdictPlaced,
+				Policy: d.Policy, Clusters: []string{d.Cluster}, Reasons: wireStringMap(t, "verdictReasons"),
+				ViewSequence: rapid.Uint64().Draw(t, "verdictView")}
+		}
 		if rapid.Bool().Draw(t, "hasObject") {
 			d.Object = map[string]any{"apiVersion": wireString(t, "objectAPIVersion"),
 				"metadata": map[string]any{"name": wireString(t, "objectName"), "labels": map[string]any{"a": "b"}},

@@ -49,15 +49,11 @@ func TestFailoverWhenApiserverStops(t *testing.T) {
 	var moved *schemas.PlacementVerdict
 	var deleteOnA *schemas.PlacementDecided
 	for _, r := range scenarios.Audit(t, e, ns, name) {
-		switch p := r.Payload.(type) {
-		case *schemas.PlacementVerdict:
-			if p.Status == schemas.VerdictPlaced && len(p.Clusters) == 1 && p.Clusters[0] == "cluster-b" {
-				moved = p
-			}
-		case *schemas.PlacementDecided:
-			if p.Cluster == "cluster-a" && p.Action == schemas.ActionDelete {
-				deleteOnA = p
-			}
+		if v := r.Verdict(); v != nil && v.Status == schemas.VerdictPlaced && len(v.Clusters) == 1 && v.Clusters[0] == "cluster-b" {
+			moved = v
+		}
+		if p, ok := r.Payload.(*schemas.PlacementDecided); ok && p.Cluster == "cluster-a" && p.Action == schemas.ActionDelete {
+			deleteOnA = p
 		}
 	}
 	if moved == nil {

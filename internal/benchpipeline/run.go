@@ -68,7 +68,8 @@ type Result struct {
 	// Decisions counts the decisions persisted for the workloads.
 	Decisions int `json:"decisions"`
 	// EventBytes is the mean size of a workload event message (headers and body); VerdictBytes the mean
-	// size of a verdict's data (a reason and a code per rejected cluster, and the analysis).
+	// size of the data of a verdict sent on its own (a reason and a code per rejected cluster, and the
+	// analysis): Unschedulable ones, as a Placed verdict rides with its Apply.
 	EventBytes   int `json:"eventBytes"`
 	VerdictBytes int `json:"verdictBytes"`
 	// FleetEvents were published to load the fleet, which took FleetLoadSeconds until the placer had them all.
@@ -214,7 +215,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// The watcher reads the verdicts and decisions back only now: their stream timestamps say when each was
 	// stored whenever they are read, and reading them while the phase runs would make the process it
 	// measures deliver two more messages per workload.
-	w, err := newWatcher(ctx, b.URL, refs, cfg.BusFloor == FloorDecision, b.InProcess()...)
+	w, err := newWatcher(ctx, b.URL, refs, b.InProcess()...)
 	if err != nil {
 		return nil, err
 	}
@@ -232,6 +233,21 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if err := w.waitFor(ctx, "every decision read back", func(w *watcher) bool { return w.lastDecisionSeq >= info.State.LastSeq }); err != nil {
 		return nil, cause(err)
+	}
+	// Decisions answer for placed workloads, so the verdicts of their own may still be coming in.
+	events, err := b.JetStream.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		return nil, err
+	}
+	lastVerdict, err := events.GetLastMsgForSubject(ctx, schemas.SubjectEventsPrefix+".verdict.>")
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("last verdict: %w", err)
+	default:
+		if err := w.waitFor(ctx, "every verdict read back", func(w *watcher) bool { return w.lastVerdictSeq >= lastVerdict.Sequence }); err != nil {
+			return nil, cause(err)
+		}
 	}
 	if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("placer: %w", err)

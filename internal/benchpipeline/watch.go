@@ -17,8 +17,9 @@ import (
 
 // outcome is what the placer persisted about one workload.
 type outcome struct {
-	// verdictAt is when the stream stored the workload's first verdict; zero until there is one.
-	verdictAt time.Time
+	// verdictAt is when a stream stored the workload's first verdict (of its own, or carried by an Apply);
+	// zero until there is one. lastAt is when it stored the newest.
+	verdictAt, lastAt time.Time
 	// firstStatus is the status of that first verdict, lastStatus of the newest one.
 	firstStatus, lastStatus schemas.VerdictStatus
 	// decidedAt is when the stream stored the workload's first decision; zero while there is none.
@@ -37,13 +38,10 @@ type watcher struct {
 	verdicts int // workloads with a verdict
 	// verdictMessages and verdictBytes count every verdict read and the bytes of their data.
 	verdictMessages, verdictBytes int
-	// lastDecisionSeq is the stream sequence of the newest decision read.
-	lastDecisionSeq uint64
-	// decisionAnswers counts a workload's first decision as its first answer when no verdict came before
-	// it: a relay publishing decisions alone sends no verdicts.
-	decisionAnswers bool
-	err             error
-	changed         chan struct{}
+	// lastDecisionSeq and lastVerdictSeq are the stream sequences of the newest decision and verdict read.
+	lastDecisionSeq, lastVerdictSeq uint64
+	err                             error
+	changed                         chan struct{}
 
 	contexts []jetstream.ConsumeContext
 }
@@ -54,13 +52,13 @@ func objectTokens(ref schemas.ObjectRef) string {
 }
 
 // newWatcher connects with options (in process when the server is embedded).
-func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef, decisionAnswers bool, options ...nats.Option) (*watcher, error) {
+func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef, options ...nats.Option) (*watcher, error) {
 	nc, err := nats.Connect(url, append([]nats.Option{nats.Name("fleetflow-bench-watcher")}, options...)...)
 	if err != nil {
 		return nil, fmt.Errorf("connect watcher to %s: %w", url, err)
 	}
 	w := &watcher{nc: nc, byObject: make(map[string]int, len(refs)), outcomes: make([]outcome, len(refs)),
-		decisionAnswers: decisionAnswers, changed: make(chan struct{}, 1)}
+		changed: make(chan struct{}, 1)}
 	for i, ref := range refs {
 		w.byObject[objectTokens(ref)] = i
 	}
@@ -139,13 +137,9 @@ func (w *watcher) onVerdict(msg jetstream.Msg) {
 	w.verdictBytes += len(msg.Data())
 	i, ok := w.byObject[strings.TrimPrefix(msg.Subject(), schemas.SubjectEventsPrefix+".verdict.")]
 	if ok {
-		o := &w.outcomes[i]
-		if o.verdictAt.IsZero() {
-			o.verdictAt, o.firstStatus = meta.Timestamp, v.Status
-			w.verdicts++
-		}
-		o.lastStatus = v.Status
+		w.answer(&w.outcomes[i], meta.Timestamp, v.Status)
 	}
+	w.lastVerdictSeq = meta.Sequence.Stream
 	w.mu.Unlock()
 	w.notify()
 }
@@ -181,21 +175,38 @@ func (w *watcher) onDecision(msg jetstream.Msg) {
 	// fleetflow.decisions.<cluster>.<group>.<kind>.<namespace>.<name>: cluster tokens hold no dots.
 	rest := strings.TrimPrefix(msg.Subject(), schemas.SubjectDecisionsRoot+".")
 	_, object, _ := strings.Cut(rest, ".")
+	// The decision's id, "<uid>/<sequence>/<action>/<cluster>", says whether it is an Apply: the answer
+	// Placed, whether it carries that verdict (the placer's first Apply of a placement, or the relay's) or
+	// follows one of its own.
+	apply := strings.Contains(msg.Headers().Get("ce-id"), "/"+string(schemas.ActionApply)+"/")
 	w.mu.Lock()
 	if i, ok := w.byObject[object]; ok {
 		o := &w.outcomes[i]
-		if o.decidedAt.IsZero() {
+		if o.decidedAt.IsZero() || meta.Timestamp.Before(o.decidedAt) {
 			o.decidedAt = meta.Timestamp
 		}
-		if w.decisionAnswers && o.verdictAt.IsZero() {
-			o.verdictAt, o.firstStatus, o.lastStatus = meta.Timestamp, schemas.VerdictPlaced, schemas.VerdictPlaced
-			w.verdicts++
+		if apply {
+			w.answer(o, meta.Timestamp, schemas.VerdictPlaced)
 		}
 		o.decisions++
 	}
 	w.lastDecisionSeq = meta.Sequence.Stream
 	w.mu.Unlock()
 	w.notify()
+}
+
+// answer records a verdict stored at at. Verdicts and decisions are read from two streams side by side, so
+// an answer may be read after a later one.
+func (w *watcher) answer(o *outcome, at time.Time, status schemas.VerdictStatus) {
+	if o.verdictAt.IsZero() {
+		w.verdicts++
+	}
+	if o.verdictAt.IsZero() || at.Before(o.verdictAt) {
+		o.verdictAt, o.firstStatus = at, status
+	}
+	if !at.Before(o.lastAt) {
+		o.lastAt, o.lastStatus = at, status
+	}
 }
 
 // waitFor blocks until cond, checked under the watcher's lock, holds.

@@ -278,10 +278,24 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 		return err
 	}
 	writer.HeartbeatTimeout = heartbeatTimeout
-	stream, cfg := schemas.StatusConsumer()
-	return consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
+	newLoop := func(consumer jetstream.Consumer) *bus.ConsumeLoop {
 		return &bus.ConsumeLoop{Consumer: consumer, Handle: writer.Handle, Log: log}
-	})
+	}
+	// Events (statuses, verdicts of their own, outcomes, the fleet) and decisions (the Placed verdicts they
+	// carry) are two streams, consumed side by side; the writer orders verdicts by their sequence.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	decisionsDone := make(chan error, 1)
+	go func() {
+		stream, cfg := schemas.StatusDecisionsConsumer()
+		err := consume(ctx, b, stream, cfg, log, newLoop)
+		cancel()
+		decisionsDone <- err
+	}()
+	stream, cfg := schemas.StatusConsumer()
+	err = consume(ctx, b, stream, cfg, log, newLoop)
+	cancel()
+	return errors.Join(err, <-decisionsDone)
 }
 
 // NewStatusWriter is a status writer on the control plane and the streams of b, as RunStatusWriter runs it:
