@@ -135,7 +135,7 @@ type workloadEntry struct {
 	// where the workload was placed; newestApply is the newest Apply read, which says so when the Apply that
 	// carried the verdict gave way to a later one in the state stream. Both are used only while rebuilding.
 	restore     *schemas.PlacementVerdict
-	newestApply *schemas.PlacementDecided
+	newestApply *appliedPlacement
 	// redelete lists clusters whose applier gave up on a Delete (the cluster was down): the copy may
 	// still be there, so the Delete is sent again once the cluster is Ready.
 	redelete map[string]bool
@@ -153,6 +153,14 @@ type publishedDecision struct {
 	object   []byte
 	content  string
 	replicas int64
+}
+
+// appliedPlacement is what an Apply read while rebuilding says about where its workload is placed.
+type appliedPlacement struct {
+	sequence      uint64
+	epoch, policy string
+	clusters      []string
+	avoid         map[string]string
 }
 
 type clusterEntry struct {

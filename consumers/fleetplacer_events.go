@@ -610,8 +610,9 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 	if d.Verdict != nil {
 		p.onVerdict(d.Verdict)
 	}
-	if d.Action == schemas.ActionApply && (e.newestApply == nil || d.Sequence > e.newestApply.Sequence) {
-		e.newestApply = d
+	if d.Action == schemas.ActionApply && (e.newestApply == nil || d.Sequence > e.newestApply.sequence) {
+		// Only what says where the workload is placed: keeping the decision would keep its object.
+		e.newestApply = &appliedPlacement{sequence: d.Sequence, epoch: d.Epoch, policy: d.Policy, clusters: d.Clusters, avoid: d.Avoid}
 	}
 	if prev, ok := e.published[d.Cluster]; ok && prev.sequence > d.Sequence {
 		return

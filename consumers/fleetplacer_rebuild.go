@@ -194,13 +194,13 @@ func (p *Placer) restoreAvoid(e *workloadEntry) error {
 // then says where the workload is placed, and which clusters it is kept off.
 func (e *workloadEntry) restoredVerdict() *schemas.PlacementVerdict {
 	newest, apply := e.restore, e.newestApply
-	if apply == nil || len(apply.Clusters) == 0 || (newest != nil && newest.Sequence >= apply.Sequence) {
+	if apply == nil || len(apply.clusters) == 0 || (newest != nil && newest.Sequence >= apply.sequence) {
 		return newest
 	}
-	v := &schemas.PlacementVerdict{Workload: apply.Workload, Sequence: apply.Sequence, Epoch: apply.Epoch,
-		Status: schemas.VerdictPlaced, Policy: apply.Policy, Clusters: apply.Clusters}
+	v := &schemas.PlacementVerdict{Workload: e.ref, Sequence: apply.sequence, Epoch: apply.epoch,
+		Status: schemas.VerdictPlaced, Policy: apply.policy, Clusters: apply.clusters}
 	// A Divide's shares are in the newest Apply of each of its clusters.
-	for _, cluster := range apply.Clusters {
+	for _, cluster := range apply.clusters {
 		if share := e.published[cluster]; share.action == schemas.ActionApply && share.replicas > 0 {
 			if v.Replicas == nil {
 				v.Replicas = map[string]int32{}
@@ -208,7 +208,7 @@ func (e *workloadEntry) restoredVerdict() *schemas.PlacementVerdict {
 			v.Replicas[cluster] = int32(share.replicas)
 		}
 	}
-	for cluster, why := range apply.Avoid {
+	for cluster, why := range apply.avoid {
 		if v.Reasons == nil {
 			v.Reasons, v.ReasonCodes = map[string]string{}, map[string]string{}
 		}

@@ -169,8 +169,8 @@ func StatusDecisionsConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 }
 
 // StatusConsumer is the durable consumer of the status writer: workload statuses from the clusters,
-// verdicts of their own, applier outcomes, RIs (whose statusMappings give the phase), policies (validated into their
-// status), and cluster heartbeats, APIs and nodes (summed into Cluster status).
+// verdicts of their own, applier outcomes, RIs (whose statusMappings give the phase), policies (validated
+// into their status), and cluster heartbeats, APIs and nodes (summed into Cluster status).
 func StatusConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 	return StreamEvents, jetstream.ConsumerConfig{
 		Durable:     ConsumerStatus,
