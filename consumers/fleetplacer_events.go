@@ -19,6 +19,7 @@ import (
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
+	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -60,13 +61,30 @@ func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touc
 		return nil
 	}
 	e.setAnalysis(analysis, "")
-	if err := p.upsertWorkload(e); err != nil {
-		return err
-	}
 	if rebuilding {
-		return nil
+		return p.upsertWorkload(e)
 	}
-	return p.process(e.id, touched)
+	return p.upsertAndProcess(e, touched)
+}
+
+// upsertAndProcess stores a workload's new version and its placement cycle's plan in one write of the store.
+// When that fails, it stores the version and runs the cycle on their own, as the scheduler runs it for any
+// workload: planning again on a fresh view when the plan is stale, and keeping the version when it fails.
+func (p *Placer) upsertAndProcess(e *workloadEntry, touched *touchedSet) error {
+	plan, err := p.store.UpsertWorkloadAndPlan(p.seq, p.now, p.workloadInfo(e), func(view *state.Snapshot) (*structs.Plan, error) {
+		return p.sched.Schedule(view, e.id)
+	})
+	if err != nil {
+		p.log.Debug("placing a workload in one write failed; storing it and placing it apart", "workload", e.ref.Key(), "error", err)
+		if err := p.upsertWorkload(e); err != nil {
+			return err
+		}
+		return p.process(e.id, touched)
+	}
+	for _, d := range plan.Decisions {
+		p.record(d, touched)
+	}
+	return nil
 }
 
 // setObject keeps what the placer needs of a new version of the workload's object. encoded, when set, is the
@@ -121,9 +139,13 @@ func (e *workloadEntry) object() (map[string]any, error) {
 }
 
 func (p *Placer) upsertWorkload(e *workloadEntry) error {
-	_, err := p.store.UpsertWorkload(p.seq, structs.WorkloadInfo{Labels: e.labels, Generation: e.generation,
-		Analysis: e.analysis, Avoid: maps.Clone(e.avoid)})
+	_, err := p.store.UpsertWorkload(p.seq, p.workloadInfo(e))
 	return err
+}
+
+// workloadInfo is what the store keeps of a workload.
+func (p *Placer) workloadInfo(e *workloadEntry) structs.WorkloadInfo {
+	return structs.WorkloadInfo{Labels: e.labels, Generation: e.generation, Analysis: e.analysis, Avoid: maps.Clone(e.avoid)}
 }
 
 // analyze reads a workload through its RI. A kind without an RI (a CRD, a ConfigMap, a Namespace: what

@@ -349,3 +349,70 @@ func TestNodesOfAClusterOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestUpsertWorkloadAndPlanIsOneWrite: a workload's new version and the plan made on a view holding it are
+// written together, the plan seeing the version and reserving as ApplyPlan does; when the plan fails or does
+// not apply, neither is written.
+func TestUpsertWorkloadAndPlanIsOneWrite(t *testing.T) {
+	info := func(name, gpus string) structs.WorkloadInfo {
+		one := int64(1)
+		return structs.WorkloadInfo{Generation: 1, Analysis: &karta.Analysis{
+			APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ml", Name: name,
+			Components: []karta.ComponentInstance{{Name: "worker", Replicas: &one, Pods: 1,
+				PodRequests: corev1.ResourceList{"nvidia.com/gpu": qty(gpus)}}}}}
+	}
+	failed := errors.New("the cycle failed")
+	cases := []struct {
+		name    string
+		gpus    string
+		node    string
+		fail    bool
+		wantErr error
+	}{
+		{name: "fits on b", gpus: "2", node: "b"},
+		{name: "over-commits a", gpus: "4", node: "a", wantErr: ErrStalePlan},
+		{name: "the cycle fails", gpus: "1", node: "b", fail: true, wantErr: failed},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestStore(t)
+			before := s.Snapshot().Index()
+			var seen *structs.Workload
+			plan, err := s.UpsertWorkloadAndPlan(3, time.Unix(1000, 0), info("job", tc.gpus), func(view *Snapshot) (*structs.Plan, error) {
+				seen = view.Workload(structs.WorkloadID("kubeflow.org/v1", "PyTorchJob", "ml", "job"))
+				if seen == nil {
+					return nil, errors.New("the view does not hold the new version")
+				}
+				if tc.fail {
+					return nil, failed
+				}
+				return placeOn(seen, view, tc.node), nil
+			})
+			snap := s.Snapshot()
+			stored := snap.Workload(structs.WorkloadID("kubeflow.org/v1", "PyTorchJob", "ml", "job"))
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tc.wantErr)
+				}
+				if stored != nil || snap.Index() != before {
+					t.Errorf("a failed write left the workload %v at index %d (was %d)", stored, snap.Index(), before)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if seen == nil || seen.ModifyIndex != 3 || len(plan.Decisions) != 1 {
+				t.Fatalf("the plan saw %+v and made %d decisions", seen, len(plan.Decisions))
+			}
+			if stored == nil || stored.Placement == nil || len(snap.ReservationsOf(stored.ID)) != 1 || snap.Index() != 3 {
+				t.Fatalf("stored %+v with %d reservations at index %d, want it placed and reserving, at 3",
+					stored, len(snap.ReservationsOf(stored.ID)), snap.Index())
+			}
+			// b had 4 free GPUs; the plan reserved 2 of them.
+			if free := snap.Capacity("c1").Node("b").Free.Get(gpuIndex(t, snap)); free != 2 {
+				t.Errorf("free gpu on b = %d, want 2", free)
+			}
+		})
+	}
+}

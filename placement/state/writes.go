@@ -212,57 +212,109 @@ func (w *writeTxn) releaseNode(r *structs.Reservation, cluster, node string) err
 // UpsertWorkload adds or replaces a workload from its RI analysis and returns the stored object. The workload
 // keeps its current placement; the scheduler decides whether the new generation still fits there.
 func (s *Store) UpsertWorkload(seq uint64, info structs.WorkloadInfo) (*structs.Workload, error) {
-	a := info.Analysis
-	if a == nil {
-		return nil, errors.New("state: workload has no analysis")
-	}
-	if a.Kind == "" || a.Name == "" {
-		return nil, fmt.Errorf("state: workload %s/%s/%s: kind and name are required", a.Kind, a.Namespace, a.Name)
+	if err := checkWorkloadInfo(info); err != nil {
+		return nil, err
 	}
 	var stored *structs.Workload
 	err := s.write(seq, func(w *writeTxn) error {
-		wl := &structs.Workload{
-			ID:         structs.WorkloadID(a.APIVersion, a.Kind, a.Namespace, a.Name),
-			APIVersion: a.APIVersion, Group: structs.APIGroup(a.APIVersion), Kind: a.Kind,
-			Namespace: a.Namespace, Name: a.Name, Labels: info.Labels, Generation: info.Generation,
-			Analysis: a, Avoid: info.Avoid, ModifyIndex: seq,
-		}
-		lists := make([]corev1.ResourceList, 0, len(a.Components))
-		for _, c := range a.Components {
-			lists = append(lists, c.PodRequests)
-		}
-		w.resources = w.resources.With(lists...)
-		wl.Demand = make(structs.Vector, w.resources.Len())
-		for _, c := range a.Components {
-			name := c.Name
-			if c.Instance != "" {
-				name += "/" + c.Instance
-			}
-			if c.Pods < 0 {
-				return fmt.Errorf("state: workload %s component %s: negative pod count %d", wl.DisplayName(), name, c.Pods)
-			}
-			req, err := w.resources.Request(c.PodRequests)
-			if err != nil {
-				return fmt.Errorf("state: workload %s component %s: %w", wl.DisplayName(), name, err)
-			}
-			req[structs.ResourcePods] = 1
-			wl.PodGroups = append(wl.PodGroups, structs.PodGroup{Component: name, Count: c.Pods, Request: req,
-				NodeSelector: c.NodeSelector, RequiredNodeAffinity: c.RequiredNodeAffinity, Tolerations: c.Tolerations,
-				ConstraintKey: constraintKey(&c), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
-			wl.Demand.AddInPlace(req, c.Pods)
-		}
-		raw, err := w.first(TableWorkloads, indexID, wl.ID)
-		if err != nil {
-			return err
-		}
-		if raw != nil {
-			wl.Placement = raw.(*structs.Workload).Placement
-			wl.Reservation = raw.(*structs.Workload).Reservation
-		}
-		stored = wl
-		return w.insert(TableWorkloads, wl)
+		var err error
+		stored, err = w.upsertWorkload(info)
+		return err
 	})
 	return stored, err
+}
+
+// UpsertWorkloadAndPlan stores a workload's new version, as UpsertWorkload does, and in the same write the plan
+// that schedule makes for it on a view holding that version: one commit instead of two for every workload that
+// arrives, which is most of what the placer writes. The view passed to schedule is valid only during the call.
+// When schedule fails, or its plan does not apply (ErrStalePlan), nothing is written.
+func (s *Store) UpsertWorkloadAndPlan(seq uint64, now time.Time, info structs.WorkloadInfo,
+	schedule func(*Snapshot) (*structs.Plan, error)) (*structs.Plan, error) {
+	if err := checkWorkloadInfo(info); err != nil {
+		return nil, err
+	}
+	var plan *structs.Plan
+	err := s.write(seq, func(w *writeTxn) error {
+		if _, err := w.upsertWorkload(info); err != nil {
+			return err
+		}
+		var err error
+		if plan, err = schedule(w.view()); err != nil {
+			return err
+		}
+		return w.applyPlan(plan, now.Add(s.config.ReservationTTL).UnixNano())
+	})
+	if err != nil {
+		return nil, err
+	}
+	return plan, nil
+}
+
+// view reads the write as it stands, as a Snapshot of it committed would; the store's lock is held.
+func (w *writeTxn) view() *Snapshot {
+	s := w.store
+	tables := s.tableIndex
+	for i, written := range w.tables {
+		if written {
+			tables[i] = max(tables[i], w.seq)
+		}
+	}
+	return &Snapshot{txn: w.txn, resources: w.resources, capacity: w.capacity, index: max(s.latest, w.seq),
+		tableIndex: tables, policies: s.policies}
+}
+
+func checkWorkloadInfo(info structs.WorkloadInfo) error {
+	a := info.Analysis
+	if a == nil {
+		return errors.New("state: workload has no analysis")
+	}
+	if a.Kind == "" || a.Name == "" {
+		return fmt.Errorf("state: workload %s/%s/%s: kind and name are required", a.Kind, a.Namespace, a.Name)
+	}
+	return nil
+}
+
+func (w *writeTxn) upsertWorkload(info structs.WorkloadInfo) (*structs.Workload, error) {
+	a, seq := info.Analysis, w.seq
+	wl := &structs.Workload{
+		ID:         structs.WorkloadID(a.APIVersion, a.Kind, a.Namespace, a.Name),
+		APIVersion: a.APIVersion, Group: structs.APIGroup(a.APIVersion), Kind: a.Kind,
+		Namespace: a.Namespace, Name: a.Name, Labels: info.Labels, Generation: info.Generation,
+		Analysis: a, Avoid: info.Avoid, ModifyIndex: seq,
+	}
+	lists := make([]corev1.ResourceList, 0, len(a.Components))
+	for _, c := range a.Components {
+		lists = append(lists, c.PodRequests)
+	}
+	w.resources = w.resources.With(lists...)
+	wl.Demand = make(structs.Vector, w.resources.Len())
+	for _, c := range a.Components {
+		name := c.Name
+		if c.Instance != "" {
+			name += "/" + c.Instance
+		}
+		if c.Pods < 0 {
+			return nil, fmt.Errorf("state: workload %s component %s: negative pod count %d", wl.DisplayName(), name, c.Pods)
+		}
+		req, err := w.resources.Request(c.PodRequests)
+		if err != nil {
+			return nil, fmt.Errorf("state: workload %s component %s: %w", wl.DisplayName(), name, err)
+		}
+		req[structs.ResourcePods] = 1
+		wl.PodGroups = append(wl.PodGroups, structs.PodGroup{Component: name, Count: c.Pods, Request: req,
+			NodeSelector: c.NodeSelector, RequiredNodeAffinity: c.RequiredNodeAffinity, Tolerations: c.Tolerations,
+			ConstraintKey: constraintKey(&c), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
+		wl.Demand.AddInPlace(req, c.Pods)
+	}
+	raw, err := w.first(TableWorkloads, indexID, wl.ID)
+	if err != nil {
+		return nil, err
+	}
+	if raw != nil {
+		wl.Placement = raw.(*structs.Workload).Placement
+		wl.Reservation = raw.(*structs.Workload).Reservation
+	}
+	return wl, w.insert(TableWorkloads, wl)
 }
 
 // DeleteWorkload removes a workload and releases its reservations.
@@ -331,30 +383,32 @@ func (s *Store) DeleteResourceInterface(seq uint64, name string) error {
 // decision or a node lacks room for the pods packed on it. Reservations expire now + ReservationTTL.
 func (s *Store) ApplyPlan(seq uint64, now time.Time, plan *structs.Plan) error {
 	expires := now.Add(s.config.ReservationTTL).UnixNano()
-	return s.write(seq, func(w *writeTxn) error {
-		for _, d := range plan.Decisions {
-			if err := w.applyDecision(d, expires); err != nil {
-				return fmt.Errorf("state: decision %s for %s: %w", d.ID, d.Workload, err)
+	return s.write(seq, func(w *writeTxn) error { return w.applyPlan(plan, expires) })
+}
+
+func (w *writeTxn) applyPlan(plan *structs.Plan, expires int64) error {
+	for _, d := range plan.Decisions {
+		if err := w.applyDecision(d, expires); err != nil {
+			return fmt.Errorf("state: decision %s for %s: %w", d.ID, d.Workload, err)
+		}
+	}
+	// Capacity rows are rebuilt now so the room check below sees every decision of the plan.
+	if err := w.rebuildCapacity(); err != nil {
+		return err
+	}
+	w.resetDirty()
+	for _, d := range plan.Decisions {
+		for _, a := range d.Assignments {
+			row := w.capacity.get(a.Cluster)
+			if row == nil {
+				return fmt.Errorf("%w: cluster %s is gone", ErrStalePlan, a.Cluster)
+			}
+			if err := checkRoom(row, a.Node); err != nil {
+				return fmt.Errorf("decision %s for %s: %w", d.ID, d.Workload, err)
 			}
 		}
-		// Capacity rows are rebuilt now so the room check below sees every decision of the plan.
-		if err := w.rebuildCapacity(); err != nil {
-			return err
-		}
-		w.resetDirty()
-		for _, d := range plan.Decisions {
-			for _, a := range d.Assignments {
-				row := w.capacity.get(a.Cluster)
-				if row == nil {
-					return fmt.Errorf("%w: cluster %s is gone", ErrStalePlan, a.Cluster)
-				}
-				if err := checkRoom(row, a.Node); err != nil {
-					return fmt.Errorf("decision %s for %s: %w", d.ID, d.Workload, err)
-				}
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // checkRoom fails when the reservations on a node exceed what it has left after running pods.
