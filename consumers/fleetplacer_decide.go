@@ -3,12 +3,14 @@ package consumers
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
 	"strconv"
 
+	"github.com/cespare/xxhash/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetflow/fleetflow/internal/jsondec"
@@ -156,7 +158,7 @@ func verdictOf(ref schemas.ObjectRef, seq uint64, d *structs.Decision) *schemas.
 		v.Status = schemas.VerdictUnschedulable
 	}
 	if len(d.RejectCodes) > 0 {
-		v.ReasonCodes = map[string]string{}
+		v.ReasonCodes = make(map[string]string, len(d.RejectCodes))
 		for c, code := range d.RejectCodes {
 			v.ReasonCodes[c] = string(code)
 		}
@@ -181,8 +183,12 @@ func verdictKey(v *schemas.PlacementVerdict, analysisKey string) string {
 	}
 	// Fields end with a 0 byte, which Kubernetes names, reason texts and codes never contain, so the
 	// concatenation reads back one way only.
-	identity := make([]byte, 0, 256)
-	field := func(s string) { identity = append(append(identity, s...), 0) }
+	var d xxhash.Digest
+	d.Reset()
+	field := func(s string) {
+		_, _ = d.WriteString(s)
+		_, _ = d.Write(fieldEnd)
+	}
 	field(string(v.Status))
 	field(v.Policy)
 	field(v.Message)
@@ -195,13 +201,29 @@ func verdictKey(v *schemas.PlacementVerdict, analysisKey string) string {
 		field(c)
 		field(strconv.Itoa(int(v.Replicas[c])))
 	}
-	field("reasons")
-	for _, c := range slices.Sorted(maps.Keys(reasons)) {
-		field(c)
-		field(reasons[c])
+	// A reason per rejected cluster, tens of them: summed, they need no sorting, and each cluster is bound
+	// to its own reason.
+	var reasonsSum uint64
+	for c, r := range reasons {
+		reasonsSum += fmix64(xxhash.Sum64String(c)*0x9e3779b97f4a7c15 + xxhash.Sum64String(r))
 	}
-	sum := sha256.Sum256(identity)
-	return hex.EncodeToString(sum[:8])
+	field("reasons")
+	var sum [8]byte
+	binary.LittleEndian.PutUint64(sum[:], reasonsSum)
+	_, _ = d.Write(sum[:])
+	return strconv.FormatUint(d.Sum64(), 16)
+}
+
+var fieldEnd = []byte{0}
+
+// fmix64 is MurmurHash3's finalizer: every input bit affects every output bit, so a sum of mixed values does
+// not let two changes cancel out the way a sum of raw hashes could.
+func fmix64(h uint64) uint64 {
+	h ^= h >> 33
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 33
+	h *= 0xc4ceb9fe1a85ec53
+	return h ^ h>>33
 }
 
 // analysisKey identifies an analysis for verdictKey.
@@ -213,8 +235,7 @@ func analysisKey(a *schemas.Analysis) string {
 	if err != nil {
 		return ""
 	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8])
+	return strconv.FormatUint(xxhash.Sum64(data), 16)
 }
 
 // publishVerdict sends a verdict as an event of its own, unless it says nothing new.

@@ -2,8 +2,10 @@ package consumers
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
+	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -27,6 +29,10 @@ func TestVerdictKey(t *testing.T) {
 		{"later sequence and view", func(v *schemas.PlacementVerdict) { v.Sequence, v.ViewSequence = 11, 200 }, "analysis-1", true},
 		{"other free amounts", func(v *schemas.PlacementVerdict) { v.Reasons["east"] = "needs cpu 4 in total, 2 free" }, "analysis-1", true},
 		{"another reason code", func(v *schemas.PlacementVerdict) { v.ReasonCodes["west"] = "Taint" }, "analysis-1", false},
+		{"codes swapped between clusters", func(v *schemas.PlacementVerdict) {
+			v.ReasonCodes["east"], v.ReasonCodes["west"] = v.ReasonCodes["west"], v.ReasonCodes["east"]
+		}, "analysis-1", false},
+		{"a cluster rejected no more", func(v *schemas.PlacementVerdict) { delete(v.ReasonCodes, "west") }, "analysis-1", false},
 		{"placed", func(v *schemas.PlacementVerdict) {
 			v.Status, v.Clusters, v.Reasons, v.ReasonCodes = schemas.VerdictPlaced, []string{"east"}, nil, nil
 		}, "analysis-1", false},
@@ -79,5 +85,29 @@ func TestGenerationOf(t *testing.T) {
 	}
 	if got := generationOf(decoded); got != 3 {
 		t.Errorf("generation of a JSON-decoded object = %d, want 3", got)
+	}
+}
+
+// BenchmarkPlacedVerdict: what the placer does per placed workload to say its verdict late in a bench run,
+// with 47 clusters rejected for capacity: build it from the decision, key it, and encode it as an event.
+func BenchmarkPlacedVerdict(b *testing.B) {
+	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team", Name: "train", UID: "u"}
+	d := &structs.Decision{Status: structs.StatusPlaced, Policy: "fill", Clusters: []string{"cluster-094"},
+		Reasons: map[string]string{}, RejectCodes: map[string]structs.RejectCode{}}
+	for i := range 47 {
+		c := fmt.Sprintf("cluster-%03d", 2*i)
+		d.Reasons[c] = fmt.Sprintf("needs nvidia.com/gpu 16 in total, %d free", i%7)
+		d.RejectCodes[c] = structs.RejectCapacity
+	}
+	analysis := &schemas.Analysis{ResourceInterface: "pytorchjob", TotalPods: 2}
+	analysisKey := analysisKey(analysis)
+	b.ReportAllocs()
+	for b.Loop() {
+		v := verdictOf(ref, 7, d)
+		v.Analysis = analysis
+		_ = verdictKey(v, analysisKey)
+		if _, err := schemas.NewEvent(schemas.TypePlacementVerdict, schemas.SourcePlacer, "s", "id", v); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
