@@ -41,6 +41,10 @@ var payloadFactories = map[string]func() Payload{
 	TypePlacerTick:       func() Payload { return &PlacerTick{} },
 }
 
+// ExtensionVerdict is the CloudEvents extension attribute of a decision that carries a verdict, set to the
+// verdict's status: a reader that wants only verdicts (the status writer) skips the other decisions unread.
+const ExtensionVerdict = "verdict"
+
 // NewEvent builds a valid CloudEvent carrying payload. The id is derived from the content identity
 // (see the *ID functions) because it doubles as the JetStream Nats-Msg-Id, which drops duplicate publishes.
 func NewEvent(eventType, source, subject, id string, payload Payload) (cloudevents.Event, error) {
@@ -56,6 +60,9 @@ func NewEvent(eventType, source, subject, id string, payload Payload) (cloudeven
 	e.SetSource(source)
 	e.SetSubject(subject)
 	e.SetTime(time.Now().UTC())
+	if d, ok := payload.(*PlacementDecided); ok && d.Verdict != nil {
+		e.SetExtension(ExtensionVerdict, string(d.Verdict.Status))
+	}
 	data, err := encodePayload(payload)
 	if err != nil {
 		return cloudevents.Event{}, fmt.Errorf("encode %s payload: %w", eventType, err)

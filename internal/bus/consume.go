@@ -9,6 +9,7 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/schemas"
@@ -99,8 +100,12 @@ type ConsumeLoop struct {
 	Flush    FlushFunc
 	// MaxBatch bounds a batch when Flush is set (default 256).
 	MaxBatch int
-	GiveUp   GiveUpFunc
-	Log      *slog.Logger
+	// Wants, when set, picks the messages to handle by their headers; any other is acknowledged as it arrives,
+	// without being decoded, for a handler that wants few of a stream's messages and whose filter subjects
+	// cannot tell them apart.
+	Wants  func(nats.Header) bool
+	GiveUp GiveUpFunc
+	Log    *slog.Logger
 
 	// closed says why the iterator closed while the loop was running; set by the goroutine that reads it.
 	closed error
@@ -134,6 +139,9 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 			if !ok {
 				return l.closed
 			}
+			if l.unwanted(msg) {
+				continue
+			}
 			l.process(ctx, l.decode(msg), nil)
 		}
 	}
@@ -151,6 +159,9 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 			msg, ok := l.next(ctx, iter)
 			if !ok {
 				return
+			}
+			if l.unwanted(msg) {
+				continue
 			}
 			select {
 			case msgs <- l.decode(msg):
@@ -178,6 +189,22 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 	}
 	// The reader set closed before it closed msgs, and the loop above drained msgs.
 	return l.closed
+}
+
+// unwanted acknowledges msg, unread, when Wants does not pick it.
+func (l *ConsumeLoop) unwanted(msg jetstream.Msg) bool {
+	if l.Wants == nil || l.Wants(msg.Headers()) {
+		return false
+	}
+	if err := msg.Ack(); err != nil {
+		l.Log.Warn("could not acknowledge a message the handler does not want; it comes again", "subject", msg.Subject(), "error", err)
+	}
+	return true
+}
+
+// HasExtension reports whether a message's headers carry the CloudEvents extension attribute name.
+func HasExtension(header nats.Header, name string) bool {
+	return header.Get(headerPrefix+name) != ""
 }
 
 // decodedMsg is a message with its decoded delivery, or the reason it cannot be handled (log is then set).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -123,6 +124,63 @@ func TestConsumeLoopReportsAClosedConsumer(t *testing.T) {
 			}
 			if !logs.Contains("the consumer stopped delivering") {
 				t.Errorf("the loop did not log why it stopped:\n%s", logs.String())
+			}
+		})
+	}
+}
+
+// TestConsumeLoopHandlesOnlyWhatItWants: with Wants set, a message it does not pick is acknowledged without
+// reaching the handler, batching or not, and the ones it picks are handled as usual.
+func TestConsumeLoopHandlesOnlyWhatItWants(t *testing.T) {
+	for _, batching := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one at a time", true: "batching"}[batching], func(t *testing.T) {
+			_, js := startJetStream(t)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			log, _ := testLogger(t)
+			consumer, _, _ := placerConsumer(t, js, log)
+			var mu sync.Mutex
+			var handled []string
+			loop := &bus.ConsumeLoop{Consumer: consumer, Log: log,
+				Wants: func(h nats.Header) bool { return bus.HasExtension(h, "wanted") },
+				Handle: func(_ context.Context, d bus.Delivery) error {
+					mu.Lock()
+					defer mu.Unlock()
+					handled = append(handled, d.Payload.(*schemas.WorkloadChanged).Ref().Name)
+					return nil
+				}}
+			if batching {
+				loop.Flush = func(context.Context) error { return nil }
+			}
+			done := make(chan error, 1)
+			go func() { done <- loop.Run(ctx) }()
+
+			pub := bus.NewPublisher(js)
+			for _, name := range []string{"skipped-1", "picked", "skipped-2"} {
+				subject, payload := workloadEvent(t, name, "uid-"+name, "1")
+				e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, "id-"+name, payload)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if name == "picked" {
+					e.SetExtension("wanted", "yes")
+				}
+				if _, err := pub.Publish(ctx, subject, e); err != nil {
+					t.Fatal(err)
+				}
+			}
+			eventually(t, "every message acknowledged", func() bool {
+				info, err := consumer.Info(ctx)
+				return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream == 3
+			})
+			mu.Lock()
+			if len(handled) != 1 || handled[0] != "picked" {
+				t.Errorf("handled %v, want only the picked message", handled)
+			}
+			mu.Unlock()
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("loop ended with %v", err)
 			}
 		})
 	}

@@ -288,7 +288,12 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 	decisionsDone := make(chan error, 1)
 	go func() {
 		stream, cfg := schemas.StatusDecisionsConsumer()
-		err := consume(ctx, b, stream, cfg, log, newLoop)
+		err := consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
+			loop := newLoop(consumer)
+			// Most decisions carry no verdict, and their objects are not worth decoding to find that out.
+			loop.Wants = func(h nats.Header) bool { return bus.HasExtension(h, schemas.ExtensionVerdict) }
+			return loop
+		})
 		cancel()
 		decisionsDone <- err
 	}()
