@@ -155,15 +155,22 @@ func (s *Store) write(seq uint64, fn func(w *writeTxn) error) error {
 	}
 	w.txn.Commit()
 	s.policies = policies
-	for i, written := range w.tables {
-		if written {
-			s.tableIndex[i] = max(s.tableIndex[i], seq)
-		}
-	}
+	s.tableIndex = w.tableIndex()
 	s.resources = w.resources
 	s.capacity = w.capacity
 	s.latest = max(s.latest, seq)
 	return nil
+}
+
+// tableIndex is the store's latest sequence per table as it is once this write commits.
+func (w *writeTxn) tableIndex() tableIndexes {
+	tables := w.store.tableIndex
+	for i, written := range w.tables {
+		if written {
+			tables[i] = max(tables[i], w.seq)
+		}
+	}
+	return tables
 }
 
 func (w *writeTxn) insert(table string, obj any) error {

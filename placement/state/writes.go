@@ -252,15 +252,8 @@ func (s *Store) UpsertWorkloadAndPlan(seq uint64, now time.Time, info structs.Wo
 
 // view reads the write as it stands, as a Snapshot of it committed would; the store's lock is held.
 func (w *writeTxn) view() *Snapshot {
-	s := w.store
-	tables := s.tableIndex
-	for i, written := range w.tables {
-		if written {
-			tables[i] = max(tables[i], w.seq)
-		}
-	}
-	return &Snapshot{txn: w.txn, resources: w.resources, capacity: w.capacity, index: max(s.latest, w.seq),
-		tableIndex: tables, policies: s.policies}
+	return &Snapshot{txn: w.txn, resources: w.resources, capacity: w.capacity, index: max(w.store.latest, w.seq),
+		tableIndex: w.tableIndex(), policies: w.store.policies}
 }
 
 func checkWorkloadInfo(info structs.WorkloadInfo) error {
