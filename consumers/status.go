@@ -133,30 +133,31 @@ func (s *StatusWriter) resource(ref schemas.ObjectRef) (dynamic.ResourceInterfac
 	return s.ControlPlane.Dynamic.Resource(gvr), nil
 }
 
-// current reads the control-plane object; nil when it is gone or is another incarnation.
-func (s *StatusWriter) current(ctx context.Context, client dynamic.ResourceInterface, ref schemas.ObjectRef) (*unstructured.Unstructured, error) {
+// current reads the control-plane object, with the client that wrote it; the object is nil when it is gone
+// or is another incarnation.
+func (s *StatusWriter) current(ctx context.Context, ref schemas.ObjectRef) (dynamic.ResourceInterface, *unstructured.Unstructured, error) {
+	client, err := s.resource(ref)
+	if err != nil {
+		return nil, nil, err
+	}
 	obj, err := client.Get(ctx, ref.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return nil, nil
+		return client, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read %s on the control plane: %w", ref, err)
+		return nil, nil, fmt.Errorf("read %s on the control plane: %w", ref, err)
 	}
 	if string(obj.GetUID()) != ref.UID {
-		return nil, nil
+		return client, nil, nil
 	}
-	return obj, nil
+	return client, obj, nil
 }
 
 func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus) error {
 	if p.Gone {
 		return nil
 	}
-	client, err := s.resource(p.Workload)
-	if err != nil {
-		return err
-	}
-	obj, err := s.current(ctx, client, p.Workload)
+	client, obj, err := s.current(ctx, p.Workload)
 	if err != nil || obj == nil {
 		return err
 	}
@@ -209,11 +210,7 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 // can be handled out of order, when one is retried after a failed write while the next went through, or
 // when status writers share the work.
 func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.PlacementVerdict) error {
-	client, err := s.resource(p.Workload)
-	if err != nil {
-		return err
-	}
-	obj, err := s.current(ctx, client, p.Workload)
+	client, obj, err := s.current(ctx, p.Workload)
 	if err != nil || obj == nil {
 		return err
 	}
@@ -251,11 +248,7 @@ func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.Placement
 
 // annotate merge-patches annotations (nil removes one) onto the control-plane object, if it still exists.
 func (s *StatusWriter) annotate(ctx context.Context, ref schemas.ObjectRef, annotations map[string]any) error {
-	client, err := s.resource(ref)
-	if err != nil {
-		return err
-	}
-	obj, err := s.current(ctx, client, ref)
+	client, obj, err := s.current(ctx, ref)
 	if err != nil || obj == nil {
 		return err
 	}
