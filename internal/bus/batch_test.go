@@ -88,8 +88,15 @@ func (f *batchFixture) run(fail func(name string, attempt uint64) error, flushFa
 
 func (f *batchFixture) waitSettled(want int) {
 	f.t.Helper()
-	eventually(f.t, "every message acknowledged", func() bool {
-		info, err := f.consumer.Info(f.ctx)
+	waitSettled(f.t, f.ctx, f.consumer, want)
+}
+
+// waitSettled waits until consumer has nothing pending or unacknowledged and has acknowledged everything up to
+// stream sequence want.
+func waitSettled(t *testing.T, ctx context.Context, consumer jetstream.Consumer, want int) {
+	t.Helper()
+	eventually(t, "every message acknowledged", func() bool {
+		info, err := consumer.Info(ctx)
 		return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && int(info.AckFloor.Stream) == want
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -72,6 +73,26 @@ func placerConsumer(t *testing.T, js jetstream.JetStream, log *slog.Logger) (jet
 		t.Fatal(err)
 	}
 	return consumer, stream, cfg
+}
+
+// handledNames is a Handler that records the names of the workloads it handles, in order.
+type handledNames struct {
+	mu   sync.Mutex
+	seen []string
+}
+
+func (h *handledNames) handle(_ context.Context, d bus.Delivery) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.seen = append(h.seen, d.Payload.(*schemas.WorkloadChanged).Ref().Name)
+	return nil
+}
+
+// names is a copy of what was handled so far.
+func (h *handledNames) names() []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.seen)
 }
 
 // publishWorkloads publishes, for each name, the workload.changed event of a PyTorchJob of that name at
@@ -242,17 +263,12 @@ func TestConsumeLoopSurvivesBadMessages(t *testing.T) {
 	log, logs := testLogger(t)
 	consumer, _, _ := placerConsumer(t, js, log)
 
-	var mu sync.Mutex
-	var handled []string
-	loop := &bus.ConsumeLoop{Consumer: consumer, Log: log, Handle: func(_ context.Context, d bus.Delivery) error {
-		name := d.Payload.(*schemas.WorkloadChanged).Ref().Name
-		if name == "panics" {
+	handled := &handledNames{}
+	loop := &bus.ConsumeLoop{Consumer: consumer, Log: log, Handle: func(ctx context.Context, d bus.Delivery) error {
+		if d.Payload.(*schemas.WorkloadChanged).Ref().Name == "panics" {
 			panic("boom")
 		}
-		mu.Lock()
-		handled = append(handled, name)
-		mu.Unlock()
-		return nil
+		return handled.handle(ctx, d)
 	}}
 	done := make(chan error, 1)
 	go func() { done <- loop.Run(ctx) }()
@@ -290,18 +306,13 @@ func TestConsumeLoopSurvivesBadMessages(t *testing.T) {
 	good("after-panic")
 
 	want := []string{"after-garbage", "after-non-cloudevent", "after-unknown-type", "after-invalid-payload", "after-panic"}
-	eventually(t, "every good event handled", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(handled) == len(want)
-	})
-	mu.Lock()
+	eventually(t, "every good event handled", func() bool { return len(handled.names()) == len(want) })
+	got := handled.names()
 	for i := range want {
-		if handled[i] != want[i] {
-			t.Errorf("handled[%d] = %q, want %q (all: %v)", i, handled[i], want[i], handled)
+		if got[i] != want[i] {
+			t.Errorf("handled[%d] = %q, want %q (all: %v)", i, got[i], want[i], got)
 		}
 	}
-	mu.Unlock()
 	for _, reason := range []string{
 		"no ce-specversion header", "not a fleetflow event type", "object.metadata.apiVersion", "object.metadata.uid",
 		"payload is not valid JSON", "handler panicked",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -139,16 +138,9 @@ func TestConsumeLoopHandlesOnlyWhatItWants(t *testing.T) {
 			defer cancel()
 			log, _ := testLogger(t)
 			consumer, _, _ := placerConsumer(t, js, log)
-			var mu sync.Mutex
-			var handled []string
-			loop := &bus.ConsumeLoop{Consumer: consumer, Log: log,
-				Wants: func(h nats.Header) bool { return bus.HasExtension(h, "wanted") },
-				Handle: func(_ context.Context, d bus.Delivery) error {
-					mu.Lock()
-					defer mu.Unlock()
-					handled = append(handled, d.Payload.(*schemas.WorkloadChanged).Ref().Name)
-					return nil
-				}}
+			handled := &handledNames{}
+			loop := &bus.ConsumeLoop{Consumer: consumer, Log: log, Handle: handled.handle,
+				Wants: func(h nats.Header) bool { return bus.HasExtension(h, "wanted") }}
 			if batching {
 				loop.Flush = func(context.Context) error { return nil }
 			}
@@ -169,15 +161,10 @@ func TestConsumeLoopHandlesOnlyWhatItWants(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			eventually(t, "every message acknowledged", func() bool {
-				info, err := consumer.Info(ctx)
-				return err == nil && info.NumPending == 0 && info.NumAckPending == 0 && info.AckFloor.Stream == 3
-			})
-			mu.Lock()
-			if len(handled) != 1 || handled[0] != "picked" {
-				t.Errorf("handled %v, want only the picked message", handled)
+			waitSettled(t, ctx, consumer, 3)
+			if got := handled.names(); len(got) != 1 || got[0] != "picked" {
+				t.Errorf("handled %v, want only the picked message", got)
 			}
-			mu.Unlock()
 			cancel()
 			if err := <-done; err != nil {
 				t.Errorf("loop ended with %v", err)

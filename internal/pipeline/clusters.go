@@ -216,9 +216,10 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 
 // cannotRun logs why a Cluster cannot be run, once for each new reason.
 func (m *ClusterManager) cannotRun(log *slog.Logger, name, what string, err error) {
+	reason := what + ": " + err.Error()
 	m.mu.Lock()
-	seen := m.unreachable[name] == what+": "+err.Error()
-	m.unreachable[name] = what + ": " + err.Error()
+	seen := m.unreachable[name] == reason
+	m.unreachable[name] = reason
 	m.mu.Unlock()
 	if !seen {
 		log.Error(what+"; trying again at each resync", "error", err)
