@@ -130,7 +130,7 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 	}
 	for _, id := range slices.Sorted(maps.Keys(held)) {
 		if h := held[id]; !h.carried {
-			if err := p.publishVerdict(ctx, p.workloads[id], h.v); err != nil {
+			if err := p.sendVerdict(ctx, p.workloads[id], h.v, h.key); err != nil {
 				return err
 			}
 		}
@@ -244,6 +244,11 @@ func (p *Placer) publishVerdict(ctx context.Context, e *workloadEntry, v *schema
 	if key == e.lastVerdict {
 		return nil // nothing new to say: e.g. a blocked workload retried and still blocked
 	}
+	return p.sendVerdict(ctx, e, v, key)
+}
+
+// sendVerdict sends v, whose verdictKey is key, as an event of its own.
+func (p *Placer) sendVerdict(ctx context.Context, e *workloadEntry, v *schemas.PlacementVerdict, key string) error {
 	v.Epoch = p.epoch
 	subject := schemas.VerdictSubject(e.ref)
 	if err := p.send(ctx, schemas.TypePlacementVerdict, subject, fmt.Sprintf("verdict/%s/%d", e.ref.UID, p.seq), v); err != nil {
