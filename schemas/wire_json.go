@@ -1,7 +1,7 @@
 package schemas
 
 import (
-	"maps"
+	"cmp"
 	"slices"
 	"strconv"
 
@@ -68,7 +68,7 @@ func (p *PlacementVerdict) appendJSON(b []byte) ([]byte, error) {
 	}
 	if len(p.Replicas) > 0 {
 		b = append(b, `,"replicas":{`...)
-		for i, c := range slices.Sorted(maps.Keys(p.Replicas)) {
+		for i, c := range sortedKeys(p.Replicas) {
 			if i > 0 {
 				b = append(b, ',')
 			}
@@ -81,13 +81,13 @@ func (p *PlacementVerdict) appendJSON(b []byte) ([]byte, error) {
 	// A cluster's code and reason come together, so the two maps usually share their keys, sorted once.
 	var reasonKeys []string
 	if len(p.Reasons) > 0 {
-		reasonKeys = slices.Sorted(maps.Keys(p.Reasons))
+		reasonKeys = sortedKeys(p.Reasons)
 		b = appendStringMap(append(b, `,"reasons":`...), p.Reasons, reasonKeys)
 	}
 	if len(p.ReasonCodes) > 0 {
 		codeKeys := reasonKeys
 		if !hasExactly(p.ReasonCodes, reasonKeys) {
-			codeKeys = slices.Sorted(maps.Keys(p.ReasonCodes))
+			codeKeys = sortedKeys(p.ReasonCodes)
 		}
 		b = appendStringMap(append(b, `,"reasonCodes":`...), p.ReasonCodes, codeKeys)
 	}
@@ -179,7 +179,7 @@ func (p *PlacementDecided) appendJSON(b []byte) ([]byte, error) {
 		b = appendStrings(append(b, `,"clusters":`...), p.Clusters)
 	}
 	if len(p.Avoid) > 0 {
-		b = appendStringMap(append(b, `,"avoid":`...), p.Avoid, slices.Sorted(maps.Keys(p.Avoid)))
+		b = appendStringMap(append(b, `,"avoid":`...), p.Avoid, sortedKeys(p.Avoid))
 	}
 	if p.Verdict != nil {
 		var err error
@@ -229,7 +229,7 @@ func appendStringMap(b []byte, m map[string]string, keys []string) []byte {
 
 func appendResources(b []byte, list corev1.ResourceList) ([]byte, error) {
 	b = append(b, '{')
-	for i, name := range slices.Sorted(maps.Keys(list)) {
+	for i, name := range sortedKeys(list) {
 		if i > 0 {
 			b = append(b, ',')
 		}
@@ -256,6 +256,18 @@ func hasExactly(m map[string]string, keys []string) bool {
 		}
 	}
 	return true
+}
+
+// sortedKeys returns m's keys in order. Unlike slices.Sorted(maps.Keys(m)) it sizes the slice up front: a
+// verdict's reasons have a key per rejected cluster, tens of them, and growing the slice to hold them took
+// as long as sorting it.
+func sortedKeys[K cmp.Ordered, V any](m map[K]V) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // appendStrings appends a JSON array of strings.
