@@ -70,6 +70,9 @@ type Placer struct {
 	sched    *scheduler.Scheduler
 	blocked  *scheduler.Blocked
 	registry *karta.Registry
+	// upsertAndPlan is the store's UpsertWorkloadAndPlan; tests replace it to make that one write fail.
+	upsertAndPlan func(seq uint64, now time.Time, info structs.WorkloadInfo,
+		schedule func(*state.Snapshot) (*structs.Plan, error)) (*structs.Plan, error)
 
 	// seq is the stream sequence of the event being handled; it stamps store writes and decisions.
 	seq uint64
@@ -189,7 +192,7 @@ func NewPlacer(publisher EventPublisher, ris *karta.Registry, config PlacerConfi
 	}
 	return &Placer{
 		publisher: publisher, log: log, config: config,
-		store: store, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris,
+		store: store, upsertAndPlan: store.UpsertWorkloadAndPlan, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris,
 		seen: map[string]uint64{}, workloads: map[string]*workloadEntry{}, byUID: map[string]string{},
 		pending:  map[string]struct{}{},
 		clusters: map[string]*clusterEntry{}, policies: map[string]*policyEntry{},

@@ -71,7 +71,7 @@ func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touc
 // When that fails, it stores the version and runs the cycle on their own, as the scheduler runs it for any
 // workload: planning again on a fresh view when the plan is stale, and keeping the version when it fails.
 func (p *Placer) upsertAndProcess(e *workloadEntry, touched *touchedSet) error {
-	plan, err := p.store.UpsertWorkloadAndPlan(p.seq, p.now, p.workloadInfo(e), func(view *state.Snapshot) (*structs.Plan, error) {
+	plan, err := p.upsertAndPlan(p.seq, p.now, p.workloadInfo(e), func(view *state.Snapshot) (*structs.Plan, error) {
 		return p.sched.Schedule(view, e.id)
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package consumers
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -565,6 +567,59 @@ func TestNewVersionDecidesOnlyWhatAnApplierWouldCopy(t *testing.T) {
 				if got := f.decisions(mark); !equal(got, want) {
 					t.Fatalf("%s: decisions = %v, want %v", step.name, got, want)
 				}
+			}
+		})
+	}
+}
+
+// TestPlacerPlacesApartWhenTheOneWriteFails: when storing a workload's new version together with its cycle's
+// plan fails, the placer stores the version and runs the cycle apart, so the workload still gets its
+// decisions and its verdict, and the fleet view holds the version.
+func TestPlacerPlacesApartWhenTheOneWriteFails(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		cpu           string
+		wantDecisions []string
+		wantVerdict   schemas.VerdictStatus
+	}{
+		{name: "fits", cpu: "1", wantDecisions: []string{"Apply east"}, wantVerdict: schemas.VerdictPlaced},
+		{name: "fits nowhere", cpu: "100", wantVerdict: schemas.VerdictUnschedulable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.policy("any", map[string]any{})
+			f.cluster("east", nil)
+			attempts := 0
+			f.p.upsertAndPlan = func(uint64, time.Time, structs.WorkloadInfo, func(*state.Snapshot) (*structs.Plan, error)) (*structs.Plan, error) {
+				attempts++
+				return nil, errors.New("injected: the one write failed")
+			}
+			web := deployment("web")
+			container := web.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
+			container.(map[string]any)["resources"] = map[string]any{"requests": map[string]any{"cpu": tc.cpu}}
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+
+			if attempts != 1 {
+				t.Fatalf("the one write was tried %d times, want 1", attempts)
+			}
+			if got := f.decisions(0); !equal(got, tc.wantDecisions) {
+				t.Errorf("decisions = %v, want %v", got, tc.wantDecisions)
+			}
+			var verdicts []schemas.VerdictStatus
+			for _, s := range f.pub.ofType(schemas.TypePlacementVerdict) {
+				verdicts = append(verdicts, s.payload(t).(*schemas.PlacementVerdict).Status)
+			}
+			for _, s := range f.pub.ofType(schemas.TypePlacementDecided) {
+				if v := s.payload(t).(*schemas.PlacementDecided).Verdict; v != nil {
+					verdicts = append(verdicts, v.Status)
+				}
+			}
+			if !slices.Equal(verdicts, []schemas.VerdictStatus{tc.wantVerdict}) {
+				t.Errorf("verdicts = %v, want [%s]", verdicts, tc.wantVerdict)
+			}
+			ref := web.Ref()
+			if wl := f.p.Snapshot().Workload(structs.WorkloadID(ref.APIVersion, ref.Kind, ref.Namespace, ref.Name)); wl == nil {
+				t.Error("the fleet view does not hold the workload")
 			}
 		})
 	}
