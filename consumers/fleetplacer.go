@@ -80,7 +80,8 @@ type Placer struct {
 	epoch string
 	// now is the time of the event being handled (a tick's time, or the wall clock).
 	now time.Time
-	// seen is the last sequence applied per subject.
+	// seen is the last sequence applied per subject, above the consumer's acknowledgement floor once
+	// ForgetAppliedThrough ran.
 	seen      map[string]uint64
 	workloads map[string]*workloadEntry // by workload ID
 	byUID     map[string]string         // control-plane uid -> workload ID
@@ -263,6 +264,22 @@ func (p *Placer) Flush(ctx context.Context) error {
 		p.seen[s.subject] = s.sequence
 	}
 	return nil
+}
+
+// ForgetAppliedThrough drops the placer's record of events at or below floor, the acknowledgement floor of
+// its durable consumer, and returns how many subjects it forgot. JetStream never delivers such an event
+// again, so the record guards against nothing; kept, it would hold a sequence for every subject the placer
+// ever saw, two or more per workload ever submitted, for as long as the placer runs. Call it between
+// batches (after Flush), from the goroutine that handles the events.
+func (p *Placer) ForgetAppliedThrough(floor uint64) int {
+	forgotten := 0
+	for subject, seq := range p.seen {
+		if seq <= floor {
+			delete(p.seen, subject)
+			forgotten++
+		}
+	}
+	return forgotten
 }
 
 // stagedEvent is an event handled since the last Flush: what it changed of the bookkeeping, to put back

@@ -624,3 +624,54 @@ func TestPlacerPlacesApartWhenTheOneWriteFails(t *testing.T) {
 		})
 	}
 }
+
+// TestPlacerForgetsAppliedEventsBelowTheAcknowledgementFloor: the placer's record of applied events is bounded
+// by its consumer's acknowledgement floor. Below the floor it forgets everything, since JetStream delivers none
+// of it again, so workloads that came and went leave nothing behind; above it, a redelivered event is still
+// skipped; and a new event on a forgotten subject is handled as any new event.
+func TestPlacerForgetsAppliedEventsBelowTheAcknowledgementFloor(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.policy("any", map[string]any{})
+	f.cluster("east", nil)
+	const churn = 50
+	for i := range churn {
+		job := deployment(fmt.Sprintf("job-%d", i))
+		job.Object["metadata"].(map[string]any)["uid"] = fmt.Sprintf("uid-job-%d", i)
+		ref := job.Ref()
+		f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(ref), job)
+		f.confirm("east", job)
+		f.deliver(schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(ref), &schemas.ObjectDeleted{Workload: ref})
+		f.deliver(schemas.TypePlacementApplied, schemas.PlacementSubject("east", ref), &schemas.PlacementApplied{
+			DecisionID: "delete", Workload: ref, Cluster: "east", Action: schemas.ActionDelete, Sequence: f.seq})
+	}
+	if len(f.p.workloads) != 0 {
+		t.Fatalf("%d workloads still tracked after all were deleted", len(f.p.workloads))
+	}
+	if len(f.p.seen) < 2*churn {
+		t.Fatalf("the placer remembers %d subjects after %d workloads came and went; the test needs at least %d",
+			len(f.p.seen), churn, 2*churn)
+	}
+	floor := f.seq
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	webSeq := f.seq
+
+	subjects := len(f.p.seen)
+	if forgotten := f.p.ForgetAppliedThrough(floor); forgotten != subjects-1 || len(f.p.seen) != 1 {
+		t.Fatalf("forgot %d of %d subjects, %d left; want all but web's, the one event above the floor",
+			forgotten, subjects, len(f.p.seen))
+	}
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	if err := f.p.Handle(t.Context(), delivery(t, webSeq, schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Errorf("web's event, redelivered above the floor, decided %v; want nothing", got)
+	}
+	again := deployment("job-0")
+	again.Object["metadata"].(map[string]any)["uid"] = "uid-job-0-again"
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(again.Ref()), again)
+	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+		t.Errorf("job-0 submitted again after its subject was forgotten: decisions %v, want [Apply east]", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -209,8 +210,47 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, 
 		return err
 	}
 	go publishTicks(ctx, b, log)
-	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: fence(placer.Stage), Flush: placer.Flush, Log: log}
+	floor := &atomic.Uint64{}
+	go followAckFloor(ctx, consumer, PlacerTickInterval, floor, log)
+	var forgotThrough uint64
+	flush := func(ctx context.Context) error {
+		if err := placer.Flush(ctx); err != nil {
+			return err
+		}
+		if f := floor.Load(); f > forgotThrough {
+			if n := placer.ForgetAppliedThrough(f); n > 0 {
+				log.Debug("forgot applied events at or below the acknowledgement floor", "floor", f, "subjects", n)
+			}
+			forgotThrough = f
+		}
+		return nil
+	}
+	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: fence(placer.Stage), Flush: flush, Log: log}
 	return loop.Run(ctx)
+}
+
+// followAckFloor keeps floor at the acknowledgement floor of the placer's durable consumer, read every interval,
+// so the placer can forget the events JetStream will not deliver again (Placer.ForgetAppliedThrough). A read
+// that fails keeps the last floor: forgetting later only costs memory for a while.
+func followAckFloor(ctx context.Context, consumer jetstream.Consumer, interval time.Duration, floor *atomic.Uint64,
+	log *slog.Logger) {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		info, err := consumer.Info(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				log.Debug("placer consumer not read; keeping the last acknowledgement floor", "error", err)
+			}
+			continue
+		}
+		floor.Store(info.AckFloor.Stream)
+	}
 }
 
 func publishTicks(ctx context.Context, b *Bus, log *slog.Logger) {
