@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -97,6 +98,10 @@ type Placer struct {
 	queued   int
 	staged   []stagedEvent
 	batchErr error
+	// gone lists the workloads the placer stopped tracking (deleted on the control plane and from every
+	// cluster), for TakeGone; the first goneCommitted of them belong to batches whose publishes are stored.
+	gone          []schemas.ObjectRef
+	goneCommitted int
 	// scratch is reused to encode objects on the placer's goroutine.
 	scratch []byte
 }
@@ -235,9 +240,10 @@ func (p *Placer) Stage(ctx context.Context, d bus.Delivery) error {
 	if err != nil {
 		return err
 	}
-	saved := p.saveBookkeeping(touched)
+	saved, goneMark := p.saveBookkeeping(touched), len(p.gone)
 	if err := p.reconcile(ctx, touched); err != nil {
 		p.restoreBookkeeping(saved)
+		p.gone = p.gone[:goneMark]
 		return err
 	}
 	p.staged = append(p.staged, stagedEvent{subject: d.Subject, sequence: d.StreamSequence, saved: saved})
@@ -258,12 +264,28 @@ func (p *Placer) Flush(ctx context.Context) error {
 		for i := len(staged) - 1; i >= 0; i-- {
 			p.restoreBookkeeping(staged[i].saved)
 		}
+		p.gone = p.gone[:p.goneCommitted]
 		return err
 	}
 	for _, s := range staged {
 		p.seen[s.subject] = s.sequence
 	}
+	p.goneCommitted = len(p.gone)
 	return nil
+}
+
+// TakeGone returns the workloads the placer stopped tracking since the last call, once what it published
+// about them is stored: each was deleted on the control plane and its copies deleted from every cluster, so
+// what the state stream keeps of it (its deletion, last verdict, statuses, applier reports and decisions)
+// serves no rebuild any more. Call it after Flush, from the goroutine that handles the events.
+func (p *Placer) TakeGone() []schemas.ObjectRef {
+	if p.goneCommitted == 0 {
+		return nil
+	}
+	gone := slices.Clone(p.gone[:p.goneCommitted])
+	p.gone = append(p.gone[:0], p.gone[p.goneCommitted:]...)
+	p.goneCommitted = 0
+	return gone
 }
 
 // ForgetAppliedThrough drops the placer's record of events at or below floor, the acknowledgement floor of

@@ -126,6 +126,7 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 		if e.deleted && len(e.published) == 0 {
 			delete(p.workloads, id)
 			delete(p.byUID, e.ref.UID)
+			p.gone = append(p.gone, e.ref)
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(held)) {

@@ -556,11 +556,23 @@ func (p *Placer) onApplied(a *schemas.PlacementApplied, touched *touchedSet) {
 func (p *Placer) onFailed(f *schemas.PlacementFailed, touched *touchedSet) {
 	p.log.Warn("applier could not carry out a decision", "workload", f.Workload.Key(), "cluster", f.Cluster,
 		"action", f.Action, "error", f.Error)
-	id, ok := p.byUID[f.Workload.UID]
-	if !ok || f.Action != schemas.ActionDelete {
+	if f.Action != schemas.ActionDelete {
 		return
 	}
-	e := p.workloads[id]
+	var e *workloadEntry
+	if id, ok := p.byUID[f.Workload.UID]; ok {
+		e = p.workloads[id]
+	} else {
+		// The workload was deleted, and forgotten once its Deletes were sent. Its copy may have survived on
+		// the cluster that was down, so it is tracked again, as deleted, until a Delete goes through.
+		if other := p.workloads[workloadIDOf(f.Workload)]; other != nil {
+			p.log.Warn("a copy of a deleted workload may remain on a cluster that was down; a new workload has its name",
+				"workload", f.Workload.Key(), "uid", f.Workload.UID, "cluster", f.Cluster, "new_uid", other.ref.UID)
+			return
+		}
+		e = p.entry(f.Workload)
+		e.deleted = true
+	}
 	if prev, ok := e.published[f.Cluster]; ok && prev.sequence > f.Sequence {
 		return // a newer decision for that cluster was published since
 	}
@@ -571,7 +583,7 @@ func (p *Placer) onFailed(f *schemas.PlacementFailed, touched *touchedSet) {
 		e.redelete = map[string]bool{}
 	}
 	e.redelete[f.Cluster] = true
-	touched.add(id)
+	touched.add(e.id)
 }
 
 func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {

@@ -164,7 +164,7 @@ func (p *Placer) awaitAcknowledgements(ctx context.Context) error {
 // fails, the bookkeeping of the workloads involved is put back as it was, so the retried event publishes
 // them again (identical ids, so whatever was stored already is dropped as a duplicate).
 func (p *Placer) reconcileAndAwait(ctx context.Context, touched *touchedSet) error {
-	saved := p.saveBookkeeping(touched)
+	saved, goneMark := p.saveBookkeeping(touched), len(p.gone)
 	err := p.reconcile(ctx, touched)
 	if waitErr := p.awaitAcknowledgements(ctx); err == nil {
 		err = waitErr
@@ -172,8 +172,10 @@ func (p *Placer) reconcileAndAwait(ctx context.Context, touched *touchedSet) err
 	p.batchErr = nil
 	if err != nil {
 		p.restoreBookkeeping(saved)
+		p.gone = p.gone[:goneMark]
 		return err
 	}
+	p.goneCommitted = len(p.gone)
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/placement/structs"
@@ -673,5 +674,93 @@ func TestPlacerForgetsAppliedEventsBelowTheAcknowledgementFloor(t *testing.T) {
 	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(again.Ref()), again)
 	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
 		t.Errorf("job-0 submitted again after its subject was forgotten: decisions %v, want [Apply east]", got)
+	}
+}
+
+// TestPlacerReportsGoneWorkloadsOnceStored: a workload deleted on the control plane is reported gone, with its
+// UID, once the Deletes of its copies are stored, so what the state stream keeps of it can be pruned; not from a
+// batch whose publishes failed, whose redelivery reports it instead; and only once.
+func TestPlacerReportsGoneWorkloadsOnceStored(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.policy("any", map[string]any{})
+	f.cluster("east", nil)
+	web := deployment("web")
+	ref := web.Ref()
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(ref), web)
+	f.confirm("east", web)
+	if gone := f.p.TakeGone(); len(gone) != 0 {
+		t.Fatalf("gone = %v while web runs on east", gone)
+	}
+
+	// The deletion comes in a batch with another workload whose Apply fails.
+	deleted := delivery(t, f.seq+1, schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(ref), &schemas.ObjectDeleted{Workload: ref})
+	api := deployment("api")
+	api.Object["metadata"].(map[string]any)["uid"] = "uid-api"
+	apiChanged := delivery(t, f.seq+2, schemas.TypeWorkloadChanged, schemas.WorkloadSubject(api.Ref()), api)
+	f.seq += 2
+	batch := func() error {
+		for _, d := range []bus.Delivery{deleted, apiChanged} {
+			if err := f.p.Stage(t.Context(), d); err != nil {
+				return err
+			}
+		}
+		return f.p.Flush(t.Context())
+	}
+	f.pub.refuseSubject = schemas.DecisionSubject("east", api.Ref())
+	if err := batch(); err == nil {
+		t.Fatal("the batch succeeded though the Apply of api was refused")
+	}
+	if gone := f.p.TakeGone(); len(gone) != 0 {
+		t.Fatalf("gone = %v from a batch that failed", gone)
+	}
+	f.pub.refuseSubject = ""
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	if err := batch(); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.decisions(mark); !equal(got, []string{"Delete east", "Apply east"}) {
+		t.Errorf("decisions of the redelivered batch = %v, want web deleted from east and api applied there", got)
+	}
+	if gone := f.p.TakeGone(); len(gone) != 1 || gone[0] != ref {
+		t.Fatalf("gone = %v after the batch was stored, want [%v]", gone, ref)
+	}
+	if gone := f.p.TakeGone(); len(gone) != 0 {
+		t.Errorf("gone = %v when asked again, want nothing", gone)
+	}
+}
+
+// TestDeletedWorkloadIsDeletedAgainWhenItsClusterReturns: a workload deleted on the control plane while its
+// cluster is down gets a Delete its applier gives up on. The copy may have survived, so the placer sends the
+// Delete again once the cluster is Ready, as it does for a workload moved off a cluster that was down.
+func TestDeletedWorkloadIsDeletedAgainWhenItsClusterReturns(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
+	f.policy("any", map[string]any{})
+	f.cluster("east", nil)
+	web := deployment("web")
+	ref := web.Ref()
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(ref), web)
+	f.confirm("east", web)
+
+	silent := f.now.Add(15 * time.Second)
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: silent})
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	f.deliver(schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(ref), &schemas.ObjectDeleted{Workload: ref})
+	if got := f.decisions(mark); !equal(got, []string{"Delete east"}) {
+		t.Fatalf("decisions after the workload was deleted = %v, want [Delete east]", got)
+	}
+	deleteSeq := f.pub.ofType(schemas.TypePlacementDecided)[mark].payload(t).(*schemas.PlacementDecided).Sequence
+	f.deliver(schemas.TypePlacementFailed, schemas.PlacementSubject("east", ref), &schemas.PlacementFailed{
+		DecisionID: "delete", Workload: ref, Cluster: "east", Action: schemas.ActionDelete, Sequence: deleteSeq,
+		Error: "the cluster did not answer", Attempts: schemas.MaxDeliver})
+	mark = len(f.pub.ofType(schemas.TypePlacementDecided))
+
+	back := silent.Add(time.Second)
+	f.heartbeat("east", back)
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: back})
+	if got := f.decisions(mark); !equal(got, []string{"Delete east"}) {
+		t.Fatalf("decisions once east is back = %v, want the Delete sent again", got)
+	}
+	if gone := f.p.TakeGone(); len(gone) == 0 || gone[len(gone)-1] != ref {
+		t.Errorf("gone = %v, want %v last, once its Delete was sent again", gone, ref)
 	}
 }
