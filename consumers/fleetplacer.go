@@ -39,6 +39,9 @@ type PlacerConfig struct {
 	// LeaseTTL is how long the placer lease outlives its holder's last renewal; a standby placer takes
 	// over within about this long after the holder dies (default 15s, see pipeline.RunPlacer).
 	LeaseTTL time.Duration
+	// StatePruneGrace is how long after a deleted workload is gone (TakeGone) what the state stream keeps of
+	// it is pruned, so the reports that follow its Deletes go with it (default 1m, see pipeline.RunPlacer).
+	StatePruneGrace time.Duration
 }
 
 func (c PlacerConfig) withDefaults() PlacerConfig {

@@ -121,7 +121,14 @@ func WorkloadFilters(group, kind, namespace, name string) []string {
 	if namespace != "" {
 		ns = Token(namespace)
 	}
-	obj := g + "." + Token(kind) + "." + ns + "." + Token(name)
+	return workloadFilters(g + "." + Token(kind) + "." + ns + "." + Token(name))
+}
+
+// WorkloadStateFilters are subject filters that select every subject about one workload, as WorkloadFilters
+// do, for exactly ref's group: what the state stream keeps of a workload.
+func WorkloadStateFilters(ref ObjectRef) []string { return workloadFilters(objectTokens(ref)) }
+
+func workloadFilters(obj string) []string {
 	return []string{
 		SubjectEventsPrefix + ".workload." + obj,
 		SubjectEventsPrefix + ".analysis." + obj,

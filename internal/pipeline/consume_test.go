@@ -3,7 +3,15 @@ package pipeline_test
 import (
 	"context"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
@@ -63,4 +71,154 @@ func TestPlacerStartsOverWhenItsConsumerIsDeleted(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("placer ended with %v", err)
 	}
+}
+
+// TestPlacerPrunesTheStateOfDeletedWorkloads: a workload placed, then deleted on the control plane, leaves
+// nothing in the state stream once its Delete is stored and the grace period has passed, while the workload
+// next to it keeps its state. A placer that starts after the deletion prunes what an earlier one left.
+func TestPlacerPrunesTheStateOfDeletedWorkloads(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// restart deletes the workload under a placer that prunes nothing within the test, then starts another.
+		restart bool
+	}{
+		{name: "while running"},
+		{name: "after a restart", restart: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newStateFixture(t)
+			f.seedFleet()
+			grace := 10 * time.Millisecond
+			if tc.restart {
+				grace = time.Hour
+			}
+			stop := f.runPlacer(grace)
+			web, api := deployment("web"), deployment("api")
+			for _, w := range []*schemas.ObjectChanged{web, api} {
+				f.publish(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(w.Ref()), "changed-"+w.Ref().Name, w)
+			}
+			eventually(t, "web placed on east", f.holds(web.Ref(), schemas.DecisionSubject("east", web.Ref())))
+			eventually(t, "api placed on east", f.holds(api.Ref(), schemas.DecisionSubject("east", api.Ref())))
+
+			f.publish(schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(web.Ref()), "deleted-web", &schemas.ObjectDeleted{Workload: web.Ref()})
+			if tc.restart {
+				eventually(t, "web's Delete stored", func() bool {
+					msg, err := f.state.GetLastMsgForSubject(f.ctx, schemas.DecisionSubject("east", web.Ref()))
+					return err == nil && msg.Header.Get("ce-type") == schemas.TypePlacementDecided &&
+						strings.Contains(msg.Header.Get("ce-id"), "/"+string(schemas.ActionDelete)+"/")
+				})
+				stop()
+				if len(f.stateOf(web.Ref())) == 0 {
+					t.Fatal("web's state was pruned before the grace period passed")
+				}
+				stop = f.runPlacer(10 * time.Millisecond)
+			}
+			eventually(t, "web's state pruned", func() bool { return len(f.stateOf(web.Ref())) == 0 })
+			if got := f.stateOf(api.Ref()); !slices.Contains(got, schemas.WorkloadSubject(api.Ref())) ||
+				!slices.Contains(got, schemas.DecisionSubject("east", api.Ref())) {
+				t.Errorf("api's state = %v, want its change and its decision kept", got)
+			}
+			stop()
+		})
+	}
+}
+
+// stateFixture is an embedded bus on which tests run placers and read the state stream.
+type stateFixture struct {
+	t     *testing.T
+	ctx   context.Context
+	b     *pipeline.Bus
+	state jetstream.Stream
+}
+
+func newStateFixture(t *testing.T) *stateFixture {
+	t.Helper()
+	ctx := t.Context()
+	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()},
+		t.Name(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	state, err := b.JetStream.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stateFixture{t: t, ctx: ctx, b: b, state: state}
+}
+
+// runPlacer starts a placer pruning the state of gone workloads after grace; stop ends it.
+func (f *stateFixture) runPlacer(grace time.Duration) (stop func()) {
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- pipeline.RunPlacer(ctx, f.b, consumers.PlacerConfig{StatePruneGrace: grace}, slog.New(slog.DiscardHandler))
+	}()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			f.t.Errorf("placer ended with %v", err)
+		}
+	}
+}
+
+func (f *stateFixture) publish(eventType, subject, id string, payload schemas.Payload) {
+	f.t.Helper()
+	e, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.b.Publisher.Publish(f.ctx, subject, e); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// seedFleet publishes a policy taking every workload and a Ready cluster east of one 8-CPU node.
+func (f *stateFixture) seedFleet() {
+	policy := object("fleetflow.io/v1alpha1", "SchedulePolicy", "", "any", map[string]any{"spec": map[string]any{}})
+	f.publish(schemas.TypePolicyChanged, schemas.PolicySubject(policy.Ref()), "policy-1", policy)
+	cluster := object("fleetflow.io/v1alpha1", "Cluster", "", "east", map[string]any{"spec": map[string]any{
+		"kubeconfigSecretRef": map[string]any{"name": "east", "namespace": "fleetflow-system"}}})
+	f.publish(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), "cluster-1", cluster)
+	f.publish(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"), "heartbeat-1",
+		&schemas.ClusterHeartbeat{Cluster: "east", Time: time.Now()})
+	f.publish(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject("east"), "apis-1",
+		&schemas.ClusterAPIs{Cluster: "east", APIs: []string{"apps/v1/Deployment"}})
+	f.publish(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), "node-1", &schemas.NodeState{Cluster: "east", Name: "n1",
+		Ready: true, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+}
+
+// stateOf lists the subjects the state stream holds about ref.
+func (f *stateFixture) stateOf(ref schemas.ObjectRef) []string {
+	f.t.Helper()
+	var subjects []string
+	for _, filter := range schemas.WorkloadStateFilters(ref) {
+		info, err := f.state.Info(f.ctx, jetstream.WithSubjectFilter(filter))
+		if err != nil {
+			f.t.Fatal(err)
+		}
+		subjects = append(subjects, slices.Collect(maps.Keys(info.State.Subjects))...)
+	}
+	slices.Sort(subjects)
+	return subjects
+}
+
+func (f *stateFixture) holds(ref schemas.ObjectRef, subject string) func() bool {
+	return func() bool { return slices.Contains(f.stateOf(ref), subject) }
+}
+
+func object(apiVersion, kind, namespace, name string, extra map[string]any) *schemas.ObjectChanged {
+	meta := map[string]any{"name": name, "uid": "uid-" + name, "resourceVersion": "1"}
+	if namespace != "" {
+		meta["namespace"] = namespace
+	}
+	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta}
+	maps.Copy(obj, extra)
+	return &schemas.ObjectChanged{Object: obj}
+}
+
+func deployment(name string) *schemas.ObjectChanged {
+	return object("apps/v1", "Deployment", "team-a", name, map[string]any{"spec": map[string]any{"replicas": 1,
+		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
+			"resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}}}}}})
 }

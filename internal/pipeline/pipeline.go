@@ -209,6 +209,16 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, 
 	if err != nil {
 		return err
 	}
+	stateStream, err := b.JetStream.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		return fmt.Errorf("placer: %w", err)
+	}
+	grace := cfg.StatePruneGrace
+	if grace <= 0 {
+		grace = statePruneGrace
+	}
+	pruner := newStatePruner(stateStream, grace, log)
+	go pruner.run(ctx)
 	go publishTicks(ctx, b, log)
 	floor := &atomic.Uint64{}
 	go followAckFloor(ctx, consumer, PlacerTickInterval, floor, log)
@@ -217,6 +227,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, 
 		if err := placer.Flush(ctx); err != nil {
 			return err
 		}
+		pruner.add(placer.TakeGone())
 		if f := floor.Load(); f > forgotThrough {
 			if n := placer.ForgetAppliedThrough(f); n > 0 {
 				log.Debug("forgot applied events at or below the acknowledgement floor", "floor", f, "subjects", n)

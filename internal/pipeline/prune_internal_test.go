@@ -1,0 +1,136 @@
+package pipeline
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// TestStatePrunerRemovesWhatAGoneWorkloadLeft: once a deleted workload is gone, the state stream loses what it
+// kept of it (its deletion, verdict, status, applier report and decision), and keeps what belongs to others: a
+// workload created again under the same name, and an unrelated one.
+func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	b, err := OpenBus(ctx, BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	published := 0
+	publish := func(eventType, subject, id string, payload schemas.Payload) {
+		t.Helper()
+		e, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Publisher.Publish(ctx, subject, e); err != nil {
+			t.Fatal(err)
+		}
+		published++
+	}
+	ref := func(name, uid string) schemas.ObjectRef {
+		return schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team-a", Name: name, UID: uid}
+	}
+	gone, again, other := ref("train", "uid-1"), ref("train", "uid-2"), ref("eval", "uid-3")
+
+	// What the workload that is gone left: placed on east, deleted, its copy deleted.
+	publish(schemas.TypePlacementVerdict, schemas.VerdictSubject(gone), "verdict-1",
+		&schemas.PlacementVerdict{Workload: gone, Sequence: 1, Status: schemas.VerdictUnschedulable})
+	publish(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", gone), "status-1",
+		&schemas.WorkloadStatus{Cluster: "east", Workload: gone, Status: map[string]any{"phase": "Running"}})
+	publish(schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(gone), "deleted-1", &schemas.ObjectDeleted{Workload: gone})
+	publish(schemas.TypePlacementDecided, schemas.DecisionSubject("east", gone), "decision-1",
+		&schemas.PlacementDecided{DecisionID: "decision-1", Workload: gone, Cluster: "east", Action: schemas.ActionDelete, Sequence: 3})
+	publish(schemas.TypePlacementApplied, schemas.PlacementSubject("east", gone), "applied-1",
+		&schemas.PlacementApplied{DecisionID: "decision-1", Workload: gone, Cluster: "east", Action: schemas.ActionDelete, Sequence: 3})
+	// A workload created again under the same name, running on west, and an unrelated workload on east.
+	publish(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("west", again), "status-2",
+		&schemas.WorkloadStatus{Cluster: "west", Workload: again, Status: map[string]any{"phase": "Running"}})
+	publish(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", other), "status-3",
+		&schemas.WorkloadStatus{Cluster: "east", Workload: other, Status: map[string]any{"phase": "Running"}})
+
+	stream, err := b.JetStream.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stateSubjects := func() []string {
+		t.Helper()
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(">"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Sorted(maps.Keys(info.State.Subjects))
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; the state stream holds %v", what, stateSubjects())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitFor("every message sourced", func() bool { return len(stateSubjects()) == published })
+
+	pruner := newStatePruner(stream, 10*time.Millisecond, slog.New(slog.DiscardHandler))
+	go pruner.run(ctx)
+	pruner.add([]schemas.ObjectRef{gone})
+	want := []string{schemas.WorkloadStatusSubject("east", other), schemas.WorkloadStatusSubject("west", again)}
+	slices.Sort(want)
+	waitFor("the gone workload's state pruned", func() bool { return slices.Equal(stateSubjects(), want) })
+}
+
+// TestStatePrunerLeavesAWorkloadThatIsThere: a workload whose last message on its subject is a change keeps it,
+// even when reported gone: a change says the workload is there.
+func TestStatePrunerLeavesAWorkloadThatIsThere(t *testing.T) {
+	ctx := t.Context()
+	b, err := OpenBus(ctx, BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	object := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "team-a", "uid": "uid-web", "resourceVersion": "1"}}
+	changed := &schemas.ObjectChanged{Object: object}
+	ref := changed.Ref()
+	e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", schemas.WorkloadSubject(ref), "changed-1", changed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Publisher.Publish(ctx, schemas.WorkloadSubject(ref), e); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := b.JetStream.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := stream.GetLastMsgForSubject(ctx, schemas.WorkloadSubject(ref)); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the workload's change never reached the state stream")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	removed, err := newStatePruner(stream, 0, slog.New(slog.DiscardHandler)).prune(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if removed != 0 {
+		t.Errorf("pruned %d messages of a workload whose last state is a change", removed)
+	}
+	if _, err := stream.GetLastMsgForSubject(ctx, schemas.WorkloadSubject(ref)); err != nil {
+		t.Errorf("the workload's change is gone from the state stream: %v", err)
+	}
+}
