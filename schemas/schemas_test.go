@@ -30,6 +30,57 @@ func TestSubjectsKeepDottedNamesInOneToken(t *testing.T) {
 	}
 }
 
+// TestWorkloadStateFiltersSelectOneWorkload: the filters select every subject about a workload, on any cluster,
+// and none about another workload, even one that differs only in its group.
+func TestWorkloadStateFiltersSelectOneWorkload(t *testing.T) {
+	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team-a", Name: "llama.v2"}
+	other := ref
+	other.Name = "llama"
+	otherGroup := ref
+	otherGroup.APIVersion = "example.com/v1"
+	subjectsOf := func(r schemas.ObjectRef) []string {
+		return []string{schemas.WorkloadSubject(r), schemas.VerdictSubject(r), schemas.AnalysisSubject(r),
+			schemas.WorkloadStatusSubject("gpu-a", r), schemas.PlacementSubject("gpu-b", r), schemas.DecisionSubject("gpu-a", r)}
+	}
+	filters := schemas.WorkloadStateFilters(ref)
+	selected := func(subject string) bool {
+		for _, f := range filters {
+			if subjectMatches(f, subject) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, subject := range subjectsOf(ref) {
+		if !selected(subject) {
+			t.Errorf("%s is about %s but no filter of %v selects it", subject, ref.Key(), filters)
+		}
+	}
+	for _, r := range []schemas.ObjectRef{other, otherGroup} {
+		for _, subject := range subjectsOf(r) {
+			if selected(subject) {
+				t.Errorf("%s is about %s but a filter of %v selects it", subject, r.Key(), filters)
+			}
+		}
+	}
+}
+
+// subjectMatches reports whether a NATS subject filter ("*" one token, ">" the rest) selects subject.
+func subjectMatches(filter, subject string) bool {
+	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
+	for i, token := range f {
+		switch {
+		case token == ">":
+			return len(s) > i
+		case i >= len(s):
+			return false
+		case token != "*" && token != s[i]:
+			return false
+		}
+	}
+	return len(f) == len(s)
+}
+
 func TestPayloadValidationNamesTheField(t *testing.T) {
 	ref := schemas.ObjectRef{APIVersion: "ray.io/v1", Kind: "RayCluster", Namespace: "ns", Name: "rc", UID: "u"}
 	obj := map[string]any{"apiVersion": "ray.io/v1", "kind": "RayCluster",
