@@ -101,8 +101,8 @@ type Placer struct {
 	queued   int
 	staged   []stagedEvent
 	batchErr error
-	// gone lists the workloads the placer stopped tracking (deleted on the control plane and from every
-	// cluster), for TakeGone; the first goneCommitted of them belong to batches whose publishes are stored.
+	// gone lists the workloads the placer stopped tracking (deleted on the control plane, their copies'
+	// Deletes sent), for TakeGone; the first goneCommitted of them belong to batches whose publishes are stored.
 	gone          []schemas.ObjectRef
 	goneCommitted int
 	// scratch is reused to encode objects on the placer's goroutine.
@@ -278,9 +278,9 @@ func (p *Placer) Flush(ctx context.Context) error {
 }
 
 // TakeGone returns the workloads the placer stopped tracking since the last call, once what it published
-// about them is stored: each was deleted on the control plane and its copies deleted from every cluster, so
-// what the state stream keeps of it (its deletion, last verdict, statuses, applier reports and decisions)
-// serves no rebuild any more. Call it after Flush, from the goroutine that handles the events.
+// about them is stored: each was deleted on the control plane, and the Deletes of its copies are stored for
+// the appliers, so what the state stream keeps of it (its deletion, last verdict, statuses, applier reports
+// and decisions) serves no rebuild any more. Call it after Flush, from the goroutine that handles the events.
 func (p *Placer) TakeGone() []schemas.ObjectRef {
 	if p.goneCommitted == 0 {
 		return nil

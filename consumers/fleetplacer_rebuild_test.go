@@ -179,3 +179,55 @@ func TestSourcesBehind(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildDeletesAgainWhatAnApplierGaveUpOn: all a restarted placer may find of a deleted workload is an
+// applier's report that it gave up on its Delete (the rest was pruned once the workload was gone). The copy
+// may have survived, so the placer sends the Delete again, its cluster being Ready.
+func TestRebuildDeletesAgainWhatAnApplierGaveUpOn(t *testing.T) {
+	f := newRebuildFixture(t)
+	old := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "old", UID: "uid-old"}
+	failed := &schemas.PlacementFailed{DecisionID: "uid-old/3/Delete/east", Workload: old, Cluster: "east",
+		Action: schemas.ActionDelete, Sequence: 3, Error: "the cluster did not answer", Attempts: schemas.MaxDeliver}
+	e, err := schemas.NewEvent(schemas.TypePlacementFailed, "/test", schemas.PlacementSubject("east", old), "failed-old", failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.NewPublisher(f.js).Publish(f.ctx, schemas.PlacementSubject("east", old), e); err != nil {
+		t.Fatal(err)
+	}
+	state, err := f.js.Stream(f.ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := state.GetLastMsgForSubject(f.ctx, schemas.PlacementSubject("east", old)); err == nil {
+			break
+		}
+		select {
+		case <-f.ctx.Done():
+			t.Fatal("the failed Delete never reached the state stream")
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	f.rebuild(t, f.srv.ClientURL())
+
+	decisions, err := f.js.Stream(f.ctx, schemas.StreamDecisions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, err := decisions.GetLastMsgForSubject(f.ctx, schemas.DecisionSubject("east", old))
+	if err != nil {
+		t.Fatalf("no decision for the deleted workload on east after the rebuild: %v", err)
+	}
+	event, err := bus.Decode(msg.Header, msg.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := schemas.DecodePayload(event)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := payload.(*schemas.PlacementDecided); d.Action != schemas.ActionDelete || d.Workload.UID != old.UID {
+		t.Errorf("decision on east after the rebuild = %s of %s, want the Delete of %s sent again", d.Action, d.Workload.UID, old.UID)
+	}
+}

@@ -23,8 +23,10 @@ import (
 // A subject's last message is removed only when it is about the very workload that is gone (the same UID), and
 // nothing stored after it: a workload created again under the same name keeps everything of its own. The prune
 // waits grace after the workload is reported gone, so the reports that follow its Deletes (the appliers'
-// outcomes, the last statuses) are removed with the rest. A report that comes later still stays; a failed
-// Delete makes the placer track the workload again anyway.
+// outcomes, the last statuses) are removed with the rest; a status that comes later still stays. An applier's
+// report that it gave up on a Delete always stays: the copy may have survived, and that report is what makes a
+// restarted placer track the workload again and send the Delete once the cluster is back. The applied Delete
+// that follows replaces it, and the workload is gone, and pruned, again.
 type statePruner struct {
 	stream jetstream.Stream
 	grace  time.Duration
@@ -161,9 +163,9 @@ func (s *statePruner) prune(ctx context.Context, ref schemas.ObjectRef) (int, er
 	return removed, nil
 }
 
-// aboutGoneWorkload tells whether a state message is about the workload with uid, as a gone workload leaves
-// them: its deletion (never a change: a change means the workload is there), its verdicts and analyses, its
-// statuses, the appliers' reports and the placer's decisions.
+// aboutGoneWorkload tells whether a state message is about the workload with uid and may go with it: its
+// deletion (never a change: a change means the workload is there), its verdicts and analyses, its statuses,
+// the appliers' reports of what they did (not of a Delete they gave up on) and the placer's decisions.
 func aboutGoneWorkload(msg *jetstream.RawStreamMsg, uid string) bool {
 	event, err := bus.Decode(msg.Header, msg.Data)
 	if err != nil {
@@ -184,8 +186,6 @@ func aboutGoneWorkload(msg *jetstream.RawStreamMsg, uid string) bool {
 	case *schemas.WorkloadStatus:
 		about = p.Workload
 	case *schemas.PlacementApplied:
-		about = p.Workload
-	case *schemas.PlacementFailed:
 		about = p.Workload
 	case *schemas.PlacementDecided:
 		about = p.Workload

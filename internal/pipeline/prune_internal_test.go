@@ -14,8 +14,9 @@ import (
 )
 
 // TestStatePrunerRemovesWhatAGoneWorkloadLeft: once a deleted workload is gone, the state stream loses what it
-// kept of it (its deletion, verdict, status, applier report and decision), and keeps what belongs to others: a
-// workload created again under the same name, and an unrelated one.
+// kept of it (its deletion, verdict, status, applier report and decision) but the report of a Delete an applier
+// gave up on, and keeps what belongs to others: a workload created again under the same name, and an unrelated
+// one.
 func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -51,6 +52,10 @@ func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
 		&schemas.PlacementDecided{DecisionID: "decision-1", Workload: gone, Cluster: "east", Action: schemas.ActionDelete, Sequence: 3})
 	publish(schemas.TypePlacementApplied, schemas.PlacementSubject("east", gone), "applied-1",
 		&schemas.PlacementApplied{DecisionID: "decision-1", Workload: gone, Cluster: "east", Action: schemas.ActionDelete, Sequence: 3})
+	// Its copy on north, down at the time, may have survived: the applier's report that it gave up stays.
+	publish(schemas.TypePlacementFailed, schemas.PlacementSubject("north", gone), "failed-1",
+		&schemas.PlacementFailed{DecisionID: "decision-2", Workload: gone, Cluster: "north", Action: schemas.ActionDelete, Sequence: 3,
+			Error: "the cluster did not answer", Attempts: schemas.MaxDeliver})
 	// A workload created again under the same name, running on west, and an unrelated workload on east.
 	publish(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("west", again), "status-2",
 		&schemas.WorkloadStatus{Cluster: "west", Workload: again, Status: map[string]any{"phase": "Running"}})
@@ -84,7 +89,8 @@ func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
 	pruner := newStatePruner(stream, 10*time.Millisecond, slog.New(slog.DiscardHandler))
 	go pruner.run(ctx)
 	pruner.add([]schemas.ObjectRef{gone})
-	want := []string{schemas.WorkloadStatusSubject("east", other), schemas.WorkloadStatusSubject("west", again)}
+	want := []string{schemas.WorkloadStatusSubject("east", other), schemas.WorkloadStatusSubject("west", again),
+		schemas.PlacementSubject("north", gone)}
 	slices.Sort(want)
 	waitFor("the gone workload's state pruned", func() bool { return slices.Equal(stateSubjects(), want) })
 }
