@@ -315,7 +315,12 @@ func consume(ctx context.Context, b *Bus, stream string, cfg jetstream.ConsumerC
 func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, log *slog.Logger) error {
 	log = log.With("component", "applier", "cluster", cluster)
 	stream, cfg := schemas.ApplierConsumer(cluster)
-	applier := &consumers.Applier{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Log: log}
+	decisions, err := b.JetStream.Stream(ctx, stream)
+	if err != nil {
+		return fmt.Errorf("applier for %s: %w", cluster, err)
+	}
+	applier := &consumers.Applier{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Log: log,
+		Superseded: Superseded(decisions)}
 	return consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
 		return &bus.ConsumeLoop{Consumer: consumer, Handle: applier.Handle, GiveUp: applier.GiveUp, Log: log}
 	})
@@ -372,7 +377,8 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 }
 
 // Superseded reports whether stream holds a message on subject after sequence seq (see
-// consumers.StatusWriter.Superseded); a subject with no message left (aged out) holds none.
+// consumers.StatusWriter.Superseded and consumers.Applier.Superseded); a subject with no message left (aged
+// out) holds none.
 func Superseded(stream jetstream.Stream) func(ctx context.Context, subject string, seq uint64) (bool, error) {
 	return func(ctx context.Context, subject string, seq uint64) (bool, error) {
 		last, err := stream.GetLastMsgForSubject(ctx, subject)
