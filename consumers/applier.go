@@ -35,7 +35,7 @@ type Applier struct {
 	Publisher *bus.Publisher
 	Log       *slog.Logger
 	// Superseded, when set, reports whether the decisions stream holds a message on subject after sequence
-	// seq: a newer decision for the same workload on this cluster, which makes the one at seq stale. The
+	// seq: a newer decision for the same workload on this cluster, which makes an Apply at seq stale. The
 	// object's own record of the last decision applied cannot tell once the object is gone: an Apply retried
 	// after a later Delete was carried out would bring back the copy of a deleted workload.
 	Superseded func(ctx context.Context, subject string, seq uint64) (bool, error)
@@ -52,14 +52,16 @@ func (a *Applier) Handle(ctx context.Context, d bus.Delivery) error {
 			decided.DecisionID, decided.Cluster, a.Cluster))
 	}
 	log := a.Log.With("workload", decided.Workload.Key(), "decision", decided.DecisionID, "action", decided.Action)
-	if a.Superseded != nil {
+	if decided.Action == schemas.ActionApply && a.Superseded != nil {
+		// Only an Apply: a Delete followed by an Apply of a workload created again under the same name must
+		// still remove the old copy, so the new one starts from nothing rather than from the old one's status.
 		superseded, err := a.Superseded(ctx, d.Subject, d.StreamSequence)
 		if err != nil {
 			return err
 		}
 		if superseded {
 			// The newer decision is carried out and reported in its turn.
-			log.Info("skipping a decision superseded by a newer one for the same workload on this cluster")
+			log.Info("skipping an Apply superseded by a newer decision for the same workload on this cluster")
 			return nil
 		}
 	}

@@ -46,39 +46,32 @@ func TestStaleDecisionsAreJudgedWithinOneEpoch(t *testing.T) {
 	}
 }
 
-// TestApplierSkipsSupersededDecisions: a decision with a newer one for the same workload on the cluster is
+// TestApplierSkipsSupersededApplies: an Apply with a newer decision for the same workload on the cluster is
 // skipped before the cluster is even read (this applier has no clients and no publisher to call), and a
 // failure to tell is retried rather than guessed.
-func TestApplierSkipsSupersededDecisions(t *testing.T) {
+func TestApplierSkipsSupersededApplies(t *testing.T) {
 	ref := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "uid-web"}
-	for _, action := range []schemas.DecisionAction{schemas.ActionApply, schemas.ActionDelete} {
-		t.Run(string(action), func(t *testing.T) {
-			decided := &schemas.PlacementDecided{DecisionID: "uid-web/5/" + string(action) + "/east", Workload: ref,
-				Cluster: "east", Action: action, Sequence: 5}
-			if action == schemas.ActionApply {
-				decided.Object = map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
-					"metadata": map[string]any{"name": "web", "namespace": "team"}}
+	decided := &schemas.PlacementDecided{DecisionID: "uid-web/5/Apply/east", Workload: ref, Cluster: "east",
+		Action: schemas.ActionApply, Sequence: 5, Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "team"}}}
+	d := delivery(t, 5, schemas.TypePlacementDecided, schemas.DecisionSubject("east", ref), decided)
+	var asked []uint64
+	a := &Applier{Cluster: "east", Log: slog.New(slog.DiscardHandler),
+		Superseded: func(_ context.Context, subject string, seq uint64) (bool, error) {
+			if subject != schemas.DecisionSubject("east", ref) {
+				t.Errorf("asked about subject %s", subject)
 			}
-			d := delivery(t, 5, schemas.TypePlacementDecided, schemas.DecisionSubject("east", ref), decided)
-			var asked []uint64
-			a := &Applier{Cluster: "east", Log: slog.New(slog.DiscardHandler),
-				Superseded: func(_ context.Context, subject string, seq uint64) (bool, error) {
-					if subject != schemas.DecisionSubject("east", ref) {
-						t.Errorf("asked about subject %s", subject)
-					}
-					asked = append(asked, seq)
-					return true, nil
-				}}
-			if err := a.Handle(t.Context(), d); err != nil {
-				t.Fatalf("superseded decision: %v", err)
-			}
-			if len(asked) != 1 || asked[0] != 5 {
-				t.Errorf("asked about sequences %v, want [5]", asked)
-			}
-			a.Superseded = func(context.Context, string, uint64) (bool, error) { return false, errors.New("stream unavailable") }
-			if err := a.Handle(t.Context(), d); err == nil || bus.IsPermanent(err) {
-				t.Errorf("error = %v, want a retryable error when the stream cannot tell", err)
-			}
-		})
+			asked = append(asked, seq)
+			return true, nil
+		}}
+	if err := a.Handle(t.Context(), d); err != nil {
+		t.Fatalf("superseded Apply: %v", err)
+	}
+	if len(asked) != 1 || asked[0] != 5 {
+		t.Errorf("asked about sequences %v, want [5]", asked)
+	}
+	a.Superseded = func(context.Context, string, uint64) (bool, error) { return false, errors.New("stream unavailable") }
+	if err := a.Handle(t.Context(), d); err == nil || bus.IsPermanent(err) {
+		t.Errorf("error = %v, want a retryable error when the stream cannot tell", err)
 	}
 }
