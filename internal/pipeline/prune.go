@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -136,8 +137,12 @@ func (s *statePruner) prune(ctx context.Context, ref schemas.ObjectRef) (int, er
 	if ref.UID == "" {
 		return 0, nil // nothing tells this workload's messages from those of another under its name
 	}
+	// The deletion goes last: were the prune cut short, a rebuild still finds the workload deleted, drops it
+	// and reports it gone again, instead of finding decisions of a workload it knows nothing of.
+	deletion := schemas.WorkloadSubject(ref)
+	filters := slices.DeleteFunc(schemas.WorkloadStateFilters(ref), func(f string) bool { return f == deletion })
 	removed := 0
-	for _, filter := range schemas.WorkloadStateFilters(ref) {
+	for _, filter := range append(filters, deletion) {
 		info, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(filter))
 		if err != nil {
 			return removed, fmt.Errorf("list %s in %s: %w", filter, schemas.StreamState, err)

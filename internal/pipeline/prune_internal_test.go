@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,13 +87,44 @@ func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
 	}
 	waitFor("every message sourced", func() bool { return len(stateSubjects()) == published })
 
-	pruner := newStatePruner(stream, 10*time.Millisecond, slog.New(slog.DiscardHandler))
+	recorder := &purgeRecorder{Stream: stream}
+	pruner := newStatePruner(recorder, 10*time.Millisecond, slog.New(slog.DiscardHandler))
 	go pruner.run(ctx)
 	pruner.add([]schemas.ObjectRef{gone})
 	want := []string{schemas.WorkloadStatusSubject("east", other), schemas.WorkloadStatusSubject("west", again),
 		schemas.PlacementSubject("north", gone)}
 	slices.Sort(want)
 	waitFor("the gone workload's state pruned", func() bool { return slices.Equal(stateSubjects(), want) })
+	// The deletion goes last, so a prune cut short leaves the workload deleted for the next rebuild to see.
+	if purged := recorder.purged(); len(purged) != 5 || purged[len(purged)-1] != schemas.WorkloadSubject(gone) {
+		t.Errorf("purged %v, want five subjects, %s last", purged, schemas.WorkloadSubject(gone))
+	}
+}
+
+// purgeRecorder is a stream that records the subjects purged through it.
+type purgeRecorder struct {
+	jetstream.Stream
+	mu       sync.Mutex
+	subjects []string
+}
+
+func (r *purgeRecorder) Purge(ctx context.Context, opts ...jetstream.StreamPurgeOpt) error {
+	var req jetstream.StreamPurgeRequest
+	for _, opt := range opts {
+		if err := opt(&req); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	r.subjects = append(r.subjects, req.Subject)
+	r.mu.Unlock()
+	return r.Stream.Purge(ctx, opts...)
+}
+
+func (r *purgeRecorder) purged() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.subjects)
 }
 
 // TestStatePrunerLeavesAWorkloadThatIsThere: a workload whose last message on its subject is a change keeps it,
