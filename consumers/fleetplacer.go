@@ -141,7 +141,8 @@ type workloadEntry struct {
 	avoid map[string]string
 	// lastVerdict identifies the last verdict published, to avoid repeating identical verdicts.
 	lastVerdict string
-	// deleted is set once the control plane deleted the workload; the entry goes when its copies are gone.
+	// deleted is set once the control plane deleted the workload; the entry goes once the Deletes of its
+	// copies are sent, and comes back if an applier gives up on one (see onFailed).
 	deleted bool
 	// restore is the newest verdict read while rebuilding (on its own or carried by an Apply), which says
 	// where the workload was placed; newestApply is the newest Apply read, which says so when the Apply that

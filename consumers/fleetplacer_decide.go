@@ -123,7 +123,9 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 		if err := p.publishDecisions(ctx, e, snap.Workload(id), held[id]); err != nil {
 			return err
 		}
-		if e.deleted && len(e.published) == 0 {
+		// A workload deleted on the control plane goes once no copy of it is left to delete; so does one
+		// known only from decisions, which a rebuild finds when a prune of the state stream was cut short.
+		if (e.deleted || e.objectJSON == nil) && len(e.published) == 0 {
 			delete(p.workloads, id)
 			delete(p.byUID, e.ref.UID)
 			p.gone = append(p.gone, e.ref)

@@ -2,8 +2,10 @@ package consumers
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -98,8 +100,8 @@ func (f *rebuildFixture) waitForState(t *testing.T) {
 	}
 }
 
-// rebuild rebuilds a new placer connected at url and checks it found everything published.
-func (f *rebuildFixture) rebuild(t *testing.T, url string) {
+// rebuild rebuilds a new placer connected at url, checks it found everything published, and returns it.
+func (f *rebuildFixture) rebuild(t *testing.T, url string) *Placer {
 	t.Helper()
 	conn, placerJS, err := bus.Connect(url, "placer", nats.MaxReconnects(0))
 	if err != nil {
@@ -121,6 +123,7 @@ func (f *rebuildFixture) rebuild(t *testing.T, url string) {
 		t.Errorf("rebuilt view misses what the streams hold: clusters %d, policies %d, workloads %d",
 			len(p.clusters), len(p.policies), len(p.workloads))
 	}
+	return p
 }
 
 // TestRebuildSurvivesALostPullRequest: a restarted placer whose first pull request on the state stream goes
@@ -186,13 +189,44 @@ func TestSourcesBehind(t *testing.T) {
 func TestRebuildDeletesAgainWhatAnApplierGaveUpOn(t *testing.T) {
 	f := newRebuildFixture(t)
 	old := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "old", UID: "uid-old"}
-	failed := &schemas.PlacementFailed{DecisionID: "uid-old/3/Delete/east", Workload: old, Cluster: "east",
-		Action: schemas.ActionDelete, Sequence: 3, Error: "the cluster did not answer", Attempts: schemas.MaxDeliver}
-	e, err := schemas.NewEvent(schemas.TypePlacementFailed, "/test", schemas.PlacementSubject("east", old), "failed-old", failed)
+	f.publishState(t, schemas.TypePlacementFailed, schemas.PlacementSubject("east", old), &schemas.PlacementFailed{
+		DecisionID: "uid-old/3/Delete/east", Workload: old, Cluster: "east", Action: schemas.ActionDelete, Sequence: 3,
+		Error: "the cluster did not answer", Attempts: schemas.MaxDeliver})
+	f.rebuild(t, f.srv.ClientURL())
+	if d := f.lastDecision(t, "east", old); d == nil || d.Action != schemas.ActionDelete || d.Workload.UID != old.UID {
+		t.Errorf("last decision on east after the rebuild = %+v, want the Delete of %s sent again", d, old.UID)
+	}
+}
+
+// TestRebuildDropsWhatItKnowsNothingOf: a decision in the state stream for a workload whose own events are not
+// there (a prune cut short) makes the placer delete the copy, as for any workload it does not know, and then
+// forget the workload and report it gone, instead of keeping an empty entry for good.
+func TestRebuildDropsWhatItKnowsNothingOf(t *testing.T) {
+	f := newRebuildFixture(t)
+	ghost := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "ghost", UID: "uid-ghost"}
+	f.publishState(t, schemas.TypePlacementDecided, schemas.DecisionSubject("east", ghost), &schemas.PlacementDecided{
+		DecisionID: "uid-ghost/3/Apply/east", Workload: ghost, Cluster: "east", Action: schemas.ActionApply, Sequence: 3,
+		Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "ghost", "namespace": "team"}}})
+	p := f.rebuild(t, f.srv.ClientURL())
+	if d := f.lastDecision(t, "east", ghost); d == nil || d.Action != schemas.ActionDelete {
+		t.Errorf("last decision on east after the rebuild = %+v, want a Delete", d)
+	}
+	if e := p.workloads[workloadIDOf(ghost)]; e != nil {
+		t.Errorf("the placer still tracks %s: %+v", ghost.Key(), e)
+	}
+	if gone := p.TakeGone(); !slices.Contains(gone, ghost) {
+		t.Errorf("gone = %v, want %v among them", gone, ghost)
+	}
+}
+
+// publishState publishes an event and waits until the state stream holds it.
+func (f *rebuildFixture) publishState(t *testing.T, eventType, subject string, payload schemas.Payload) {
+	t.Helper()
+	e, err := schemas.NewEvent(eventType, "/test", subject, subject, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bus.NewPublisher(f.js).Publish(f.ctx, schemas.PlacementSubject("east", old), e); err != nil {
+	if _, err := bus.NewPublisher(f.js).Publish(f.ctx, subject, e); err != nil {
 		t.Fatal(err)
 	}
 	state, err := f.js.Stream(f.ctx, schemas.StreamState)
@@ -200,24 +234,30 @@ func TestRebuildDeletesAgainWhatAnApplierGaveUpOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	for {
-		if _, err := state.GetLastMsgForSubject(f.ctx, schemas.PlacementSubject("east", old)); err == nil {
-			break
+		if _, err := state.GetLastMsgForSubject(f.ctx, subject); err == nil {
+			return
 		}
 		select {
 		case <-f.ctx.Done():
-			t.Fatal("the failed Delete never reached the state stream")
+			t.Fatalf("%s never reached the state stream", subject)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	f.rebuild(t, f.srv.ClientURL())
+}
 
+// lastDecision is the decisions stream's last decision for ref on cluster, nil when there is none.
+func (f *rebuildFixture) lastDecision(t *testing.T, cluster string, ref schemas.ObjectRef) *schemas.PlacementDecided {
+	t.Helper()
 	decisions, err := f.js.Stream(f.ctx, schemas.StreamDecisions)
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := decisions.GetLastMsgForSubject(f.ctx, schemas.DecisionSubject("east", old))
+	msg, err := decisions.GetLastMsgForSubject(f.ctx, schemas.DecisionSubject(cluster, ref))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil
+	}
 	if err != nil {
-		t.Fatalf("no decision for the deleted workload on east after the rebuild: %v", err)
+		t.Fatal(err)
 	}
 	event, err := bus.Decode(msg.Header, msg.Data)
 	if err != nil {
@@ -227,7 +267,5 @@ func TestRebuildDeletesAgainWhatAnApplierGaveUpOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := payload.(*schemas.PlacementDecided); d.Action != schemas.ActionDelete || d.Workload.UID != old.UID {
-		t.Errorf("decision on east after the rebuild = %s of %s, want the Delete of %s sent again", d.Action, d.Workload.UID, old.UID)
-	}
+	return payload.(*schemas.PlacementDecided)
 }
