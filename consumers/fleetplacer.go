@@ -85,8 +85,10 @@ type Placer struct {
 	// now is the time of the event being handled (a tick's time, or the wall clock).
 	now time.Time
 	// seen is the last sequence applied per subject, above the consumer's acknowledgement floor once
-	// ForgetAppliedThrough ran.
+	// ForgetAppliedThrough ran; applied lists what was recorded in seen, in the order it was, for
+	// ForgetAppliedThrough to go through from the oldest.
 	seen      map[string]uint64
+	applied   appliedLog
 	workloads map[string]*workloadEntry // by workload ID
 	byUID     map[string]string         // control-plane uid -> workload ID
 	// pending holds the IDs of workloads that reported pending pods, so the tick looks at those alone; an ID
@@ -272,7 +274,7 @@ func (p *Placer) Flush(ctx context.Context) error {
 		return err
 	}
 	for _, s := range staged {
-		p.seen[s.subject] = s.sequence
+		p.markApplied(s.subject, s.sequence)
 	}
 	p.goneCommitted = len(p.gone)
 	return nil
@@ -295,17 +297,68 @@ func (p *Placer) TakeGone() []schemas.ObjectRef {
 // ForgetAppliedThrough drops the placer's record of events at or below floor, the acknowledgement floor of
 // its durable consumer, and returns how many subjects it forgot. JetStream never delivers such an event
 // again, so the record guards against nothing; kept, it would hold a sequence for every subject the placer
-// ever saw, two or more per workload ever submitted, for as long as the placer runs. Call it between
-// batches (after Flush), from the goroutine that handles the events.
+// ever saw, two or more per workload ever submitted, for as long as the placer runs. It goes through at most
+// maxForgetPerCall records, oldest first, so forgetting a rebuild's hundreds of thousands of subjects is
+// spread over many batches rather than stalling one. Call it between batches (after Flush), from the
+// goroutine that handles the events.
 func (p *Placer) ForgetAppliedThrough(floor uint64) int {
 	forgotten := 0
-	for subject, seq := range p.seen {
-		if seq <= floor {
-			delete(p.seen, subject)
+	for range maxForgetPerCall {
+		r, ok := p.applied.oldest()
+		// Records are in the order they were applied, which redeliveries can make out of sequence order:
+		// one above the floor holds back those after it, which only forgets them later.
+		if !ok || r.sequence > floor {
+			break
+		}
+		p.applied.drop()
+		if p.seen[r.subject] == r.sequence {
+			delete(p.seen, r.subject)
 			forgotten++
 		}
 	}
 	return forgotten
+}
+
+// maxForgetPerCall bounds the work of one ForgetAppliedThrough: about a hundred microseconds.
+const maxForgetPerCall = 4096
+
+func (p *Placer) markApplied(subject string, seq uint64) {
+	p.seen[subject] = seq
+	p.applied.add(appliedRecord{subject: subject, sequence: seq})
+}
+
+// appliedLog is a queue of applied records, oldest first.
+type appliedLog struct {
+	records []appliedRecord
+	head    int
+}
+
+type appliedRecord struct {
+	subject  string
+	sequence uint64
+}
+
+func (l *appliedLog) add(r appliedRecord) { l.records = append(l.records, r) }
+
+func (l *appliedLog) oldest() (appliedRecord, bool) {
+	if l.head == len(l.records) {
+		return appliedRecord{}, false
+	}
+	return l.records[l.head], true
+}
+
+// drop removes the oldest record, moving the rest down once half of the slice is dropped records, so the
+// queue's memory follows what it holds.
+func (l *appliedLog) drop() {
+	l.records[l.head] = appliedRecord{}
+	l.head++
+	if l.head == len(l.records) {
+		l.records, l.head = l.records[:0], 0
+	} else if l.head > len(l.records)/2 {
+		n := copy(l.records, l.records[l.head:])
+		clear(l.records[n:])
+		l.records, l.head = l.records[:n], 0
+	}
 }
 
 // stagedEvent is an event handled since the last Flush: what it changed of the bookkeeping, to put back

@@ -143,7 +143,7 @@ func (p *Placer) rebuildOne(msg jetstream.Msg) {
 		if seq <= p.seen[msg.Subject()] {
 			return
 		}
-		p.seen[msg.Subject()] = seq
+		p.markApplied(msg.Subject(), seq)
 		p.seq = seq
 	}
 	p.now = event.Time()

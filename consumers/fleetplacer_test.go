@@ -764,3 +764,35 @@ func TestDeletedWorkloadIsDeletedAgainWhenItsClusterReturns(t *testing.T) {
 		t.Errorf("gone = %v, want %v last, once its Delete was sent again", gone, ref)
 	}
 }
+
+// TestForgettingIsBoundedPerCallAndKeepsWhatIsAboveTheFloor: one call forgets at most maxForgetPerCall subjects,
+// oldest first, so a rebuild's many subjects go over several batches; a record above the floor holds back the
+// ones applied after it (a redelivery applied out of sequence order), which are forgotten once the floor passes
+// it; and a subject applied again keeps its newer record.
+func TestForgettingIsBoundedPerCallAndKeepsWhatIsAboveTheFloor(t *testing.T) {
+	p := newPlacerFixture(t, PlacerConfig{}).p
+	subjects := maxForgetPerCall + maxForgetPerCall/2
+	for i := range subjects {
+		p.markApplied(fmt.Sprintf("fleetflow.events.node.east.n%d", i), uint64(i+1))
+	}
+	floor := uint64(subjects)
+	if got := p.ForgetAppliedThrough(floor); got != maxForgetPerCall {
+		t.Fatalf("first call forgot %d subjects, want the bound %d", got, maxForgetPerCall)
+	}
+	if got := p.ForgetAppliedThrough(floor); got != subjects-maxForgetPerCall || len(p.seen) != 0 {
+		t.Fatalf("second call forgot %d subjects, %d left; want the other %d and none left", got, len(p.seen), subjects-maxForgetPerCall)
+	}
+
+	p.markApplied("a", floor+5)
+	p.markApplied("b", floor+3)
+	p.markApplied("a", floor+9) // a applied again: its record at floor+5 no longer counts
+	if got := p.ForgetAppliedThrough(floor + 4); got != 0 || len(p.seen) != 2 {
+		t.Errorf("floor+4 forgot %d subjects, %d left; want none forgotten: a's first record is above the floor", got, len(p.seen))
+	}
+	if got := p.ForgetAppliedThrough(floor + 5); got != 1 || p.seen["a"] != floor+9 {
+		t.Errorf("floor+5 forgot %d subjects and left a at %d; want b forgotten and a kept at %d", got, p.seen["a"], floor+9)
+	}
+	if got := p.ForgetAppliedThrough(floor + 9); got != 1 || len(p.seen) != 0 || len(p.applied.records) != 0 {
+		t.Errorf("floor+9 forgot %d subjects, %d left, %d records; want a forgotten and nothing left", got, len(p.seen), len(p.applied.records))
+	}
+}
