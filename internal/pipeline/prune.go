@@ -96,18 +96,13 @@ func (s *statePruner) run(ctx context.Context) {
 		if wait <= 0 {
 			wait = time.Hour
 		}
+		// Reset drops a tick the timer sent but nobody received (Go 1.23 timers).
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.signal:
 		case <-timer.C:
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
 		}
 	}
 }
