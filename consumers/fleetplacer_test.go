@@ -607,13 +607,8 @@ func TestPlacerPlacesApartWhenTheOneWriteFails(t *testing.T) {
 				t.Errorf("decisions = %v, want %v", got, tc.wantDecisions)
 			}
 			var verdicts []schemas.VerdictStatus
-			for _, s := range f.pub.ofType(schemas.TypePlacementVerdict) {
-				verdicts = append(verdicts, s.payload(t).(*schemas.PlacementVerdict).Status)
-			}
-			for _, s := range f.pub.ofType(schemas.TypePlacementDecided) {
-				if v := s.payload(t).(*schemas.PlacementDecided).Verdict; v != nil {
-					verdicts = append(verdicts, v.Status)
-				}
+			for _, v := range f.pub.verdicts(t) {
+				verdicts = append(verdicts, v.Status)
 			}
 			if !slices.Equal(verdicts, []schemas.VerdictStatus{tc.wantVerdict}) {
 				t.Errorf("verdicts = %v, want [%s]", verdicts, tc.wantVerdict)
