@@ -121,14 +121,15 @@ func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 }
 
 type placerFlags struct {
-	heartbeatTimeout, pendingTimeout, reservationTTL time.Duration
-	gcPercent                                        int
+	heartbeatTimeout, pendingTimeout, reservationTTL, statePruneGrace time.Duration
+	gcPercent                                                         int
 }
 
 func (f *placerFlags) register(flags *pflag.FlagSet) {
 	flags.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 30*time.Second, "a cluster silent this long is NotReady and its workloads fail over")
 	flags.DurationVar(&f.pendingTimeout, "pending-timeout", 5*time.Minute, "a workload whose pods pend this long moves to another cluster that fits")
 	flags.DurationVar(&f.reservationTTL, "reservation-ttl", 5*time.Minute, "how long a decision's reservations hold capacity before the cluster shows the pods")
+	flags.DurationVar(&f.statePruneGrace, "state-prune-grace", time.Minute, "how long after the Deletes of a deleted workload's copies are stored what the state stream keeps of it is pruned")
 	flags.IntVar(&f.gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of this process (the fleet view is long-lived, so collecting less often saves CPU for memory); $GOGC wins when set, 0 keeps Go's default")
 }
 
@@ -136,7 +137,8 @@ func (f *placerFlags) register(flags *pflag.FlagSet) {
 func (f *placerFlags) tuneGC() { pipeline.TuneGCForPlacer(f.gcPercent, slog.Default()) }
 
 func (f *placerFlags) config() consumers.PlacerConfig {
-	return consumers.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL}
+	return consumers.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL,
+		StatePruneGrace: f.statePruneGrace}
 }
 
 func newRunCommand() *cobra.Command {
