@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/e2e/scenarios"
@@ -20,6 +22,11 @@ import (
 // cluster-a is down. It must stay pending, retried by cluster-a's applier, and once the applier gives up
 // (schemas.MaxDeliver attempts, spaced by schemas.RetryDelay) be reported as a placement failure on the
 // control-plane object: never dropped silently.
+//
+// A second job, moved with the first, is deleted on the control plane while cluster-a is down. When
+// cluster-a comes back, the Deletes its applier gave up on are sent again, and neither copy is left there:
+// not the moved job's, and not the deleted job's, which the placer had stopped tracking once its Deletes
+// were sent.
 func TestFailoverWhenApiserverStops(t *testing.T) {
 	e := e2eenv.New(t, e2eenv.Options{FleetFile: fleetFile, CRDFiles: []string{"testdata/crds/pytorchjobs.yaml"},
 		PolicyFiles: []string{"testdata/policies/a-then-b.yaml"},
@@ -32,12 +39,30 @@ func TestFailoverWhenApiserverStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	scenarios.WaitPlacedOn(t, e, ns, name, "cluster-a") // first tier, and it fits
+	const doomed = "doomed"
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, scenarios.PyTorchJob(ns, doomed,
+		scenarios.Replicas{Count: 1, CPU: "1", Memory: "2Gi"}, scenarios.Replicas{Count: 1, CPU: "2", Memory: "8Gi", GPUs: 1})); err != nil {
+		t.Fatal(err)
+	}
+	scenarios.WaitPlacedOn(t, e, ns, doomed, "cluster-a")
 
 	if err := e.Fleet.StopCluster(ctx, "cluster-a"); err != nil {
 		t.Fatal(err)
 	}
 	// The move takes HeartbeatTimeout (6s) plus up to a tick and a heartbeat interval; Settle bounds it.
 	p := scenarios.WaitPlacedOn(t, e, ns, name, "cluster-b")
+	scenarios.WaitPlacedOn(t, e, ns, doomed, "cluster-b")
+	doomedJob := e2eenv.Get(t, e.ControlPlane, scenarios.PyTorchJobKind, ns, doomed)
+	gvr, _, err := e.ControlPlane.ResourceFor(doomedJob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.ControlPlane.Dynamic.Resource(gvr).Namespace(ns).Delete(ctx, doomed, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the deleted job gone from cluster-b", func() bool {
+		return e2eenv.Get(t, e.Clusters["cluster-b"], scenarios.PyTorchJobKind, ns, doomed) == nil
+	})
 	if got, want := p.Reason("cluster-a"), "is not Ready"; got != want {
 		t.Errorf("reason for cluster-a %q, want %q (all reasons: %q)", got, want, p.Reasons)
 	}
@@ -98,6 +123,19 @@ func TestFailoverWhenApiserverStops(t *testing.T) {
 	// The job itself stays where it failed over to.
 	if p := scenarios.PlacementOf(t, e, ns, name); p.Status != string(schemas.VerdictPlaced) || p.Cluster != "cluster-b" {
 		t.Errorf("after the failed Delete the job is %s on %q, want Placed on cluster-b", p.Status, p.Cluster)
+	}
+
+	// cluster-a comes back with both copies on it: the Deletes given up on are sent again and carried out.
+	if err := e.Fleet.StartCluster(ctx, "cluster-a"); err != nil {
+		t.Fatal(err)
+	}
+	for _, job := range []string{name, doomed} {
+		e2eenv.Eventually(t, e2eenv.Settle, "the copy of "+job+" gone from cluster-a once it is back", func() bool {
+			return e2eenv.Get(t, e.Clusters["cluster-a"], scenarios.PyTorchJobKind, ns, job) == nil
+		})
+	}
+	if p := scenarios.PlacementOf(t, e, ns, name); p.Status != string(schemas.VerdictPlaced) || p.Cluster != "cluster-b" {
+		t.Errorf("once cluster-a is back the job is %s on %q, want it still Placed on cluster-b", p.Status, p.Cluster)
 	}
 }
 

@@ -122,6 +122,7 @@ type Fleet struct {
 	EtcdURL string
 
 	etcd      *process
+	auth      *fleetAuth
 	opts      Options
 	startedAt time.Time
 	stopOnce  sync.Once
@@ -206,6 +207,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("local fleet: write credentials: %w", err)
 	}
+	fleet.auth = auth
 	if err := fleet.startEtcd(ctx); err != nil {
 		return nil, err
 	}
@@ -441,8 +443,7 @@ func (f *Fleet) startEtcd(ctx context.Context) error {
 
 func (f *Fleet) startAPIServer(ctx context.Context, name string, auth *fleetAuth, record func(*Cluster)) (*Cluster, error) {
 	clusterDir := filepath.Join(f.opts.Dir, clustersDirName, name)
-	certDir := filepath.Join(clusterDir, "certs")
-	caPEM, err := writeServingCert(certDir, name)
+	caPEM, err := writeServingCert(filepath.Join(clusterDir, "certs"), name)
 	if err != nil {
 		return nil, fmt.Errorf("local fleet: %s: serving certificate: %w", name, err)
 	}
@@ -462,51 +463,14 @@ func (f *Fleet) startAPIServer(ctx context.Context, name string, auth *fleetAuth
 			caPEM:          caPEM,
 			token:          auth.token,
 		}
-		args := []string{
-			"--etcd-servers=" + f.EtcdURL,
-			"--etcd-prefix=" + cluster.EtcdPrefix,
-			fmt.Sprintf("--secure-port=%d", cluster.Port),
-			"--bind-address=127.0.0.1",
-			"--cert-dir=" + certDir,
-			"--token-auth-file=" + auth.tokenFile,
-			"--service-account-issuer=https://kubernetes.default.svc",
-			"--service-account-key-file=" + auth.saPublicFile,
-			"--service-account-signing-key-file=" + auth.saPrivateFile,
-			"--authorization-mode=RBAC",
-			"--service-cluster-ip-range=10.0.0.0/24",
-			// No controller-manager creates service accounts, and no node lifecycle controller would ever
-			// lift the not-ready taint TaintNodesByCondition puts on seeded nodes.
-			"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
-		}
-		args = append(args, f.opts.ExtraAPIServerArgs...)
-		startedAt := time.Now()
-		f.progress(name, StageStarting, startedAt, cluster.Server)
-		proc, err := startProcess(processSpec{
-			name:    "apiserver " + name,
-			binary:  filepath.Join(f.opts.BinDir, APIServerBinary),
-			args:    args,
-			logPath: cluster.LogPath,
-			pidPath: filepath.Join(clusterDir, "apiserver.pid"),
-			detach:  f.opts.Detach,
-		})
-		if err != nil {
-			return nil, fmt.Errorf("local fleet: %w", err)
-		}
-		cluster.proc = proc
-		cluster.PID = proc.pid
-		record(cluster)
-		client, err := readyzClient(caPEM)
-		if err != nil {
-			return nil, fmt.Errorf("local fleet: %s: %w", name, err)
-		}
-		err = f.waitReady(ctx, proc, name, startedAt, func(ctx context.Context) (bool, string) {
-			return probe(ctx, client, cluster.Server+"/readyz", auth.token, func(body string) bool { return body == "ok" })
+		proc, err := f.launchAPIServer(ctx, cluster, auth, func(proc *process) {
+			cluster.proc, cluster.PID = proc, proc.pid
+			record(cluster)
 		})
 		if err == nil {
 			if err := writeKubeconfig(cluster.KubeconfigPath, name, cluster.Server, caPEM, auth.token); err != nil {
 				return nil, fmt.Errorf("local fleet: %s: %w", name, err)
 			}
-			f.progress(name, StageReady, startedAt, cluster.Server)
 			return cluster, nil
 		}
 		lastErr = err
@@ -517,6 +481,56 @@ func (f *Fleet) startAPIServer(ctx context.Context, name string, auth *fleetAuth
 		_ = proc.stop(ctx, f.opts.StopGrace)
 	}
 	return nil, lastErr
+}
+
+// launchAPIServer starts the apiserver of cluster on its port with the serving certificate in its cluster
+// directory, hands the process to started as soon as it runs, and waits until the apiserver is ready.
+func (f *Fleet) launchAPIServer(ctx context.Context, cluster *Cluster, auth *fleetAuth, started func(*process)) (*process, error) {
+	clusterDir := filepath.Join(f.opts.Dir, clustersDirName, cluster.Name)
+	certDir := filepath.Join(clusterDir, "certs")
+	args := []string{
+		"--etcd-servers=" + f.EtcdURL,
+		"--etcd-prefix=" + cluster.EtcdPrefix,
+		fmt.Sprintf("--secure-port=%d", cluster.Port),
+		"--bind-address=127.0.0.1",
+		"--cert-dir=" + certDir,
+		"--token-auth-file=" + auth.tokenFile,
+		"--service-account-issuer=https://kubernetes.default.svc",
+		"--service-account-key-file=" + auth.saPublicFile,
+		"--service-account-signing-key-file=" + auth.saPrivateFile,
+		"--authorization-mode=RBAC",
+		"--service-cluster-ip-range=10.0.0.0/24",
+		// No controller-manager creates service accounts, and no node lifecycle controller would ever
+		// lift the not-ready taint TaintNodesByCondition puts on seeded nodes.
+		"--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+	}
+	args = append(args, f.opts.ExtraAPIServerArgs...)
+	startedAt := time.Now()
+	f.progress(cluster.Name, StageStarting, startedAt, cluster.Server)
+	proc, err := startProcess(processSpec{
+		name:    "apiserver " + cluster.Name,
+		binary:  filepath.Join(f.opts.BinDir, APIServerBinary),
+		args:    args,
+		logPath: cluster.LogPath,
+		pidPath: filepath.Join(clusterDir, "apiserver.pid"),
+		detach:  f.opts.Detach,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("local fleet: %w", err)
+	}
+	started(proc)
+	client, err := readyzClient(cluster.caPEM)
+	if err != nil {
+		return proc, fmt.Errorf("local fleet: %s: %w", cluster.Name, err)
+	}
+	err = f.waitReady(ctx, proc, cluster.Name, startedAt, func(ctx context.Context) (bool, string) {
+		return probe(ctx, client, cluster.Server+"/readyz", auth.token, func(body string) bool { return body == "ok" })
+	})
+	if err != nil {
+		return proc, err
+	}
+	f.progress(cluster.Name, StageReady, startedAt, cluster.Server)
+	return proc, nil
 }
 
 var errPortInUse = errors.New("port already in use")
@@ -641,27 +655,31 @@ func (f *Fleet) watchExits() {
 		procs = append(procs, c.proc)
 	}
 	for _, p := range procs {
-		go func() {
-			select {
-			case <-p.exited:
-			case <-f.stopping:
-				return
-			}
-			select {
-			case <-f.stopping:
-				return // exited because of Stop
-			default:
-			}
-			if p.stopRequested.Load() {
-				return // stopped by StopCluster
-			}
-			f.exitOnce.Do(func() {
-				f.exitErr = fmt.Errorf("local fleet: %s (pid %d) exited unexpectedly (%s); last lines of %s:\n%s",
-					p.name, p.pid, exitDescription(p.waitErr), p.logPath, tailFile(p.logPath, logTailLines))
-				close(f.exited)
-			})
-		}()
+		f.watchExit(p)
 	}
+}
+
+func (f *Fleet) watchExit(p *process) {
+	go func() {
+		select {
+		case <-p.exited:
+		case <-f.stopping:
+			return
+		}
+		select {
+		case <-f.stopping:
+			return // exited because of Stop
+		default:
+		}
+		if p.stopRequested.Load() {
+			return // stopped by StopCluster
+		}
+		f.exitOnce.Do(func() {
+			f.exitErr = fmt.Errorf("local fleet: %s (pid %d) exited unexpectedly (%s); last lines of %s:\n%s",
+				p.name, p.pid, exitDescription(p.waitErr), p.logPath, tailFile(p.logPath, logTailLines))
+			close(f.exited)
+		})
+	}()
 }
 
 // StopCluster stops one cluster's apiserver, as an outage would take it down, and leaves the rest of the
@@ -680,6 +698,34 @@ func (f *Fleet) StopCluster(ctx context.Context, name string) error {
 		return fmt.Errorf("local fleet: stop cluster %q: %w", name, err)
 	}
 	return nil
+}
+
+// StartCluster starts again the apiserver of a cluster that StopCluster stopped, as a cluster comes back after
+// an outage: on the same port, with the same serving certificate and the same data, so every client of the
+// cluster reaches it as before. It returns once the apiserver is ready.
+func (f *Fleet) StartCluster(ctx context.Context, name string) error {
+	c, ok := f.Cluster(name)
+	if !ok {
+		return fmt.Errorf("local fleet: start cluster %q: no such cluster in %s", name, f.Dir)
+	}
+	if c.proc == nil || !c.proc.stopRequested.Load() {
+		return fmt.Errorf("local fleet: start cluster %q: it was not stopped by StopCluster", name)
+	}
+	select {
+	case <-c.proc.exited:
+	default:
+		return fmt.Errorf("local fleet: start cluster %q: its apiserver (pid %d) is still running", name, c.PID)
+	}
+	var proc *process
+	_, err := f.launchAPIServer(ctx, c, f.auth, func(p *process) { proc = p })
+	if proc != nil {
+		c.proc, c.PID = proc, proc.pid
+		f.watchExit(proc)
+	}
+	if err != nil {
+		return fmt.Errorf("local fleet: start cluster %q again: %w", name, err)
+	}
+	return writeState(f)
 }
 
 // Stop stops every process of the fleet, apiservers first and etcd last, each with SIGTERM and, after

@@ -92,3 +92,20 @@ func TestStopClusterRejectsUnknownCluster(t *testing.T) {
 	default:
 	}
 }
+
+// TestStartClusterRefusesWhatStopClusterDidNotStop: only a cluster that StopCluster stopped can be started again
+// (a real apiserver restart is covered by the failover e2e test); the refusal names the cluster and why.
+func TestStartClusterRefusesWhatStopClusterDidNotStop(t *testing.T) {
+	f := fakeFleet(t, "east")
+	for _, tc := range []struct {
+		cluster, want string
+	}{
+		{"north", "no such cluster"},
+		{"east", "not stopped by StopCluster"},
+	} {
+		if err := f.StartCluster(context.Background(), tc.cluster); err == nil ||
+			!strings.Contains(err.Error(), `"`+tc.cluster+`"`) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("StartCluster(%s) = %v, want an error naming the cluster and saying %q", tc.cluster, err, tc.want)
+		}
+	}
+}
