@@ -107,6 +107,8 @@ type Placer struct {
 	// Deletes sent), for TakeGone; the first goneCommitted of them belong to batches whose publishes are stored.
 	gone          []schemas.ObjectRef
 	goneCommitted int
+	// goneNodes lists the nodes deleted from their clusters, for TakeGoneNodes.
+	goneNodes []schemas.NodeDeleted
 	// scratch is reused to encode objects on the placer's goroutine.
 	scratch []byte
 }
@@ -291,6 +293,17 @@ func (p *Placer) TakeGone() []schemas.ObjectRef {
 	gone := slices.Clone(p.gone[:p.goneCommitted])
 	p.gone = append(p.gone[:0], p.gone[p.goneCommitted:]...)
 	p.goneCommitted = 0
+	return gone
+}
+
+// TakeGoneNodes returns the nodes deleted from their clusters since the last call (and, while rebuilding,
+// those the state stream still holds deletions of). A node's deletion serves no rebuild once the placer has
+// applied it: its earlier states are gone from the state stream already, so the deletion alone can be pruned,
+// whenever, and a node of that name that comes back is published anew. Call it from the goroutine that
+// handles the events.
+func (p *Placer) TakeGoneNodes() []schemas.NodeDeleted {
+	gone := p.goneNodes
+	p.goneNodes = nil
 	return gone
 }
 

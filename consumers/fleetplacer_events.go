@@ -457,8 +457,12 @@ func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bo
 
 func (p *Placer) onNodeDeleted(n *schemas.NodeDeleted, touched *touchedSet, rebuilding bool) error {
 	affected := scheduler.AffectedByCluster(p.store.Snapshot(), n.Cluster)
-	if err := p.store.DeleteNode(p.seq, n.Cluster, n.Name); err != nil || rebuilding {
+	if err := p.store.DeleteNode(p.seq, n.Cluster, n.Name); err != nil {
 		return err
+	}
+	p.goneNodes = append(p.goneNodes, *n)
+	if rebuilding {
+		return nil
 	}
 	// Workloads on the cluster may no longer fit there without the node.
 	return p.reevaluate(affected, touched)

@@ -791,3 +791,18 @@ func TestForgettingIsBoundedPerCallAndKeepsWhatIsAboveTheFloor(t *testing.T) {
 		t.Errorf("floor+9 forgot %d subjects, %d left, %d records; want a forgotten and nothing left", got, len(p.seen), len(p.applied.records))
 	}
 }
+
+// TestPlacerReportsDeletedNodesOnce: a node deleted from its cluster is reported once, for its deletion to be
+// pruned from the state stream.
+func TestPlacerReportsDeletedNodesOnce(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.cluster("east", nil)
+	deleted := &schemas.NodeDeleted{Cluster: "east", Name: "n1"}
+	f.deliver(schemas.TypeNodeDeleted, schemas.NodeSubject("east", "n1"), deleted)
+	if gone := f.p.TakeGoneNodes(); len(gone) != 1 || gone[0] != *deleted {
+		t.Fatalf("gone nodes = %v, want [%v]", gone, *deleted)
+	}
+	if gone := f.p.TakeGoneNodes(); len(gone) != 0 {
+		t.Errorf("gone nodes = %v when asked again, want none", gone)
+	}
+}

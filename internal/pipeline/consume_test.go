@@ -75,7 +75,8 @@ func TestPlacerStartsOverWhenItsConsumerIsDeleted(t *testing.T) {
 
 // TestPlacerPrunesTheStateOfDeletedWorkloads: a workload placed, then deleted on the control plane, leaves
 // nothing in the state stream once its Delete is stored and the grace period has passed, while the workload
-// next to it keeps its state. A placer that starts after the deletion prunes what an earlier one left.
+// next to it keeps its state; a deleted node leaves nothing either. A placer that starts after the deletions
+// prunes what an earlier one left.
 func TestPlacerPrunesTheStateOfDeletedWorkloads(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -101,19 +102,26 @@ func TestPlacerPrunesTheStateOfDeletedWorkloads(t *testing.T) {
 			eventually(t, "api placed on east", f.holds(api.Ref(), schemas.DecisionSubject("east", api.Ref())))
 
 			f.publish(schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(web.Ref()), "deleted-web", &schemas.ObjectDeleted{Workload: web.Ref()})
+			f.publish(schemas.TypeNodeDeleted, schemas.NodeSubject("east", "n2"), "node-2-deleted", &schemas.NodeDeleted{Cluster: "east", Name: "n2"})
+			n2 := func() bool {
+				_, err := f.state.GetLastMsgForSubject(f.ctx, schemas.NodeSubject("east", "n2"))
+				return err == nil
+			}
 			if tc.restart {
 				eventually(t, "web's Delete stored", func() bool {
 					msg, err := f.state.GetLastMsgForSubject(f.ctx, schemas.DecisionSubject("east", web.Ref()))
 					return err == nil && msg.Header.Get("ce-type") == schemas.TypePlacementDecided &&
 						strings.Contains(msg.Header.Get("ce-id"), "/"+string(schemas.ActionDelete)+"/")
 				})
+				eventually(t, "n2's deletion stored", n2)
 				stop()
-				if len(f.stateOf(web.Ref())) == 0 {
-					t.Fatal("web's state was pruned before the grace period passed")
+				if len(f.stateOf(web.Ref())) == 0 || !n2() {
+					t.Fatal("web's state or n2's deletion was pruned before the grace period passed")
 				}
 				stop = f.runPlacer(10 * time.Millisecond)
 			}
 			eventually(t, "web's state pruned", func() bool { return len(f.stateOf(web.Ref())) == 0 })
+			eventually(t, "n2's deletion pruned", func() bool { return !n2() })
 			if got := f.stateOf(api.Ref()); !slices.Contains(got, schemas.WorkloadSubject(api.Ref())) ||
 				!slices.Contains(got, schemas.DecisionSubject("east", api.Ref())) {
 				t.Errorf("api's state = %v, want its change and its decision kept", got)
@@ -173,7 +181,7 @@ func (f *stateFixture) publish(eventType, subject, id string, payload schemas.Pa
 	}
 }
 
-// seedFleet publishes a policy taking every workload and a Ready cluster east of one 8-CPU node.
+// seedFleet publishes a policy taking every workload and a Ready cluster east of two 8-CPU nodes.
 func (f *stateFixture) seedFleet() {
 	policy := object("fleetflow.io/v1alpha1", "SchedulePolicy", "", "any", map[string]any{"spec": map[string]any{}})
 	f.publish(schemas.TypePolicyChanged, schemas.PolicySubject(policy.Ref()), "policy-1", policy)
@@ -184,8 +192,10 @@ func (f *stateFixture) seedFleet() {
 		&schemas.ClusterHeartbeat{Cluster: "east", Time: time.Now()})
 	f.publish(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject("east"), "apis-1",
 		&schemas.ClusterAPIs{Cluster: "east", APIs: []string{"apps/v1/Deployment"}})
-	f.publish(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), "node-1", &schemas.NodeState{Cluster: "east", Name: "n1",
-		Ready: true, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+	for _, n := range []string{"n1", "n2"} {
+		f.publish(schemas.TypeNodeChanged, schemas.NodeSubject("east", n), "node-"+n, &schemas.NodeState{Cluster: "east", Name: n,
+			Ready: true, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+	}
 }
 
 // stateOf lists the subjects the state stream holds about ref.

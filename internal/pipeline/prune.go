@@ -19,7 +19,8 @@ import (
 // plane, and the Deletes of their copies stored (consumers.Placer.TakeGone). The stream keeps the last message of
 // every subject with no age limit, so without it every workload ever submitted would leave its deletion, last
 // verdict, statuses, applier reports and decisions behind, for good, and every restarted placer would read
-// through all of them.
+// through all of them. It removes the deletions of nodes too (consumers.Placer.TakeGoneNodes), which a cluster
+// autoscaler leaves one of for every node it ever removed.
 //
 // A subject's last message is removed only when it is about the very workload that is gone (the same UID), and
 // nothing stored after it: a workload created again under the same name keeps everything of its own. The prune
@@ -34,13 +35,15 @@ type statePruner struct {
 	log    *slog.Logger
 
 	mu     sync.Mutex
-	queue  []goneWorkload // in the order they are due
+	queue  []pruneTarget // in the order they are due
 	signal chan struct{}
 }
 
-type goneWorkload struct {
-	ref schemas.ObjectRef
-	due time.Time
+// pruneTarget is a workload or a node that is gone.
+type pruneTarget struct {
+	workload *schemas.ObjectRef
+	node     *schemas.NodeDeleted
+	due      time.Time
 }
 
 // statePruneGrace is how long the pruner waits after a workload is gone.
@@ -54,21 +57,26 @@ func newStatePruner(stream jetstream.Stream, grace time.Duration, log *slog.Logg
 	return &statePruner{stream: stream, grace: grace, log: log, signal: make(chan struct{}, 1)}
 }
 
-// add queues workloads to prune once the grace period has passed.
-func (s *statePruner) add(gone []schemas.ObjectRef) {
-	if len(gone) == 0 {
+// add queues workloads and nodes to prune once the grace period has passed.
+func (s *statePruner) add(workloads []schemas.ObjectRef, nodes []schemas.NodeDeleted) {
+	if len(workloads)+len(nodes) == 0 {
 		return
 	}
 	due := time.Now().Add(s.grace)
+	targets := make([]pruneTarget, 0, len(workloads)+len(nodes))
+	for i := range workloads {
+		targets = append(targets, pruneTarget{workload: &workloads[i], due: due})
+	}
+	for i := range nodes {
+		targets = append(targets, pruneTarget{node: &nodes[i], due: due})
+	}
 	s.mu.Lock()
-	if room := maxQueuedPrunes - len(s.queue); len(gone) > room {
-		s.log.Warn("too many deleted workloads waiting for their state to be pruned; leaving some in the state stream",
-			"stream", schemas.StreamState, "left", len(gone)-max(room, 0))
-		gone = gone[:max(room, 0)]
+	if room := maxQueuedPrunes - len(s.queue); len(targets) > room {
+		s.log.Warn("too many deleted workloads and nodes waiting for their state to be pruned; leaving some in the state stream",
+			"stream", schemas.StreamState, "left", len(targets)-max(room, 0))
+		targets = targets[:max(room, 0)]
 	}
-	for _, ref := range gone {
-		s.queue = append(s.queue, goneWorkload{ref: ref, due: due})
-	}
+	s.queue = append(s.queue, targets...)
 	s.mu.Unlock()
 	select {
 	case s.signal <- struct{}{}:
@@ -82,16 +90,23 @@ func (s *statePruner) run(ctx context.Context) {
 	defer timer.Stop()
 	for {
 		due, wait := s.takeDue(time.Now())
-		for _, ref := range due {
-			removed, err := s.prune(ctx, ref)
-			if err != nil {
-				if ctx.Err() != nil {
-					return
+		for _, target := range due {
+			if ref := target.workload; ref != nil {
+				removed, err := s.prune(ctx, *ref)
+				if err != nil && ctx.Err() == nil {
+					s.log.Warn("state of a deleted workload not pruned", "workload", ref.Key(), "uid", ref.UID, "error", err)
+				} else if err == nil {
+					s.log.Debug("pruned the state of a deleted workload", "workload", ref.Key(), "uid", ref.UID, "messages", removed)
 				}
-				s.log.Warn("state of a deleted workload not pruned", "workload", ref.Key(), "uid", ref.UID, "error", err)
-				continue
 			}
-			s.log.Debug("pruned the state of a deleted workload", "workload", ref.Key(), "uid", ref.UID, "messages", removed)
+			if n := target.node; n != nil {
+				if _, err := s.pruneNode(ctx, *n); err != nil && ctx.Err() == nil {
+					s.log.Warn("deletion of a node not pruned", "cluster", n.Cluster, "node", n.Name, "error", err)
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
 		}
 		if wait <= 0 {
 			wait = time.Hour
@@ -107,18 +122,15 @@ func (s *statePruner) run(ctx context.Context) {
 	}
 }
 
-// takeDue removes and returns the workloads due by now, and how long until the next one is due (0: none queued).
-func (s *statePruner) takeDue(now time.Time) ([]schemas.ObjectRef, time.Duration) {
+// takeDue removes and returns the targets due by now, and how long until the next one is due (0: none queued).
+func (s *statePruner) takeDue(now time.Time) ([]pruneTarget, time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := 0
 	for n < len(s.queue) && !s.queue[n].due.After(now) {
 		n++
 	}
-	due := make([]schemas.ObjectRef, n)
-	for i := range n {
-		due[i] = s.queue[i].ref
-	}
+	due := slices.Clone(s.queue[:n])
 	s.queue = append(s.queue[:0], s.queue[n:]...)
 	if len(s.queue) == 0 {
 		return due, 0
@@ -161,6 +173,26 @@ func (s *statePruner) prune(ctx context.Context, ref schemas.ObjectRef) (int, er
 		}
 	}
 	return removed, nil
+}
+
+// pruneNode removes a node's deletion from the state stream when it is still the last message on the node's
+// subject, and reports whether it did. A node state stored since means a node of that name came back.
+func (s *statePruner) pruneNode(ctx context.Context, n schemas.NodeDeleted) (bool, error) {
+	subject := schemas.NodeSubject(n.Cluster, n.Name)
+	msg, err := s.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the last message of %s in %s: %w", subject, schemas.StreamState, err)
+	}
+	if event, err := bus.Decode(msg.Header, msg.Data); err != nil || event.Type() != schemas.TypeNodeDeleted {
+		return false, nil
+	}
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(msg.Sequence+1)); err != nil {
+		return false, fmt.Errorf("purge %s in %s: %w", subject, schemas.StreamState, err)
+	}
+	return true, nil
 }
 
 // aboutGoneWorkload tells whether a state message is about the workload with uid and may go with it: its

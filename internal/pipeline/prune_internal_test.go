@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -90,7 +92,7 @@ func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
 	recorder := &purgeRecorder{Stream: stream}
 	pruner := newStatePruner(recorder, 10*time.Millisecond, slog.New(slog.DiscardHandler))
 	go pruner.run(ctx)
-	pruner.add([]schemas.ObjectRef{gone})
+	pruner.add([]schemas.ObjectRef{gone}, nil)
 	want := []string{schemas.WorkloadStatusSubject("east", other), schemas.WorkloadStatusSubject("west", again),
 		schemas.PlacementSubject("north", gone)}
 	slices.Sort(want)
@@ -170,5 +172,71 @@ func TestStatePrunerLeavesAWorkloadThatIsThere(t *testing.T) {
 	}
 	if _, err := stream.GetLastMsgForSubject(ctx, schemas.WorkloadSubject(ref)); err != nil {
 		t.Errorf("the workload's change is gone from the state stream: %v", err)
+	}
+}
+
+// TestStatePrunerRemovesNodeDeletions: a node's deletion goes from the state stream, unless a node of that name
+// came back since, whose state stays, as does every node that is there.
+func TestStatePrunerRemovesNodeDeletions(t *testing.T) {
+	ctx := t.Context()
+	b, err := OpenBus(ctx, BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	publish := func(eventType, subject, id string, payload schemas.Payload) {
+		t.Helper()
+		e, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Publisher.Publish(ctx, subject, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := func(name string) *schemas.NodeState {
+		return &schemas.NodeState{Cluster: "east", Name: name, Ready: true,
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}
+	}
+	publish(schemas.TypeNodeChanged, schemas.NodeSubject("east", "gone"), "gone-1", state("gone"))
+	publish(schemas.TypeNodeDeleted, schemas.NodeSubject("east", "gone"), "gone-2", &schemas.NodeDeleted{Cluster: "east", Name: "gone"})
+	publish(schemas.TypeNodeDeleted, schemas.NodeSubject("east", "back"), "back-1", &schemas.NodeDeleted{Cluster: "east", Name: "back"})
+	publish(schemas.TypeNodeChanged, schemas.NodeSubject("east", "back"), "back-2", state("back"))
+	publish(schemas.TypeNodeChanged, schemas.NodeSubject("east", "there"), "there-1", state("there"))
+
+	stream, err := b.JetStream.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeSubjects := func() []string {
+		t.Helper()
+		info, err := stream.Info(ctx, jetstream.WithSubjectFilter(schemas.NodeSubject("east", "*")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Sorted(maps.Keys(info.State.Subjects))
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(nodeSubjects()) != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the state stream holds %v, want the three nodes' subjects", nodeSubjects())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	pruner := newStatePruner(stream, 0, slog.New(slog.DiscardHandler))
+	for _, tc := range []struct {
+		node   string
+		pruned bool
+	}{{"gone", true}, {"back", false}, {"there", false}} {
+		pruned, err := pruner.pruneNode(ctx, schemas.NodeDeleted{Cluster: "east", Name: tc.node})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pruned != tc.pruned {
+			t.Errorf("node %s pruned = %t, want %t", tc.node, pruned, tc.pruned)
+		}
+	}
+	if got, want := nodeSubjects(), []string{schemas.NodeSubject("east", "back"), schemas.NodeSubject("east", "there")}; !slices.Equal(got, want) {
+		t.Errorf("node subjects left = %v, want %v", got, want)
 	}
 }
