@@ -84,7 +84,7 @@ func (s *statePruner) add(workloads []schemas.ObjectRef, nodes []schemas.NodeDel
 	}
 }
 
-// run prunes queued workloads as they come due, until ctx is done.
+// run prunes the queued workloads and nodes as they come due, until ctx is done.
 func (s *statePruner) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
