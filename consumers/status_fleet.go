@@ -89,6 +89,13 @@ func (s *StatusWriter) handleFleet(ctx context.Context, d bus.Delivery) (handled
 		if d.Event.Type() == schemas.TypePolicyChanged {
 			return true, s.writePolicyStatus(ctx, p)
 		}
+	case *schemas.ObjectDeleted:
+		if d.Event.Type() == schemas.TypeClusterDeleted {
+			// Its nodes with it: clusters created for a burst and deleted after would otherwise stay in
+			// memory, every node of them, for as long as the writer runs.
+			delete(s.clusters, p.Workload.Name)
+			return true, nil
+		}
 	}
 	return false, nil
 }
