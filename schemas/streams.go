@@ -15,7 +15,11 @@ const (
 	StreamDecisions = "FLEETFLOW_DECISIONS"
 	// StreamState keeps the last message of every subject of EVENTS and DECISIONS, with no age limit: the
 	// latest state of every node, workload, policy, cluster and placement. A restarted placer rebuilds its
-	// whole view from it. It is filled by JetStream sourcing, so producers publish once.
+	// whole view from it. It is filled by JetStream sourcing, so producers publish once. Each source starts
+	// at the first sequence of its origin: without a start, a source that has copied nothing yet when its
+	// consumer is set up (the streams were just created, or the server restarted) starts at the time of the
+	// state stream's last message once that stream has dropped its first one, which a newer message on the
+	// same subject does, and so skips everything its origin held before.
 	StreamState = "FLEETFLOW_STATE"
 )
 
@@ -90,8 +94,8 @@ func Streams(opts StreamOptions) []jetstream.StreamConfig {
 			Storage:           storage,
 			Replicas:          replicas,
 			Sources: []*jetstream.StreamSource{
-				{Name: StreamEvents, FilterSubject: SubjectStateEvents},
-				{Name: StreamDecisions},
+				{Name: StreamEvents, FilterSubject: SubjectStateEvents, OptStartSeq: 1},
+				{Name: StreamDecisions, OptStartSeq: 1},
 			},
 		},
 	}

@@ -87,7 +87,7 @@ func sourcesMatch(have, want []*jetstream.StreamSource) bool {
 		return false
 	}
 	for i := range want {
-		if have[i].Name != want[i].Name || have[i].FilterSubject != want[i].FilterSubject {
+		if have[i].Name != want[i].Name || have[i].FilterSubject != want[i].FilterSubject || have[i].OptStartSeq != want[i].OptStartSeq {
 			return false
 		}
 	}
