@@ -107,8 +107,8 @@ type Placer struct {
 	// Deletes sent), for TakeGone; the first goneCommitted of them belong to batches whose publishes are stored.
 	gone          []schemas.ObjectRef
 	goneCommitted int
-	// goneNodes lists the nodes deleted from their clusters, for TakeGoneNodes.
-	goneNodes []schemas.NodeDeleted
+	// goneFleet lists the nodes and clusters deleted, for TakeGoneFleet.
+	goneFleet GoneFleet
 	// scratch is reused to encode objects on the placer's goroutine.
 	scratch []byte
 }
@@ -296,14 +296,22 @@ func (p *Placer) TakeGone() []schemas.ObjectRef {
 	return gone
 }
 
-// TakeGoneNodes returns the nodes deleted from their clusters since the last call (and, while rebuilding,
-// those the state stream still holds deletions of). A node's deletion serves no rebuild once the placer has
-// applied it: its earlier states are gone from the state stream already, so the deletion alone can be pruned,
-// whenever, and a node of that name that comes back is published anew. Call it from the goroutine that
-// handles the events.
-func (p *Placer) TakeGoneNodes() []schemas.NodeDeleted {
-	gone := p.goneNodes
-	p.goneNodes = nil
+// GoneFleet is what the placer saw deleted of the fleet: nodes, and whole workload clusters.
+type GoneFleet struct {
+	Nodes []schemas.NodeDeleted
+	// Clusters names deleted Cluster objects.
+	Clusters []string
+}
+
+// TakeGoneFleet returns the nodes and clusters deleted since the last call (and, while rebuilding, those the
+// state stream still holds deletions of). A deletion serves no rebuild once the placer has applied it, nor
+// does what the state stream holds of a deleted cluster from before its deletion (its nodes, heartbeats,
+// installed APIs, and the statuses, reports and decisions of workloads on it), so all of it can be pruned,
+// whenever: a node or a cluster of that name that comes back is published anew. Call it from the goroutine
+// that handles the events.
+func (p *Placer) TakeGoneFleet() GoneFleet {
+	gone := p.goneFleet
+	p.goneFleet = GoneFleet{}
 	return gone
 }
 

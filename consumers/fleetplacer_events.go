@@ -395,6 +395,7 @@ func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touch
 	if err := p.store.DeleteCluster(p.seq, name); err != nil {
 		return err
 	}
+	p.goneFleet.Clusters = append(p.goneFleet.Clusters, name)
 	if rebuilding {
 		return nil
 	}
@@ -460,7 +461,7 @@ func (p *Placer) onNodeDeleted(n *schemas.NodeDeleted, touched *touchedSet, rebu
 	if err := p.store.DeleteNode(p.seq, n.Cluster, n.Name); err != nil {
 		return err
 	}
-	p.goneNodes = append(p.goneNodes, *n)
+	p.goneFleet.Nodes = append(p.goneFleet.Nodes, *n)
 	if rebuilding {
 		return nil
 	}

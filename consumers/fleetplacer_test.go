@@ -792,17 +792,21 @@ func TestForgettingIsBoundedPerCallAndKeepsWhatIsAboveTheFloor(t *testing.T) {
 	}
 }
 
-// TestPlacerReportsDeletedNodesOnce: a node deleted from its cluster is reported once, for its deletion to be
-// pruned from the state stream.
-func TestPlacerReportsDeletedNodesOnce(t *testing.T) {
+// TestPlacerReportsTheDeletedFleetOnce: nodes and clusters deleted are reported once, for what the state stream
+// keeps of them to be pruned.
+func TestPlacerReportsTheDeletedFleetOnce(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{})
 	f.cluster("east", nil)
-	deleted := &schemas.NodeDeleted{Cluster: "east", Name: "n1"}
-	f.deliver(schemas.TypeNodeDeleted, schemas.NodeSubject("east", "n1"), deleted)
-	if gone := f.p.TakeGoneNodes(); len(gone) != 1 || gone[0] != *deleted {
-		t.Fatalf("gone nodes = %v, want [%v]", gone, *deleted)
+	f.cluster("burst", nil)
+	node := &schemas.NodeDeleted{Cluster: "east", Name: "n1"}
+	f.deliver(schemas.TypeNodeDeleted, schemas.NodeSubject("east", "n1"), node)
+	cluster := &schemas.ObjectDeleted{Workload: schemas.ObjectRef{APIVersion: "fleetflow.io/v1alpha1", Kind: "Cluster", Name: "burst", UID: "uid-burst"}}
+	f.deliver(schemas.TypeClusterDeleted, schemas.ClusterSpecSubject("burst"), cluster)
+	gone := f.p.TakeGoneFleet()
+	if len(gone.Nodes) != 1 || gone.Nodes[0] != *node || !slices.Equal(gone.Clusters, []string{"burst"}) {
+		t.Fatalf("gone = %+v, want node %v and cluster burst", gone, *node)
 	}
-	if gone := f.p.TakeGoneNodes(); len(gone) != 0 {
-		t.Errorf("gone nodes = %v when asked again, want none", gone)
+	if again := f.p.TakeGoneFleet(); len(again.Nodes)+len(again.Clusters) != 0 {
+		t.Errorf("gone = %+v when asked again, want nothing", again)
 	}
 }

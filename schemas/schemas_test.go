@@ -1,6 +1,7 @@
 package schemas_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +62,31 @@ func TestWorkloadStateFiltersSelectOneWorkload(t *testing.T) {
 			if selected(subject) {
 				t.Errorf("%s is about %s but a filter of %v selects it", subject, r.Key(), filters)
 			}
+		}
+	}
+}
+
+// TestClusterStateFiltersSelectOneCluster: the filters select every subject about a workload cluster and none
+// about another cluster, even one whose name starts the same.
+func TestClusterStateFiltersSelectOneCluster(t *testing.T) {
+	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team-a", Name: "llama.v2"}
+	subjectsOf := func(cluster string) []string {
+		return []string{schemas.ClusterSpecSubject(cluster), schemas.ClusterHeartbeatSubject(cluster),
+			schemas.ClusterAPIsSubject(cluster), schemas.NodeSubject(cluster, "gpu.1"), schemas.WorkloadStatusSubject(cluster, ref),
+			schemas.PlacementSubject(cluster, ref), schemas.DecisionSubject(cluster, ref)}
+	}
+	filters := schemas.ClusterStateFilters("burst.1")
+	selected := func(subject string) bool {
+		return slices.ContainsFunc(filters, func(f string) bool { return subjectMatches(f, subject) })
+	}
+	for _, subject := range subjectsOf("burst.1") {
+		if !selected(subject) {
+			t.Errorf("%s is about cluster burst.1 but no filter of %v selects it", subject, filters)
+		}
+	}
+	for _, subject := range append(subjectsOf("burst.10"), schemas.WorkloadSubject(ref), schemas.VerdictSubject(ref)) {
+		if selected(subject) {
+			t.Errorf("%s is not about cluster burst.1 but a filter of %v selects it", subject, filters)
 		}
 	}
 }

@@ -139,6 +139,20 @@ func workloadFilters(obj string) []string {
 	}
 }
 
+// ClusterStateFilters are subject filters that select every subject about one workload cluster: its aspects
+// (spec, heartbeat, installed APIs), its nodes, and the statuses, applier reports and decisions of the
+// workloads on it.
+func ClusterStateFilters(cluster string) []string {
+	c := Token(cluster)
+	return []string{
+		SubjectEventsPrefix + ".cluster." + c + ".*",
+		SubjectEventsPrefix + ".node." + c + ".*",
+		SubjectEventsPrefix + ".status." + c + ".>",
+		SubjectEventsPrefix + ".placement." + c + ".>",
+		SubjectDecisionsRoot + "." + c + ".>",
+	}
+}
+
 // SubjectPlacerTick carries the placer's clock ticks.
 const SubjectPlacerTick = SubjectEventsPrefix + ".placer.tick"
 

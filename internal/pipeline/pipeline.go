@@ -227,7 +227,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, 
 		if err := placer.Flush(ctx); err != nil {
 			return err
 		}
-		pruner.add(placer.TakeGone(), placer.TakeGoneNodes())
+		pruner.add(placer.TakeGone(), placer.TakeGoneFleet())
 		if f := floor.Load(); f > forgotThrough {
 			if n := placer.ForgetAppliedThrough(f); n > 0 {
 				log.Debug("forgot applied events at or below the acknowledgement floor", "floor", f, "subjects", n)

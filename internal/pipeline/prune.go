@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -19,8 +20,9 @@ import (
 // plane, and the Deletes of their copies stored (consumers.Placer.TakeGone). The stream keeps the last message of
 // every subject with no age limit, so without it every workload ever submitted would leave its deletion, last
 // verdict, statuses, applier reports and decisions behind, for good, and every restarted placer would read
-// through all of them. It removes the deletions of nodes too (consumers.Placer.TakeGoneNodes), which a cluster
-// autoscaler leaves one of for every node it ever removed.
+// through all of them. It removes the deletions of nodes too, which a cluster autoscaler leaves one of for every
+// node it ever removed, and what the stream holds of a deleted cluster from before its deletion
+// (consumers.Placer.TakeGoneFleet).
 //
 // A subject's last message is removed only when it is about the very workload that is gone (the same UID), and
 // nothing stored after it: a workload created again under the same name keeps everything of its own. The prune
@@ -39,10 +41,11 @@ type statePruner struct {
 	signal chan struct{}
 }
 
-// pruneTarget is a workload or a node that is gone.
+// pruneTarget is a workload, a node or a cluster that is gone; one of the three is set.
 type pruneTarget struct {
 	workload *schemas.ObjectRef
 	node     *schemas.NodeDeleted
+	cluster  string
 	due      time.Time
 }
 
@@ -57,22 +60,26 @@ func newStatePruner(stream jetstream.Stream, grace time.Duration, log *slog.Logg
 	return &statePruner{stream: stream, grace: grace, log: log, signal: make(chan struct{}, 1)}
 }
 
-// add queues workloads and nodes to prune once the grace period has passed.
-func (s *statePruner) add(workloads []schemas.ObjectRef, nodes []schemas.NodeDeleted) {
-	if len(workloads)+len(nodes) == 0 {
+// add queues workloads, nodes and clusters to prune once the grace period has passed.
+func (s *statePruner) add(workloads []schemas.ObjectRef, fleet consumers.GoneFleet) {
+	n := len(workloads) + len(fleet.Nodes) + len(fleet.Clusters)
+	if n == 0 {
 		return
 	}
 	due := time.Now().Add(s.grace)
-	targets := make([]pruneTarget, 0, len(workloads)+len(nodes))
+	targets := make([]pruneTarget, 0, n)
 	for i := range workloads {
 		targets = append(targets, pruneTarget{workload: &workloads[i], due: due})
 	}
-	for i := range nodes {
-		targets = append(targets, pruneTarget{node: &nodes[i], due: due})
+	for i := range fleet.Nodes {
+		targets = append(targets, pruneTarget{node: &fleet.Nodes[i], due: due})
+	}
+	for _, c := range fleet.Clusters {
+		targets = append(targets, pruneTarget{cluster: c, due: due})
 	}
 	s.mu.Lock()
 	if room := maxQueuedPrunes - len(s.queue); len(targets) > room {
-		s.log.Warn("too many deleted workloads and nodes waiting for their state to be pruned; leaving some in the state stream",
+		s.log.Warn("too many deleted workloads, nodes and clusters waiting for their state to be pruned; leaving some in the state stream",
 			"stream", schemas.StreamState, "left", len(targets)-max(room, 0))
 		targets = targets[:max(room, 0)]
 	}
@@ -84,7 +91,7 @@ func (s *statePruner) add(workloads []schemas.ObjectRef, nodes []schemas.NodeDel
 	}
 }
 
-// run prunes the queued workloads and nodes as they come due, until ctx is done.
+// run prunes the queued workloads, nodes and clusters as they come due, until ctx is done.
 func (s *statePruner) run(ctx context.Context) {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -102,6 +109,11 @@ func (s *statePruner) run(ctx context.Context) {
 			if n := target.node; n != nil {
 				if _, err := s.pruneNode(ctx, *n); err != nil && ctx.Err() == nil {
 					s.log.Warn("deletion of a node not pruned", "cluster", n.Cluster, "node", n.Name, "error", err)
+				}
+			}
+			if c := target.cluster; c != "" {
+				if _, err := s.pruneCluster(ctx, c); err != nil && ctx.Err() == nil {
+					s.log.Warn("state of a deleted cluster not pruned", "cluster", c, "error", err)
 				}
 			}
 			if ctx.Err() != nil {
@@ -191,6 +203,34 @@ func (s *statePruner) pruneNode(ctx context.Context, n schemas.NodeDeleted) (boo
 	}
 	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(msg.Sequence+1)); err != nil {
 		return false, fmt.Errorf("purge %s in %s: %w", subject, schemas.StreamState, err)
+	}
+	return true, nil
+}
+
+// pruneCluster removes from the state stream what it holds of a deleted cluster from before the deletion, and
+// then the deletion, when the deletion is still the last message on the cluster's spec subject, and reports
+// whether it did. What the stream stored after the deletion stays, as everything about a cluster of that name
+// registered since does. The Deletes the placer sent the cluster's copies as it failed them over go or stay
+// depending on which of the stream's two sources copied first, which no rebuild minds: the cluster is gone.
+func (s *statePruner) pruneCluster(ctx context.Context, cluster string) (bool, error) {
+	spec := schemas.ClusterSpecSubject(cluster)
+	deletion, err := s.stream.GetLastMsgForSubject(ctx, spec)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the last message of %s in %s: %w", spec, schemas.StreamState, err)
+	}
+	if event, err := bus.Decode(deletion.Header, deletion.Data); err != nil || event.Type() != schemas.TypeClusterDeleted {
+		return false, nil
+	}
+	for _, filter := range schemas.ClusterStateFilters(cluster) {
+		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(filter), jetstream.WithPurgeSequence(deletion.Sequence)); err != nil {
+			return false, fmt.Errorf("purge %s in %s: %w", filter, schemas.StreamState, err)
+		}
+	}
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(spec), jetstream.WithPurgeSequence(deletion.Sequence+1)); err != nil {
+		return false, fmt.Errorf("purge %s in %s: %w", spec, schemas.StreamState, err)
 	}
 	return true, nil
 }

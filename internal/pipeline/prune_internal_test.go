@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -92,7 +94,7 @@ func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
 	recorder := &purgeRecorder{Stream: stream}
 	pruner := newStatePruner(recorder, 10*time.Millisecond, slog.New(slog.DiscardHandler))
 	go pruner.run(ctx)
-	pruner.add([]schemas.ObjectRef{gone}, nil)
+	pruner.add([]schemas.ObjectRef{gone}, consumers.GoneFleet{})
 	want := []string{schemas.WorkloadStatusSubject("east", other), schemas.WorkloadStatusSubject("west", again),
 		schemas.PlacementSubject("north", gone)}
 	slices.Sort(want)
@@ -238,5 +240,134 @@ func TestStatePrunerRemovesNodeDeletions(t *testing.T) {
 	}
 	if got, want := nodeSubjects(), []string{schemas.NodeSubject("east", "back"), schemas.NodeSubject("east", "there")}; !slices.Equal(got, want) {
 		t.Errorf("node subjects left = %v, want %v", got, want)
+	}
+}
+
+// TestStatePrunerRemovesWhatADeletedClusterLeft: what the state stream holds of a deleted cluster from before
+// its deletion goes (its aspects, nodes, workload statuses, applier reports and decisions), then the deletion;
+// what was stored after it stays (the Delete the placer sent as it failed a workload over), as does every other
+// cluster, and a cluster registered again under its name.
+func TestStatePrunerRemovesWhatADeletedClusterLeft(t *testing.T) {
+	ctx := t.Context()
+	b, err := OpenBus(ctx, BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	published := 0
+	publish := func(eventType, subject string, payload schemas.Payload) {
+		t.Helper()
+		published++
+		e, err := schemas.NewEvent(eventType, "/test", subject, subject+"/"+strconv.Itoa(published), payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.Publisher.Publish(ctx, subject, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team-a", Name: "train", UID: "uid-train"}
+	clusterObject := func(name string) *schemas.ObjectChanged {
+		return &schemas.ObjectChanged{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster",
+			"metadata": map[string]any{"name": name, "uid": "uid-" + name, "resourceVersion": "1"},
+			"spec":     map[string]any{"kubeconfigSecretRef": map[string]any{"name": name, "namespace": "fleetflow-system"}}}}
+	}
+	clusterDeleted := func(name string) *schemas.ObjectDeleted {
+		return &schemas.ObjectDeleted{Workload: schemas.ObjectRef{APIVersion: "fleetflow.io/v1alpha1", Kind: "Cluster", Name: name, UID: "uid-" + name}}
+	}
+	decision := func(cluster string, action schemas.DecisionAction, seq uint64) *schemas.PlacementDecided {
+		d := &schemas.PlacementDecided{DecisionID: "d", Workload: job, Cluster: cluster, Action: action, Sequence: seq}
+		if action == schemas.ActionApply {
+			d.Object = map[string]any{"apiVersion": job.APIVersion, "kind": job.Kind, "metadata": map[string]any{"name": job.Name, "namespace": job.Namespace}}
+		}
+		return d
+	}
+	for _, c := range []string{"burst", "east", "back"} {
+		publish(schemas.TypeClusterChanged, schemas.ClusterSpecSubject(c), clusterObject(c))
+		publish(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject(c), &schemas.ClusterHeartbeat{Cluster: c, Time: time.Now()})
+		publish(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject(c), &schemas.ClusterAPIs{Cluster: c, APIs: []string{"kubeflow.org/v1/PyTorchJob"}})
+		publish(schemas.TypeNodeChanged, schemas.NodeSubject(c, "n1"), &schemas.NodeState{Cluster: c, Name: "n1", Ready: true,
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}})
+	}
+	publish(schemas.TypePlacementDecided, schemas.DecisionSubject("burst", job), decision("burst", schemas.ActionApply, 1))
+	publish(schemas.TypePlacementApplied, schemas.PlacementSubject("burst", job), &schemas.PlacementApplied{DecisionID: "d",
+		Workload: job, Cluster: "burst", Action: schemas.ActionApply, Sequence: 1})
+	publish(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("burst", job), &schemas.WorkloadStatus{Cluster: "burst", Workload: job})
+	publish(schemas.TypeClusterDeleted, schemas.ClusterSpecSubject("burst"), clusterDeleted("burst"))
+	publish(schemas.TypeClusterDeleted, schemas.ClusterSpecSubject("back"), clusterDeleted("back"))
+	publish(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("back"), clusterObject("back"))
+
+	stream, err := b.JetStream.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lastType := func(subject string) string {
+		msg, err := stream.GetLastMsgForSubject(ctx, subject)
+		if err != nil {
+			return ""
+		}
+		return msg.Header.Get("ce-type")
+	}
+	// The Delete sent as the placer failed the job over goes to the state stream once burst's deletion is
+	// there: the two come through different sources, which copy in their own time.
+	for deadline := time.Now().Add(10 * time.Second); lastType(schemas.ClusterSpecSubject("burst")) != schemas.TypeClusterDeleted; {
+		if time.Now().After(deadline) {
+			t.Fatal("burst's deletion never reached the state stream")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	publish(schemas.TypePlacementDecided, schemas.DecisionSubject("burst", job), decision("burst", schemas.ActionDelete, 2))
+	deleteID := schemas.DecisionSubject("burst", job) + "/" + strconv.Itoa(published)
+	deleteCopied := func() bool {
+		msg, err := stream.GetLastMsgForSubject(ctx, schemas.DecisionSubject("burst", job))
+		return err == nil && msg.Header.Get("ce-id") == deleteID
+	}
+	subjectsOf := func(cluster string) []string {
+		t.Helper()
+		var subjects []string
+		for _, filter := range schemas.ClusterStateFilters(cluster) {
+			info, err := stream.Info(ctx, jetstream.WithSubjectFilter(filter))
+			if err != nil {
+				t.Fatal(err)
+			}
+			subjects = append(subjects, slices.Collect(maps.Keys(info.State.Subjects))...)
+		}
+		slices.Sort(subjects)
+		return subjects
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if len(subjectsOf("burst")) == 7 && len(subjectsOf("back")) == 4 && deleteCopied() &&
+			lastType(schemas.ClusterSpecSubject("back")) == schemas.TypeClusterChanged {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the state stream never caught up: burst %v, back %v", subjectsOf("burst"), subjectsOf("back"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	east, back := subjectsOf("east"), subjectsOf("back")
+
+	pruner := newStatePruner(stream, 0, slog.New(slog.DiscardHandler))
+	for _, tc := range []struct {
+		cluster string
+		pruned  bool
+	}{{"burst", true}, {"east", false}, {"back", false}} {
+		pruned, err := pruner.pruneCluster(ctx, tc.cluster)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pruned != tc.pruned {
+			t.Errorf("cluster %s pruned = %t, want %t", tc.cluster, pruned, tc.pruned)
+		}
+	}
+	if got, want := subjectsOf("burst"), []string{schemas.DecisionSubject("burst", job)}; !slices.Equal(got, want) {
+		t.Errorf("burst's subjects left = %v, want only %v, stored after its deletion", got, want)
+	}
+	if got := subjectsOf("east"); !slices.Equal(got, east) {
+		t.Errorf("east's subjects = %v, want %v untouched", got, east)
+	}
+	if got := subjectsOf("back"); !slices.Equal(got, back) {
+		t.Errorf("back's subjects = %v, want %v untouched", got, back)
 	}
 }
