@@ -470,3 +470,59 @@ func TestConnectionEventsAreLogged(t *testing.T) {
 		t.Errorf("a deliberate close was logged as a disconnect:\n%s", logs.String())
 	}
 }
+
+// TestProvisionStreamsGivesAnOlderStateStreamItsSourcesStart: a state stream created before its sources had a
+// start gets one on the next provisioning, keeping what it holds.
+func TestProvisionStreamsGivesAnOlderStateStreamItsSourcesStart(t *testing.T) {
+	_, js := startJetStream(t)
+	ctx := t.Context()
+	log, _ := testLogger(t)
+	opts := schemas.DefaultStreamOptions()
+	for _, cfg := range schemas.Streams(opts) {
+		for _, s := range cfg.Sources {
+			s.OptStartSeq = 0 // as the streams were defined before
+		}
+		if _, err := js.CreateStream(ctx, cfg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	subject, payload := workloadEvent(t, "a", "u1", "1")
+	e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, "changed-1", payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.NewPublisher(js).Publish(ctx, subject, e); err != nil {
+		t.Fatal(err)
+	}
+	state, err := js.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for state.CachedInfo().State.Msgs != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the event never reached the state stream")
+		}
+		time.Sleep(10 * time.Millisecond)
+		if _, err := state.Info(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	created := state.CachedInfo().Created
+
+	if err := bus.ProvisionStreams(ctx, js, opts, log); err != nil {
+		t.Fatal(err)
+	}
+	info, err := state.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range info.Config.Sources {
+		if s.OptStartSeq != 1 {
+			t.Errorf("source %s starts at %d after provisioning, want 1", s.Name, s.OptStartSeq)
+		}
+	}
+	if !info.Created.Equal(created) || info.State.Msgs != 1 {
+		t.Errorf("the state stream was recreated or lost messages: created %v (was %v), %d messages", info.Created, created, info.State.Msgs)
+	}
+}
