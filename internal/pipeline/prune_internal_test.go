@@ -335,12 +335,11 @@ func TestStatePrunerRemovesWhatADeletedClusterLeft(t *testing.T) {
 		slices.Sort(subjects)
 		return subjects
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if len(subjectsOf("burst")) == 7 && len(subjectsOf("back")) == 4 && deleteCopied() &&
-			lastType(schemas.ClusterSpecSubject("back")) == schemas.TypeClusterChanged {
-			break
-		}
+	caughtUp := func() bool {
+		return len(subjectsOf("burst")) == 7 && len(subjectsOf("back")) == 4 && deleteCopied() &&
+			lastType(schemas.ClusterSpecSubject("back")) == schemas.TypeClusterChanged
+	}
+	for deadline := time.Now().Add(10 * time.Second); !caughtUp(); {
 		if time.Now().After(deadline) {
 			t.Fatalf("the state stream never caught up: burst %v, back %v", subjectsOf("burst"), subjectsOf("back"))
 		}
