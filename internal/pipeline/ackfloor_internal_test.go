@@ -18,11 +18,7 @@ import (
 func TestFollowAckFloorTracksTheConsumer(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	b, err := OpenBus(ctx, BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := OpenTestBus(t)
 	consumer, err := b.JetStream.CreateOrUpdateConsumer(ctx, schemas.StreamEvents, jetstream.ConsumerConfig{
 		Durable: "floor-test", AckPolicy: jetstream.AckExplicitPolicy, FilterSubject: schemas.SubjectPlacerTick})
 	if err != nil {
@@ -33,16 +29,8 @@ func TestFollowAckFloorTracksTheConsumer(t *testing.T) {
 
 	var last uint64
 	for i := range 3 {
-		e, err := schemas.NewEvent(schemas.TypePlacerTick, schemas.SourcePlacer, schemas.SubjectPlacerTick,
-			"floor-test/"+strconv.Itoa(i), &schemas.PlacerTick{Time: time.Now().UTC()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ack, err := b.Publisher.Publish(ctx, schemas.SubjectPlacerTick, e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		last = ack.Sequence
+		last = PublishEvent(t, b, schemas.TypePlacerTick, schemas.SubjectPlacerTick, "floor-test/"+strconv.Itoa(i),
+			&schemas.PlacerTick{Time: time.Now().UTC()})
 	}
 	waitForFloor := func(want uint64) {
 		t.Helper()

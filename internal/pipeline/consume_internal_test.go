@@ -20,11 +20,7 @@ import (
 func TestConsumeCreatesADeletedConsumerAgain(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	b, err := OpenBus(ctx, BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := OpenTestBus(t)
 	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	stream, cfg := schemas.ApplierConsumer("east")
@@ -43,14 +39,7 @@ func TestConsumeCreatesADeletedConsumerAgain(t *testing.T) {
 		ref := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team-a", Name: "web", UID: "uid-web"}
 		d := &schemas.PlacementDecided{DecisionID: "uid-web/" + strconv.FormatUint(seq, 10) + "/Delete/east", Workload: ref,
 			Cluster: "east", Action: schemas.ActionDelete, Sequence: seq}
-		subject := schemas.DecisionSubject("east", ref)
-		e, err := schemas.NewEvent(schemas.TypePlacementDecided, schemas.SourcePlacer, subject, d.DecisionID, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Publisher.Publish(ctx, subject, e); err != nil {
-			t.Fatal(err)
-		}
+		PublishEvent(t, b, schemas.TypePlacementDecided, schemas.DecisionSubject("east", ref), d.DecisionID, d)
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()

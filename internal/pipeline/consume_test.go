@@ -25,12 +25,7 @@ import (
 func TestPlacerStartsOverWhenItsConsumerIsDeleted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()},
-		t.Name(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := pipeline.OpenTestBus(t)
 	logs := &logbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
@@ -50,22 +45,14 @@ func TestPlacerStartsOverWhenItsConsumerIsDeleted(t *testing.T) {
 
 	ns := &schemas.ObjectChanged{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{"name": "team-a", "uid": "uid-team-a", "resourceVersion": "1"}}}
-	subject := schemas.NamespaceSubject("team-a")
-	e, err := schemas.NewEvent(schemas.TypeNamespaceChanged, "/test", subject, "ns-team-a-1", ns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ack, err := b.Publisher.Publish(ctx, subject, e)
-	if err != nil {
-		t.Fatal(err)
-	}
+	seq := pipeline.PublishEvent(t, b, schemas.TypeNamespaceChanged, schemas.NamespaceSubject("team-a"), "ns-team-a-1", ns)
 	eventually(t, "the event taken by the new consumer", func() bool {
 		c, err := b.JetStream.Consumer(ctx, stream, cfg.Durable)
 		if err != nil {
 			return false
 		}
 		info, err := c.Info(ctx)
-		return err == nil && info.AckFloor.Stream >= ack.Sequence
+		return err == nil && info.AckFloor.Stream >= seq
 	})
 	cancel()
 	if err := <-done; err != nil {
@@ -142,12 +129,7 @@ type stateFixture struct {
 func newStateFixture(t *testing.T) *stateFixture {
 	t.Helper()
 	ctx := t.Context()
-	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()},
-		t.Name(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
+	b := pipeline.OpenTestBus(t)
 	state, err := b.JetStream.Stream(ctx, schemas.StreamState)
 	if err != nil {
 		t.Fatal(err)
@@ -172,13 +154,7 @@ func (f *stateFixture) runPlacer(grace time.Duration) (stop func()) {
 
 func (f *stateFixture) publish(eventType, subject, id string, payload schemas.Payload) {
 	f.t.Helper()
-	e, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	if _, err := f.b.Publisher.Publish(f.ctx, subject, e); err != nil {
-		f.t.Fatal(err)
-	}
+	pipeline.PublishEvent(f.t, f.b, eventType, subject, id, payload)
 }
 
 // seedFleet publishes a policy taking every workload and a Ready cluster east of two 8-CPU nodes.

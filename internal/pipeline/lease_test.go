@@ -27,12 +27,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // stands by; when the first stops, the second takes over and rebuilds its view from the streams.
 func TestOnePlacerWorksAtATime(t *testing.T) {
 	ctx := t.Context()
-	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()},
-		t.Name(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := pipeline.OpenTestBus(t)
 	cfg := consumers.PlacerConfig{LeaseTTL: 1500 * time.Millisecond}
 	start := func() (*logbuf.Buffer, context.CancelFunc, chan error) {
 		logs := &logbuf.Buffer{}

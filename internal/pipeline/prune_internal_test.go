@@ -25,21 +25,11 @@ import (
 func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	b, err := OpenBus(ctx, BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := OpenTestBus(t)
 	published := 0
 	publish := func(eventType, subject, id string, payload schemas.Payload) {
 		t.Helper()
-		e, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Publisher.Publish(ctx, subject, e); err != nil {
-			t.Fatal(err)
-		}
+		PublishEvent(t, b, eventType, subject, id, payload)
 		published++
 	}
 	ref := func(name, uid string) schemas.ObjectRef {
@@ -135,22 +125,12 @@ func (r *purgeRecorder) purged() []string {
 // even when reported gone: a change says the workload is there.
 func TestStatePrunerLeavesAWorkloadThatIsThere(t *testing.T) {
 	ctx := t.Context()
-	b, err := OpenBus(ctx, BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := OpenTestBus(t)
 	object := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": "team-a", "uid": "uid-web", "resourceVersion": "1"}}
 	changed := &schemas.ObjectChanged{Object: object}
 	ref := changed.Ref()
-	e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", schemas.WorkloadSubject(ref), "changed-1", changed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := b.Publisher.Publish(ctx, schemas.WorkloadSubject(ref), e); err != nil {
-		t.Fatal(err)
-	}
+	PublishEvent(t, b, schemas.TypeWorkloadChanged, schemas.WorkloadSubject(ref), "changed-1", changed)
 	stream, err := b.JetStream.Stream(ctx, schemas.StreamState)
 	if err != nil {
 		t.Fatal(err)
@@ -181,20 +161,10 @@ func TestStatePrunerLeavesAWorkloadThatIsThere(t *testing.T) {
 // came back since, whose state stays, as does every node that is there.
 func TestStatePrunerRemovesNodeDeletions(t *testing.T) {
 	ctx := t.Context()
-	b, err := OpenBus(ctx, BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := OpenTestBus(t)
 	publish := func(eventType, subject, id string, payload schemas.Payload) {
 		t.Helper()
-		e, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Publisher.Publish(ctx, subject, e); err != nil {
-			t.Fatal(err)
-		}
+		PublishEvent(t, b, eventType, subject, id, payload)
 	}
 	state := func(name string) *schemas.NodeState {
 		return &schemas.NodeState{Cluster: "east", Name: name, Ready: true,
@@ -249,22 +219,12 @@ func TestStatePrunerRemovesNodeDeletions(t *testing.T) {
 // cluster, and a cluster registered again under its name.
 func TestStatePrunerRemovesWhatADeletedClusterLeft(t *testing.T) {
 	ctx := t.Context()
-	b, err := OpenBus(ctx, BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := OpenTestBus(t)
 	published := 0
 	publish := func(eventType, subject string, payload schemas.Payload) {
 		t.Helper()
 		published++
-		e, err := schemas.NewEvent(eventType, "/test", subject, subject+"/"+strconv.Itoa(published), payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.Publisher.Publish(ctx, subject, e); err != nil {
-			t.Fatal(err)
-		}
+		PublishEvent(t, b, eventType, subject, subject+"/"+strconv.Itoa(published), payload)
 	}
 	job := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team-a", Name: "train", UID: "uid-train"}
 	clusterObject := func(name string) *schemas.ObjectChanged {

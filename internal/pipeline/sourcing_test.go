@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -19,23 +18,12 @@ func TestStateStreamCopiesEverythingFromTheStart(t *testing.T) {
 	for round := range 4 {
 		t.Run("round "+strconv.Itoa(round), func(t *testing.T) {
 			ctx := t.Context()
-			b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()},
-				t.Name(), slog.New(slog.DiscardHandler))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close()
+			b := pipeline.OpenTestBus(t)
 			published := 0
 			publish := func(eventType, subject string, payload schemas.Payload) {
 				t.Helper()
 				published++
-				e, err := schemas.NewEvent(eventType, "/test", subject, subject+"/"+strconv.Itoa(published), payload)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := b.Publisher.Publish(ctx, subject, e); err != nil {
-					t.Fatal(err)
-				}
+				pipeline.PublishEvent(t, b, eventType, subject, subject+"/"+strconv.Itoa(published), payload)
 			}
 			job := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "uid-web"}
 			subjects := map[string]bool{}

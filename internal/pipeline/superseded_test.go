@@ -1,7 +1,6 @@
 package pipeline_test
 
 import (
-	"log/slog"
 	"testing"
 
 	"github.com/fleetflow/fleetflow/internal/pipeline"
@@ -12,12 +11,7 @@ import (
 // later one; messages on other subjects, and subjects with nothing stored, do not count.
 func TestSupersededComparesWithTheSubjectsLastMessage(t *testing.T) {
 	ctx := t.Context()
-	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()},
-		t.Name(), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := pipeline.OpenTestBus(t)
 	web := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "uid-web"}
 	api := web
 	api.Name, api.UID = "api", "uid-api"
@@ -28,16 +22,7 @@ func TestSupersededComparesWithTheSubjectsLastMessage(t *testing.T) {
 			d.Object = map[string]any{"apiVersion": ref.APIVersion, "kind": ref.Kind,
 				"metadata": map[string]any{"name": ref.Name, "namespace": ref.Namespace}}
 		}
-		subject := schemas.DecisionSubject("east", ref)
-		e, err := schemas.NewEvent(schemas.TypePlacementDecided, schemas.SourcePlacer, subject, d.DecisionID, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ack, err := b.Publisher.Publish(ctx, subject, e)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ack.Sequence
+		return pipeline.PublishEvent(t, b, schemas.TypePlacementDecided, schemas.DecisionSubject("east", ref), d.DecisionID, d)
 	}
 	apply := publish(web, 1, schemas.ActionApply)
 	del := publish(web, 2, schemas.ActionDelete)
