@@ -106,6 +106,12 @@ func deployment(name string) *schemas.ObjectChanged {
 			"resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}}}}}})
 }
 
+// firstContainer is the first container of a Deployment object's pod template, for a test to change.
+func firstContainer(deployment map[string]any) map[string]any {
+	spec := deployment["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
+	return spec["containers"].([]any)[0].(map[string]any)
+}
+
 // decisions lists the decisions published since mark as "Action cluster".
 func (f *placerFixture) decisions(mark int) []string {
 	var out []string
@@ -234,8 +240,7 @@ func TestPlacedVerdictsRideWithTheirApply(t *testing.T) {
 	// A new version asks for more than any cluster has: a second verdict, Unschedulable.
 	grown := deployment("web")
 	grown.Object["metadata"].(map[string]any)["resourceVersion"] = "2"
-	container := grown.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
-	container.(map[string]any)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
+	firstContainer(grown.Object)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
 	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
 	// Shrunk back, it fits on east again, which still runs the first version (an unschedulable workload keeps
 	// running where it is): a new Placed verdict, and nothing new to apply.
@@ -504,8 +509,7 @@ func TestNewVersionDecidesOnlyWhatAnApplierWouldCopy(t *testing.T) {
 	}
 	newImage := func(o map[string]any) {
 		annotated(o)
-		container := o["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
-		container.(map[string]any)["image"] = "web:2"
+		firstContainer(o)["image"] = "web:2"
 	}
 	steps := []struct {
 		name   string
@@ -596,8 +600,7 @@ func TestPlacerPlacesApartWhenTheOneWriteFails(t *testing.T) {
 				return nil, errors.New("injected: the one write failed")
 			}
 			web := deployment("web")
-			container := web.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0]
-			container.(map[string]any)["resources"] = map[string]any{"requests": map[string]any{"cpu": tc.cpu}}
+			firstContainer(web.Object)["resources"] = map[string]any{"requests": map[string]any{"cpu": tc.cpu}}
 			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
 
 			if attempts != 1 {
