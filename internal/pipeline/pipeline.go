@@ -381,15 +381,21 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 // out) holds none.
 func Superseded(stream jetstream.Stream) func(ctx context.Context, subject string, seq uint64) (bool, error) {
 	return func(ctx context.Context, subject string, seq uint64) (bool, error) {
-		last, err := stream.GetLastMsgForSubject(ctx, subject)
-		if errors.Is(err, jetstream.ErrMsgNotFound) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("last message on %s: %w", subject, err)
-		}
-		return last.Sequence > seq, nil
+		last, err := lastMessage(ctx, stream, subject)
+		return last != nil && last.Sequence > seq, err
 	}
+}
+
+// lastMessage is stream's last message on subject, nil when it holds none.
+func lastMessage(ctx context.Context, stream jetstream.Stream, subject string) (*jetstream.RawStreamMsg, error) {
+	msg, err := stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("last message on %s in %s: %w", subject, stream.CachedInfo().Config.Name, err)
+	}
+	return msg, nil
 }
 
 // RunClusterParts runs what fleetflow does for one workload cluster: the producer of its nodes, APIs,

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -167,21 +166,13 @@ func (s *statePruner) prune(ctx context.Context, ref schemas.ObjectRef) (int, er
 			return removed, fmt.Errorf("list %s in %s: %w", filter, schemas.StreamState, err)
 		}
 		for subject := range info.State.Subjects {
-			msg, err := s.stream.GetLastMsgForSubject(ctx, subject)
-			if errors.Is(err, jetstream.ErrMsgNotFound) {
-				continue
-			}
+			pruned, err := s.pruneLast(ctx, subject, func(msg *jetstream.RawStreamMsg) bool { return aboutGoneWorkload(msg, ref.UID) })
 			if err != nil {
-				return removed, fmt.Errorf("read the last message of %s in %s: %w", subject, schemas.StreamState, err)
+				return removed, err
 			}
-			if !aboutGoneWorkload(msg, ref.UID) {
-				continue
+			if pruned {
+				removed++
 			}
-			// Up to that message only: one stored since belongs to whatever came after.
-			if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(msg.Sequence+1)); err != nil {
-				return removed, fmt.Errorf("purge %s in %s: %w", subject, schemas.StreamState, err)
-			}
-			removed++
 		}
 	}
 	return removed, nil
@@ -190,21 +181,9 @@ func (s *statePruner) prune(ctx context.Context, ref schemas.ObjectRef) (int, er
 // pruneNode removes a node's deletion from the state stream when it is still the last message on the node's
 // subject, and reports whether it did. A node state stored since means a node of that name came back.
 func (s *statePruner) pruneNode(ctx context.Context, n schemas.NodeDeleted) (bool, error) {
-	subject := schemas.NodeSubject(n.Cluster, n.Name)
-	msg, err := s.stream.GetLastMsgForSubject(ctx, subject)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read the last message of %s in %s: %w", subject, schemas.StreamState, err)
-	}
-	if event, err := bus.Decode(msg.Header, msg.Data); err != nil || event.Type() != schemas.TypeNodeDeleted {
-		return false, nil
-	}
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(subject), jetstream.WithPurgeSequence(msg.Sequence+1)); err != nil {
-		return false, fmt.Errorf("purge %s in %s: %w", subject, schemas.StreamState, err)
-	}
-	return true, nil
+	return s.pruneLast(ctx, schemas.NodeSubject(n.Cluster, n.Name), func(msg *jetstream.RawStreamMsg) bool {
+		return eventType(msg) == schemas.TypeNodeDeleted
+	})
 }
 
 // pruneCluster removes from the state stream what it holds of a deleted cluster from before the deletion, and
@@ -214,25 +193,49 @@ func (s *statePruner) pruneNode(ctx context.Context, n schemas.NodeDeleted) (boo
 // depending on which of the stream's two sources copied first, which no rebuild minds: the cluster is gone.
 func (s *statePruner) pruneCluster(ctx context.Context, cluster string) (bool, error) {
 	spec := schemas.ClusterSpecSubject(cluster)
-	deletion, err := s.stream.GetLastMsgForSubject(ctx, spec)
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read the last message of %s in %s: %w", spec, schemas.StreamState, err)
-	}
-	if event, err := bus.Decode(deletion.Header, deletion.Data); err != nil || event.Type() != schemas.TypeClusterDeleted {
-		return false, nil
+	deletion, err := lastMessage(ctx, s.stream, spec)
+	if err != nil || deletion == nil || eventType(deletion) != schemas.TypeClusterDeleted {
+		return false, err
 	}
 	for _, filter := range schemas.ClusterStateFilters(cluster) {
-		if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(filter), jetstream.WithPurgeSequence(deletion.Sequence)); err != nil {
-			return false, fmt.Errorf("purge %s in %s: %w", filter, schemas.StreamState, err)
+		if err := s.purgeBefore(ctx, filter, deletion.Sequence); err != nil {
+			return false, err
 		}
 	}
-	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(spec), jetstream.WithPurgeSequence(deletion.Sequence+1)); err != nil {
-		return false, fmt.Errorf("purge %s in %s: %w", spec, schemas.StreamState, err)
+	if err := s.purgeBefore(ctx, spec, deletion.Sequence+1); err != nil {
+		return false, err
 	}
 	return true, nil
+}
+
+// pruneLast removes subject's last message when gone says it may go, and nothing stored after it: a message
+// stored since belongs to whatever came after. It reports whether it removed the message.
+func (s *statePruner) pruneLast(ctx context.Context, subject string, gone func(*jetstream.RawStreamMsg) bool) (bool, error) {
+	msg, err := lastMessage(ctx, s.stream, subject)
+	if err != nil || msg == nil || !gone(msg) {
+		return false, err
+	}
+	if err := s.purgeBefore(ctx, subject, msg.Sequence+1); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// purgeBefore removes the state stream's messages on the subjects filter selects that were stored before seq.
+func (s *statePruner) purgeBefore(ctx context.Context, filter string, seq uint64) error {
+	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(filter), jetstream.WithPurgeSequence(seq)); err != nil {
+		return fmt.Errorf("purge %s in %s: %w", filter, schemas.StreamState, err)
+	}
+	return nil
+}
+
+// eventType is the CloudEvents type of a stored message, "" when it is no CloudEvent.
+func eventType(msg *jetstream.RawStreamMsg) string {
+	event, err := bus.Decode(msg.Header, msg.Data)
+	if err != nil {
+		return ""
+	}
+	return event.Type()
 }
 
 // aboutGoneWorkload tells whether a state message is about the workload with uid and may go with it: its
