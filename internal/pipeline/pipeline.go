@@ -222,17 +222,16 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, 
 	go publishTicks(ctx, b, log)
 	floor := &atomic.Uint64{}
 	go followAckFloor(ctx, consumer, PlacerTickInterval, floor, log)
-	var forgotThrough uint64
 	flush := func(ctx context.Context) error {
 		if err := placer.Flush(ctx); err != nil {
 			return err
 		}
 		pruner.add(placer.TakeGone(), placer.TakeGoneFleet())
-		if f := floor.Load(); f > forgotThrough {
-			if n := placer.ForgetAppliedThrough(f); n > 0 {
-				log.Debug("forgot applied events at or below the acknowledgement floor", "floor", f, "subjects", n)
-			}
-			forgotThrough = f
+		// Every batch, not only when the floor moved: one call forgets a bounded number, and what is left
+		// below an unchanged floor goes over the next batches.
+		f := floor.Load()
+		if n := placer.ForgetAppliedThrough(f); n > 0 {
+			log.Debug("forgot applied events at or below the acknowledgement floor", "floor", f, "subjects", n)
 		}
 		return nil
 	}
