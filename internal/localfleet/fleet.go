@@ -203,11 +203,9 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		}
 	}()
 
-	auth, err := writeFleetAuth(filepath.Join(opts.Dir, "auth"))
-	if err != nil {
+	if fleet.auth, err = writeFleetAuth(filepath.Join(opts.Dir, "auth")); err != nil {
 		return nil, fmt.Errorf("local fleet: write credentials: %w", err)
 	}
-	fleet.auth = auth
 	if err := fleet.startEtcd(ctx); err != nil {
 		return nil, err
 	}
@@ -219,7 +217,7 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 		wg.Go(func() {
 			// Each goroutine writes only its own index; the record callback keeps a started but not yet
 			// ready apiserver reachable for Stop if startup fails.
-			_, errs[i] = fleet.startAPIServer(ctx, name, auth, func(c *Cluster) { clusters[i] = c })
+			_, errs[i] = fleet.startAPIServer(ctx, name, func(c *Cluster) { clusters[i] = c })
 			if errs[i] != nil {
 				cancel() // one failure is enough: stop waiting for the others
 			}
@@ -441,7 +439,8 @@ func (f *Fleet) startEtcd(ctx context.Context) error {
 	return lastErr
 }
 
-func (f *Fleet) startAPIServer(ctx context.Context, name string, auth *fleetAuth, record func(*Cluster)) (*Cluster, error) {
+func (f *Fleet) startAPIServer(ctx context.Context, name string, record func(*Cluster)) (*Cluster, error) {
+	auth := f.auth
 	clusterDir := filepath.Join(f.opts.Dir, clustersDirName, name)
 	caPEM, err := writeServingCert(filepath.Join(clusterDir, "certs"), name)
 	if err != nil {
@@ -463,7 +462,7 @@ func (f *Fleet) startAPIServer(ctx context.Context, name string, auth *fleetAuth
 			caPEM:          caPEM,
 			token:          auth.token,
 		}
-		proc, err := f.launchAPIServer(ctx, cluster, auth, func(proc *process) {
+		proc, err := f.launchAPIServer(ctx, cluster, func(proc *process) {
 			cluster.proc, cluster.PID = proc, proc.pid
 			record(cluster)
 		})
@@ -485,7 +484,8 @@ func (f *Fleet) startAPIServer(ctx context.Context, name string, auth *fleetAuth
 
 // launchAPIServer starts the apiserver of cluster on its port with the serving certificate in its cluster
 // directory, hands the process to started as soon as it runs, and waits until the apiserver is ready.
-func (f *Fleet) launchAPIServer(ctx context.Context, cluster *Cluster, auth *fleetAuth, started func(*process)) (*process, error) {
+func (f *Fleet) launchAPIServer(ctx context.Context, cluster *Cluster, started func(*process)) (*process, error) {
+	auth := f.auth
 	clusterDir := filepath.Join(f.opts.Dir, clustersDirName, cluster.Name)
 	certDir := filepath.Join(clusterDir, "certs")
 	args := []string{
@@ -717,7 +717,7 @@ func (f *Fleet) StartCluster(ctx context.Context, name string) error {
 		return fmt.Errorf("local fleet: start cluster %q: its apiserver (pid %d) is still running", name, c.PID)
 	}
 	var proc *process
-	_, err := f.launchAPIServer(ctx, c, f.auth, func(p *process) { proc = p })
+	_, err := f.launchAPIServer(ctx, c, func(p *process) { proc = p })
 	if proc != nil {
 		c.proc, c.PID = proc, proc.pid
 		f.watchExit(proc)
