@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -94,7 +95,10 @@ type Placer struct {
 	// pending holds the IDs of workloads that reported pending pods, so the tick looks at those alone; an ID
 	// stays until the tick finds its workload gone or no longer pending, which also covers bookkeeping that
 	// a failed batch put back.
-	pending  map[string]struct{}
+	pending map[string]struct{}
+	// leaving holds the IDs of workloads with an Apply an applier gave up on (applyFailed), so the tick looks
+	// at those alone; an ID stays until its workload left those clusters or the failures no longer count.
+	leaving  map[string]struct{}
 	clusters map[string]*clusterEntry
 	policies map[string]*policyEntry
 	// batch holds the publishes awaiting acknowledgement, staged the events that caused them, and batchErr
@@ -103,6 +107,10 @@ type Placer struct {
 	queued   int
 	staged   []stagedEvent
 	batchErr error
+	// redo holds, per event whose publishes failed, what its handling touched, for its redelivery to
+	// reconcile again: a handler that finds its change already in the store (a move, decided the first time)
+	// touches nothing the second time, and the decisions put back would wait for an unrelated event.
+	redo map[eventKey]*touchedSet
 	// gone lists the workloads the placer stopped tracking (deleted on the control plane, their copies'
 	// Deletes sent), for TakeGone; the first goneCommitted of them belong to batches whose publishes are stored.
 	gone          []schemas.ObjectRef
@@ -141,8 +149,12 @@ type workloadEntry struct {
 	pendingCluster string
 	pendingSince   time.Time
 	// avoid maps clusters the workload is being moved off to why: its pods stayed Pending there, or it
-	// failed there under a policy that reschedules on failure.
+	// failed there, or could not be applied there, under a policy that reschedules on failure.
 	avoid map[string]string
+	// applyFailed maps clusters whose applier gave up on the workload's Apply to that failure, while it is
+	// the last decision published for the cluster: under a policy that reschedules on failure the workload
+	// moves off as soon as another cluster fits (see leaveFailedApplies).
+	applyFailed map[string]failedApply
 	// lastVerdict identifies the last verdict published, to avoid repeating identical verdicts.
 	lastVerdict string
 	// deleted is set once the control plane deleted the workload; the entry goes once the Deletes of its
@@ -170,6 +182,12 @@ type publishedDecision struct {
 	object   []byte
 	content  string
 	replicas int64
+}
+
+// failedApply is an Apply an applier gave up on: its decision sequence and the API error.
+type failedApply struct {
+	sequence uint64
+	err      string
 }
 
 // appliedPlacement is what an Apply read while rebuilding says about where its workload is placed.
@@ -208,7 +226,7 @@ func NewPlacer(publisher EventPublisher, ris *karta.Registry, config PlacerConfi
 		publisher: publisher, log: log, config: config,
 		store: store, upsertAndPlan: store.UpsertWorkloadAndPlan, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris,
 		seen: map[string]uint64{}, workloads: map[string]*workloadEntry{}, byUID: map[string]string{},
-		pending:  map[string]struct{}{},
+		pending: map[string]struct{}{}, leaving: map[string]struct{}{},
 		clusters: map[string]*clusterEntry{}, policies: map[string]*policyEntry{},
 	}, nil
 }
@@ -248,14 +266,28 @@ func (p *Placer) Stage(ctx context.Context, d bus.Delivery) error {
 	if err != nil {
 		return err
 	}
+	key := eventKey{subject: d.Subject, sequence: d.StreamSequence}
+	if first, ok := p.redo[key]; ok {
+		touched.merge(first)
+		delete(p.redo, key)
+	}
 	saved, goneMark := p.saveBookkeeping(touched), len(p.gone)
 	if err := p.reconcile(ctx, touched); err != nil {
 		p.restoreBookkeeping(saved)
 		p.gone = p.gone[:goneMark]
+		p.redoOnRedelivery(key, touched)
 		return err
 	}
-	p.staged = append(p.staged, stagedEvent{subject: d.Subject, sequence: d.StreamSequence, saved: saved})
+	p.staged = append(p.staged, stagedEvent{eventKey: key, saved: saved, touched: touched})
 	return nil
+}
+
+// redoOnRedelivery keeps what an event touched, for its redelivery to reconcile again.
+func (p *Placer) redoOnRedelivery(key eventKey, touched *touchedSet) {
+	if p.redo == nil {
+		p.redo = map[eventKey]*touchedSet{}
+	}
+	p.redo[key] = touched
 }
 
 // Flush waits until everything the staged events published is stored, then marks them applied. If any
@@ -271,6 +303,7 @@ func (p *Placer) Flush(ctx context.Context) error {
 	if err != nil {
 		for i := len(staged) - 1; i >= 0; i-- {
 			p.restoreBookkeeping(staged[i].saved)
+			p.redoOnRedelivery(staged[i].eventKey, staged[i].touched)
 		}
 		p.gone = p.gone[:p.goneCommitted]
 		return err
@@ -337,6 +370,12 @@ func (p *Placer) ForgetAppliedThrough(floor uint64) int {
 			forgotten++
 		}
 	}
+	// An event at or below the floor is not delivered again (it was given up on), so its redo is not needed.
+	for key := range p.redo {
+		if key.sequence <= floor {
+			delete(p.redo, key)
+		}
+	}
 	return forgotten
 }
 
@@ -383,11 +422,18 @@ func (l *appliedLog) drop() {
 }
 
 // stagedEvent is an event handled since the last Flush: what it changed of the bookkeeping, to put back
-// if its publishes fail, and its position, to mark it applied once they are stored.
+// if its publishes fail, what it touched, to reconcile again when it is redelivered then, and its position,
+// to mark it applied once they are stored.
 type stagedEvent struct {
+	eventKey
+	saved   []savedEntry
+	touched *touchedSet
+}
+
+// eventKey identifies an event: its subject and its sequence in the stream.
+type eventKey struct {
 	subject  string
 	sequence uint64
-	saved    []savedEntry
 }
 
 // touchedSet collects workloads whose decisions may need publishing after an event, with the cycle
@@ -404,6 +450,21 @@ func newTouched() *touchedSet {
 }
 
 func (t *touchedSet) add(id string) { t.ids[id] = true }
+
+// merge adds what other touched, keeping t's own cycle outcome for a workload both decided.
+func (t *touchedSet) merge(other *touchedSet) {
+	maps.Copy(t.ids, other.ids)
+	for id, d := range other.verdicts {
+		if _, ok := t.verdicts[id]; !ok {
+			t.verdicts[id] = d
+		}
+	}
+	for id, why := range other.invalid {
+		if _, ok := t.invalid[id]; !ok {
+			t.invalid[id] = why
+		}
+	}
+}
 
 func (t *touchedSet) decided(d *structs.Decision) {
 	t.ids[d.WorkloadID] = true
@@ -447,7 +508,7 @@ func (p *Placer) apply(eventType string, payload schemas.Payload, rebuilding boo
 	case schemas.TypePlacementApplied:
 		p.onApplied(payload.(*schemas.PlacementApplied), touched)
 	case schemas.TypePlacementFailed:
-		p.onFailed(payload.(*schemas.PlacementFailed), touched)
+		err = p.onFailed(payload.(*schemas.PlacementFailed), touched, rebuilding)
 	case schemas.TypePlacerTick:
 		if !rebuilding {
 			err = p.onTick(payload.(*schemas.PlacerTick), touched)

@@ -2,8 +2,10 @@ package consumers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"time"
@@ -500,7 +502,7 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 	if err != nil || phase != karta.PhaseFailed {
 		return nil
 	}
-	return p.moveOff(e, s.Cluster, "the workload failed there and its policy reschedules on failure", touched)
+	return p.moveOff(e, s.Cluster, "the workload failed there and its policy reschedules on failure", false, touched)
 }
 
 // reschedulesOnFailure reports whether the policy that placed a workload asks to move it when it fails.
@@ -514,8 +516,9 @@ func (p *Placer) reschedulesOnFailure(id string) bool {
 }
 
 // moveOff moves a placed workload off one cluster when another cluster fits it now; otherwise it stays,
-// and a later event tries again. Reasons are kept on the workload so its verdict says why it left.
-func (p *Placer) moveOff(e *workloadEntry, cluster, why string, touched *touchedSet) error {
+// and a later event tries again, logged at debug level when quiet. Reasons are kept on the workload so its
+// verdict says why it left.
+func (p *Placer) moveOff(e *workloadEntry, cluster, why string, quiet bool, touched *touchedSet) error {
 	wl := p.store.Snapshot().Workload(e.id)
 	if wl == nil || wl.Placement == nil || !slices.Contains(wl.Placement.Clusters, cluster) || e.analysis == nil {
 		return nil
@@ -540,8 +543,12 @@ func (p *Placer) moveOff(e *workloadEntry, cluster, why string, touched *touched
 	}
 	// Nowhere else fits (or the view moved under the plan): stay, and try again on a later event.
 	delete(e.avoid, cluster)
-	p.log.Info("workload should leave a cluster but no other cluster fits it now", "workload", e.ref.Key(),
-		"cluster", cluster, "why", why, "error", err)
+	level := slog.LevelInfo
+	if quiet {
+		level = slog.LevelDebug
+	}
+	p.log.Log(context.Background(), level, "workload should leave a cluster but no other cluster fits it now",
+		"workload", e.ref.Key(), "cluster", cluster, "why", why, "error", err)
 	return p.upsertWorkload(e)
 }
 
@@ -558,12 +565,91 @@ func (p *Placer) onApplied(a *schemas.PlacementApplied, touched *touchedSet) {
 	touched.add(id)
 }
 
-func (p *Placer) onFailed(f *schemas.PlacementFailed, touched *touchedSet) {
-	p.log.Warn("applier could not carry out a decision", "workload", f.Workload.Key(), "cluster", f.Cluster,
-		"action", f.Action, "error", f.Error)
-	if f.Action != schemas.ActionDelete {
-		return
+func (p *Placer) onFailed(f *schemas.PlacementFailed, touched *touchedSet, rebuilding bool) error {
+	if !rebuilding {
+		p.log.Warn("applier could not carry out a decision", "workload", f.Workload.Key(), "cluster", f.Cluster,
+			"action", f.Action, "error", f.Error)
 	}
+	if f.Action != schemas.ActionDelete {
+		return p.onApplyFailed(f, touched, rebuilding)
+	}
+	p.onDeleteFailed(f, touched)
+	return nil
+}
+
+// onApplyFailed records an Apply an applier gave up on (forbidden, invalid, its CRD never came), and moves the
+// workload off that cluster when its policy reschedules on failure and another cluster fits. While
+// rebuilding it only records: what was published is known once the whole state is read, and the next tick
+// acts on it.
+func (p *Placer) onApplyFailed(f *schemas.PlacementFailed, touched *touchedSet, rebuilding bool) error {
+	var e *workloadEntry
+	if rebuilding {
+		// The state stream may hold the workload's last version after the failure, as a newer version takes
+		// the older one's place; the failure is kept on the entry it creates, unless the name belongs to
+		// another workload.
+		if other := p.workloads[workloadIDOf(f.Workload)]; other != nil && other.ref.UID != f.Workload.UID {
+			return nil
+		}
+		e = p.entry(f.Workload)
+	} else {
+		id, ok := p.byUID[f.Workload.UID]
+		if !ok {
+			return nil
+		}
+		e = p.workloads[id]
+	}
+	if e.deleted {
+		return nil
+	}
+	if prev, ok := e.applyFailed[f.Cluster]; !ok || prev.sequence < f.Sequence {
+		if e.applyFailed == nil {
+			e.applyFailed = map[string]failedApply{}
+		}
+		e.applyFailed[f.Cluster] = failedApply{sequence: f.Sequence, err: f.Error}
+		p.leaving[e.id] = struct{}{}
+	}
+	if rebuilding {
+		return nil
+	}
+	return p.leaveFailedApplies(e, false, touched)
+}
+
+// leaveFailedApplies moves a workload off each cluster where an applier gave up on its Apply, when its
+// policy reschedules on failure and another cluster fits; otherwise it stays, and the tick tries again. A
+// failure stops counting once a newer decision for that cluster was published (a new version of the
+// workload may apply), or once the workload left the cluster.
+//
+// retry is set for the tick's attempts, which log at debug level that the workload stays: the first attempt
+// said so already.
+func (p *Placer) leaveFailedApplies(e *workloadEntry, retry bool, touched *touchedSet) error {
+	for _, cluster := range slices.Sorted(maps.Keys(e.applyFailed)) {
+		failed := e.applyFailed[cluster]
+		published, ok := e.published[cluster]
+		wl := p.store.Snapshot().Workload(e.id)
+		placed := wl != nil && wl.Placement != nil && slices.Contains(wl.Placement.Clusters, cluster)
+		if !ok || published.action != schemas.ActionApply || published.sequence != failed.sequence || !placed {
+			delete(e.applyFailed, cluster)
+			continue
+		}
+		if !p.reschedulesOnFailure(e.id) {
+			continue // reported on the workload by the status writer; it stays, as its policy asks
+		}
+		if err := p.moveOff(e, cluster, "its applier gave up applying it there: "+failed.err, retry, touched); err != nil {
+			return err
+		}
+		if _, moved := e.avoid[cluster]; moved {
+			delete(e.applyFailed, cluster)
+		}
+	}
+	if len(e.applyFailed) == 0 {
+		delete(p.leaving, e.id)
+	}
+	return nil
+}
+
+// onDeleteFailed handles a Delete an applier gave up on (the cluster did not answer): the copy may still be
+// there, so the Delete is sent again once the cluster is Ready.
+func (p *Placer) onDeleteFailed(f *schemas.PlacementFailed, touched *touchedSet) {
 	var e *workloadEntry
 	if id, ok := p.byUID[f.Workload.UID]; ok {
 		e = p.workloads[id]
@@ -621,7 +707,20 @@ func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
 			p.wake(scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: name}, touched)
 		}
 	}
-	return p.movePending(touched)
+	if err := p.movePending(touched); err != nil {
+		return err
+	}
+	for _, id := range slices.Sorted(maps.Keys(p.leaving)) {
+		e := p.workloads[id]
+		if e == nil || e.deleted {
+			delete(p.leaving, id)
+			continue
+		}
+		if err := p.leaveFailedApplies(e, true, touched); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // movePending moves workloads whose pods have been Pending on their cluster for longer than
@@ -637,7 +736,7 @@ func (p *Placer) movePending(touched *touchedSet) error {
 			continue
 		}
 		why := fmt.Sprintf("its pods stayed Pending there for more than %s", p.config.PendingTimeout)
-		if err := p.moveOff(e, e.pendingCluster, why, touched); err != nil {
+		if err := p.moveOff(e, e.pendingCluster, why, false, touched); err != nil {
 			return err
 		}
 	}

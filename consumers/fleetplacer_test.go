@@ -83,12 +83,21 @@ func (f *placerFixture) cluster(name string, labels map[string]any) {
 // fills east before west.
 func (f *placerFixture) eastThenWest() {
 	f.t.Helper()
-	f.policy("any", map[string]any{"orderedClusterSelector": map[string]any{"tiers": []any{
+	f.eastThenWestWith(nil)
+	f.cluster("west", map[string]any{"name": "west"})
+}
+
+// eastThenWestWith registers the policy "any" of eastThenWest, with the extra fields of its spec, and the
+// cluster east only.
+func (f *placerFixture) eastThenWestWith(extra map[string]any) {
+	f.t.Helper()
+	spec := map[string]any{"orderedClusterSelector": map[string]any{"tiers": []any{
 		map[string]any{"matchLabels": map[string]any{"name": "east"}},
 		map[string]any{"matchLabels": map[string]any{"name": "west"}},
-	}}})
+	}}}
+	maps.Copy(spec, extra)
+	f.policy("any", spec)
 	f.cluster("east", map[string]any{"name": "east"})
-	f.cluster("west", map[string]any{"name": "west"})
 }
 
 func (f *placerFixture) heartbeat(cluster string, at time.Time) {
@@ -811,5 +820,211 @@ func TestPlacerReportsTheDeletedFleetOnce(t *testing.T) {
 	}
 	if again := f.p.TakeGoneFleet(); len(again.Nodes)+len(again.Clusters) != 0 {
 		t.Errorf("gone = %+v when asked again, want nothing", again)
+	}
+}
+
+// applyGaveUp delivers an applier's report that it gave up on an Apply of w to cluster with sequence seq.
+func (f *placerFixture) applyGaveUp(cluster string, w *schemas.ObjectChanged, seq uint64, why string) {
+	f.t.Helper()
+	ref := w.Ref()
+	f.deliver(schemas.TypePlacementFailed, schemas.PlacementSubject(cluster, ref), &schemas.PlacementFailed{
+		DecisionID: fmt.Sprintf("%s/%d/Apply/%s", ref.UID, seq, cluster), Workload: ref, Cluster: cluster,
+		Action: schemas.ActionApply, Sequence: seq, Error: why, Attempts: 1})
+}
+
+// lastDecision is the last decision published.
+func (f *placerFixture) lastDecision() *schemas.PlacementDecided {
+	f.t.Helper()
+	all := f.pub.ofType(schemas.TypePlacementDecided)
+	if len(all) == 0 {
+		f.t.Fatal("no decision published")
+	}
+	return all[len(all)-1].payload(f.t).(*schemas.PlacementDecided)
+}
+
+// TestApplyAnApplierGaveUpOnMovesOnlyWhenThePolicyAsks: an applier that gives up on an Apply (forbidden,
+// invalid, its CRD never came) makes the workload move to another cluster that fits when its policy
+// reschedules on failure, applied there first and deleted from the cluster that refused it once that apply is
+// confirmed; the verdict says why. Without rescheduleOnFailure the failure is only reported, and a report
+// about an Apply older than the last one published to that cluster changes nothing.
+func TestApplyAnApplierGaveUpOnMovesOnlyWhenThePolicyAsks(t *testing.T) {
+	const why = `admission webhook "quota.example.com" denied the request: team over its GPU quota`
+	tests := []struct {
+		name       string
+		reschedule bool
+		older      bool
+		want       []string
+	}{
+		{name: "the policy reschedules on failure: moves", reschedule: true, want: []string{"Apply west"}},
+		{name: "the policy does not: stays", reschedule: false},
+		{name: "a report about an older Apply: stays", reschedule: true, older: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWestWith(map[string]any{"rescheduleOnFailure": tt.reschedule})
+			f.cluster("west", map[string]any{"name": "west"})
+			web := deployment("web")
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			applied := f.lastDecision()
+			if applied.Action != schemas.ActionApply || applied.Cluster != "east" {
+				t.Fatalf("first decision = %s on %s, want an Apply on east", applied.Action, applied.Cluster)
+			}
+			seq := applied.Sequence
+			if tt.older {
+				seq--
+			}
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			f.applyGaveUp("east", web, seq, why)
+			if got := f.decisions(mark); !equal(got, tt.want) {
+				t.Fatalf("decisions after the applier gave up = %v, want %v", got, tt.want)
+			}
+			if len(tt.want) == 0 {
+				return
+			}
+			verdict := f.lastDecision().Verdict
+			if verdict == nil || verdict.ReasonCodes["east"] != string(structs.RejectAvoided) || !strings.Contains(verdict.Reasons["east"], why) {
+				t.Errorf("the move's verdict = %+v, want east avoided with the applier's error", verdict)
+			}
+			mark = len(f.pub.ofType(schemas.TypePlacementDecided))
+			f.confirm("west", web)
+			if got := f.decisions(mark); !equal(got, []string{"Delete east"}) {
+				t.Errorf("decisions once west confirmed = %v, want [Delete east]", got)
+			}
+		})
+	}
+}
+
+// TestApplyAnApplierGaveUpOnMovesOnceAnotherClusterFits: when no other cluster fits at the time the applier
+// gives up, the workload stays, and a later tick moves it once one does.
+func TestApplyAnApplierGaveUpOnMovesOnceAnotherClusterFits(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWestWith(map[string]any{"rescheduleOnFailure": true})
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	f.applyGaveUp("east", web, f.lastDecision().Sequence, "the server could not find the requested resource")
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Fatalf("decisions with nowhere else to go = %v, want none", got)
+	}
+	f.cluster("west", map[string]any{"name": "west"})
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
+	if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
+		t.Fatalf("decisions once west fits = %v, want [Apply west]", got)
+	}
+	if _, still := f.p.leaving[f.p.byUID[web.Ref().UID]]; still {
+		t.Error("the workload is still among those leaving a cluster after it moved")
+	}
+}
+
+// TestRestoredPlacerMovesOffAnApplyGivenUp: a restarted placer that finds an applier's report that it gave
+// up on the Apply its workload runs under moves the workload at its first tick, whether the state stream holds
+// the report after the workload's own event or before it (a newer version of the workload took its place).
+func TestRestoredPlacerMovesOffAnApplyGivenUp(t *testing.T) {
+	for _, reportFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("report read first: %v", reportFirst), func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWestWith(map[string]any{"rescheduleOnFailure": true})
+			f.cluster("west", map[string]any{"name": "west"})
+			web := deployment("web")
+			ref := web.Ref()
+			const seq = 5
+			verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: seq, Status: schemas.VerdictPlaced, Policy: "any",
+				Clusters: []string{"east"}}
+			state := []struct {
+				eventType string
+				payload   schemas.Payload
+			}{
+				{schemas.TypeWorkloadChanged, web},
+				{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
+					Action: schemas.ActionApply, Sequence: seq, Object: web.Object, Policy: "any", Clusters: []string{"east"}, Verdict: verdict}},
+				{schemas.TypePlacementFailed, &schemas.PlacementFailed{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
+					Action: schemas.ActionApply, Sequence: seq, Error: "forbidden", Attempts: 1}},
+			}
+			if reportFirst {
+				state[0], state[2] = state[2], state[0]
+			}
+			for _, m := range state {
+				f.seq++
+				f.p.seq = f.seq
+				if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.p.restore(newTouched()); err != nil {
+				t.Fatal(err)
+			}
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
+			if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
+				t.Fatalf("decisions at the first tick = %v, want [Apply west]", got)
+			}
+		})
+	}
+}
+
+// TestMoveRedeliveredAfterAFailedFlushIsPublishedAgain: a move is decided once, in the store; when its Apply
+// could not be stored, the batch fails and the event that caused the move comes again. Its redelivery finds
+// the move in the store and touches nothing, yet it publishes the Apply again, with the same id, since the
+// placer keeps what the first handling touched for it.
+func TestMoveRedeliveredAfterAFailedFlushIsPublishedAgain(t *testing.T) {
+	tests := []struct {
+		name string
+		// trigger sets the placer up and returns the event that moves web off east.
+		trigger func(f *placerFixture, web *schemas.ObjectChanged) bus.Delivery
+	}{
+		{name: "an Apply its applier gave up on", trigger: func(f *placerFixture, web *schemas.ObjectChanged) bus.Delivery {
+			f.seq++
+			return delivery(f.t, f.seq, schemas.TypePlacementFailed, schemas.PlacementSubject("east", web.Ref()), &schemas.PlacementFailed{
+				DecisionID: "d", Workload: web.Ref(), Cluster: "east", Action: schemas.ActionApply, Sequence: f.lastDecision().Sequence,
+				Error: "forbidden", Attempts: 1})
+		}},
+		{name: "pods pending past the timeout", trigger: func(f *placerFixture, web *schemas.ObjectChanged) bus.Delivery {
+			since := f.now.Add(-time.Hour)
+			f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+				&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), PendingPods: 1, PendingSince: &since})
+			f.seq++
+			return delivery(f.t, f.seq, schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{PendingTimeout: time.Minute})
+			f.eastThenWestWith(map[string]any{"rescheduleOnFailure": true})
+			f.cluster("west", map[string]any{"name": "west"})
+			web := deployment("web")
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			f.confirm("east", web)
+			event := tt.trigger(f, web)
+			ctx := t.Context()
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			f.pub.refuseSubject = schemas.DecisionSubject("west", web.Ref())
+			if err := f.p.Stage(ctx, event); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.p.Flush(ctx); err == nil {
+				t.Fatal("Flush succeeded although the stream refused the move's Apply")
+			}
+			f.pub.refuseSubject = ""
+			event.Attempt = 2
+			if err := f.p.Stage(ctx, event); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.p.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
+				t.Fatalf("decisions after the event was redelivered = %v, want [Apply west]", got)
+			}
+			// The id the first handling gave it, derived from the event's sequence, so a copy stored by the
+			// first try is dropped as a duplicate.
+			if id, want := f.pub.ofType(schemas.TypePlacementDecided)[mark].id, fmt.Sprintf("%s/%d/Apply/west", web.Ref().UID, event.StreamSequence); id != want {
+				t.Errorf("the Apply's id = %s, want %s", id, want)
+			}
+			if len(f.p.redo) != 0 {
+				t.Errorf("the placer still keeps %d events to redo after their redelivery", len(f.p.redo))
+			}
+		})
 	}
 }

@@ -6,12 +6,15 @@ import (
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
+	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -102,6 +105,94 @@ func TestFailedWorkloadIsRescheduledWhenThePolicyAsks(t *testing.T) {
 		t.Errorf("reasons = %q, want cluster-a rejected because the job failed there", reasons)
 	}
 	assertAppliedBeforeDeleted(t, e, "team-failed", placed.GetName())
+}
+
+// TestRefusedApplyIsRescheduledWhenThePolicyAsks: cluster-a's apiserver refuses the job (an admission policy
+// there takes no jobs of the team), so its applier gives up on the Apply, and under a policy with
+// rescheduleOnFailure the job moves to cluster-b, with the apiserver's message as the reason.
+func TestRefusedApplyIsRescheduledWhenThePolicyAsks(t *testing.T) {
+	e := e2eenv.New(t, func() e2eenv.Options {
+		o := options()
+		o.PolicyFiles = []string{"testdata/policies/a-then-b-reschedule.yaml"}
+		return o
+	}())
+	t.Cleanup(func() {
+		_ = e.ControlPlane.Apply(context.Background(), e2eenv.FieldManager, e2eenv.ReadObjects(t, "testdata/policies/a-then-b.yaml")...)
+	})
+	refuseJobsOf(t, e.Clusters["cluster-a"], "team-refused")
+
+	job := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
+	job.SetNamespace("team-refused")
+	if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, job); err != nil {
+		t.Fatal(err)
+	}
+	reasons := waitMoved(t, e, "team-refused", job.GetName())
+	if !strings.Contains(reasons, "cluster-a: its applier gave up applying it there") || !strings.Contains(reasons, refusal) {
+		t.Errorf("reasons = %q, want cluster-a rejected with its apiserver's refusal", reasons)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the placement error cleared once cluster-b applied the job", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-refused", job.GetName()).GetAnnotations()
+		_, failed := a[schemas.AnnotationPlacementError]
+		return !failed
+	})
+}
+
+// refusal is the message of the admission policy refuseJobsOf installs.
+const refusal = "this cluster takes no jobs of this team"
+
+// refuseJobsOf makes cluster's apiserver refuse every PyTorchJob in namespace with a ValidatingAdmissionPolicy,
+// and waits until it does.
+func refuseJobsOf(t *testing.T, cluster *kube.Clients, namespace string) {
+	t.Helper()
+	ctx := t.Context()
+	name := "fleetflow-e2e-refuse-" + namespace
+	fail := admissionv1.Fail
+	vap := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: &fail,
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Create, admissionv1.Update},
+					Rule: admissionv1.Rule{APIGroups: []string{"kubeflow.org"}, APIVersions: []string{"*"},
+						Resources: []string{"pytorchjobs"}},
+				}}}},
+			Validations: []admissionv1.Validation{{Expression: "object.metadata.namespace != '" + namespace + "'", Message: refusal}},
+		}}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny}}}
+	admission := cluster.Core.AdmissionregistrationV1()
+	if _, err := admission.ValidatingAdmissionPolicies().Create(ctx, vap, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admission.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = admission.ValidatingAdmissionPolicyBindings().Delete(ctx, name, metav1.DeleteOptions{})
+		_ = admission.ValidatingAdmissionPolicies().Delete(ctx, name, metav1.DeleteOptions{})
+	})
+	// The apiserver enforces a new policy once it has compiled it; a dry-run create in the namespace (which the
+	// applier would create) tells when.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if _, err := cluster.Core.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	probe := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
+	probe.SetNamespace(namespace)
+	gvr, _, err := cluster.ResourceFor(probe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last error
+	e2eenv.Eventually(t, e2eenv.Settle, "cluster's apiserver refusing the team's jobs", func() bool {
+		_, last = cluster.Dynamic.Resource(gvr).Namespace(namespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last != nil && strings.Contains(last.Error(), refusal)
+	})
+	if !apierrors.IsInvalid(last) && !apierrors.IsForbidden(last) {
+		t.Errorf("the apiserver refuses with %v, want an error the applier does not retry", last)
+	}
 }
 
 // assertAppliedBeforeDeleted checks the audit trail: cluster-b applied the job before cluster-a was told

@@ -77,9 +77,10 @@ type SchedulePolicySpec struct {
 	// Tolerations tolerate cluster taints.
 	// +optional
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
-	// RescheduleOnFailure moves a workload whose status maps to Failed (through its ResourceInterface's
-	// statusMappings) to another cluster that fits; without it a failed workload stays where it failed and
-	// is only reported.
+	// RescheduleOnFailure moves a workload to another cluster that fits when its status maps to Failed
+	// (through its ResourceInterface's statusMappings), and when its cluster's applier gave up applying it
+	// (forbidden, invalid, its CRD missing there), in which case it moves as soon as another cluster fits.
+	// Without it a failed workload stays where it failed and is only reported.
 	// +optional
 	RescheduleOnFailure bool `json:"rescheduleOnFailure,omitempty"`
 }
