@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -132,6 +134,19 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 		if err := a.checkOwnership(existing, ref); err != nil {
 			return "", err
 		}
+		if existing.GetDeletionTimestamp() != nil {
+			// Applying to a copy that is being deleted succeeds, and the copy still goes once its finalizers
+			// are done: the decision would be reported carried out and lost. It is retried until the copy is gone.
+			return "", fmt.Errorf("%s on cluster %s is being deleted (finalizers %v); applying once it is gone",
+				ref, a.Cluster, existing.GetFinalizers())
+		}
+		if owner := existing.GetLabels()[LabelWorkloadUID]; owner != "" && owner != ref.UID {
+			// The copy of an earlier workload of this name (this Apply is the newest decision for the name on this
+			// cluster): its Delete has not run yet (it waits for a retry, or was given up while the cluster was
+			// down). The new workload must not start from the old one's object and status, so the old copy goes
+			// first.
+			return "", a.replaceEarlierCopy(ctx, client, existing, ref, owner)
+		}
 		if stale(existing, decided) {
 			a.Log.Info("skipping stale decision", "workload", ref.Key(), "sequence", decided.Sequence,
 				"applied", existing.GetAnnotations()[AnnotationDecisionSequence])
@@ -165,13 +180,47 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 	return applied.GetResourceVersion(), nil
 }
 
+// replaceEarlierCopy deletes the copy of an earlier workload of the same name and returns the retryable error
+// that makes the Apply come again once it is gone.
+func (a *Applier) replaceEarlierCopy(ctx context.Context, client dynamic.ResourceInterface, existing *unstructured.Unstructured,
+	ref schemas.ObjectRef, earlierUID string) error {
+	a.Log.Info("deleting the copy of an earlier workload of the same name before applying", "workload", ref.Key(),
+		"cluster", a.Cluster, "earlier_uid", earlierUID, "uid", ref.UID)
+	if err := a.deleteCopy(ctx, client, existing, ref); err != nil {
+		return err
+	}
+	return fmt.Errorf("%s on cluster %s is the copy of an earlier workload of this name (uid %s), deleted; applying once it is gone",
+		ref, a.Cluster, earlierUID)
+}
+
+// deleteCopy deletes a copy found on the cluster, the very object read (uid precondition), and what it owns
+// in the background: some kinds' default (batch/v1 Jobs) orphans their pods.
+func (a *Applier) deleteCopy(ctx context.Context, client dynamic.ResourceInterface, existing *unstructured.Unstructured, ref schemas.ObjectRef) error {
+	uid := existing.GetUID()
+	background := metav1.DeletePropagationBackground
+	err := client.Delete(ctx, existing.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid},
+		PropagationPolicy: &background})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return classify(fmt.Errorf("delete %s on cluster %s: %w", ref, a.Cluster, err))
+	}
+	return nil
+}
+
 func (a *Applier) delete(ctx context.Context, decided *schemas.PlacementDecided) error {
 	ref := decided.Workload
 	client, err := a.resource(ref)
-	if err != nil {
+	if kube.IsNoMatch(err) {
+		// Discovery may be behind (another replica of this applier applied the copy after the kind was
+		// installed), or the cluster may no longer serve the version the copy was applied in while it serves
+		// another, which addresses the same stored object. Only a kind the cluster does not serve at all, by
+		// fresh discovery, has nothing to delete.
+		client, err = a.resourceInAnyVersion(ref)
 		if kube.IsNoMatch(err) {
-			return nil // the kind is not even served here, so there is nothing to delete
+			a.Log.Info("nothing to delete: the cluster does not serve the kind", "workload", ref.Key(), "cluster", a.Cluster)
+			return nil
 		}
+	}
+	if err != nil {
 		return err
 	}
 	existing, err := client.Get(ctx, ref.Name, metav1.GetOptions{})
@@ -192,12 +241,26 @@ func (a *Applier) delete(ctx context.Context, decided *schemas.PlacementDecided)
 			"applied", existing.GetAnnotations()[AnnotationDecisionSequence])
 		return nil
 	}
-	uid := existing.GetUID()
-	err = client.Delete(ctx, ref.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return classify(fmt.Errorf("delete %s on cluster %s: %w", ref, a.Cluster, err))
+	return a.deleteCopy(ctx, client, existing, ref)
+}
+
+// resourceInAnyVersion resolves a workload's kind with fresh discovery, in the version it was applied in if
+// the cluster still serves it, else in the cluster's preferred version of the kind.
+func (a *Applier) resourceInAnyVersion(ref schemas.ObjectRef) (dynamic.ResourceInterface, error) {
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return nil, bus.Permanent(fmt.Errorf("workload %s: apiVersion %q: %w", ref, ref.APIVersion, err))
 	}
-	return nil
+	a.Clients.Mapper.Reset()
+	gk := gv.WithKind(ref.Kind).GroupKind()
+	mapping, err := a.Clients.Mapper.RESTMapping(gk, gv.Version)
+	if kube.IsNoMatch(err) {
+		mapping, err = a.Clients.Mapper.RESTMapping(gk)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s on cluster %s: %w", ref.Kind, a.Cluster, err)
+	}
+	return a.Clients.Dynamic.Resource(mapping.Resource).Namespace(ref.Namespace), nil
 }
 
 // checkOwnership refuses to overwrite an object fleetflow did not create.
@@ -220,15 +283,23 @@ func stale(obj *unstructured.Unstructured, d *schemas.PlacementDecided) bool {
 }
 
 // classify marks API errors that retrying cannot fix as permanent; conflicts, timeouts and unavailability
-// are retried.
+// are retried, and so are the refusals that pass: a namespace still terminating (the next attempt creates it
+// again) and an exceeded resource quota.
 func classify(err error) error {
 	switch {
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause), isQuotaExceeded(err):
+		return err
 	case apierrors.IsForbidden(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err),
 		apierrors.IsMethodNotSupported(err), apierrors.IsUnauthorized(err):
 		return bus.Permanent(err)
 	default:
 		return err
 	}
+}
+
+// isQuotaExceeded reports a refusal by the ResourceQuota admission plugin, which says so only in its message.
+func isQuotaExceeded(err error) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
 }
 
 func (a *Applier) report(ctx context.Context, eventType, outcome string, payload schemas.Payload) error {

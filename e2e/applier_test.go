@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/e2e/e2eenv"
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// applierFixture drives an Applier of cluster-a directly with decisions built in the test, against the real
+// apiserver. The applier has clients of its own, so its discovery is its own, as another replica's would be.
+type applierFixture struct {
+	t       *testing.T
+	e       *e2eenv.Env
+	applier *consumers.Applier
+	cluster *kube.Clients
+	seq     uint64
+}
+
+func newApplierFixture(t *testing.T) *applierFixture {
+	t.Helper()
+	e := newEnv(t)
+	clients, err := kube.NewClients(e.Clusters["cluster-a"].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.Clusters["cluster-a"].Core.CoreV1().ConfigMaps("team-applier").DeleteCollection(context.Background(),
+			metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: schemas.LabelManagedBy + "=" + consumers.FieldManager})
+	})
+	return &applierFixture{t: t, e: e, cluster: e.Clusters["cluster-a"],
+		applier: &consumers.Applier{Cluster: "cluster-a", Clients: clients, Publisher: e.Bus.Publisher, Log: e.Log}}
+}
+
+// decide hands the applier a decision about object on behalf of the control-plane workload uid, and returns
+// what the applier's handler returned.
+func (f *applierFixture) decide(action schemas.DecisionAction, object *unstructured.Unstructured, uid string) error {
+	f.t.Helper()
+	f.seq++
+	ref := schemas.ObjectRef{APIVersion: object.GetAPIVersion(), Kind: object.GetKind(), Namespace: object.GetNamespace(),
+		Name: object.GetName(), UID: uid}
+	subject := schemas.DecisionSubject("cluster-a", ref)
+	decided := &schemas.PlacementDecided{DecisionID: uid + "/" + strconv.FormatUint(f.seq, 10) + "/" + string(action),
+		Workload: ref, Cluster: "cluster-a", Action: action, Sequence: f.seq, Epoch: "e2e"}
+	if action == schemas.ActionApply {
+		decided.Object = object.Object
+	}
+	event, err := schemas.NewEvent(schemas.TypePlacementDecided, "/e2e", subject, decided.DecisionID, decided)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return f.applier.Handle(f.t.Context(), bus.Delivery{Event: event, Payload: decided, Subject: subject,
+		StreamSequence: f.seq, Attempt: 1})
+}
+
+// get reads the copy of object from cluster-a, nil when there is none.
+func (f *applierFixture) get(object *unstructured.Unstructured) *unstructured.Unstructured {
+	f.t.Helper()
+	return e2eenv.Get(f.t, f.cluster, object.GroupVersionKind(), object.GetNamespace(), object.GetName())
+}
+
+func configMap(namespace, name, owner string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": name, "namespace": namespace}, "data": map[string]any{"owner": owner}}}
+}
+
+// mustRetry fails the test unless err is an error the consume loop retries.
+func mustRetry(t *testing.T, what string, err error) {
+	t.Helper()
+	if err == nil || bus.IsPermanent(err) {
+		t.Fatalf("%s: error = %v, want one that is retried", what, err)
+	}
+}
+
+// TestApplierWaitsUntilACopyBeingDeletedIsGone: an Apply that finds the copy of its name being deleted (a
+// finalizer holds it after the Delete of an earlier workload of that name) is retried until the copy is gone,
+// and then applies. Applying to the terminating copy would succeed and vanish with it.
+func TestApplierWaitsUntilACopyBeingDeletedIsGone(t *testing.T) {
+	f := newApplierFixture(t)
+	ctx := t.Context()
+	old, renewed := configMap("team-applier", "held", "uid-old"), configMap("team-applier", "held", "uid-new")
+	if err := f.decide(schemas.ActionApply, old, "uid-old"); err != nil {
+		t.Fatal(err)
+	}
+	// Act as an operator that holds its objects with a finalizer.
+	configMaps := f.cluster.Core.CoreV1().ConfigMaps("team-applier")
+	setFinalizers := func(finalizers []string) {
+		t.Helper()
+		cm, err := configMaps.Get(ctx, "held", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Finalizers = finalizers
+		if _, err := configMaps.Update(ctx, cm, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setFinalizers([]string{"e2e.fleetflow.io/hold"})
+	if err := f.decide(schemas.ActionDelete, old, "uid-old"); err != nil {
+		t.Fatal(err)
+	}
+	mustRetry(t, "an Apply while the earlier copy is being deleted", f.decide(schemas.ActionApply, renewed, "uid-new"))
+	if held := f.get(old); held == nil || held.GetLabels()[schemas.LabelWorkloadUID] != "uid-old" {
+		t.Fatalf("the copy being deleted = %v, want the earlier workload's, untouched", held)
+	}
+
+	setFinalizers(nil)
+	e2eenv.Eventually(t, e2eenv.Settle, "the earlier copy gone", func() bool { return f.get(old) == nil })
+	if err := f.decide(schemas.ActionApply, renewed, "uid-new"); err != nil {
+		t.Fatalf("the Apply once the earlier copy is gone: %v", err)
+	}
+	if copied := f.get(renewed); copied == nil || copied.GetLabels()[schemas.LabelWorkloadUID] != "uid-new" {
+		t.Fatalf("copy after the retried Apply = %v, want the new workload's", copied)
+	}
+}
+
+// TestApplierReplacesTheCopyOfAnEarlierWorkload: an Apply that finds the live copy of an earlier workload of
+// the same name (its Delete waits for a retry, or was given up while the cluster was down) deletes that copy
+// and applies once it is gone, instead of taking over its object and status; the earlier Delete, when it
+// comes, leaves the new copy alone.
+func TestApplierReplacesTheCopyOfAnEarlierWorkload(t *testing.T) {
+	f := newApplierFixture(t)
+	old, renewed := configMap("team-applier", "renamed", "uid-old"), configMap("team-applier", "renamed", "uid-new")
+	if err := f.decide(schemas.ActionApply, old, "uid-old"); err != nil {
+		t.Fatal(err)
+	}
+	earlier := f.get(old)
+	mustRetry(t, "an Apply over the copy of an earlier workload", f.decide(schemas.ActionApply, renewed, "uid-new"))
+	e2eenv.Eventually(t, e2eenv.Settle, "the earlier copy gone", func() bool { return f.get(old) == nil })
+	if err := f.decide(schemas.ActionApply, renewed, "uid-new"); err != nil {
+		t.Fatalf("the Apply once the earlier copy is gone: %v", err)
+	}
+	copied := f.get(renewed)
+	if copied == nil || copied.GetLabels()[schemas.LabelWorkloadUID] != "uid-new" || copied.GetUID() == earlier.GetUID() {
+		t.Fatalf("copy = %v, want a new object of the new workload", copied)
+	}
+	if err := f.decide(schemas.ActionDelete, old, "uid-old"); err != nil {
+		t.Fatal(err)
+	}
+	if f.get(renewed) == nil {
+		t.Fatal("the earlier workload's Delete removed the new workload's copy")
+	}
+}
+
+// TestApplierRetriesAnApplyIntoATerminatingNamespace: a namespace being deleted refuses new objects with a
+// Forbidden error that passes once it is gone (the next attempt creates it again), so the Apply is retried
+// rather than given up. The local fleet runs no namespace controller, so the namespace stays terminating.
+func TestApplierRetriesAnApplyIntoATerminatingNamespace(t *testing.T) {
+	f := newApplierFixture(t)
+	ctx := t.Context()
+	namespaces := f.cluster.Core.CoreV1().Namespaces()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-terminating-" + strconv.FormatInt(time.Now().UnixNano(), 36)}}
+	if _, err := namespaces.Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := namespaces.Delete(ctx, ns.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := f.decide(schemas.ActionApply, configMap(ns.Name, "late", "uid-late"), "uid-late")
+	if !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+		t.Fatalf("error = %v, want the apiserver's refusal for a terminating namespace", err)
+	}
+	mustRetry(t, "an Apply into a terminating namespace", err)
+}
+
+// TestApplierDeletesWhatItsDiscoveryMissed: a Delete whose kind the applier's discovery does not resolve
+// looks again with fresh discovery, and in any version the cluster serves, before it concludes there is
+// nothing to delete: another replica may have applied the copy after the kind was installed, or the cluster
+// may have stopped serving the version the copy was applied in.
+func TestApplierDeletesWhatItsDiscoveryMissed(t *testing.T) {
+	tests := []struct {
+		name string
+		// stopServingV1 makes the cluster serve v2 only once the copy is there.
+		stopServingV1 bool
+	}{
+		{name: "a kind installed after the applier's discovery"},
+		{name: "a version no longer served", stopServingV1: true},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newApplierFixture(t)
+			ctx := t.Context()
+			plural := "widgets" + strconv.Itoa(i)
+			// The applier's discovery, filled before the kind exists.
+			if _, err := f.applier.Clients.Mapper.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1"); err != nil {
+				t.Fatal(err)
+			}
+			crd := widgetCRD(plural, true)
+			if err := f.cluster.Apply(ctx, e2eenv.FieldManager, crd); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = f.cluster.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1",
+					Resource: "customresourcedefinitions"}).Delete(t.Context(), crd.GetName(), metav1.DeleteOptions{})
+			})
+			widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.fleetflow.io/v1", "kind": kindOf(plural),
+				"metadata": map[string]any{"name": "w", "namespace": "team-applier", "labels": map[string]any{
+					schemas.LabelManagedBy: consumers.FieldManager, schemas.LabelWorkloadUID: "uid-w"}}}}
+			if err := f.cluster.EnsureNamespace(ctx, "team-applier", e2eenv.FieldManager, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.cluster.Apply(ctx, e2eenv.FieldManager, widget); err != nil {
+				t.Fatal(err)
+			}
+			if tt.stopServingV1 {
+				if err := f.cluster.Apply(ctx, e2eenv.FieldManager, widgetCRD(plural, false)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := f.decide(schemas.ActionDelete, widget, "uid-w"); err != nil {
+				t.Fatal(err)
+			}
+			gvr := schema.GroupVersionResource{Group: "e2e.fleetflow.io", Version: "v2", Resource: plural}
+			_, err := f.cluster.Dynamic.Resource(gvr).Namespace("team-applier").Get(ctx, "w", metav1.GetOptions{})
+			if !apierrors.IsNotFound(err) {
+				t.Fatalf("the copy after its Delete: %v, want it gone", err)
+			}
+		})
+	}
+}
+
+func kindOf(plural string) string { return "Widget" + plural[len("widgets"):] }
+
+// widgetCRD is a namespaced test kind served in v2 and, while servingV1, v1; stored as v2, listed first so
+// kube.Clients.Apply waits for a version that is served.
+func widgetCRD(plural string, servingV1 bool) *unstructured.Unstructured {
+	version := func(name string, served, storage bool) map[string]any {
+		return map[string]any{"name": name, "served": served, "storage": storage, "schema": map[string]any{
+			"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": plural + ".e2e.fleetflow.io"},
+		"spec": map[string]any{"group": "e2e.fleetflow.io", "scope": "Namespaced",
+			"names": map[string]any{"plural": plural, "singular": "widget" + plural[len("widgets"):], "kind": kindOf(plural),
+				"listKind": kindOf(plural) + "List"},
+			"versions": []any{version("v2", true, true), version("v1", servingV1, false)}},
+	}}
+}
