@@ -88,10 +88,14 @@ type Placer struct {
 	// seen is the last sequence applied per subject, above the consumer's acknowledgement floor once
 	// ForgetAppliedThrough ran; applied lists what was recorded in seen, in the order it was, for
 	// ForgetAppliedThrough to go through from the oldest.
-	seen      map[string]uint64
-	applied   appliedLog
-	workloads map[string]*workloadEntry // by workload ID
-	byUID     map[string]string         // control-plane uid -> workload ID
+	seen    map[string]uint64
+	applied appliedLog
+	// replayFloor is the last sequence of the events stream that the state stream the placer was rebuilt
+	// from had copied: an event at or below it is in the view already, or was pruned with its object (see
+	// setReplayFloor).
+	replayFloor uint64
+	workloads   map[string]*workloadEntry // by workload ID
+	byUID       map[string]string         // control-plane uid -> workload ID
 	// pending holds the IDs of workloads that reported pending pods, so the tick looks at those alone; an ID
 	// stays until the tick finds its workload gone or no longer pending, which also covers bookkeeping that
 	// a failed batch put back.
@@ -251,7 +255,7 @@ func (p *Placer) Handle(ctx context.Context, d bus.Delivery) error {
 // next event is handled while the acknowledgements travel. Flush ends the batch; until it succeeds, the
 // batch's events count as not applied, so a redelivered one is handled again.
 func (p *Placer) Stage(ctx context.Context, d bus.Delivery) error {
-	if d.StreamSequence <= p.seen[d.Subject] {
+	if d.StreamSequence <= p.seen[d.Subject] || d.StreamSequence <= p.replayFloor {
 		return nil // already applied, e.g. during the rebuild from the state stream
 	}
 	if p.batchErr != nil {

@@ -33,6 +33,9 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	if err := p.waitSourced(ctx, js, stream); err != nil {
 		return err
 	}
+	if err := p.setReplayFloor(ctx, js, stream); err != nil {
+		return err
+	}
 	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy})
 	if err != nil {
 		return fmt.Errorf("placer rebuild: %w", err)
@@ -150,6 +153,41 @@ func (p *Placer) rebuildOne(msg jetstream.Msg) {
 	if _, err := p.apply(event.Type(), payload, true); err != nil {
 		p.log.Warn("rebuild: event not applied", "subject", msg.Subject(), "error", err)
 	}
+}
+
+// setReplayFloor makes the placer skip the events the state stream has copied when the rebuild starts
+// reading it (see replayFloor): the state stream copies the events stream in order, so each of them is in the
+// view the rebuild reads, or belongs to subjects the pruner removed once their object was gone. A replay of
+// the events stream (a durable consumer created again delivers the whole history) would otherwise bring a
+// deleted workload back until its deletion came round again, and place it for good if only its older version
+// were delivered again. The server records how far each source has copied apart from the copies, which the
+// pruner removes. No floor is set when that record is ahead of the events stream, as when the events stream
+// was created again after the state stream.
+func (p *Placer) setReplayFloor(ctx context.Context, js jetstream.JetStream, state jetstream.Stream) error {
+	info, err := state.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("placer rebuild: %w", err)
+	}
+	var copied uint64
+	for _, s := range info.Sources {
+		if s.Name == schemas.StreamEvents {
+			copied = s.Seq
+		}
+	}
+	if copied == 0 {
+		return nil
+	}
+	events, err := js.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		return fmt.Errorf("placer rebuild: %w", err)
+	}
+	if last := events.CachedInfo().State.LastSeq; copied > last {
+		p.log.Warn("rebuild: the state stream copied events the events stream never held (was it created again?); "+
+			"events are judged by their subjects alone", "copied_through", copied, "events_last", last)
+		return nil
+	}
+	p.replayFloor = copied
+	return nil
 }
 
 // originSequence reads the origin stream's sequence from a Nats-Stream-Source header.

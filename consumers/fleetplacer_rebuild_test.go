@@ -269,3 +269,44 @@ func (f *rebuildFixture) lastDecision(t *testing.T, cluster string, ref schemas.
 	}
 	return payload.(*schemas.PlacementDecided)
 }
+
+// TestRebuiltPlacerSkipsTheEventsTheStateStreamCopied: every event the state stream had copied when a placer
+// rebuilt from it is in the rebuilt view, or belongs to an object the pruner removed once it was gone, so a
+// replay of the events stream (a durable consumer created again delivers the whole history) must not bring
+// such an object back. An events stream created again after the state stream starts its sequences over, so
+// its events are not judged by the old copies.
+func TestRebuiltPlacerSkipsTheEventsTheStateStreamCopied(t *testing.T) {
+	tests := []struct {
+		name            string
+		recreateEvents  bool
+		wantGhostPlaced bool
+	}{
+		{name: "a replay of the history", wantGhostPlaced: false},
+		{name: "an events stream created again after the state stream", recreateEvents: true, wantGhostPlaced: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newRebuildFixture(t)
+			f.waitForState(t)
+			if tt.recreateEvents {
+				if err := f.js.DeleteStream(f.ctx, schemas.StreamEvents); err != nil {
+					t.Fatal(err)
+				}
+				if err := bus.ProvisionStreams(f.ctx, f.js, schemas.DefaultStreamOptions(), f.log); err != nil {
+					t.Fatal(err)
+				}
+			}
+			p := f.rebuild(t, f.srv.ClientURL())
+			// A workload's change at a sequence the state stream copied, whose subjects the pruner removed once
+			// the workload was gone, as a replay delivers it again.
+			ghost := oneCPUDeployment("ghost")
+			replayed := delivery(t, published-1, schemas.TypeWorkloadChanged, schemas.WorkloadSubject(ghost.Ref()), ghost)
+			if err := p.Handle(f.ctx, replayed); err != nil {
+				t.Fatal(err)
+			}
+			if placed := f.lastDecision(t, "east", ghost.Ref()) != nil; placed != tt.wantGhostPlaced {
+				t.Errorf("ghost placed = %v, want %v", placed, tt.wantGhostPlaced)
+			}
+		})
+	}
+}

@@ -118,6 +118,74 @@ func TestPlacerPrunesTheStateOfDeletedWorkloads(t *testing.T) {
 	}
 }
 
+// TestPlacerStartedOverKeepsAPrunedWorkloadGone: a placer whose consumer is created again replays the whole
+// history of the events stream. Once a deleted workload's state is pruned, nothing in the state stream says
+// its old events are applied, yet the replay must not place it again: the rebuilt placer skips every event
+// the state stream had copied. The streams' duplicate window is cut to JetStream's least, and the replay
+// starts once it has passed, so replayed decisions would not merely be dropped as duplicates of the first ones.
+func TestPlacerStartedOverKeepsAPrunedWorkloadGone(t *testing.T) {
+	ctx := t.Context()
+	opts := schemas.DefaultStreamOptions()
+	opts.DuplicateWindow = 100 * time.Millisecond // JetStream's least
+	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: opts}, t.Name(), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	state, err := b.JetStream.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &stateFixture{t: t, ctx: ctx, b: b, state: state}
+	f.seedFleet()
+	stop := f.runPlacer(10 * time.Millisecond)
+	defer stop()
+	web := deployment("web")
+	f.publish(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), "web-1", web)
+	eventually(t, "web placed", f.holds(web.Ref(), schemas.DecisionSubject("east", web.Ref())))
+	f.publish(schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(web.Ref()), "web-deleted", &schemas.ObjectDeleted{Workload: web.Ref()})
+	eventually(t, "web's state pruned", func() bool { return len(f.stateOf(web.Ref())) == 0 })
+	decisions, err := b.JetStream.Stream(ctx, schemas.StreamDecisions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := decisions.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the duplicate window passed since the last decision", func() bool {
+		return time.Since(before.State.LastTime) > 2*opts.DuplicateWindow
+	})
+
+	stream, cfg := schemas.PlacerConsumer()
+	if err := b.JetStream.DeleteConsumer(ctx, stream, cfg.Durable); err != nil {
+		t.Fatal(err)
+	}
+	events, err := b.JetStream.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventsInfo, err := events.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the history replayed to the placer's new consumer", func() bool {
+		c, err := b.JetStream.Consumer(ctx, stream, cfg.Durable)
+		if err != nil {
+			return false
+		}
+		info, err := c.Info(ctx)
+		return err == nil && info.AckFloor.Stream >= eventsInfo.State.LastSeq && info.NumAckPending == 0
+	})
+	after, err := decisions.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State.LastSeq != before.State.LastSeq {
+		t.Errorf("the replay stored %d decisions, want none", after.State.LastSeq-before.State.LastSeq)
+	}
+}
+
 // stateFixture is an embedded bus on which tests run placers and read the state stream.
 type stateFixture struct {
 	t     *testing.T

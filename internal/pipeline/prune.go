@@ -223,6 +223,10 @@ func (s *statePruner) pruneLast(ctx context.Context, subject string, gone func(*
 
 // purgeBefore removes the state stream's messages on the subjects filter selects that were stored before seq.
 func (s *statePruner) purgeBefore(ctx context.Context, filter string, seq uint64) error {
+	if seq <= 1 {
+		// Nothing is stored before the first sequence, and servers before 2.15 purged the whole filter for 1.
+		return nil
+	}
 	if err := s.stream.Purge(ctx, jetstream.WithPurgeSubject(filter), jetstream.WithPurgeSequence(seq)); err != nil {
 		return fmt.Errorf("purge %s in %s: %w", filter, schemas.StreamState, err)
 	}
@@ -240,7 +244,10 @@ func eventType(msg *jetstream.RawStreamMsg) string {
 
 // aboutGoneWorkload tells whether a state message is about the workload with uid and may go with it: its
 // deletion (never a change: a change means the workload is there), its verdicts and analyses, its statuses,
-// the appliers' reports of what they did (not of a Delete they gave up on) and the placer's decisions.
+// the appliers' reports of what they did and of an Apply they gave up on (not of a Delete they gave up on:
+// the copy may have survived), and the placer's Deletes. An Apply left as the last decision for a cluster
+// means the Delete of that copy was never stored (a placer stopped in between, and its successor rebuilt
+// from a state stream that had not copied the Apply yet): kept, it makes the next rebuild send the Delete.
 func aboutGoneWorkload(msg *jetstream.RawStreamMsg, uid string) bool {
 	event, err := bus.Decode(msg.Header, msg.Data)
 	if err != nil {
@@ -262,7 +269,15 @@ func aboutGoneWorkload(msg *jetstream.RawStreamMsg, uid string) bool {
 		about = p.Workload
 	case *schemas.PlacementApplied:
 		about = p.Workload
+	case *schemas.PlacementFailed:
+		if p.Action == schemas.ActionDelete {
+			return false
+		}
+		about = p.Workload
 	case *schemas.PlacementDecided:
+		if p.Action != schemas.ActionDelete {
+			return false
+		}
 		about = p.Workload
 	default:
 		return false

@@ -19,9 +19,9 @@ import (
 )
 
 // TestStatePrunerRemovesWhatAGoneWorkloadLeft: once a deleted workload is gone, the state stream loses what it
-// kept of it (its deletion, verdict, status, applier report and decision) but the report of a Delete an applier
-// gave up on, and keeps what belongs to others: a workload created again under the same name, and an unrelated
-// one.
+// kept of it (its deletion, verdict, status, applier reports and Delete) but the report of a Delete an applier
+// gave up on and an Apply with no Delete after it (both say a copy may be left), and keeps what belongs to
+// others: a workload created again under the same name, and an unrelated one.
 func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -51,6 +51,14 @@ func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
 	publish(schemas.TypePlacementFailed, schemas.PlacementSubject("north", gone), "failed-1",
 		&schemas.PlacementFailed{DecisionID: "decision-2", Workload: gone, Cluster: "north", Action: schemas.ActionDelete, Sequence: 3,
 			Error: "the cluster did not answer", Attempts: schemas.MaxDeliver})
+	// An Apply to south that no Delete followed in the stream: the copy may be there.
+	publish(schemas.TypePlacementDecided, schemas.DecisionSubject("south", gone), "decision-3",
+		&schemas.PlacementDecided{DecisionID: "decision-3", Workload: gone, Cluster: "south", Action: schemas.ActionApply, Sequence: 2,
+			Object: map[string]any{"apiVersion": gone.APIVersion, "kind": gone.Kind, "metadata": map[string]any{"name": gone.Name, "namespace": gone.Namespace}}})
+	// An Apply its applier on west gave up on: no copy was made.
+	publish(schemas.TypePlacementFailed, schemas.PlacementSubject("west", gone), "failed-3",
+		&schemas.PlacementFailed{DecisionID: "decision-4", Workload: gone, Cluster: "west", Action: schemas.ActionApply, Sequence: 2,
+			Error: "forbidden", Attempts: 1})
 	// A workload created again under the same name, running on west, and an unrelated workload on east.
 	publish(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("west", again), "status-2",
 		&schemas.WorkloadStatus{Cluster: "west", Workload: again, Status: map[string]any{"phase": "Running"}})
@@ -86,12 +94,12 @@ func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
 	go pruner.run(ctx)
 	pruner.add([]schemas.ObjectRef{gone}, consumers.GoneFleet{})
 	want := []string{schemas.WorkloadStatusSubject("east", other), schemas.WorkloadStatusSubject("west", again),
-		schemas.PlacementSubject("north", gone)}
+		schemas.PlacementSubject("north", gone), schemas.DecisionSubject("south", gone)}
 	slices.Sort(want)
 	waitFor("the gone workload's state pruned", func() bool { return slices.Equal(stateSubjects(), want) })
 	// The deletion goes last, so a prune cut short leaves the workload deleted for the next rebuild to see.
-	if purged := recorder.purged(); len(purged) != 5 || purged[len(purged)-1] != schemas.WorkloadSubject(gone) {
-		t.Errorf("purged %v, want five subjects, %s last", purged, schemas.WorkloadSubject(gone))
+	if purged := recorder.purged(); len(purged) != 6 || purged[len(purged)-1] != schemas.WorkloadSubject(gone) {
+		t.Errorf("purged %v, want six subjects, %s last", purged, schemas.WorkloadSubject(gone))
 	}
 }
 
