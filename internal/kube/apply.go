@@ -90,21 +90,28 @@ func (c *Clients) Apply(ctx context.Context, fieldManager string, objects ...*un
 
 // EnsureNamespace creates a namespace with labels if it does not exist; an existing one is left as it is.
 // It reads first, since namespaces almost always exist and a read is cheaper than a refused create.
+//
+// A client that may not read namespaces (its role covers only the namespaces it writes to) tries to create
+// it, and when it may not do that either, leaves the answer to the object's own write: a namespace that is
+// not there makes that fail with NotFound.
 func (c *Clients) EnsureNamespace(ctx context.Context, name, fieldManager string, labels map[string]string) error {
 	namespaces := c.Core.CoreV1().Namespaces()
 	_, err := namespaces.Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
 		return nil
 	}
-	if !apierrors.IsNotFound(err) {
+	mayNotRead := apierrors.IsForbidden(err)
+	if !apierrors.IsNotFound(err) && !mayNotRead {
 		return fmt.Errorf("read namespace %s: %w", name, err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	_, err = namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: fieldManager})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err), mayNotRead && apierrors.IsForbidden(err):
+		return nil
+	default:
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
-	return nil
 }
 
 func (c *Clients) waitCRDServed(ctx context.Context, crd *unstructured.Unstructured) error {

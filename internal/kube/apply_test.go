@@ -1,0 +1,64 @@
+package kube
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+// TestEnsureNamespaceWithoutTheRightToReadNamespaces: a client whose role does not cover reading namespaces
+// creates the namespace when it may, and otherwise leaves the answer to the object's own write, instead of
+// failing every write into a namespace that exists; a client that may read and finds none, but may not create
+// one, is told.
+func TestEnsureNamespaceWithoutTheRightToReadNamespaces(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "team", nil)
+	tests := []struct {
+		name       string
+		exists     bool
+		mayRead    bool
+		mayCreate  bool
+		wantErr    bool
+		wantExists bool
+	}{
+		{name: "may read, exists", exists: true, mayRead: true, wantExists: true},
+		{name: "may read and create, missing", mayRead: true, mayCreate: true, wantExists: true},
+		{name: "may read, missing, may not create", mayRead: true, wantErr: true},
+		{name: "may not read, may create, missing", mayCreate: true, wantExists: true},
+		{name: "may not read, may create, exists", exists: true, mayCreate: true, wantExists: true},
+		{name: "may not read nor create, exists", exists: true, wantExists: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var objects []runtime.Object
+			if tt.exists {
+				objects = append(objects, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}})
+			}
+			core := fake.NewClientset(objects...)
+			refuse := func(verb string, allowed bool) {
+				core.PrependReactor(verb, "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+					if allowed {
+						return false, nil, nil
+					}
+					return true, nil, forbidden
+				})
+			}
+			refuse("get", tt.mayRead)
+			refuse("create", tt.mayCreate)
+			err := (&Clients{Core: core}).EnsureNamespace(context.Background(), "team", "fleetflow", nil)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("EnsureNamespace error = %v, want error %v", err, tt.wantErr)
+			}
+			_, getErr := core.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "team")
+			if exists := getErr == nil; exists != tt.wantExists {
+				t.Errorf("namespace exists = %v afterwards, want %v", exists, tt.wantExists)
+			}
+		})
+	}
+}
