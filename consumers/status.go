@@ -1,8 +1,10 @@
 package consumers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -36,10 +38,17 @@ type StatusWriter struct {
 	// statuses can be handled out of order (one retried after a failed write while the next went through,
 	// or status writers sharing the work).
 	Superseded func(ctx context.Context, subject string, seq uint64) (bool, error)
+	// LastStatus, when set, returns the newest workload status on subject in the events stream, nil when there
+	// is none. Showing a workload placed on new clusters copies their status, which may have been handled (and
+	// skipped, its cluster not yet shown) before the verdict: verdicts carried by decisions come on another
+	// stream.
+	LastStatus func(ctx context.Context, subject string) (*schemas.WorkloadStatus, error)
 
 	mu       sync.RWMutex
 	ris      *karta.Registry
 	clusters map[string]*clusterView
+	// deletedClusters names clusters deleted since their last registration, whose late events are ignored.
+	deletedClusters map[string]bool
 }
 
 // NewStatusWriter starts with the given RIs (normally the built-ins); RI events update them.
@@ -73,12 +82,21 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 			return nil
 		}
 		return s.annotateVerdict(ctx, p.Verdict)
-	case *schemas.PlacementFailed:
-		return s.annotate(ctx, p.Workload, map[string]any{
-			schemas.AnnotationPlacementError: fmt.Sprintf("%s on %s: %s", p.Action, p.Cluster, p.Error),
-		})
-	case *schemas.PlacementApplied:
-		return s.annotate(ctx, p.Workload, map[string]any{schemas.AnnotationPlacementError: nil})
+	case *schemas.PlacementFailed, *schemas.PlacementApplied:
+		// Both are reports on one subject per workload and cluster: one retried after a failed write while a
+		// newer one went through must not undo it.
+		if s.Superseded != nil {
+			superseded, err := s.Superseded(ctx, d.Subject, d.StreamSequence)
+			if err != nil || superseded {
+				return err
+			}
+		}
+		if f, ok := p.(*schemas.PlacementFailed); ok {
+			return s.annotate(ctx, f.Workload, map[string]any{
+				schemas.AnnotationPlacementError: fmt.Sprintf("%s on %s: %s", f.Action, f.Cluster, f.Error),
+			})
+		}
+		return s.clearPlacementError(ctx, p.(*schemas.PlacementApplied))
 	case *schemas.ObjectChanged:
 		if d.Event.Type() == schemas.TypeResourceInterfaceChanged {
 			s.upsertRI(p)
@@ -153,32 +171,85 @@ func (s *StatusWriter) current(ctx context.Context, ref schemas.ObjectRef) (dyna
 	return client, obj, nil
 }
 
+// errStale says the control-plane object changed between the read a write was decided on and the write (its
+// resourceVersion moved on): the write is decided again on a fresh read.
+var errStale = errors.New("the control-plane object changed since it was read")
+
+// maxStaleReads bounds how often one event's write is decided again on a fresh read before it is retried
+// with backoff like any other failure.
+const maxStaleReads = 5
+
+// withCurrent runs write on the current control-plane object of ref, if it still exists as that incarnation,
+// and runs it again on a fresh read when the object changed before write's patches landed (errStale): the two
+// consumers of the writer, and writers sharing the work, patch the same objects.
+func (s *StatusWriter) withCurrent(ctx context.Context, ref schemas.ObjectRef,
+	write func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error) error {
+	for range maxStaleReads {
+		client, obj, err := s.current(ctx, ref)
+		if err != nil || obj == nil {
+			return err
+		}
+		if err := write(client, obj); !errors.Is(err, errStale) {
+			return err
+		}
+	}
+	return fmt.Errorf("write %s on the control plane: %w %d times in a row", ref, errStale, maxStaleReads)
+}
+
+// isStale tells a write refused because the object is not the one read: its resourceVersion moved on
+// (Conflict), or it is another incarnation, whose uid the patch cannot change.
+func isStale(err error) bool {
+	return apierrors.IsConflict(err) || (apierrors.IsInvalid(err) && strings.Contains(err.Error(), "metadata.uid"))
+}
+
+// shownClusters are the clusters a Placed verdict shown on obj names, nil when it shows none.
+func shownClusters(obj *unstructured.Unstructured) []string {
+	annotations := obj.GetAnnotations()
+	if annotations[schemas.AnnotationPlacement] != string(schemas.VerdictPlaced) || annotations[schemas.AnnotationCluster] == "" {
+		return nil
+	}
+	return strings.Split(annotations[schemas.AnnotationCluster], ",")
+}
+
 func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus) error {
 	if p.Gone {
 		return nil
 	}
-	client, obj, err := s.current(ctx, p.Workload)
-	if err != nil || obj == nil {
-		return err
-	}
-	log := s.Log.With("workload", p.Workload.Key(), "cluster", p.Cluster)
-	// Once a verdict shows where the workload is placed, it alone names the clusters: a spread keeps its list,
-	// and a status from the cluster a workload is moving off does not name it again. The status itself is
-	// copied all the same: verdicts carried by decisions are read from another stream, so the verdict of a
-	// move can be shown after the first status from its new cluster is handled.
-	placed := obj.GetAnnotations()[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced)
-	if p.Status != nil {
-		patch, err := json.Marshal(map[string]any{"status": p.Status})
-		if err != nil {
-			return bus.Permanent(err)
+	return s.withCurrent(ctx, p.Workload, func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+		// Once a verdict shows where the workload is placed, it alone names the clusters, and only their
+		// statuses are shown: not one from a cluster the workload moved off (that came back after a failover
+		// and reports the old copy until its Delete goes through). A status from a new cluster handled before
+		// the verdict of the move is shown with that verdict (see annotateVerdict).
+		if shown := shownClusters(obj); shown != nil && !slices.Contains(shown, p.Cluster) {
+			s.Log.Debug("status from a cluster the workload is not shown placed on; not copied", "workload", p.Workload.Key(),
+				"cluster", p.Cluster, "placed_on", shown)
+			return nil
 		}
-		_, err = client.Patch(ctx, p.Workload.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}, "status")
+		return s.showStatus(ctx, client, obj, p, map[string]any{})
+	})
+}
+
+// showStatus copies a workload status onto obj (replacing the whole status, so fields its cluster dropped
+// go too) and annotates the phase it maps to, together with annotations, all on the object as read: a
+// change since makes it errStale.
+func (s *StatusWriter) showStatus(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
+	p *schemas.WorkloadStatus, annotations map[string]any) error {
+	log := s.Log.With("workload", p.Workload.Key(), "cluster", p.Cluster)
+	if p.Status != nil && !sameJSON(obj.Object["status"], p.Status) {
+		withStatus := obj.DeepCopy()
+		withStatus.Object["status"] = p.Status
+		updated, err := client.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{FieldManager: FieldManager})
 		switch {
+		case isStale(err):
+			return errStale
 		case apierrors.IsNotFound(err):
-			// The CRD has no status subresource: the phase annotation below still tells the story.
+			// The CRD has no status subresource (or the object is gone): the phase annotation below still
+			// tells the story.
 			log.Debug("workload kind has no status subresource; status not copied")
 		case err != nil:
 			return classify(fmt.Errorf("copy status of %s from %s: %w", p.Workload, p.Cluster, err))
+		default:
+			obj = updated
 		}
 	}
 	phase := karta.PhaseUndefined
@@ -190,6 +261,7 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 	ri, ok := s.ris.Lookup(withStatus.GroupVersionKind())
 	s.mu.RUnlock()
 	if ok {
+		var err error
 		if phase, err = ri.Phase(withStatus.Object); err != nil {
 			log.Warn("status mapping failed", "ri", ri.Name, "error", err)
 			phase = karta.PhaseUndefined
@@ -198,22 +270,24 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 	if phase == karta.PhaseFailed && obj.GetAnnotations()[schemas.AnnotationPhase] != string(karta.PhaseFailed) {
 		log.Warn("workload failed in its cluster", "ri", ri.Name)
 	}
-	// The status patch left the annotations as they were read, so the object read above still serves.
-	update := map[string]any{schemas.AnnotationPhase: string(phase)}
-	if !placed {
-		update[schemas.AnnotationCluster] = p.Cluster
+	annotations[schemas.AnnotationPhase] = string(phase)
+	if _, verdict := annotations[schemas.AnnotationPlacement]; !verdict && shownClusters(obj) == nil {
+		annotations[schemas.AnnotationCluster] = p.Cluster
 	}
-	return s.annotateObject(ctx, client, obj, p.Workload, update)
+	return s.annotateObject(ctx, client, obj, p.Workload, annotations)
 }
 
 // annotateVerdict shows a verdict on the workload, unless the workload already shows a newer one: verdicts
 // can be handled out of order, when one is retried after a failed write while the next went through, or
 // when status writers share the work.
 func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.PlacementVerdict) error {
-	client, obj, err := s.current(ctx, p.Workload)
-	if err != nil || obj == nil {
-		return err
-	}
+	return s.withCurrent(ctx, p.Workload, func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+		return s.showVerdict(ctx, client, obj, p)
+	})
+}
+
+func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
+	p *schemas.PlacementVerdict) error {
 	place := streamPlace{epoch: p.Epoch, seq: p.Sequence}
 	if shown := obj.GetAnnotations()[schemas.AnnotationVerdictSequence]; place.before(shown) {
 		s.Log.Info("verdict older than the one shown; not shown", "workload", p.Workload.Key(),
@@ -243,19 +317,44 @@ func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.Placement
 		lines = append(lines, c+": "+p.Reasons[c])
 	}
 	annotations[schemas.AnnotationReasons] = nilIfEmpty(strings.Join(lines, "\n"))
+	if p.Status == schemas.VerdictPlaced && !slices.Equal(shownClusters(obj), p.Clusters) && s.LastStatus != nil {
+		// Newly placed: the status shown comes from its clusters from now on, and one of theirs may have been
+		// handled before this verdict.
+		for _, cluster := range p.Clusters {
+			status, err := s.LastStatus(ctx, schemas.WorkloadStatusSubject(cluster, p.Workload))
+			if err != nil {
+				return err
+			}
+			if status != nil && !status.Gone && status.Workload.UID == p.Workload.UID {
+				return s.showStatus(ctx, client, obj, status, annotations)
+			}
+		}
+	}
 	return s.annotateObject(ctx, client, obj, p.Workload, annotations)
+}
+
+// clearPlacementError removes the placement error shown once the cluster it names carried out a decision: a
+// success on another cluster of a spread says nothing about it.
+func (s *StatusWriter) clearPlacementError(ctx context.Context, p *schemas.PlacementApplied) error {
+	return s.withCurrent(ctx, p.Workload, func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+		shown, ok := obj.GetAnnotations()[schemas.AnnotationPlacementError]
+		if !ok || !strings.Contains(shown, " on "+p.Cluster+": ") {
+			return nil
+		}
+		return s.annotateObject(ctx, client, obj, p.Workload, map[string]any{schemas.AnnotationPlacementError: nil})
+	})
 }
 
 // annotate merge-patches annotations (nil removes one) onto the control-plane object, if it still exists.
 func (s *StatusWriter) annotate(ctx context.Context, ref schemas.ObjectRef, annotations map[string]any) error {
-	client, obj, err := s.current(ctx, ref)
-	if err != nil || obj == nil {
-		return err
-	}
-	return s.annotateObject(ctx, client, obj, ref, annotations)
+	return s.withCurrent(ctx, ref, func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+		return s.annotateObject(ctx, client, obj, ref, annotations)
+	})
 }
 
-// annotateObject patches annotations onto obj, already read, unless it carries them already.
+// annotateObject patches annotations onto obj, already read, unless it carries them already. The patch holds
+// obj's resourceVersion: a change since (a newer verdict or status shown by the writer's other consumer, or
+// another writer) makes it errStale, so what to show is decided again.
 func (s *StatusWriter) annotateObject(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
 	ref schemas.ObjectRef, annotations map[string]any) error {
 	existing := obj.GetAnnotations()
@@ -270,18 +369,28 @@ func (s *StatusWriter) annotateObject(ctx context.Context, client dynamic.Resour
 		return nil
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"uid": ref.UID, "annotations": annotations,
+		"uid": ref.UID, "resourceVersion": obj.GetResourceVersion(), "annotations": annotations,
 	}})
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	if _, err := client.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil // gone, or replaced by another incarnation (the uid precondition failed)
-		}
+	_, err = client.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case isStale(err):
+		return errStale
+	default:
 		return classify(fmt.Errorf("annotate %s on the control plane: %w", ref, err))
 	}
-	return nil
+}
+
+// sameJSON tells whether two decoded JSON values encode alike: the control plane's decoder gives integers as
+// int64 where an event's gives float64.
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 func nilIfEmpty(s string) any {

@@ -13,8 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -58,6 +59,9 @@ func (s *StatusWriter) clusterView(name string) *clusterView {
 func (s *StatusWriter) handleFleet(ctx context.Context, d bus.Delivery) (handled bool, err error) {
 	switch p := d.Payload.(type) {
 	case *schemas.ClusterHeartbeat:
+		if s.deletedClusters[p.Cluster] {
+			return true, nil
+		}
 		c := s.clusterView(p.Cluster)
 		if p.Time.After(c.lastHeartbeat) {
 			c.lastHeartbeat = p.Time
@@ -65,35 +69,54 @@ func (s *StatusWriter) handleFleet(ctx context.Context, d bus.Delivery) (handled
 		c.ready = s.fresh(c, d.Event.Time())
 		return true, s.writeClusterStatus(ctx, p.Cluster)
 	case *schemas.ClusterAPIs:
+		if s.deletedClusters[p.Cluster] {
+			return true, nil
+		}
 		c := s.clusterView(p.Cluster)
 		c.apis = slices.Sorted(slices.Values(p.APIs))
 		return true, s.writeClusterStatus(ctx, p.Cluster)
 	case *schemas.NodeState:
-		s.clusterView(p.Cluster).nodes[p.Name] = p
+		if !s.deletedClusters[p.Cluster] {
+			s.clusterView(p.Cluster).nodes[p.Name] = p
+		}
 		return true, nil
 	case *schemas.NodeDeleted:
-		delete(s.clusterView(p.Cluster).nodes, p.Name)
+		if c := s.clusters[p.Cluster]; c != nil {
+			delete(c.nodes, p.Name)
+		}
 		return true, nil
 	case *schemas.PlacerTick:
 		for _, name := range slices.Sorted(maps.Keys(s.clusters)) {
 			c := s.clusters[name]
 			if ready := s.fresh(c, p.Time); ready != c.ready {
+				// Changed only once written: a failed write is retried with this tick, and later ticks see the
+				// change still to show.
 				c.ready = ready
 				if err := s.writeClusterStatus(ctx, name); err != nil {
+					c.ready = !ready
 					return true, err
 				}
 			}
 		}
 		return true, nil
 	case *schemas.ObjectChanged:
-		if d.Event.Type() == schemas.TypePolicyChanged {
+		switch d.Event.Type() {
+		case schemas.TypePolicyChanged:
 			return true, s.writePolicyStatus(ctx, p)
+		case schemas.TypeClusterChanged:
+			delete(s.deletedClusters, p.Ref().Name) // registered again
+			return true, nil
 		}
 	case *schemas.ObjectDeleted:
 		if d.Event.Type() == schemas.TypeClusterDeleted {
 			// Its nodes with it: clusters created for a burst and deleted after would otherwise stay in
-			// memory, every node of them, for as long as the writer runs.
+			// memory, every node of them, for as long as the writer runs. What its producer still sends
+			// until it stops is ignored, until a Cluster of that name is registered again.
 			delete(s.clusters, p.Workload.Name)
+			if s.deletedClusters == nil {
+				s.deletedClusters = map[string]bool{}
+			}
+			s.deletedClusters[p.Workload.Name] = true
 			return true, nil
 		}
 	}
@@ -138,33 +161,44 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 	if string(identity) == c.written {
 		return nil
 	}
-	current, err := s.ControlPlane.Dynamic.Resource(clusterResource).Get(ctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil // the cluster is not (or no longer) registered
-	}
-	if err != nil {
-		return fmt.Errorf("read Cluster %s: %w", name, err)
-	}
-	var existing v1alpha1.Cluster
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &existing); err == nil {
-		for _, old := range existing.Status.Conditions {
-			if old.Type == ready.Type && old.Status == ready.Status {
-				ready.LastTransitionTime = old.LastTransitionTime
+	clusters := s.ControlPlane.Dynamic.Resource(clusterResource)
+	for range maxStaleReads {
+		current, err := clusters.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil // the cluster is not (or no longer) registered
+		}
+		if err != nil {
+			return fmt.Errorf("read Cluster %s: %w", name, err)
+		}
+		var existing v1alpha1.Cluster
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &existing); err == nil {
+			for _, old := range existing.Status.Conditions {
+				if old.Type == ready.Type && old.Status == ready.Status {
+					ready.LastTransitionTime = old.LastTransitionTime
+				}
 			}
 		}
+		status.Conditions = []metav1.Condition{ready}
+		// The whole status is replaced, so totals of resources no node has any more, and APIs no longer served,
+		// go too.
+		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
+		if err != nil {
+			return bus.Permanent(err)
+		}
+		current.Object["status"] = content
+		_, err = clusters.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: FieldManager})
+		switch {
+		case apierrors.IsConflict(err):
+			continue // changed since read: read again
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return classify(fmt.Errorf("write status of Cluster %s: %w", name, err))
+		}
+		c.written = string(identity)
+		return nil
 	}
-	status.Conditions = []metav1.Condition{ready}
-	patch, err := json.Marshal(map[string]any{"status": status})
-	if err != nil {
-		return bus.Permanent(err)
-	}
-	_, err = s.ControlPlane.Dynamic.Resource(clusterResource).Patch(ctx, name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager}, "status")
-	if err != nil && !apierrors.IsNotFound(err) {
-		return classify(fmt.Errorf("write status of Cluster %s: %w", name, err))
-	}
-	c.written = string(identity)
-	return nil
+	return fmt.Errorf("write status of Cluster %s: %w %d times in a row", name, errStale, maxStaleReads)
 }
 
 func addResources(into, add corev1.ResourceList) {
@@ -180,7 +214,39 @@ func addResources(into, add corev1.ResourceList) {
 
 // writePolicyStatus validates a SchedulePolicy as the placer does and records the verdict in its
 // Accepted condition, so `kubectl get schedulepolicy -o yaml` shows every invalid field with its path.
+//
+// The condition is written on the policy as it is now, and only from an event of its current generation: one
+// of an older generation (retried after a failed write while the next went through) would undo the newer
+// verdict, and nothing would correct it, since status writes make no new event.
 func (s *StatusWriter) writePolicyStatus(ctx context.Context, p *schemas.ObjectChanged) error {
+	ref := p.Ref()
+	client := s.ControlPlane.Dynamic.Resource(schedulePolicyResource)
+	var policies dynamic.ResourceInterface = client
+	if ref.Namespace != "" {
+		policies = client.Namespace(ref.Namespace)
+	}
+	for range maxStaleReads {
+		current, err := policies.Get(ctx, ref.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read SchedulePolicy %s: %w", ref.Name, err)
+		}
+		if string(current.GetUID()) != ref.UID || current.GetGeneration() > generationOf(p.Object) {
+			return nil // another policy of that name, or a newer generation whose own event writes its verdict
+		}
+		err = s.writePolicyCondition(ctx, policies, current, p)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+	return fmt.Errorf("write status of SchedulePolicy %s: %w %d times in a row", ref.Name, errStale, maxStaleReads)
+}
+
+// writePolicyCondition validates the policy of event p and writes the verdict onto current, the policy as read.
+func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynamic.ResourceInterface,
+	current *unstructured.Unstructured, p *schemas.ObjectChanged) error {
 	ref := p.Ref()
 	var sp v1alpha1.SchedulePolicy
 	cond := metav1.Condition{Type: PolicyConditionAccepted, Status: metav1.ConditionTrue, Reason: "Valid",
@@ -190,28 +256,30 @@ func (s *StatusWriter) writePolicyStatus(ctx context.Context, p *schemas.ObjectC
 	} else if _, err := policy.Compile(&sp, s.policyKinds()); err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()
 	}
-	for _, old := range sp.Status.Conditions {
+	var shown v1alpha1.SchedulePolicy
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &shown); err != nil {
+		return bus.Permanent(fmt.Errorf("SchedulePolicy %s on the control plane: %w", ref.Name, err))
+	}
+	for _, old := range shown.Status.Conditions {
 		if old.Type == cond.Type && old.Status == cond.Status {
-			if old.Message == cond.Message && sp.Status.ObservedGeneration == sp.Generation {
+			if old.Message == cond.Message && shown.Status.ObservedGeneration == sp.Generation {
 				return nil
 			}
 			cond.LastTransitionTime = old.LastTransitionTime
 		}
 	}
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"uid": ref.UID},
-		"status":   map[string]any{"observedGeneration": sp.Generation, "conditions": []metav1.Condition{cond}},
-	})
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&v1alpha1.SchedulePolicyStatus{
+		ObservedGeneration: sp.Generation, Conditions: []metav1.Condition{cond}})
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	client := s.ControlPlane.Dynamic.Resource(schedulePolicyResource)
-	if ref.Namespace != "" {
-		_, err = client.Namespace(ref.Namespace).Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}, "status")
-	} else {
-		_, err = client.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager}, "status")
+	withStatus := current.DeepCopy()
+	withStatus.Object["status"] = content
+	_, err = policies.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsConflict(err) {
+		return err // changed since read: read again
 	}
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return classify(fmt.Errorf("write status of SchedulePolicy %s: %w", ref.Name, err))
 	}
 	if cond.Status == metav1.ConditionFalse {

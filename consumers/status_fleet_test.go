@@ -3,10 +3,20 @@ package consumers
 import (
 	"log/slog"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -31,5 +41,143 @@ func TestStatusWriterForgetsDeletedClusters(t *testing.T) {
 	}
 	if c := s.clusters["east"]; c == nil || len(c.nodes) != 1 {
 		t.Errorf("east's view = %+v, want it kept with its node", c)
+	}
+}
+
+// fleetStatusFixture is a status writer on a fake control plane holding the Cluster east, whose status
+// writes fail while failWrites is set.
+type fleetStatusFixture struct {
+	t          *testing.T
+	s          *StatusWriter
+	dynamic    *dynamicfake.FakeDynamicClient
+	failWrites bool
+	seq        uint64
+}
+
+func newFleetStatusFixture(t *testing.T) *fleetStatusFixture {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	east := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster",
+		"metadata": map[string]any{"name": "east", "uid": "uid-east"}}}
+	dynamic := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
+		map[schema.GroupVersionResource]string{clusterResource: "ClusterList"}, east)
+	f := &fleetStatusFixture{t: t, dynamic: dynamic}
+	for _, verb := range []string{"update", "patch"} {
+		dynamic.PrependReactor(verb, "clusters", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if f.failWrites {
+				return true, nil, apierrors.NewServiceUnavailable("the apiserver is restarting")
+			}
+			return false, nil, nil
+		})
+	}
+	f.s = NewStatusWriter(&kube.Clients{Dynamic: dynamic}, nil, slog.New(slog.DiscardHandler))
+	return f
+}
+
+func (f *fleetStatusFixture) handle(eventType, subject string, payload schemas.Payload) error {
+	f.t.Helper()
+	f.seq++
+	return f.s.Handle(f.t.Context(), delivery(f.t, f.seq, eventType, subject, payload))
+}
+
+func (f *fleetStatusFixture) must(eventType, subject string, payload schemas.Payload) {
+	f.t.Helper()
+	if err := f.handle(eventType, subject, payload); err != nil {
+		f.t.Fatalf("%s: %v", subject, err)
+	}
+}
+
+// shown is the status of the Cluster east on the fake control plane.
+func (f *fleetStatusFixture) shown() v1alpha1.ClusterStatus {
+	f.t.Helper()
+	obj, err := f.dynamic.Resource(clusterResource).Get(f.t.Context(), "east", metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	var c v1alpha1.Cluster
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &c); err != nil {
+		f.t.Fatal(err)
+	}
+	return c.Status
+}
+
+func readyOf(status v1alpha1.ClusterStatus) metav1.ConditionStatus {
+	for _, c := range status.Conditions {
+		if c.Type == v1alpha1.ClusterConditionReady {
+			return c.Status
+		}
+	}
+	return ""
+}
+
+// TestClusterStatusShowsWhatIsLeft: the Cluster's status is replaced as a whole, so the totals of a resource
+// no node has any more go, instead of staying as they were last written.
+func TestClusterStatusShowsWhatIsLeft(t *testing.T) {
+	f := newFleetStatusFixture(t)
+	now := time.Now()
+	gpu := &schemas.NodeState{Cluster: "east", Name: "gpu-1", Ready: true, Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("32"), "nvidia.com/gpu": resource.MustParse("4")}}
+	f.must(schemas.TypeNodeChanged, schemas.NodeSubject("east", "gpu-1"), gpu)
+	f.must(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"), &schemas.ClusterHeartbeat{Cluster: "east", Time: now})
+	if q := f.shown().Allocatable["nvidia.com/gpu"]; q.Cmp(resource.MustParse("4")) != 0 {
+		t.Fatalf("allocatable GPUs = %s, want 4", q.String())
+	}
+	f.must(schemas.TypeNodeDeleted, schemas.NodeSubject("east", "gpu-1"), &schemas.NodeDeleted{Cluster: "east", Name: "gpu-1"})
+	cpu := &schemas.NodeState{Cluster: "east", Name: "cpu-1", Ready: true, Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8")}}
+	f.must(schemas.TypeNodeChanged, schemas.NodeSubject("east", "cpu-1"), cpu)
+	f.must(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"), &schemas.ClusterHeartbeat{Cluster: "east", Time: now.Add(time.Second)})
+	shown := f.shown()
+	if _, left := shown.Allocatable["nvidia.com/gpu"]; left {
+		t.Errorf("allocatable = %v, want no GPUs once the GPU node is gone", shown.Allocatable)
+	}
+	if _, left := shown.Free["nvidia.com/gpu"]; left {
+		t.Errorf("free = %v, want no GPUs once the GPU node is gone", shown.Free)
+	}
+	if q := shown.Allocatable[corev1.ResourceCPU]; q.Cmp(resource.MustParse("8")) != 0 {
+		t.Errorf("allocatable CPU = %s, want 8", q.String())
+	}
+}
+
+// TestClusterTurningNotReadyIsWrittenAgainAfterAFailedWrite: the tick that finds a cluster silent writes it
+// NotReady; when that write fails, the tick's retry writes it, instead of finding the change already taken.
+func TestClusterTurningNotReadyIsWrittenAgainAfterAFailedWrite(t *testing.T) {
+	f := newFleetStatusFixture(t)
+	f.s.HeartbeatTimeout = 30 * time.Second
+	beat := time.Now()
+	f.must(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"), &schemas.ClusterHeartbeat{Cluster: "east", Time: beat})
+	if got := readyOf(f.shown()); got != metav1.ConditionTrue {
+		t.Fatalf("Ready = %s after a heartbeat, want True", got)
+	}
+	tick := &schemas.PlacerTick{Time: beat.Add(time.Minute)}
+	f.failWrites = true
+	if err := f.handle(schemas.TypePlacerTick, schemas.SubjectPlacerTick, tick); err == nil {
+		t.Fatal("the tick succeeded although its write failed")
+	}
+	f.failWrites = false
+	f.must(schemas.TypePlacerTick, schemas.SubjectPlacerTick, tick)
+	if got := readyOf(f.shown()); got != metav1.ConditionFalse {
+		t.Errorf("Ready = %s after the retried tick, want False", got)
+	}
+}
+
+// TestLateEventsOfADeletedClusterAreIgnored: what a deleted cluster's producer still sends before it stops
+// does not bring its view back, until a Cluster of that name is registered again.
+func TestLateEventsOfADeletedClusterAreIgnored(t *testing.T) {
+	f := newFleetStatusFixture(t)
+	ref := schemas.ObjectRef{APIVersion: "fleetflow.io/v1alpha1", Kind: "Cluster", Name: "east", UID: "uid-east"}
+	f.must(schemas.TypeClusterDeleted, schemas.ClusterSpecSubject("east"), &schemas.ObjectDeleted{Workload: ref})
+	node := &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}
+	f.must(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node)
+	f.must(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"), &schemas.ClusterHeartbeat{Cluster: "east", Time: time.Now()})
+	if _, back := f.s.clusters["east"]; back {
+		t.Fatal("late events of the deleted cluster brought its view back")
+	}
+	registered := &schemas.ObjectChanged{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster",
+		"metadata": map[string]any{"name": "east", "uid": "uid-east-2", "resourceVersion": "1"}}}
+	f.must(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), registered)
+	f.must(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node)
+	if c := f.s.clusters["east"]; c == nil || len(c.nodes) != 1 {
+		t.Errorf("east's view once registered again = %+v, want its node", c)
 	}
 }

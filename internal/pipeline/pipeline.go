@@ -372,6 +372,22 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 	}
 	writer := consumers.NewStatusWriter(controlPlane, karta.NewRegistry(builtins...), log)
 	writer.Superseded = Superseded(events)
+	writer.LastStatus = func(ctx context.Context, subject string) (*schemas.WorkloadStatus, error) {
+		msg, err := lastMessage(ctx, events, subject)
+		if err != nil || msg == nil {
+			return nil, err
+		}
+		event, err := bus.Decode(msg.Header, msg.Data)
+		if err != nil {
+			return nil, nil //nolint:nilerr // not a status the writer can show; nothing to show then
+		}
+		payload, err := schemas.DecodePayload(event)
+		if err != nil {
+			return nil, nil //nolint:nilerr // as above
+		}
+		status, _ := payload.(*schemas.WorkloadStatus)
+		return status, nil
+	}
 	return writer, nil
 }
 

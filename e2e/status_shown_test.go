@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetflow/fleetflow/e2e/e2eenv"
+	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// placedJob submits the test job in namespace, waits until the control plane shows it placed on cluster-a,
+// and returns its reference and the epoch and sequence of the verdict shown.
+func placedJob(t *testing.T, e *e2eenv.Env, namespace string) (schemas.ObjectRef, string, uint64) {
+	t.Helper()
+	placed := placeJob(t, e, namespace)
+	var shown string
+	e2eenv.Eventually(t, e2eenv.Settle, "the Placed verdict shown", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, namespace, placed.GetName()).GetAnnotations()
+		shown = a[schemas.AnnotationVerdictSequence]
+		return a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced) && a[schemas.AnnotationCluster] == "cluster-a"
+	})
+	epoch, seq, _ := strings.Cut(shown, "/")
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if err != nil {
+		t.Fatalf("verdict sequence %q: %v", shown, err)
+	}
+	return schemas.RefOf(e2eenv.Get(t, e.ControlPlane, pytorchJobKind, namespace, placed.GetName()).Object), epoch, n
+}
+
+func workerStatus(counts map[string]any, condition string) map[string]any {
+	return map[string]any{"replicaStatuses": map[string]any{"Worker": counts},
+		"conditions": []any{map[string]any{"type": condition, "status": "True"}}}
+}
+
+// TestStatusShownIsTheClustersWhole: the status copied onto the control plane is the workload cluster's whole
+// status: a field the framework's controller dropped (a Job's active count, once it finished) goes too.
+func TestStatusShownIsTheClustersWhole(t *testing.T) {
+	e := newEnv(t)
+	ref, _, _ := placedJob(t, e, "team-whole")
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "whole-1",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: workerStatus(map[string]any{"active": int64(2)}, "Running")})
+	e2eenv.Eventually(t, e2eenv.Settle, "the running status shown", func() bool {
+		active, _, _ := unstructured.NestedInt64(e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-whole", ref.Name).Object,
+			"status", "replicaStatuses", "Worker", "active")
+		return active == 2
+	})
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "whole-2",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: workerStatus(map[string]any{"succeeded": int64(2)}, "Succeeded")})
+	e2eenv.Eventually(t, e2eenv.Settle, "the finished status shown whole", func() bool {
+		worker, _, _ := unstructured.NestedMap(e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-whole", ref.Name).Object,
+			"status", "replicaStatuses", "Worker")
+		_, active := worker["active"]
+		return worker["succeeded"] != nil && !active
+	})
+}
+
+// TestStatusComesFromTheClustersTheVerdictShows: once the control plane shows the job placed on cluster-a, a
+// status from cluster-b (a copy the job left, reporting again after its cluster came back) is not shown; when
+// a verdict moves the job to cluster-b, the status cluster-b reported is shown with it, though it was handled
+// before the verdict.
+func TestStatusComesFromTheClustersTheVerdictShows(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	ref, epoch, seq := placedJob(t, e, "team-shown")
+	running := workerStatus(map[string]any{"active": int64(1)}, "Running")
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "shown-a",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: running})
+	showsCondition := func(condition string) func() bool {
+		return func() bool {
+			conditions, _, _ := unstructured.NestedSlice(e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-shown", ref.Name).Object,
+				"status", "conditions")
+			return len(conditions) == 1 && conditions[0].(map[string]any)["type"] == condition
+		}
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "cluster-a's status shown", showsCondition("Running"))
+
+	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := workerStatus(map[string]any{"failed": int64(1)}, "Failed")
+	fromB := publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-b", ref), "shown-b",
+		&schemas.WorkloadStatus{Cluster: "cluster-b", Workload: ref, Status: failed})
+	if err := writer.Handle(ctx, fromB); err != nil {
+		t.Fatal(err)
+	}
+	if !showsCondition("Running")() {
+		t.Fatal("a status from cluster-b replaced cluster-a's while the job is shown placed on cluster-a")
+	}
+
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "shown-verdict", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 1000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "a-then-b", Clusters: []string{"cluster-b"}})
+	e2eenv.Eventually(t, e2eenv.Settle, "cluster-b's status shown with the verdict that moved the job there", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-shown", ref.Name).GetAnnotations()
+		return a[schemas.AnnotationCluster] == "cluster-b" && a[schemas.AnnotationPhase] == "Failed" && showsCondition("Failed")()
+	})
+}
+
+// TestPlacementErrorShownUntilItsClusterSucceeds: the placement error names the cluster whose applier gave up;
+// a success on another cluster leaves it, one on that cluster clears it, and the failure handled again after
+// that (a retried delivery) does not bring it back.
+func TestPlacementErrorShownUntilItsClusterSucceeds(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	ref, _, _ := placedJob(t, e, "team-error")
+	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shownError := func() string {
+		return e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-error", ref.Name).GetAnnotations()[schemas.AnnotationPlacementError]
+	}
+	failedA := publishDelivery(t, e, schemas.TypePlacementFailed, schemas.PlacementSubject("cluster-a", ref), "error-failed-a",
+		&schemas.PlacementFailed{DecisionID: "d-a", Workload: ref, Cluster: "cluster-a", Action: schemas.ActionApply, Sequence: 1,
+			Error: "quota exceeded", Attempts: 8})
+	if err := writer.Handle(ctx, failedA); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(shownError(), "on cluster-a: quota exceeded") {
+		t.Fatalf("placement error = %q, want cluster-a's", shownError())
+	}
+	appliedB := publishDelivery(t, e, schemas.TypePlacementApplied, schemas.PlacementSubject("cluster-b", ref), "error-applied-b",
+		&schemas.PlacementApplied{DecisionID: "d-b", Workload: ref, Cluster: "cluster-b", Action: schemas.ActionApply, Sequence: 2})
+	if err := writer.Handle(ctx, appliedB); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(shownError(), "on cluster-a: ") {
+		t.Fatalf("placement error = %q after cluster-b applied, want cluster-a's still", shownError())
+	}
+	appliedA := publishDelivery(t, e, schemas.TypePlacementApplied, schemas.PlacementSubject("cluster-a", ref), "error-applied-a",
+		&schemas.PlacementApplied{DecisionID: "d-a2", Workload: ref, Cluster: "cluster-a", Action: schemas.ActionApply, Sequence: 3})
+	if err := writer.Handle(ctx, appliedA); err != nil {
+		t.Fatal(err)
+	}
+	failedA.Attempt = 2
+	if err := writer.Handle(ctx, failedA); err != nil {
+		t.Fatal(err)
+	}
+	if got := shownError(); got != "" {
+		t.Errorf("placement error = %q, want none once cluster-a applied, even with its older failure handled again", got)
+	}
+}
+
+// TestPolicyVerdictOfAnOlderGenerationIsNotShown: the Accepted condition of a SchedulePolicy is written only
+// from an event of its current generation: one of an older generation, handled again after the newer one
+// (a retried delivery), would undo the newer verdict, and nothing would correct it.
+func TestPolicyVerdictOfAnOlderGenerationIsNotShown(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	policyKind := schema.GroupVersionKind{Group: "fleetflow.io", Version: "v1alpha1", Kind: "SchedulePolicy"}
+	policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
+		"metadata": map[string]any{"name": "generations"},
+		"spec": map[string]any{"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "apps", "kind": "Deployment"}}}}}}
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, policy); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1",
+			Resource: "schedulepolicies"}).Delete(context.Background(), "generations", metav1.DeleteOptions{})
+	})
+	first := e2eenv.Get(t, e.ControlPlane, policyKind, "", "generations")
+	unstructured.SetNestedField(policy.Object, int64(5), "spec", "priority")
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, policy); err != nil {
+		t.Fatal(err)
+	}
+	accepted := func() bool {
+		obj := e2eenv.Get(t, e.ControlPlane, policyKind, "", "generations")
+		observed, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration")
+		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		return obj.GetGeneration() == 2 && observed == 2 && len(conditions) == 1 && conditions[0].(map[string]any)["status"] == "True"
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "generation 2 accepted", accepted)
+
+	// Generation 1, as its event carried it, but invalid: were its verdict written, the policy would show
+	// rejected.
+	older := first.DeepCopy()
+	unstructured.SetNestedField(older.Object, "Divide", "spec", "spreadConstraints", "spreadMode")
+	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := &schemas.ObjectChanged{Object: older.Object}
+	if err := writer.Handle(ctx, deliveryOf(t, schemas.TypePolicyChanged, schemas.PolicySubject(changed.Ref()), "generations-1", changed, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if !accepted() {
+		t.Error("the verdict on generation 1, handled after generation 2's, replaced it")
+	}
+}
