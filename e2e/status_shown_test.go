@@ -157,7 +157,7 @@ func TestPolicyVerdictOfAnOlderGenerationIsNotShown(t *testing.T) {
 	policyKind := schema.GroupVersionKind{Group: "fleetflow.io", Version: "v1alpha1", Kind: "SchedulePolicy"}
 	policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
 		"metadata": map[string]any{"name": "generations"},
-		"spec": map[string]any{"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "apps", "kind": "Deployment"}}}}}}
+		"spec":     map[string]any{"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "apps", "kind": "Deployment"}}}}}}
 	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, policy); err != nil {
 		t.Fatal(err)
 	}
