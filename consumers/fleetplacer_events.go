@@ -160,7 +160,7 @@ func (p *Placer) analyze(object map[string]any) (*karta.Analysis, error) {
 		return &karta.Analysis{APIVersion: ref.APIVersion, Kind: ref.Kind, Namespace: ref.Namespace, Name: ref.Name,
 			Status: karta.PhaseUndefined}, nil
 	}
-	return ri.Analyze(object)
+	return ri.AnalyzeDecoded(object)
 }
 
 func (p *Placer) onWorkloadDeleted(payload *schemas.ObjectDeleted, touched *touchedSet) error {

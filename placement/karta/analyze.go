@@ -17,23 +17,45 @@ import (
 // Components come root first (when the root has a pod definition, as in Karta's NIMService RI), then
 // children in RI order; instances in the order the paths yield them. A pod definition path that
 // yields null means that instance is absent from this CR (a KServe transformer that is not set).
+//
+// obj may hold any value an unstructured object can (int64 from client-go, typed maps from Go builders):
+// unless every value is one of jq's own types, obj is normalized first, since gojq does not always fail on
+// other types; it compares an int64 wrongly (.spec.replicas == 1 is false).
 func (c *Compiled) Analyze(obj map[string]any) (*Analysis, error) {
+	input, err := c.jqInput(obj)
+	if err != nil {
+		return nil, err
+	}
+	return c.analyzeOnce(input)
+}
+
+// AnalyzeDecoded is Analyze for an object decoded from JSON as encoding/json decodes into an any (float64
+// numbers, []any, map[string]any; internal/jsondec gives the same): it skips the check of every value, which
+// walks the whole object, unless the analysis fails.
+func (c *Compiled) AnalyzeDecoded(obj map[string]any) (*Analysis, error) {
 	if obj == nil {
 		return nil, fmt.Errorf("%s: no object to analyze", c.label())
 	}
-	// Objects decoded from JSON are already in gojq's value types, so the first attempt runs on obj
-	// as it is. Anything else (int64 from client-go, typed maps from Go builders) makes gojq or our
-	// decoding fail; then, and only then, the object is normalized and analyzed again, so a failure
-	// is always reported on well-typed input.
 	a, err := c.analyzeOnce(obj)
 	if err == nil || jqCompatible(obj, 0) {
 		return a, err
 	}
-	input, nerr := normalizeInput(obj)
-	if nerr != nil {
-		return nil, fmt.Errorf("%s: %w", c.label(), nerr)
+	return c.Analyze(obj)
+}
+
+// jqInput is obj in jq's value types: obj itself when it holds nothing else, else a normalized copy.
+func (c *Compiled) jqInput(obj map[string]any) (map[string]any, error) {
+	if obj == nil {
+		return nil, fmt.Errorf("%s: no object", c.label())
 	}
-	return c.analyzeOnce(input)
+	if jqCompatible(obj, 0) {
+		return obj, nil
+	}
+	input, err := normalizeInput(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.label(), err)
+	}
+	return input, nil
 }
 
 func (c *Compiled) analyzeOnce(input map[string]any) (*Analysis, error) {
@@ -83,9 +105,14 @@ func (c *Compiled) analyze(ev *evaluation) (*Analysis, error) {
 	}
 	// Shared, not copied: the placer keeps an analysis per workload, and a copy was five small objects each.
 	a.GangGroups = c.gangGroups
-	var err error
-	if a.Status, err = c.phase(ev); err != nil {
-		return nil, err
+	// What a CR asks of the fleet does not depend on its status, and a control-plane object has none before it
+	// is placed: a status path that fails on it (a byExpression iterating conditions that are not there yet)
+	// leaves the status Undefined instead of failing the analysis, which would keep the workload from ever
+	// being placed. Phase reports such a failure.
+	if phase, err := c.phase(ev); err == nil {
+		a.Status = phase
+	} else {
+		a.Status = PhaseUndefined
 	}
 	return a, nil
 }
@@ -126,15 +153,15 @@ func (c *Compiled) instances(ev *evaluation, cc *compiledComponent) ([]Component
 			}
 		}
 	}
-	replicas, err := c.counts(ev, cc.name, cc.replicas, count)
+	replicas, err := c.counts(ev, cc.name, cc.replicas, count, false)
 	if err != nil {
 		return nil, err
 	}
-	minReplicas, err := c.counts(ev, cc.name, cc.minReplicas, count)
+	minReplicas, err := c.counts(ev, cc.name, cc.minReplicas, count, false)
 	if err != nil {
 		return nil, err
 	}
-	maxReplicas, err := c.counts(ev, cc.name, cc.maxReplicas, count)
+	maxReplicas, err := c.counts(ev, cc.name, cc.maxReplicas, count, true)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +206,11 @@ func (c *Compiled) instances(ev *evaluation, cc *compiledComponent) ([]Component
 
 // counts evaluates a replica path. It may yield nothing (unset everywhere) or one value per pod
 // definition; null means unset.
-func (c *Compiled) counts(ev *evaluation, component string, p *program, count int) ([]*int64, error) {
+//
+// With bound set the values are upper bounds, and one beyond the largest count bounds nothing more than the
+// largest count does: KubeRay defaults maxReplicas to 2147483647, which a multi-host group multiplies by its
+// hosts per replica.
+func (c *Compiled) counts(ev *evaluation, component string, p *program, count int, bound bool) ([]*int64, error) {
 	res := make([]*int64, count)
 	if p == nil {
 		return res, nil
@@ -196,6 +227,9 @@ func (c *Compiled) counts(ev *evaluation, component string, p *program, count in
 	}
 	values := make([]int64, count) // one allocation for all the counts res points to
 	for i, v := range out {
+		if bound && beyondLargestCount(v) {
+			v = math.MaxInt32
+		}
 		n, set, err := toCount(v)
 		if err != nil {
 			return nil, c.evalError(ev, component, p, fmt.Errorf("value %d: %w", i, err))
@@ -208,6 +242,21 @@ func (c *Compiled) counts(ev *evaluation, component string, p *program, count in
 	return res, nil
 }
 
+// beyondLargestCount tells a whole number above the largest replica count.
+func beyondLargestCount(v any) bool {
+	switch x := v.(type) {
+	case int:
+		return x > math.MaxInt32
+	case float64:
+		return x == math.Trunc(x) && x > math.MaxInt32
+	case *big.Int:
+		return x.Cmp(big.NewInt(math.MaxInt32)) > 0
+	default:
+		rv := reflect.ValueOf(v)
+		return (rv.CanInt() && rv.Int() > math.MaxInt32) || (rv.CanUint() && rv.Uint() > math.MaxInt32)
+	}
+}
+
 // toCount reads a replica count; set is false for null (unset).
 func toCount(v any) (n int64, set bool, err error) {
 	switch x := v.(type) {
@@ -216,8 +265,11 @@ func toCount(v any) (n int64, set bool, err error) {
 	case int:
 		n = int64(x)
 	case float64:
-		if x != math.Trunc(x) || math.IsInf(x, 0) || math.Abs(x) > math.MaxInt32 {
+		if x != math.Trunc(x) || math.IsInf(x, 0) || math.IsNaN(x) {
 			return 0, false, fmt.Errorf("%v is not a whole replica count", x)
+		}
+		if math.Abs(x) > math.MaxInt32 {
+			return 0, false, fmt.Errorf("%v is too large for a replica count", x)
 		}
 		n = int64(x)
 	case *big.Int:

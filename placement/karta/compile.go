@@ -207,7 +207,8 @@ func compileJQ(expr string) (*gojq.Code, error) {
 }
 
 // Compile validates ri and compiles all of its jq. source names where it came from (a file, for
-// instance) and appears in errors and in Analysis.ResourceInterface when the RI has no name.
+// instance) and appears in errors. An RI without a name (as some of Karta's examples are) is named after its
+// source and its kind: the registry keeps one RI per name, and several unnamed ones may come from one file.
 func Compile(ri *ResourceInterface, source string) (*Compiled, error) {
 	if ri == nil {
 		return nil, errors.New("nil resource interface")
@@ -227,11 +228,12 @@ func Compile(ri *ResourceInterface, source string) (*Compiled, error) {
 		cp.fail(root.Name, "kind", "", errors.New("rootComponent needs kind.version and kind.kind: they select the CRs this RI analyzes"))
 		return nil, cp.err
 	}
-	c := &Compiled{
-		Name:   name,
-		Source: source,
-		GVK:    schema.GroupVersionKind{Group: root.Kind.Group, Version: root.Kind.Version, Kind: root.Kind.Kind},
+	gvk := schema.GroupVersionKind{Group: root.Kind.Group, Version: root.Kind.Version, Kind: root.Kind.Kind}
+	if ri.Name == "" {
+		name = source + "#" + gvk.Kind + "." + gvk.GroupVersion().String()
+		cp.name = name
 	}
+	c := &Compiled{Name: name, Source: source, GVK: gvk}
 
 	names := map[string]*ComponentDefinition{root.Name: root}
 	for i := range sd.ChildComponents {

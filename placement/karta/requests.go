@@ -138,10 +138,13 @@ func scaled(q resource.Quantity, n int64) resource.Quantity {
 	if n == 0 {
 		return resource.Quantity{Format: q.Format}
 	}
-	if m := q.MilliValue(); m == 0 || (abs64(m) <= math.MaxInt64/abs64(n)) {
-		return *resource.NewMilliQuantity(m*n, q.Format)
-	}
 	v := q.Value()
+	// MilliValue wraps around silently past MaxInt64/1000 whole units (10Pi of memory).
+	if abs64(v) <= math.MaxInt64/1000 {
+		if m := q.MilliValue(); m == 0 || (abs64(m) <= math.MaxInt64/abs64(n)) {
+			return *resource.NewMilliQuantity(m*n, q.Format)
+		}
+	}
 	if abs64(v) > math.MaxInt64/abs64(n) {
 		return *resource.NewQuantity(math.MaxInt64, q.Format)
 	}

@@ -95,6 +95,8 @@ func TestScaledQuantities(t *testing.T) {
 		want string
 	}{
 		{"500m", 3, "1500m"}, {"1Gi", 64, "64Gi"}, {"8", 0, "0"}, {"500Gi", 1000, "500000Gi"},
+		// Past MaxInt64/1000 whole units, where milli-units wrap around.
+		{"10Pi", 1, "10Pi"}, {"10Pi", 3, "30Pi"},
 	} {
 		got := scaled(resource.MustParse(tt.q), tt.n)
 		if got.Cmp(resource.MustParse(tt.want)) != 0 {

@@ -113,17 +113,11 @@ type condition struct {
 
 // Phase maps a CR's status through the RI's statusMappings. A CR without a matching status, or an
 // RI without a status definition, is Undefined. A condition the CR lacks never matches.
+// Like Analyze, it normalizes obj first unless every value is one of jq's own types.
 func (c *Compiled) Phase(obj map[string]any) (Phase, error) {
-	if obj == nil {
-		return PhaseUndefined, fmt.Errorf("%s: no object", c.label())
-	}
-	phase, err := c.phaseOnce(obj)
-	if err == nil || jqCompatible(obj, 0) {
-		return phase, err
-	}
-	input, nerr := normalizeInput(obj)
-	if nerr != nil {
-		return PhaseUndefined, fmt.Errorf("%s: %w", c.label(), nerr)
+	input, err := c.jqInput(obj)
+	if err != nil {
+		return PhaseUndefined, err
 	}
 	return c.phaseOnce(input)
 }
