@@ -2,6 +2,7 @@ package karta
 
 import (
 	"math"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -12,6 +13,9 @@ import (
 //   - the pod needs the larger of (all app containers + all sidecars, i.e. init containers with
 //     restartPolicy Always) and, for each regular init container, its request plus the sidecars
 //     started before it;
+//   - pod-level resources (spec.resources, on by default since Kubernetes 1.34) replace that sum for the
+//     resources they may set (cpu, memory, hugepages), a pod-level limit standing for a missing request as
+//     the API's defaulting makes it;
 //   - plus the pod overhead.
 func EffectivePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	if spec == nil {
@@ -56,8 +60,20 @@ func EffectivePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	return finishPodRequests(running, spec)
 }
 
-// finishPodRequests adds the pod overhead and drops resources that come to zero.
+// finishPodRequests applies the pod-level resources, adds the pod overhead and drops resources that come to zero.
 func finishPodRequests(running corev1.ResourceList, spec *corev1.PodSpec) corev1.ResourceList {
+	if pod := spec.Resources; pod != nil {
+		for name, q := range pod.Limits {
+			if _, requested := pod.Requests[name]; !requested && podLevelResource(name) {
+				running[name] = q.DeepCopy()
+			}
+		}
+		for name, q := range pod.Requests {
+			if podLevelResource(name) {
+				running[name] = q.DeepCopy()
+			}
+		}
+	}
 	addTo(running, spec.Overhead)
 	for name, q := range running {
 		if q.IsZero() {
@@ -65,6 +81,11 @@ func finishPodRequests(running corev1.ResourceList, spec *corev1.PodSpec) corev1
 		}
 	}
 	return running
+}
+
+// podLevelResource tells the resources a pod's spec.resources may set.
+func podLevelResource(name corev1.ResourceName) bool {
+	return name == corev1.ResourceCPU || name == corev1.ResourceMemory || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
 }
 
 // addContainerRequests adds what a container requests, applying "requests default to limits" per resource.

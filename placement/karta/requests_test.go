@@ -72,6 +72,16 @@ func TestEffectivePodRequests(t *testing.T) {
 		{"zero requests are omitted", corev1.PodSpec{Containers: []corev1.Container{
 			container("a", map[string]string{"cpu": "0", "memory": "1Gi"}, nil),
 		}}, map[string]string{"memory": "1Gi"}},
+		// Pod-level requests replace the containers' sum for cpu and memory; a pod-level limit stands for a
+		// missing request; other resources still come from the containers; the overhead comes on top.
+		{"pod-level resources replace the containers' cpu and memory", corev1.PodSpec{
+			Containers: []corev1.Container{container("a", map[string]string{"cpu": "1", "nvidia.com/gpu": "2"}, nil)},
+			Resources: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("8Gi")},
+			},
+			Overhead: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")},
+		}, map[string]string{"cpu": "4250m", "memory": "8Gi", "nvidia.com/gpu": "2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -148,6 +158,18 @@ func referencePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	}
 	sum(running, sidecars)
 	larger(running, initPeak)
+	if spec.Resources != nil {
+		for name, q := range spec.Resources.Limits {
+			if _, requested := spec.Resources.Requests[name]; !requested && podLevelResource(name) {
+				running[name] = q.DeepCopy()
+			}
+		}
+		for name, q := range spec.Resources.Requests {
+			if podLevelResource(name) {
+				running[name] = q.DeepCopy()
+			}
+		}
+	}
 	sum(running, spec.Overhead)
 	for name, q := range running {
 		if q.IsZero() {
@@ -186,6 +208,9 @@ func TestEffectivePodRequestsMatchesReference(t *testing.T) {
 			return out
 		}
 		spec := &corev1.PodSpec{Containers: containers("containers", false), InitContainers: containers("init", true), Overhead: list("overhead")}
+		if rapid.Bool().Draw(t, "pod-level") {
+			spec.Resources = &corev1.ResourceRequirements{Requests: list("pod-req"), Limits: list("pod-lim")}
+		}
 		got, want := EffectivePodRequests(spec), referencePodRequests(spec)
 		if len(got) != len(want) {
 			t.Fatalf("got %v, want %v", Quantities(got), Quantities(want))
