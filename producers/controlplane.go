@@ -81,6 +81,8 @@ type ControlPlaneProducer struct {
 	// otherwise publish every object twice, once in each version.
 	versions   map[groupKindFamily]schema.GroupVersionResource
 	tombstones map[objectKey]schemas.ObjectRef
+	// groupKinds are the kinds named without a version that are watched, or waited for (addGroupKind).
+	groupKinds map[schema.GroupKind]bool
 	wg         sync.WaitGroup
 }
 
@@ -318,7 +320,11 @@ func (p *ControlPlaneProducer) enqueue(ik informerKey, obj any) {
 	}
 	key := objectKey{informerKey: ik, namespace: u.GetNamespace(), name: u.GetName()}
 	p.mu.Lock()
-	delete(p.tombstones, key)
+	// A new object of the name (deleted and created again before the key was handled) keeps the earlier
+	// one's deletion, which publish sends first.
+	if tomb, ok := p.tombstones[key]; ok && tomb.UID == string(u.GetUID()) {
+		delete(p.tombstones, key)
+	}
 	p.mu.Unlock()
 	p.queue.Add(key)
 }
@@ -377,6 +383,14 @@ func (p *ControlPlaneProducer) publish(ctx context.Context, key objectKey) error
 	family := w.family
 	if exists {
 		u := item.(*unstructured.Unstructured)
+		if deleted && tomb.UID != string(u.GetUID()) {
+			// The object the name held before was deleted: consumers must hear of it before the new one takes
+			// the name, or they take the new one for a new version of the old (the placer would keep the old
+			// one's copies on clusters the new one is not placed on).
+			if err := p.sendDeletion(ctx, key, family, tomb); err != nil {
+				return err
+			}
+		}
 		payload := &schemas.ObjectChanged{Object: u.Object}
 		ref := payload.Ref()
 		if err := p.send(ctx, family.ChangedType, family.Subject(ref),
@@ -389,7 +403,13 @@ func (p *ControlPlaneProducer) publish(ctx context.Context, key objectKey) error
 	if !deleted {
 		return nil
 	}
-	err = p.send(ctx, family.DeletedType, family.Subject(tomb), schemas.ObjectDeletedID(family.Name, tomb),
+	return p.sendDeletion(ctx, key, family, tomb)
+}
+
+// sendDeletion publishes the deletion of tomb, and forgets it once published unless a later deletion of the
+// name took its place.
+func (p *ControlPlaneProducer) sendDeletion(ctx context.Context, key objectKey, family Family, tomb schemas.ObjectRef) error {
+	err := p.send(ctx, family.DeletedType, family.Subject(tomb), schemas.ObjectDeletedID(family.Name, tomb),
 		&schemas.ObjectDeleted{Workload: tomb})
 	if err == nil {
 		p.mu.Lock()
@@ -437,12 +457,20 @@ func (p *ControlPlaneProducer) watchNamedKinds(family Family, obj *unstructured.
 }
 
 // addGroupKind watches a kind named without a version at the version the control plane prefers, once the
-// kind is served.
+// kind is served. One goroutine waits per kind, however often policies naming it are published: a policy
+// naming a kind no CRD serves (a typo) would otherwise add a poller at every edit.
 func (p *ControlPlaneProducer) addGroupKind(gk schema.GroupKind) {
 	p.mu.Lock()
 	ctx := p.ctx
+	_, already := p.groupKinds[gk]
+	if ctx != nil && !already {
+		if p.groupKinds == nil {
+			p.groupKinds = map[schema.GroupKind]bool{}
+		}
+		p.groupKinds[gk] = true
+	}
 	p.mu.Unlock()
-	if ctx == nil {
+	if ctx == nil || already {
 		return
 	}
 	p.wg.Go(func() {

@@ -104,12 +104,14 @@ func DecodePayload(e cloudevents.Event) (Payload, error) {
 
 // WorkloadChangedID identifies one version of a workload: the same object version is one event.
 func WorkloadChangedID(ref ObjectRef, resourceVersion string) string {
-	return "workload-changed/" + ref.UID + "/" + resourceVersion
+	return ObjectChangedID("workload", ref, resourceVersion)
 }
 
-// ObjectChangedID identifies one version of any control-plane object.
+// ObjectChangedID identifies one version of any control-plane object, as read in one API version: when a CRD
+// stops serving the version a kind was watched in, the same object read in another is a change (its
+// apiVersion differs), which the stream must not drop as a duplicate of the first.
 func ObjectChangedID(kind string, ref ObjectRef, resourceVersion string) string {
-	return kind + "-changed/" + ref.UID + "/" + resourceVersion
+	return kind + "-changed/" + ref.UID + "/" + resourceVersion + "/" + ref.APIVersion
 }
 
 // ObjectDeletedID identifies the deletion of any control-plane object.

@@ -163,3 +163,21 @@ func TestNewEventRefusesInvalidPayloadsAndUnknownTypes(t *testing.T) {
 		t.Error("NewEvent accepted an invalid payload")
 	}
 }
+
+// TestObjectChangedIDTellsVersionsApart: the same object at the same resourceVersion, read in another API
+// version once its CRD stopped serving the first, is another event; read again in the same version, it is
+// the same event, so producer replicas are deduplicated.
+func TestObjectChangedIDTellsVersionsApart(t *testing.T) {
+	v1 := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "MPIJob", Namespace: "team", Name: "train", UID: "uid-1"}
+	v2 := v1
+	v2.APIVersion = "kubeflow.org/v2beta1"
+	if schemas.ObjectChangedID("workload", v1, "7") == schemas.ObjectChangedID("workload", v2, "7") {
+		t.Error("the same object version read in two API versions has one id")
+	}
+	if schemas.ObjectChangedID("workload", v1, "7") != schemas.ObjectChangedID("workload", v1, "7") {
+		t.Error("the same object version read twice in one API version has two ids")
+	}
+	if schemas.WorkloadChangedID(v1, "7") != schemas.ObjectChangedID("workload", v1, "7") {
+		t.Error("WorkloadChangedID differs from what the producer publishes for a workload")
+	}
+}

@@ -414,7 +414,7 @@ func TestStateStreamKeepsLastValuePerSubject(t *testing.T) {
 				return false
 			}
 			e, err := bus.Decode(msg.Header, msg.Data)
-			if err != nil || e.ID() != "workload-changed/uid-"+name+"/3" {
+			if err != nil || e.ID() != "workload-changed/uid-"+name+"/3/kubeflow.org/v1" {
 				return false
 			}
 		}
