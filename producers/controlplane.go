@@ -9,6 +9,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -67,6 +68,11 @@ type ControlPlaneProducer struct {
 	Clients   *kube.Clients
 	Publisher *bus.Publisher
 	Log       *slog.Logger
+	// Known, when set, returns the objects the streams' state holds as existing on the subjects filter
+	// selects (their last event is a change). Once a kind's informer has synced, each of them the control
+	// plane no longer holds gets its deletion published: an object deleted while no producer ran is seen
+	// deleted by no informer, and consumers would keep it (and the placer its copies) for good.
+	Known func(ctx context.Context, filter string) ([]schemas.ObjectRef, error)
 
 	mu  sync.Mutex
 	ctx context.Context
@@ -264,6 +270,56 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 	p.informers[ik] = watched{informer: ri.informer, registration: registration, family: family}
 	p.mu.Unlock()
 	log.Info("watching", "family", family.Name, "resource", gvr.String())
+	if p.Known != nil {
+		p.wg.Go(func() { p.publishMissedDeletions(ctx, ik, gvk, family, ri.informer, registration) })
+	}
+}
+
+// publishMissedDeletions queues the deletion of every object of the kind the streams' state holds as existing
+// that the control plane does not hold, once the informer has synced (see Known).
+func (p *ControlPlaneProducer) publishMissedDeletions(ctx context.Context, ik informerKey, gvk schema.GroupVersionKind,
+	family Family, informer cache.SharedIndexInformer, registration cache.ResourceEventHandlerRegistration) {
+	if !cache.WaitForCacheSync(ctx.Done(), registration.HasSynced) {
+		return
+	}
+	filter := kindFilter(gvk, family)
+	known, err := p.Known(ctx, filter)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.Log.Warn("cannot read what the streams hold of the kind; deletions made while no producer ran are not published",
+				"kind", gvk.String(), "family", family.Name, "error", err)
+		}
+		return
+	}
+	missed := 0
+	for _, ref := range known {
+		storeKey := ref.Name
+		if ref.Namespace != "" {
+			storeKey = ref.Namespace + "/" + ref.Name
+		}
+		item, exists, err := informer.GetStore().GetByKey(storeKey)
+		if err != nil {
+			continue
+		}
+		if exists && string(item.(*unstructured.Unstructured).GetUID()) == ref.UID {
+			continue
+		}
+		gone := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ref.APIVersion, "kind": ref.Kind,
+			"metadata": map[string]any{"name": ref.Name, "namespace": ref.Namespace, "uid": ref.UID}}}
+		p.enqueueDeleted(ik, gone)
+		missed++
+	}
+	if missed > 0 {
+		p.Log.Info("publishing deletions made while no producer ran", "kind", gvk.String(), "family", family.Name, "deleted", missed)
+	}
+}
+
+// kindFilter selects the subjects of every object of gvk in family, whatever its namespace and name.
+func kindFilter(gvk schema.GroupVersionKind, family Family) string {
+	const nsMark, nameMark = "__namespace__", "__name__"
+	subject := family.Subject(schemas.ObjectRef{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind,
+		Namespace: nsMark, Name: nameMark})
+	return strings.NewReplacer(nsMark, "*", nameMark, "*").Replace(subject)
 }
 
 // WatchedResources lists the resources whose informers run now, sorted.

@@ -9,10 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -102,5 +105,65 @@ func TestControlPlaneWatchFollowsTheServedVersion(t *testing.T) {
 	gizmosV1 := schema.GroupVersionResource{Group: v1.Group, Version: v1.Version, Resource: "gizmos"}
 	if slices.Contains(p.WatchedResources(), gizmosV1) {
 		t.Errorf("still watching %s, which is no longer served: watched %v", gizmosV1, p.WatchedResources())
+	}
+}
+
+// TestControlPlaneProducerPublishesDeletionsMadeWhileItWasDown: an object deleted while no producer ran is
+// seen deleted by no informer; once the kind's informer has synced, the producer publishes the deletion of
+// every object the streams' state holds as existing that the control plane does not hold, and leaves the
+// others alone.
+func TestControlPlaneProducerPublishesDeletionsMadeWhileItWasDown(t *testing.T) {
+	b := newBench(t)
+	ctx := t.Context()
+	const ns = "missed-deletions"
+	b.namespace(ns)
+	kept, err := b.clients.Core.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	configMap := func(name, uid string) *schemas.ObjectChanged {
+		return &schemas.ObjectChanged{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": ns, "uid": uid, "resourceVersion": "1"}}}
+	}
+	// What an earlier producer published before it stopped; "gone" was deleted while none ran.
+	for _, obj := range []*schemas.ObjectChanged{configMap("gone", "uid-gone"), configMap("kept", string(kept.UID))} {
+		subject := schemas.WorkloadSubject(obj.Ref())
+		event, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, "earlier-"+obj.Ref().Name, obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.pub.Publish(ctx, subject, event); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state, err := b.js.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the earlier events in the state stream", func() bool {
+		info, err := state.Info(ctx, jetstream.WithSubjectFilter(schemas.SubjectAllWorkloadEvents))
+		return err == nil && len(info.State.Subjects) >= 2
+	})
+
+	p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Known: pipeline.KnownObjects(b.js)}
+	p.AddKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, producers.WorkloadFamily)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	gone := configMap("gone", "uid-gone").Ref()
+	eventually(t, "the deletion of the ConfigMap deleted while no producer ran", func() bool {
+		last, ok := b.last(schemas.WorkloadSubject(gone))
+		return ok && last.eventType == schemas.TypeWorkloadDeleted
+	})
+	for _, e := range b.messages(schemas.WorkloadSubject(configMap("kept", "").Ref())) {
+		if e.eventType == schemas.TypeWorkloadDeleted {
+			t.Errorf("the ConfigMap that is there was published deleted: %+v", e)
+		}
 	}
 }

@@ -104,7 +104,8 @@ func (b *Bus) Close() {
 // RunProducer publishes control-plane changes until ctx is done: namespaces, clusters, policies, RIs,
 // and workloads of the given kinds, of every built-in RI's kind, and of every kind a policy or an RI names.
 func RunProducer(ctx context.Context, b *Bus, controlPlane *kube.Clients, kinds []schema.GroupVersionKind, log *slog.Logger) error {
-	p := &producers.ControlPlaneProducer{Clients: controlPlane, Publisher: b.Publisher, Log: log.With("component", "producer")}
+	p := &producers.ControlPlaneProducer{Clients: controlPlane, Publisher: b.Publisher, Log: log.With("component", "producer"),
+		Known: KnownObjects(b.JetStream)}
 	p.AddKind(producers.NamespaceKind, producers.NamespaceFamily)
 	p.AddKind(producers.ClusterKind, producers.ClusterFamily)
 	p.AddKind(producers.SchedulePolicyKind, producers.PolicyFamily)
@@ -113,6 +114,50 @@ func RunProducer(ctx context.Context, b *Bus, controlPlane *kube.Clients, kinds 
 		p.AddKind(gvk, producers.WorkloadFamily)
 	}
 	return p.Run(ctx)
+}
+
+// KnownObjects returns the objects whose last event in the state stream, on the subjects filter selects, is a
+// change: the objects the streams hold as existing (see producers.ControlPlaneProducer.Known).
+func KnownObjects(js jetstream.JetStream) func(ctx context.Context, filter string) ([]schemas.ObjectRef, error) {
+	return func(ctx context.Context, filter string) ([]schemas.ObjectRef, error) {
+		stream, err := js.Stream(ctx, schemas.StreamState)
+		if err != nil {
+			return nil, fmt.Errorf("known objects: %w", err)
+		}
+		consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
+			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+		if err != nil {
+			return nil, fmt.Errorf("known objects on %s: %w", filter, err)
+		}
+		info, err := consumer.Info(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("known objects on %s: %w", filter, err)
+		}
+		var known []schemas.ObjectRef
+		for pending := info.NumPending; pending > 0; {
+			msg, err := consumer.Next(jetstream.FetchMaxWait(5 * time.Second))
+			if err != nil {
+				return nil, fmt.Errorf("known objects on %s: %w", filter, err)
+			}
+			if meta, err := msg.Metadata(); err == nil {
+				pending = meta.NumPending
+			} else {
+				pending--
+			}
+			event, err := bus.Decode(msg.Headers(), msg.Data())
+			if err != nil {
+				continue
+			}
+			payload, err := schemas.DecodePayload(event)
+			if err != nil {
+				continue
+			}
+			if changed, ok := payload.(*schemas.ObjectChanged); ok {
+				known = append(known, changed.Ref())
+			}
+		}
+		return known, nil
+	}
 }
 
 // BuiltinKinds are the kinds the built-in RIs describe.
