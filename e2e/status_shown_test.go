@@ -166,7 +166,9 @@ func TestPolicyVerdictOfAnOlderGenerationIsNotShown(t *testing.T) {
 			Resource: "schedulepolicies"}).Delete(context.Background(), "generations", metav1.DeleteOptions{})
 	})
 	first := e2eenv.Get(t, e.ControlPlane, policyKind, "", "generations")
-	unstructured.SetNestedField(policy.Object, int64(5), "spec", "priority")
+	if err := unstructured.SetNestedField(policy.Object, int64(5), "spec", "priority"); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, policy); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +183,9 @@ func TestPolicyVerdictOfAnOlderGenerationIsNotShown(t *testing.T) {
 	// Generation 1, as its event carried it, but invalid: were its verdict written, the policy would show
 	// rejected.
 	older := first.DeepCopy()
-	unstructured.SetNestedField(older.Object, "Divide", "spec", "spreadConstraints", "spreadMode")
+	if err := unstructured.SetNestedField(older.Object, "Divide", "spec", "spreadConstraints", "spreadMode"); err != nil {
+		t.Fatal(err)
+	}
 	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
 	if err != nil {
 		t.Fatal(err)

@@ -154,7 +154,9 @@ func TestControlPlaneProducerPublishesDeletionsMadeWhileItWasDown(t *testing.T) 
 	go func() { done <- p.Run(runCtx) }()
 	defer func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			t.Errorf("producer ended with %v", err)
+		}
 	}()
 	gone := configMap("gone", "uid-gone").Ref()
 	eventually(t, "the deletion of the ConfigMap deleted while no producer ran", func() bool {

@@ -174,7 +174,8 @@ func TestObjectChangedIDTellsVersionsApart(t *testing.T) {
 	if schemas.ObjectChangedID("workload", v1, "7") == schemas.ObjectChangedID("workload", v2, "7") {
 		t.Error("the same object version read in two API versions has one id")
 	}
-	if schemas.ObjectChangedID("workload", v1, "7") != schemas.ObjectChangedID("workload", v1, "7") {
+	again := v1
+	if schemas.ObjectChangedID("workload", v1, "7") != schemas.ObjectChangedID("workload", again, "7") {
 		t.Error("the same object version read twice in one API version has two ids")
 	}
 	if schemas.WorkloadChangedID(v1, "7") != schemas.ObjectChangedID("workload", v1, "7") {
