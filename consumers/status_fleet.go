@@ -123,6 +123,37 @@ func (s *StatusWriter) handleFleet(ctx context.Context, d bus.Delivery) (handled
 	return false, nil
 }
 
+// Restore takes in what the streams' state holds of the fleet and of the RIs, before the writer's consumers
+// start: a consumer resumes after its acknowledgement floor, so a restarted writer would otherwise know
+// only the built-in RIs (a user RI's statusMappings lost until the RI changed) and, per cluster, only the
+// nodes that changed since (one node showing as the whole cluster). It writes nothing; the next heartbeat
+// of each cluster does.
+func (s *StatusWriter) Restore(eventType string, payload schemas.Payload) {
+	switch p := payload.(type) {
+	case *schemas.ClusterHeartbeat:
+		if c := s.clusterView(p.Cluster); p.Time.After(c.lastHeartbeat) {
+			c.lastHeartbeat = p.Time
+		}
+	case *schemas.ClusterAPIs:
+		s.clusterView(p.Cluster).apis = slices.Sorted(slices.Values(p.APIs))
+	case *schemas.NodeState:
+		s.clusterView(p.Cluster).nodes[p.Name] = p
+	case *schemas.ObjectChanged:
+		if eventType == schemas.TypeResourceInterfaceChanged {
+			s.upsertRI(p)
+		}
+	case *schemas.ObjectDeleted:
+		switch eventType {
+		case schemas.TypeResourceInterfaceDeleted:
+			s.mu.Lock()
+			s.ris = s.ris.Without(p.Workload.Name)
+			s.mu.Unlock()
+		case schemas.TypeClusterDeleted:
+			delete(s.clusters, p.Workload.Name)
+		}
+	}
+}
+
 func (s *StatusWriter) fresh(c *clusterView, now time.Time) bool {
 	timeout := s.HeartbeatTimeout
 	if timeout <= 0 {

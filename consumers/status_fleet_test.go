@@ -17,6 +17,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -179,5 +180,29 @@ func TestLateEventsOfADeletedClusterAreIgnored(t *testing.T) {
 	f.must(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node)
 	if c := f.s.clusters["east"]; c == nil || len(c.nodes) != 1 {
 		t.Errorf("east's view once registered again = %+v, want its node", c)
+	}
+}
+
+// TestStatusWriterRestoresUserResourceInterfaces: a restarted status writer gets the RIs users applied from
+// the streams' state, so their statusMappings keep mapping phases; an RI deleted since is gone again.
+func TestStatusWriterRestoresUserResourceInterfaces(t *testing.T) {
+	builtins, err := karta.Builtins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewStatusWriter(nil, karta.NewRegistry(builtins...), slog.New(slog.DiscardHandler))
+	widget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	ri := &schemas.ObjectChanged{Object: map[string]any{"apiVersion": "optimization.nvidia.com/v1alpha1", "kind": "ResourceInterface",
+		"metadata": map[string]any{"name": "widget", "uid": "uid-ri", "resourceVersion": "1"},
+		"spec": map[string]any{"structureDefinition": map[string]any{"rootComponent": map[string]any{
+			"name": "widget", "kind": map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"},
+			"specDefinition": map[string]any{"podTemplateSpecPath": ".spec.template"}}}}}}
+	s.Restore(schemas.TypeResourceInterfaceChanged, ri)
+	if _, ok := s.ris.Lookup(widget); !ok {
+		t.Fatal("the user's RI is not in force after Restore")
+	}
+	s.Restore(schemas.TypeResourceInterfaceDeleted, &schemas.ObjectDeleted{Workload: ri.Ref()})
+	if _, ok := s.ris.Lookup(widget); ok {
+		t.Error("a deleted RI is still in force after Restore")
 	}
 }

@@ -416,6 +416,9 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 		return nil, fmt.Errorf("status writer: %w", err)
 	}
 	writer := consumers.NewStatusWriter(controlPlane, karta.NewRegistry(builtins...), log)
+	if err := restoreStatusWriter(ctx, b, writer); err != nil {
+		return nil, err
+	}
 	writer.Superseded = Superseded(events)
 	writer.LastStatus = func(ctx context.Context, subject string) (*schemas.WorkloadStatus, error) {
 		msg, err := lastMessage(ctx, events, subject)
@@ -434,6 +437,44 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 		return status, nil
 	}
 	return writer, nil
+}
+
+// restoreStatusWriter hands the writer what the state stream holds of RIs, clusters and nodes (see
+// consumers.StatusWriter.Restore).
+func restoreStatusWriter(ctx context.Context, b *Bus, writer *consumers.StatusWriter) error {
+	stream, err := b.JetStream.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		return fmt.Errorf("status writer: %w", err)
+	}
+	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{
+		schemas.SubjectEventsPrefix + ".resourceinterface.>", schemas.SubjectEventsPrefix + ".cluster.>",
+		schemas.SubjectEventsPrefix + ".node.>"}})
+	if err != nil {
+		return fmt.Errorf("status writer: read %s: %w", schemas.StreamState, err)
+	}
+	info, err := consumer.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("status writer: read %s: %w", schemas.StreamState, err)
+	}
+	for pending := info.NumPending; pending > 0; {
+		msg, err := consumer.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			return fmt.Errorf("status writer: read %s: %w", schemas.StreamState, err)
+		}
+		if meta, err := msg.Metadata(); err == nil {
+			pending = meta.NumPending
+		} else {
+			pending--
+		}
+		event, err := bus.Decode(msg.Headers(), msg.Data())
+		if err != nil {
+			continue
+		}
+		if payload, err := schemas.DecodePayload(event); err == nil {
+			writer.Restore(event.Type(), payload)
+		}
+	}
+	return nil
 }
 
 // Superseded reports whether stream holds a message on subject after sequence seq (see
