@@ -56,6 +56,11 @@ type ClusterProducer struct {
 	// Kinds are the workload kinds whose placed objects (label app.kubernetes.io/managed-by=fleetflow)
 	// report status. A kind is watched once the cluster serves it; AddKind adds more while running.
 	Kinds []schema.GroupVersionKind
+	// KnownNodes, when set, returns the names of the cluster's nodes whose last event in the streams' state
+	// is a node state. Once the node cache has synced, each of them the cluster no longer has gets its
+	// deletion published: a node removed while no producer ran is seen deleted by no informer, and the placer
+	// would keep its capacity for good.
+	KnownNodes func(ctx context.Context) ([]string, error)
 
 	mu          sync.Mutex
 	running     bool
@@ -138,6 +143,7 @@ func (p *ClusterProducer) Run(ctx context.Context) error {
 	}
 	log.Info("cluster producer started", "heartbeat", p.Heartbeat, "apis_resync", p.APIsResync,
 		"coalesce_window", p.CoalesceWindow)
+	p.queueMissedNodeDeletions(ctx)
 
 	wg.Go(func() { p.apisLoop(ctx) })
 	wg.Go(func() { p.resyncLoop(ctx) })

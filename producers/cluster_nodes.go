@@ -97,6 +97,43 @@ func (p *ClusterProducer) addNodeHandlers() error {
 	return nil
 }
 
+// queueMissedNodeDeletions queues the deletion of every node the streams' state holds that the cluster no
+// longer has (see KnownNodes). The deleted node's uid is not known then, so its deletion's id has none; every
+// replica computes the same.
+func (p *ClusterProducer) queueMissedNodeDeletions(ctx context.Context) {
+	if p.KnownNodes == nil {
+		return
+	}
+	known, err := p.KnownNodes(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.Log.Warn("cannot read the nodes the streams hold; nodes removed while no producer ran are not published deleted",
+				"cluster", p.Cluster, "error", err)
+		}
+		return
+	}
+	var missed []string
+	for _, name := range known {
+		if _, exists, err := p.nodeInformer.GetStore().GetByKey(name); err == nil && !exists {
+			missed = append(missed, name)
+		}
+	}
+	if len(missed) == 0 {
+		return
+	}
+	p.mu.Lock()
+	for _, name := range missed {
+		if _, tomb := p.nodeTombs[name]; !tomb {
+			p.nodeTombs[name] = ""
+		}
+	}
+	p.mu.Unlock()
+	for _, name := range missed {
+		p.nodeQueue.Add(name)
+	}
+	p.Log.Info("publishing the deletion of nodes removed while no producer ran", "cluster", p.Cluster, "nodes", len(missed))
+}
+
 func (p *ClusterProducer) addPodHandlers() error {
 	_, err := p.podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {

@@ -239,7 +239,8 @@ func newProducerCommand() *cobra.Command {
 				return err
 			}
 			p := &producers.ClusterProducer{Cluster: name, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
-				Heartbeat: heartbeat, Log: slog.Default().With("component", "cluster-producer", "cluster", name)}
+				KnownNodes: pipeline.KnownNodes(b.JetStream, name),
+				Heartbeat:  heartbeat, Log: slog.Default().With("component", "cluster-producer", "cluster", name)}
 			return p.Run(ctx)
 		},
 	}

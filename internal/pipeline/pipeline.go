@@ -120,44 +120,65 @@ func RunProducer(ctx context.Context, b *Bus, controlPlane *kube.Clients, kinds 
 // change: the objects the streams hold as existing (see producers.ControlPlaneProducer.Known).
 func KnownObjects(js jetstream.JetStream) func(ctx context.Context, filter string) ([]schemas.ObjectRef, error) {
 	return func(ctx context.Context, filter string) ([]schemas.ObjectRef, error) {
-		stream, err := js.Stream(ctx, schemas.StreamState)
-		if err != nil {
-			return nil, fmt.Errorf("known objects: %w", err)
-		}
-		consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
-			DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
-		if err != nil {
-			return nil, fmt.Errorf("known objects on %s: %w", filter, err)
-		}
-		info, err := consumer.Info(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("known objects on %s: %w", filter, err)
-		}
 		var known []schemas.ObjectRef
-		for pending := info.NumPending; pending > 0; {
-			msg, err := consumer.Next(jetstream.FetchMaxWait(5 * time.Second))
-			if err != nil {
-				return nil, fmt.Errorf("known objects on %s: %w", filter, err)
-			}
-			if meta, err := msg.Metadata(); err == nil {
-				pending = meta.NumPending
-			} else {
-				pending--
-			}
-			event, err := bus.Decode(msg.Headers(), msg.Data())
-			if err != nil {
-				continue
-			}
-			payload, err := schemas.DecodePayload(event)
-			if err != nil {
-				continue
-			}
+		err := lastEvents(ctx, js, filter, func(_ string, payload schemas.Payload) {
 			if changed, ok := payload.(*schemas.ObjectChanged); ok {
 				known = append(known, changed.Ref())
 			}
-		}
-		return known, nil
+		})
+		return known, err
 	}
+}
+
+// KnownNodes returns the names of cluster's nodes whose last event in the state stream is a node state (see
+// producers.ClusterProducer.KnownNodes).
+func KnownNodes(js jetstream.JetStream, cluster string) func(ctx context.Context) ([]string, error) {
+	return func(ctx context.Context) ([]string, error) {
+		var known []string
+		err := lastEvents(ctx, js, schemas.SubjectEventsPrefix+".node."+schemas.Token(cluster)+".*", func(_ string, payload schemas.Payload) {
+			if node, ok := payload.(*schemas.NodeState); ok {
+				known = append(known, node.Name)
+			}
+		})
+		return known, err
+	}
+}
+
+// lastEvents hands each last event the state stream holds on the subjects filter selects to take, skipping
+// what does not decode.
+func lastEvents(ctx context.Context, js jetstream.JetStream, filter string, take func(eventType string, payload schemas.Payload)) error {
+	stream, err := js.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		return fmt.Errorf("last events on %s: %w", filter, err)
+	}
+	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+	if err != nil {
+		return fmt.Errorf("last events on %s: %w", filter, err)
+	}
+	info, err := consumer.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("last events on %s: %w", filter, err)
+	}
+	for pending := info.NumPending; pending > 0; {
+		msg, err := consumer.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if err != nil {
+			return fmt.Errorf("last events on %s: %w", filter, err)
+		}
+		if meta, err := msg.Metadata(); err == nil {
+			pending = meta.NumPending
+		} else {
+			pending--
+		}
+		event, err := bus.Decode(msg.Headers(), msg.Data())
+		if err != nil {
+			continue
+		}
+		if payload, err := schemas.DecodePayload(event); err == nil {
+			take(event.Type(), payload)
+		}
+	}
+	return nil
 }
 
 // BuiltinKinds are the kinds the built-in RIs describe.
@@ -509,7 +530,8 @@ func RunClusterParts(ctx context.Context, b *Bus, cluster string, clients *kube.
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		p := &producers.ClusterProducer{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
-			Heartbeat: heartbeat, Log: log.With("component", "cluster-producer", "cluster", cluster)}
+			KnownNodes: KnownNodes(b.JetStream, cluster),
+			Heartbeat:  heartbeat, Log: log.With("component", "cluster-producer", "cluster", cluster)}
 		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
 			cancel(fmt.Errorf("cluster producer %s: %w", cluster, err))
 		}
