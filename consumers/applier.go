@@ -2,6 +2,7 @@ package consumers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -79,16 +80,41 @@ func (a *Applier) Handle(ctx context.Context, d bus.Delivery) error {
 		return err
 	}
 	log.Info("decision carried out", "resource_version", rv)
-	return a.report(ctx, schemas.TypePlacementApplied, "applied", &schemas.PlacementApplied{
-		DecisionID: decided.DecisionID, Workload: decided.Workload, Cluster: a.Cluster,
-		Action: decided.Action, Sequence: decided.Sequence, ResourceVersion: rv,
-	})
+	if err := a.report(ctx, schemas.TypePlacementApplied, "applied", appliedReport(decided, a.Cluster, rv)); err != nil {
+		return reportError{err: err, resourceVersion: rv}
+	}
+	return nil
 }
 
-// GiveUp reports a decision the applier could not carry out, so it is never silently dropped.
+func appliedReport(decided *schemas.PlacementDecided, cluster, resourceVersion string) *schemas.PlacementApplied {
+	return &schemas.PlacementApplied{DecisionID: decided.DecisionID, Workload: decided.Workload, Cluster: cluster,
+		Action: decided.Action, Sequence: decided.Sequence, ResourceVersion: resourceVersion}
+}
+
+// reportError is a decision carried out whose report could not be published.
+type reportError struct {
+	err             error
+	resourceVersion string
+}
+
+func (r reportError) Error() string {
+	return "decision carried out, but its report was not stored: " + r.err.Error()
+}
+func (r reportError) Unwrap() error { return r.err }
+
+// GiveUp reports a decision the applier could not carry out, so it is never silently dropped. A decision
+// carried out whose report could not be stored is reported applied: reported failed, it would make the placer
+// move a workload (under rescheduleOnFailure) off a cluster that runs it.
 func (a *Applier) GiveUp(ctx context.Context, d bus.Delivery, cause error) {
 	decided, ok := d.Payload.(*schemas.PlacementDecided)
 	if !ok {
+		return
+	}
+	var unreported reportError
+	if errors.As(cause, &unreported) {
+		if err := a.report(ctx, schemas.TypePlacementApplied, "applied", appliedReport(decided, a.Cluster, unreported.resourceVersion)); err != nil {
+			a.Log.Error("could not report a decision carried out", "workload", decided.Workload.Key(), "error", err)
+		}
 		return
 	}
 	err := a.report(ctx, schemas.TypePlacementFailed, "failed", &schemas.PlacementFailed{

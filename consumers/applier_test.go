@@ -75,3 +75,53 @@ func TestApplierSkipsSupersededApplies(t *testing.T) {
 		t.Errorf("error = %v, want a retryable error when the stream cannot tell", err)
 	}
 }
+
+// TestApplierGivingUpSaysWhatHappened: a decision the applier could not carry out is reported failed; one it
+// carried out but could not report (the report's publish failed every attempt) is reported applied, since a
+// failure would make the placer move the workload off a cluster that runs it.
+func TestApplierGivingUpSaysWhatHappened(t *testing.T) {
+	tests := []struct {
+		name  string
+		cause error
+		want  string
+	}{
+		{name: "not carried out", cause: errors.New("the server could not find the requested resource"), want: schemas.TypePlacementFailed},
+		{name: "carried out, not reported", cause: reportError{err: errors.New("nats: timeout"), resourceVersion: "42"},
+			want: schemas.TypePlacementApplied},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(srv.Shutdown)
+			nc, js, err := bus.Connect(srv.ClientURL(), t.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(nc.Close)
+			if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), slog.New(slog.DiscardHandler)); err != nil {
+				t.Fatal(err)
+			}
+			ref := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "uid-web"}
+			decided := &schemas.PlacementDecided{DecisionID: "uid-web/5/Apply/east", Workload: ref, Cluster: "east",
+				Action: schemas.ActionApply, Sequence: 5, Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+					"metadata": map[string]any{"name": "web", "namespace": "team"}}}
+			a := &Applier{Cluster: "east", Publisher: bus.NewPublisher(js), Log: slog.New(slog.DiscardHandler)}
+			a.GiveUp(ctx, delivery(t, 5, schemas.TypePlacementDecided, schemas.DecisionSubject("east", ref), decided), tt.cause)
+			events, err := js.Stream(ctx, schemas.StreamEvents)
+			if err != nil {
+				t.Fatal(err)
+			}
+			msg, err := events.GetLastMsgForSubject(ctx, schemas.PlacementSubject("east", ref))
+			if err != nil {
+				t.Fatalf("no report: %v", err)
+			}
+			if got := msg.Header.Get("ce-type"); got != tt.want {
+				t.Errorf("reported %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
