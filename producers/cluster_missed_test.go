@@ -2,7 +2,9 @@ package producers_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -52,4 +54,40 @@ func TestClusterProducerPublishesNodesRemovedWhileItWasDown(t *testing.T) {
 			t.Errorf("the node that is there was published deleted: %+v", e)
 		}
 	}
+}
+
+// TestRestartedProducerStoresAStateThatReturned: a node's state that returns, while no producer runs, to one
+// stored before a later state (a pod added, then deleted during a restart within the duplicate window) is
+// dropped by JetStream as a duplicate of the first; the restarted producer, which knows nothing of the
+// subject yet, reads the later state's sequence from the stream and stores the returned state after it.
+func TestRestartedProducerStoresAStateThatReturned(t *testing.T) {
+	b := newBench(t)
+	const ns, nodeName = "returned", "node-returned"
+	b.namespace(ns)
+	b.createNode(nodeSpec{name: nodeName, allocatable: resources("cpu=16"), ready: true})
+	b.createPod(newPod(ns, "first").on(nodeName).container("cpu=1", "").build())
+
+	run := func() (stop func()) {
+		p := &producers.ClusterProducer{Cluster: testCluster, Clients: b.clients, Publisher: b.pub,
+			Log: slog.New(slog.DiscardHandler), Heartbeat: time.Second, CoalesceWindow: 100 * time.Millisecond}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("producer Run: %v", err)
+			}
+		}
+	}
+	stop := run()
+	b.waitNode(nodeName, "one pod", func(s *schemas.NodeState) bool { return s.Pods == 1 })
+	b.createPod(newPod(ns, "second").on(nodeName).container("cpu=2", "").build())
+	b.waitNode(nodeName, "two pods", func(s *schemas.NodeState) bool { return s.Pods == 2 })
+	stop()
+
+	b.deletePod(ns, "second")
+	stop = run()
+	defer stop()
+	b.waitNode(nodeName, "one pod again, stored after the state with two", func(s *schemas.NodeState) bool { return s.Pods == 1 })
 }

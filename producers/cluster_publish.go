@@ -21,7 +21,8 @@ import (
 // stored state. JetStream's duplicate ack names the sequence of the original message, so when that
 // sequence is older than the last one this publisher stored or saw acknowledged on the subject, the state
 // is republished with the id qualified by that sequence. Replicas that saw the same history compute the
-// same qualified id, so they still store it once.
+// same qualified id, so they still store it once. A publisher that knows nothing of the subject yet (started
+// since) reads the last sequence on the subject from the stream.
 type statePublisher struct {
 	publisher *bus.Publisher
 	source    string
@@ -78,6 +79,15 @@ func (s *statePublisher) send(ctx context.Context, eventType, subject, id string
 	ack, err := s.publisher.Publish(ctx, subject, event)
 	if err != nil {
 		return 0, err
+	}
+	if ack.Duplicate && lastSeq == 0 {
+		// This publisher knows nothing of the subject (it started since, after a restart within the duplicate
+		// window, say): the stream tells whether a later state was stored after the original.
+		stored, err := s.publisher.LastStored(ctx, schemas.StreamEvents, subject)
+		if err != nil {
+			return 0, err
+		}
+		lastSeq = stored
 	}
 	if ack.Duplicate && ack.Sequence < lastSeq {
 		// The stored copy predates a later state on this subject: store this state again, after it.

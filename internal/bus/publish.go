@@ -2,6 +2,7 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -15,6 +16,22 @@ type Publisher struct {
 
 // NewPublisher returns a publisher on js.
 func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js} }
+
+// LastStored returns the sequence of the last message stream holds on subject, 0 when it holds none.
+func (p *Publisher) LastStored(ctx context.Context, stream, subject string) (uint64, error) {
+	s, err := p.js.Stream(ctx, stream)
+	if err != nil {
+		return 0, fmt.Errorf("stream %s: %w", stream, err)
+	}
+	msg, err := s.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("last message on %s in %s: %w", subject, stream, err)
+	}
+	return msg.Sequence, nil
+}
 
 // Publish stores e on subject. The event id is the Nats-Msg-Id, so publishing the same content twice
 // within the stream's duplicate window stores it once; Duplicate in the ack reports that case.
