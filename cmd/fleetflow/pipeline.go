@@ -238,10 +238,7 @@ func newProducerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p := &producers.ClusterProducer{Cluster: name, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
-				KnownNodes: pipeline.KnownNodes(b.JetStream, name),
-				Heartbeat:  heartbeat, Log: slog.Default().With("component", "cluster-producer", "cluster", name)}
-			return p.Run(ctx)
+			return pipeline.RunClusterProducer(ctx, b, name, clients, kinds, heartbeat, slog.Default())
 		},
 	}
 	bf.register(cmd.Flags())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fleetflow/fleetflow/consumers"
@@ -520,6 +521,73 @@ func lastMessage(ctx context.Context, stream jetstream.Stream, subject string) (
 	return msg, nil
 }
 
+// RunClusterProducer runs the producer of one workload cluster until ctx is done. Besides kinds, it reports
+// the placed objects of every kind a ResourceInterface applied to the control plane describes, as the state
+// stream holds them and as they come: without them, placed objects of a kind only a user's RI describes
+// reported no status and no pending pods.
+func RunClusterProducer(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, kinds []schema.GroupVersionKind,
+	heartbeat time.Duration, log *slog.Logger) error {
+	log = log.With("component", "cluster-producer", "cluster", cluster)
+	p := &producers.ClusterProducer{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
+		KnownNodes: KnownNodes(b.JetStream, cluster), Heartbeat: heartbeat, Log: log}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	followed := make(chan error, 1)
+	go func() { followed <- followResourceInterfaceKinds(ctx, b.JetStream, p.AddKind) }()
+	err := p.Run(ctx)
+	cancel()
+	if ferr := <-followed; ferr != nil && ctx.Err() == nil {
+		log.Warn("stopped following the kinds ResourceInterfaces describe", "error", ferr)
+	}
+	return err
+}
+
+// followResourceInterfaceKinds hands add the kind of every ResourceInterface the state stream holds, then of
+// every one applied since, until ctx is done.
+func followResourceInterfaceKinds(ctx context.Context, js jetstream.JetStream, add func(schema.GroupVersionKind)) error {
+	stream, err := js.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		return fmt.Errorf("follow resource interfaces: %w", err)
+	}
+	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{schemas.SubjectEventsPrefix + ".resourceinterface.>"},
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy})
+	if err != nil {
+		return fmt.Errorf("follow resource interfaces: %w", err)
+	}
+	messages, err := consumer.Messages(bus.PullOptions()...)
+	if err != nil {
+		return fmt.Errorf("follow resource interfaces: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		messages.Stop()
+	}()
+	for {
+		msg, err := messages.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			continue // a missed heartbeat: the ordered consumer is created again
+		}
+		event, err := bus.Decode(msg.Headers(), msg.Data())
+		if err != nil || event.Type() != schemas.TypeResourceInterfaceChanged {
+			continue
+		}
+		payload, err := schemas.DecodePayload(event)
+		if err != nil {
+			continue
+		}
+		if ri, ok := payload.(*schemas.ObjectChanged); ok {
+			kind, _, _ := unstructured.NestedStringMap(ri.Object, "spec", "structureDefinition", "rootComponent", "kind")
+			if kind["kind"] != "" && kind["version"] != "" {
+				add(schema.GroupVersionKind{Group: kind["group"], Version: kind["version"], Kind: kind["kind"]})
+			}
+		}
+	}
+}
+
 // RunClusterParts runs what fleetflow does for one workload cluster: the producer of its nodes, APIs,
 // heartbeats and workload statuses, and the applier of its decisions. A heartbeat interval of zero means
 // the producer's default.
@@ -529,10 +597,7 @@ func RunClusterParts(ctx context.Context, b *Bus, cluster string, clients *kube.
 	defer cancel(nil)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		p := &producers.ClusterProducer{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
-			KnownNodes: KnownNodes(b.JetStream, cluster),
-			Heartbeat:  heartbeat, Log: log.With("component", "cluster-producer", "cluster", cluster)}
-		if err := p.Run(ctx); err != nil && ctx.Err() == nil {
+		if err := RunClusterProducer(ctx, b, cluster, clients, kinds, heartbeat, log); err != nil && ctx.Err() == nil {
 			cancel(fmt.Errorf("cluster producer %s: %w", cluster, err))
 		}
 	})
