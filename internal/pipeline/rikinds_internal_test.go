@@ -30,7 +30,9 @@ func TestClusterProducersFollowTheKindsResourceInterfacesDescribe(t *testing.T) 
 	defer cancel()
 	kinds := make(chan schema.GroupVersionKind, 4)
 	done := make(chan error, 1)
-	go func() { done <- followResourceInterfaceKinds(ctx, b.JetStream, func(gvk schema.GroupVersionKind) { kinds <- gvk }) }()
+	go func() {
+		done <- followResourceInterfaceKinds(ctx, b.JetStream, func(gvk schema.GroupVersionKind) { kinds <- gvk })
+	}()
 	want := func(gvk schema.GroupVersionKind) {
 		t.Helper()
 		select {
