@@ -505,11 +505,19 @@ func (p *ControlPlaneProducer) watchNamedKinds(family Family, obj *unstructured.
 			}
 		}
 	case ResourceInterfaceFamily.Name:
-		root, _, _ := unstructured.NestedStringMap(obj.Object, "spec", "structureDefinition", "rootComponent", "kind")
-		if root["kind"] != "" && root["version"] != "" {
-			p.AddKind(schema.GroupVersionKind{Group: root["group"], Version: root["version"], Kind: root["kind"]}, WorkloadFamily)
+		if gvk, ok := DescribedKind(obj.Object); ok {
+			p.AddKind(gvk, WorkloadFamily)
 		}
 	}
+}
+
+// DescribedKind is the kind a ResourceInterface object describes: its root component's.
+func DescribedKind(ri map[string]any) (schema.GroupVersionKind, bool) {
+	root, _, _ := unstructured.NestedStringMap(ri, "spec", "structureDefinition", "rootComponent", "kind")
+	if root["kind"] == "" || root["version"] == "" {
+		return schema.GroupVersionKind{}, false
+	}
+	return schema.GroupVersionKind{Group: root["group"], Version: root["version"], Kind: root["kind"]}, true
 }
 
 // addGroupKind watches a kind named without a version at the version the control plane prefers, once the

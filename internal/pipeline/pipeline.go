@@ -14,7 +14,6 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fleetflow/fleetflow/consumers"
@@ -122,11 +121,11 @@ func RunProducer(ctx context.Context, b *Bus, controlPlane *kube.Clients, kinds 
 func KnownObjects(js jetstream.JetStream) func(ctx context.Context, filter string) ([]schemas.ObjectRef, error) {
 	return func(ctx context.Context, filter string) ([]schemas.ObjectRef, error) {
 		var known []schemas.ObjectRef
-		err := lastEvents(ctx, js, filter, func(_ string, payload schemas.Payload) {
+		err := lastEvents(ctx, js, func(_ string, payload schemas.Payload) {
 			if changed, ok := payload.(*schemas.ObjectChanged); ok {
 				known = append(known, changed.Ref())
 			}
-		})
+		}, filter)
 		return known, err
 	}
 }
@@ -136,35 +135,35 @@ func KnownObjects(js jetstream.JetStream) func(ctx context.Context, filter strin
 func KnownNodes(js jetstream.JetStream, cluster string) func(ctx context.Context) ([]string, error) {
 	return func(ctx context.Context) ([]string, error) {
 		var known []string
-		err := lastEvents(ctx, js, schemas.SubjectEventsPrefix+".node."+schemas.Token(cluster)+".*", func(_ string, payload schemas.Payload) {
+		err := lastEvents(ctx, js, func(_ string, payload schemas.Payload) {
 			if node, ok := payload.(*schemas.NodeState); ok {
 				known = append(known, node.Name)
 			}
-		})
+		}, schemas.SubjectEventsPrefix+".node."+schemas.Token(cluster)+".*")
 		return known, err
 	}
 }
 
-// lastEvents hands each last event the state stream holds on the subjects filter selects to take, skipping
+// lastEvents hands each last event the state stream holds on the subjects filters select to take, skipping
 // what does not decode.
-func lastEvents(ctx context.Context, js jetstream.JetStream, filter string, take func(eventType string, payload schemas.Payload)) error {
+func lastEvents(ctx context.Context, js jetstream.JetStream, take func(eventType string, payload schemas.Payload), filters ...string) error {
 	stream, err := js.Stream(ctx, schemas.StreamState)
 	if err != nil {
-		return fmt.Errorf("last events on %s: %w", filter, err)
+		return fmt.Errorf("last events on %v: %w", filters, err)
 	}
-	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter},
+	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters,
 		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
 	if err != nil {
-		return fmt.Errorf("last events on %s: %w", filter, err)
+		return fmt.Errorf("last events on %v: %w", filters, err)
 	}
 	info, err := consumer.Info(ctx)
 	if err != nil {
-		return fmt.Errorf("last events on %s: %w", filter, err)
+		return fmt.Errorf("last events on %v: %w", filters, err)
 	}
 	for pending := info.NumPending; pending > 0; {
 		msg, err := consumer.Next(jetstream.FetchMaxWait(5 * time.Second))
 		if err != nil {
-			return fmt.Errorf("last events on %s: %w", filter, err)
+			return fmt.Errorf("last events on %v: %w", filters, err)
 		}
 		if meta, err := msg.Metadata(); err == nil {
 			pending = meta.NumPending
@@ -464,37 +463,10 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 // restoreStatusWriter hands the writer what the state stream holds of RIs, clusters and nodes (see
 // consumers.StatusWriter.Restore).
 func restoreStatusWriter(ctx context.Context, b *Bus, writer *consumers.StatusWriter) error {
-	stream, err := b.JetStream.Stream(ctx, schemas.StreamState)
+	err := lastEvents(ctx, b.JetStream, writer.Restore, schemas.SubjectEventsPrefix+".resourceinterface.>",
+		schemas.SubjectEventsPrefix+".cluster.>", schemas.SubjectEventsPrefix+".node.>")
 	if err != nil {
 		return fmt.Errorf("status writer: %w", err)
-	}
-	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{
-		schemas.SubjectEventsPrefix + ".resourceinterface.>", schemas.SubjectEventsPrefix + ".cluster.>",
-		schemas.SubjectEventsPrefix + ".node.>"}})
-	if err != nil {
-		return fmt.Errorf("status writer: read %s: %w", schemas.StreamState, err)
-	}
-	info, err := consumer.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("status writer: read %s: %w", schemas.StreamState, err)
-	}
-	for pending := info.NumPending; pending > 0; {
-		msg, err := consumer.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			return fmt.Errorf("status writer: read %s: %w", schemas.StreamState, err)
-		}
-		if meta, err := msg.Metadata(); err == nil {
-			pending = meta.NumPending
-		} else {
-			pending--
-		}
-		event, err := bus.Decode(msg.Headers(), msg.Data())
-		if err != nil {
-			continue
-		}
-		if payload, err := schemas.DecodePayload(event); err == nil {
-			writer.Restore(event.Type(), payload)
-		}
 	}
 	return nil
 }
@@ -580,9 +552,8 @@ func followResourceInterfaceKinds(ctx context.Context, js jetstream.JetStream, a
 			continue
 		}
 		if ri, ok := payload.(*schemas.ObjectChanged); ok {
-			kind, _, _ := unstructured.NestedStringMap(ri.Object, "spec", "structureDefinition", "rootComponent", "kind")
-			if kind["kind"] != "" && kind["version"] != "" {
-				add(schema.GroupVersionKind{Group: kind["group"], Version: kind["version"], Kind: kind["kind"]})
+			if gvk, ok := producers.DescribedKind(ri.Object); ok {
+				add(gvk)
 			}
 		}
 	}
