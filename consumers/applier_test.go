@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/bus/bustest"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -92,19 +93,7 @@ func TestApplierGivingUpSaysWhatHappened(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := t.Context()
-			srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(srv.Shutdown)
-			nc, js, err := bus.Connect(srv.ClientURL(), t.Name())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(nc.Close)
-			if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), slog.New(slog.DiscardHandler)); err != nil {
-				t.Fatal(err)
-			}
+			js := bustest.JetStream(t)
 			ref := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "uid-web"}
 			decided := &schemas.PlacementDecided{DecisionID: "uid-web/5/Apply/east", Workload: ref, Cluster: "east",
 				Action: schemas.ActionApply, Sequence: 5, Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",

@@ -76,18 +76,23 @@ func TestPendingWorkloadMovesToAClusterThatFits(t *testing.T) {
 	assertAppliedBeforeDeleted(t, e, "team-pending", placed.GetName())
 }
 
+// newReschedulingEnv starts the package's environment with the a-then-b policy rescheduling on failure, and
+// puts the package's shared policy back for the tests that follow.
+func newReschedulingEnv(t *testing.T) *e2eenv.Env {
+	t.Helper()
+	o := options()
+	o.PolicyFiles = []string{"testdata/policies/a-then-b-reschedule.yaml"}
+	e := e2eenv.New(t, o)
+	t.Cleanup(func() {
+		_ = e.ControlPlane.Apply(context.Background(), e2eenv.FieldManager, e2eenv.ReadObjects(t, "testdata/policies/a-then-b.yaml")...)
+	})
+	return e
+}
+
 // TestFailedWorkloadIsRescheduledWhenThePolicyAsks: the job fails on cluster-a (its status maps to Failed
 // through the built-in PyTorchJob RI) under a policy with rescheduleOnFailure, so it moves to cluster-b.
 func TestFailedWorkloadIsRescheduledWhenThePolicyAsks(t *testing.T) {
-	e := e2eenv.New(t, func() e2eenv.Options {
-		o := options()
-		o.PolicyFiles = []string{"testdata/policies/a-then-b-reschedule.yaml"}
-		return o
-	}())
-	t.Cleanup(func() {
-		// Put the package's shared policy back for the tests that follow.
-		_ = e.ControlPlane.Apply(context.Background(), e2eenv.FieldManager, e2eenv.ReadObjects(t, "testdata/policies/a-then-b.yaml")...)
-	})
+	e := newReschedulingEnv(t)
 	placed := placeJob(t, e, "team-failed")
 	placed.Object["status"] = map[string]any{"conditions": []any{
 		map[string]any{"type": "Created", "status": "True"},
@@ -111,14 +116,7 @@ func TestFailedWorkloadIsRescheduledWhenThePolicyAsks(t *testing.T) {
 // there takes no jobs of the team), so its applier gives up on the Apply, and under a policy with
 // rescheduleOnFailure the job moves to cluster-b, with the apiserver's message as the reason.
 func TestRefusedApplyIsRescheduledWhenThePolicyAsks(t *testing.T) {
-	e := e2eenv.New(t, func() e2eenv.Options {
-		o := options()
-		o.PolicyFiles = []string{"testdata/policies/a-then-b-reschedule.yaml"}
-		return o
-	}())
-	t.Cleanup(func() {
-		_ = e.ControlPlane.Apply(context.Background(), e2eenv.FieldManager, e2eenv.ReadObjects(t, "testdata/policies/a-then-b.yaml")...)
-	})
+	e := newReschedulingEnv(t)
 	refuseJobsOf(t, e.Clusters["cluster-a"], "team-refused")
 
 	job := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]

@@ -109,6 +109,27 @@ func (b *bench) start(adjust func(*producers.ClusterProducer)) (*producers.Clust
 	return p, logs
 }
 
+// publishToState publishes an event on a subject nothing was published on, as an earlier producer would
+// have, and waits until the state stream holds it.
+func (b *bench) publishToState(eventType, subject, id string, payload schemas.Payload) {
+	b.t.Helper()
+	event, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if _, err := b.pub.Publish(context.Background(), subject, event); err != nil {
+		b.t.Fatal(err)
+	}
+	state, err := b.js.Stream(context.Background(), schemas.StreamState)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	eventually(b.t, "the state stream holding "+subject, func() bool {
+		_, err := state.GetLastMsgForSubject(context.Background(), subject)
+		return err == nil
+	})
+}
+
 // messages returns the stored events on subject, oldest first.
 func (b *bench) messages(subject string) []storedEvent {
 	b.t.Helper()

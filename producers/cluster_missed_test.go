@@ -19,29 +19,12 @@ import (
 // the streams' state holds that the cluster no longer has, and leaves the others alone.
 func TestClusterProducerPublishesNodesRemovedWhileItWasDown(t *testing.T) {
 	b := newBench(t)
-	ctx := context.Background()
 	node := b.createNode(nodeSpec{name: "node-kept", allocatable: resources("cpu=8,pods=110")})
 	// What an earlier producer published before it stopped; node-gone was removed while none ran.
 	for _, name := range []string{"node-gone", node.Name} {
-		subject := schemas.NodeSubject(testCluster, name)
-		state := &schemas.NodeState{Cluster: testCluster, Name: name, Ready: true,
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}
-		event, err := schemas.NewEvent(schemas.TypeNodeChanged, "/test", subject, "earlier-"+name, state)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.pub.Publish(ctx, subject, event); err != nil {
-			t.Fatal(err)
-		}
+		b.publishToState(schemas.TypeNodeChanged, schemas.NodeSubject(testCluster, name), "earlier-"+name, &schemas.NodeState{
+			Cluster: testCluster, Name: name, Ready: true, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}})
 	}
-	stateStream, err := b.js.Stream(ctx, schemas.StreamState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the earlier node states in the state stream", func() bool {
-		_, err := stateStream.GetLastMsgForSubject(ctx, schemas.NodeSubject(testCluster, "node-gone"))
-		return err == nil
-	})
 
 	b.start(func(p *producers.ClusterProducer) { p.KnownNodes = pipeline.KnownNodes(b.js, testCluster) })
 	eventually(t, "node-gone published deleted", func() bool {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/bus/bustest"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -22,20 +23,8 @@ import (
 // the change alone, which consumers would take for a new version of the first.
 func TestDeletionOfANameTakenAgainIsPublishedFirst(t *testing.T) {
 	ctx := t.Context()
-	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, js, err := bus.Connect(srv.ClientURL(), t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
+	js := bustest.JetStream(t)
 	log := slog.New(slog.DiscardHandler)
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
-		t.Fatal(err)
-	}
 	job := func(uid string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob",
 			"metadata": map[string]any{"name": "train", "namespace": "team", "uid": uid, "resourceVersion": uid + "-1"}}}

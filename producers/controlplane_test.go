@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -128,23 +127,8 @@ func TestControlPlaneProducerPublishesDeletionsMadeWhileItWasDown(t *testing.T) 
 	}
 	// What an earlier producer published before it stopped; "gone" was deleted while none ran.
 	for _, obj := range []*schemas.ObjectChanged{configMap("gone", "uid-gone"), configMap("kept", string(kept.UID))} {
-		subject := schemas.WorkloadSubject(obj.Ref())
-		event, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, "earlier-"+obj.Ref().Name, obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := b.pub.Publish(ctx, subject, event); err != nil {
-			t.Fatal(err)
-		}
+		b.publishToState(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(obj.Ref()), "earlier-"+obj.Ref().Name, obj)
 	}
-	state, err := b.js.Stream(ctx, schemas.StreamState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the earlier events in the state stream", func() bool {
-		info, err := state.Info(ctx, jetstream.WithSubjectFilter(schemas.SubjectAllWorkloadEvents))
-		return err == nil && len(info.State.Subjects) >= 2
-	})
 
 	p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Known: pipeline.KnownObjects(b.js)}
