@@ -184,16 +184,25 @@ const maxStaleReads = 5
 // consumers of the writer, and writers sharing the work, patch the same objects.
 func (s *StatusWriter) withCurrent(ctx context.Context, ref schemas.ObjectRef,
 	write func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error) error {
-	for range maxStaleReads {
+	return rereadUntilWritten(ref.String(), func() error {
 		client, obj, err := s.current(ctx, ref)
 		if err != nil || obj == nil {
 			return err
 		}
-		if err := write(client, obj); !errors.Is(err, errStale) {
+		return write(client, obj)
+	})
+}
+
+// rereadUntilWritten runs readAndWrite, which reads an object and writes on it as read, again while the
+// object changed in between (errStale), at most maxStaleReads times; what names the object in the error
+// after that.
+func rereadUntilWritten(what string, readAndWrite func() error) error {
+	for range maxStaleReads {
+		if err := readAndWrite(); !errors.Is(err, errStale) {
 			return err
 		}
 	}
-	return fmt.Errorf("write %s on the control plane: %w %d times in a row", ref, errStale, maxStaleReads)
+	return fmt.Errorf("write %s on the control plane: %w %d times in a row", what, errStale, maxStaleReads)
 }
 
 // isStale tells a write refused because the object is not the one read: its resourceVersion moved on

@@ -193,7 +193,7 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 		return nil
 	}
 	clusters := s.ControlPlane.Dynamic.Resource(clusterResource)
-	for range maxStaleReads {
+	return rereadUntilWritten("Cluster "+name, func() error {
 		current, err := clusters.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil // the cluster is not (or no longer) registered
@@ -220,7 +220,7 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 		_, err = clusters.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: FieldManager})
 		switch {
 		case apierrors.IsConflict(err):
-			continue // changed since read: read again
+			return errStale
 		case apierrors.IsNotFound(err):
 			return nil
 		case err != nil:
@@ -228,8 +228,7 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 		}
 		c.written = string(identity)
 		return nil
-	}
-	return fmt.Errorf("write status of Cluster %s: %w %d times in a row", name, errStale, maxStaleReads)
+	})
 }
 
 func addResources(into, add corev1.ResourceList) {
@@ -256,7 +255,7 @@ func (s *StatusWriter) writePolicyStatus(ctx context.Context, p *schemas.ObjectC
 	if ref.Namespace != "" {
 		policies = client.Namespace(ref.Namespace)
 	}
-	for range maxStaleReads {
+	return rereadUntilWritten("SchedulePolicy "+ref.Name, func() error {
 		current, err := policies.Get(ctx, ref.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
@@ -267,12 +266,8 @@ func (s *StatusWriter) writePolicyStatus(ctx context.Context, p *schemas.ObjectC
 		if string(current.GetUID()) != ref.UID || current.GetGeneration() > generationOf(p.Object) {
 			return nil // another policy of that name, or a newer generation whose own event writes its verdict
 		}
-		err = s.writePolicyCondition(ctx, policies, current, p)
-		if !apierrors.IsConflict(err) {
-			return err
-		}
-	}
-	return fmt.Errorf("write status of SchedulePolicy %s: %w %d times in a row", ref.Name, errStale, maxStaleReads)
+		return s.writePolicyCondition(ctx, policies, current, p)
+	})
 }
 
 // writePolicyCondition validates the policy of event p and writes the verdict onto current, the policy as read.
@@ -308,7 +303,7 @@ func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynami
 	withStatus.Object["status"] = content
 	_, err = policies.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{FieldManager: FieldManager})
 	if apierrors.IsConflict(err) {
-		return err // changed since read: read again
+		return errStale
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
 		return classify(fmt.Errorf("write status of SchedulePolicy %s: %w", ref.Name, err))
