@@ -229,13 +229,84 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 		// statuses are shown: not one from a cluster the workload moved off (that came back after a failover
 		// and reports the old copy until its Delete goes through). A status from a new cluster handled before
 		// the verdict of the move is shown with that verdict (see annotateVerdict).
-		if shown := shownClusters(obj); shown != nil && !slices.Contains(shown, p.Cluster) {
+		shown := shownClusters(obj)
+		if shown != nil && !slices.Contains(shown, p.Cluster) {
 			s.Log.Debug("status from a cluster the workload is not shown placed on; not copied", "workload", p.Workload.Key(),
 				"cluster", p.Cluster, "placed_on", shown)
 			return nil
 		}
-		return s.showStatus(ctx, client, obj, p, map[string]any{})
+		if len(shown) > 1 && s.LastStatus != nil {
+			return s.showSpreadStatus(ctx, client, obj, shown, p, map[string]any{})
+		}
+		return s.showStatus(ctx, client, obj, p, map[string]any{schemas.AnnotationClusterPhases: nil})
 	})
+}
+
+// showSpreadStatus shows a workload spread over clusters: the status of the first of them that reported one
+// (so the status shown does not change with whichever copy reported last), each one's phase, and the least
+// advanced of those phases. latest, when set, is the status being handled, which the events stream may not
+// hand back yet as its cluster's last.
+func (s *StatusWriter) showSpreadStatus(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
+	clusters []string, latest *schemas.WorkloadStatus, annotations map[string]any) error {
+	ref := schemas.RefOf(obj.Object)
+	statuses := make([]*schemas.WorkloadStatus, len(clusters))
+	var shown *schemas.WorkloadStatus
+	for i, cluster := range clusters {
+		status := latest
+		if latest == nil || latest.Cluster != cluster {
+			var err error
+			if status, err = s.LastStatus(ctx, schemas.WorkloadStatusSubject(cluster, ref)); err != nil {
+				return err
+			}
+		}
+		if status == nil || status.Gone || status.Workload.UID != ref.UID || status.Status == nil {
+			continue
+		}
+		statuses[i] = status
+		if shown == nil {
+			shown = status
+		}
+	}
+	if shown == nil {
+		return s.annotateObject(ctx, client, obj, ref, annotations)
+	}
+	obj, err := s.writeStatus(ctx, client, obj, shown)
+	if err != nil {
+		return err
+	}
+	phases := make([]string, len(clusters))
+	overall := karta.PhaseCompleted
+	for i, status := range statuses {
+		phase := karta.PhaseUndefined
+		if status != nil {
+			phase = s.phaseOf(obj, status)
+		}
+		phases[i] = clusters[i] + "=" + string(phase)
+		if spreadPhaseRank(phase) < spreadPhaseRank(overall) {
+			overall = phase
+		}
+	}
+	annotations[schemas.AnnotationPhase] = string(overall)
+	annotations[schemas.AnnotationClusterPhases] = strings.Join(phases, ",")
+	return s.annotateObject(ctx, client, obj, ref, annotations)
+}
+
+// spreadPhaseRank orders phases from the least advanced: the phase a spread shows is the lowest of its copies'.
+func spreadPhaseRank(phase karta.Phase) int {
+	switch phase {
+	case karta.PhaseFailed:
+		return 0
+	case karta.PhaseDegraded:
+		return 1
+	case karta.PhaseInitializing:
+		return 2
+	case karta.PhaseRunning:
+		return 4
+	case karta.PhaseCompleted:
+		return 5
+	default:
+		return 3
+	}
 }
 
 // showStatus copies a workload status onto obj (replacing the whole status, so fields its cluster dropped
@@ -243,25 +314,42 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 // change since makes it errStale.
 func (s *StatusWriter) showStatus(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
 	p *schemas.WorkloadStatus, annotations map[string]any) error {
-	log := s.Log.With("workload", p.Workload.Key(), "cluster", p.Cluster)
-	if p.Status != nil && !sameJSON(obj.Object["status"], p.Status) {
-		withStatus := obj.DeepCopy()
-		withStatus.Object["status"] = p.Status
-		updated, err := client.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{FieldManager: FieldManager})
-		switch {
-		case isStale(err):
-			return errStale
-		case apierrors.IsNotFound(err):
-			// The CRD has no status subresource (or the object is gone): the phase annotation below still
-			// tells the story.
-			log.Debug("workload kind has no status subresource; status not copied")
-		case err != nil:
-			return classify(fmt.Errorf("copy status of %s from %s: %w", p.Workload, p.Cluster, err))
-		default:
-			obj = updated
-		}
+	obj, err := s.writeStatus(ctx, client, obj, p)
+	if err != nil {
+		return err
 	}
-	phase := karta.PhaseUndefined
+	annotations[schemas.AnnotationPhase] = string(s.phaseOf(obj, p))
+	if _, verdict := annotations[schemas.AnnotationPlacement]; !verdict && shownClusters(obj) == nil {
+		annotations[schemas.AnnotationCluster] = p.Cluster
+	}
+	return s.annotateObject(ctx, client, obj, p.Workload, annotations)
+}
+
+// writeStatus replaces obj's status with p's, unless it is that already, and returns obj as written.
+func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
+	p *schemas.WorkloadStatus) (*unstructured.Unstructured, error) {
+	if p.Status == nil || sameJSON(obj.Object["status"], p.Status) {
+		return obj, nil
+	}
+	withStatus := obj.DeepCopy()
+	withStatus.Object["status"] = p.Status
+	updated, err := client.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{FieldManager: FieldManager})
+	switch {
+	case isStale(err):
+		return nil, errStale
+	case apierrors.IsNotFound(err):
+		// The CRD has no status subresource (or the object is gone): the phase annotation still tells the story.
+		s.Log.Debug("workload kind has no status subresource; status not copied", "workload", p.Workload.Key(), "cluster", p.Cluster)
+		return obj, nil
+	case err != nil:
+		return nil, classify(fmt.Errorf("copy status of %s from %s: %w", p.Workload, p.Cluster, err))
+	default:
+		return updated, nil
+	}
+}
+
+// phaseOf maps p's status through obj's RI (Undefined without one), and warns when the workload newly failed.
+func (s *StatusWriter) phaseOf(obj *unstructured.Unstructured, p *schemas.WorkloadStatus) karta.Phase {
 	withStatus := obj.DeepCopy()
 	if p.Status != nil {
 		withStatus.Object["status"] = p.Status
@@ -269,21 +357,19 @@ func (s *StatusWriter) showStatus(ctx context.Context, client dynamic.ResourceIn
 	s.mu.RLock()
 	ri, ok := s.ris.Lookup(withStatus.GroupVersionKind())
 	s.mu.RUnlock()
-	if ok {
-		var err error
-		if phase, err = ri.Phase(withStatus.Object); err != nil {
-			log.Warn("status mapping failed", "ri", ri.Name, "error", err)
-			phase = karta.PhaseUndefined
-		}
+	if !ok {
+		return karta.PhaseUndefined
+	}
+	log := s.Log.With("workload", p.Workload.Key(), "cluster", p.Cluster, "ri", ri.Name)
+	phase, err := ri.Phase(withStatus.Object)
+	if err != nil {
+		log.Warn("status mapping failed", "error", err)
+		return karta.PhaseUndefined
 	}
 	if phase == karta.PhaseFailed && obj.GetAnnotations()[schemas.AnnotationPhase] != string(karta.PhaseFailed) {
-		log.Warn("workload failed in its cluster", "ri", ri.Name)
+		log.Warn("workload failed in its cluster")
 	}
-	annotations[schemas.AnnotationPhase] = string(phase)
-	if _, verdict := annotations[schemas.AnnotationPlacement]; !verdict && shownClusters(obj) == nil {
-		annotations[schemas.AnnotationCluster] = p.Cluster
-	}
-	return s.annotateObject(ctx, client, obj, p.Workload, annotations)
+	return phase
 }
 
 // annotateVerdict shows a verdict on the workload, unless the workload already shows a newer one: verdicts
@@ -308,6 +394,7 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 		schemas.AnnotationPolicy:          nilIfEmpty(p.Policy),
 		schemas.AnnotationReasons:         nil,
 		schemas.AnnotationVerdictSequence: place.mark(),
+		schemas.AnnotationClusterPhases:   nil,
 	}
 	if p.Status == schemas.VerdictPlaced {
 		annotations[schemas.AnnotationCluster] = strings.Join(p.Clusters, ",")
@@ -329,6 +416,9 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 	if p.Status == schemas.VerdictPlaced && !slices.Equal(shownClusters(obj), p.Clusters) && s.LastStatus != nil {
 		// Newly placed: the status shown comes from its clusters from now on, and one of theirs may have been
 		// handled before this verdict.
+		if len(p.Clusters) > 1 {
+			return s.showSpreadStatus(ctx, client, obj, p.Clusters, nil, annotations)
+		}
 		for _, cluster := range p.Clusters {
 			status, err := s.LastStatus(ctx, schemas.WorkloadStatusSubject(cluster, p.Workload))
 			if err != nil {

@@ -198,3 +198,47 @@ func TestPolicyVerdictOfAnOlderGenerationIsNotShown(t *testing.T) {
 		t.Error("the verdict on generation 1, handled after generation 2's, replaced it")
 	}
 }
+
+// TestSpreadShowsEachClustersPhase: a job shown spread over two clusters shows each one's phase, the least
+// advanced of them as its phase, and the status of the first cluster that reported, which a later status
+// from the other cluster does not replace; a verdict that places it on one cluster again drops the
+// per-cluster phases. The spread names cluster-b and a cluster-c the fleet does not have, whose statuses the
+// test publishes, so that the copy the placer put on cluster-a reports nothing that counts.
+func TestSpreadShowsEachClustersPhase(t *testing.T) {
+	e := newEnv(t)
+	ref, epoch, seq := placedJob(t, e, "team-spread")
+	shows := func(what string, phase, clusterPhases, condition string) {
+		t.Helper()
+		e2eenv.Eventually(t, e2eenv.Settle, what, func() bool {
+			obj := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-spread", ref.Name)
+			a := obj.GetAnnotations()
+			conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+			return a[schemas.AnnotationPhase] == phase && a[schemas.AnnotationClusterPhases] == clusterPhases &&
+				len(conditions) == 1 && conditions[0].(map[string]any)["type"] == condition
+		})
+	}
+	status := func(cluster, id string, condition string) {
+		publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(cluster, ref), id,
+			&schemas.WorkloadStatus{Cluster: cluster, Workload: ref, Status: workerStatus(map[string]any{"active": int64(1)}, condition)})
+	}
+	verdict := func(id string, after uint64, clusters ...string) {
+		publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), id, &schemas.PlacementVerdict{
+			Workload: ref, Sequence: seq + after, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "a-then-b", Clusters: clusters})
+	}
+
+	verdict("spread-verdict", 1000, "cluster-b", "cluster-c")
+	status("cluster-c", "spread-c-running", "Running")
+	shows("cluster-c's status, and cluster-b not reported yet", "Undefined", "cluster-b=Undefined,cluster-c=Running", "Running")
+
+	status("cluster-b", "spread-b-failed", "Failed")
+	shows("cluster-b's status, and its failure as the job's phase", "Failed", "cluster-b=Failed,cluster-c=Running", "Failed")
+
+	status("cluster-c", "spread-c-done", "Succeeded")
+	shows("cluster-b's status still, with cluster-c's new phase", "Failed", "cluster-b=Failed,cluster-c=Completed", "Failed")
+
+	verdict("single-verdict", 2000, "cluster-c")
+	shows("cluster-c's status alone once the job is placed there only", "Completed", "", "Succeeded")
+	if a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-spread", ref.Name).GetAnnotations(); a[schemas.AnnotationCluster] != "cluster-c" {
+		t.Errorf("%s = %q, want cluster-c", schemas.AnnotationCluster, a[schemas.AnnotationCluster])
+	}
+}

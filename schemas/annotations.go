@@ -10,8 +10,13 @@ const (
 	AnnotationPrefix = "fleetflow.io/"
 	// AnnotationCluster is where the workload runs (comma-separated for a spread).
 	AnnotationCluster = AnnotationPrefix + "cluster"
-	// AnnotationPhase is the workload's phase mapped through its RI's statusMappings.
+	// AnnotationPhase is the workload's phase mapped through its RI's statusMappings. For a workload spread
+	// over several clusters it is the least advanced of their phases (Failed, Degraded, Initializing,
+	// Undefined, Running, Completed: a copy that failed or has not reported decides it).
 	AnnotationPhase = AnnotationPrefix + "phase"
+	// AnnotationClusterPhases is, for a workload spread over several clusters, each one's phase:
+	// "cluster-a=Running,cluster-b=Initializing", in the order of AnnotationCluster.
+	AnnotationClusterPhases = AnnotationPrefix + "cluster-phases"
 	// AnnotationPlacement is the latest verdict: Placed, Unschedulable, NoPolicy or Invalid.
 	AnnotationPlacement = AnnotationPrefix + "placement"
 	// AnnotationPolicy is the SchedulePolicy that governs the workload.
