@@ -86,3 +86,54 @@ containers:
 		})
 	}
 }
+
+func TestBuiltinInferenceServiceReplicas(t *testing.T) {
+	tests := []struct {
+		name     string
+		spec     string
+		pods     int64
+		requests map[string]string
+	}{
+		{
+			name: "minReplicas 0 still starts one pod of each component",
+			spec: `
+  predictor: {minReplicas: 0, containers: [{name: kserve-container, resources: {requests: {nvidia.com/gpu: "1"}}}]}
+  transformer: {minReplicas: 0, containers: [{name: t, resources: {requests: {cpu: "1"}}}]}`,
+			pods:     2,
+			requests: map[string]string{"cpu": "1", "nvidia.com/gpu": "1"},
+		},
+		{
+			name: "a canary from its traffic share: ceil(3 x 20 / 100) = 1 pod with its own model's GPUs, the stable predictor keeps 2",
+			spec: `
+  predictor: {minReplicas: 3, model: {modelFormat: {name: huggingface}, resources: {requests: {cpu: "2", nvidia.com/gpu: "1"}}}}
+  canary:
+  - trafficPercent: 20
+    predictor: {name: v2, model: {resources: {requests: {nvidia.com/gpu: "2"}}}}`,
+			pods:     3,
+			requests: map[string]string{"cpu": "6", "nvidia.com/gpu": "4"},
+		},
+		{
+			name: "canaries with their own minReplicas, and a stable predictor left to its floor of one",
+			spec: `
+  predictor: {minReplicas: 2, containers: [{name: kserve-container, resources: {requests: {cpu: "1"}}}]}
+  canary:
+  - {trafficPercent: 10, predictor: {minReplicas: 2}}
+  - {trafficPercent: 10, predictor: {minReplicas: 1, containers: [{name: kserve-container, resources: {requests: {cpu: "3"}}}]}}`,
+			pods:     4,
+			requests: map[string]string{"cpu": "6"},
+		},
+		{
+			name: "no canary and no minReplicas: one predictor pod",
+			spec: `
+  predictor: {containers: [{name: kserve-container, resources: {requests: {memory: 2Gi}}}]}`,
+			pods:     1,
+			requests: map[string]string{"memory": "2Gi"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := mustParseObject(t, "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: isvc}\nspec:"+tt.spec+"\n")
+			checkTotals(t, analyzeBuiltin(t, obj), tt.pods, tt.requests)
+		})
+	}
+}

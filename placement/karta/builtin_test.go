@@ -105,8 +105,9 @@ func TestBuiltinCorpusSamples(t *testing.T) {
 		{"training-operator", "pytorchjob-mnist-gloo-gpu.yaml", 2, map[string]string{"nvidia.com/gpu": "2"}},
 		// Master 1 + Worker 3, no resources.
 		{"training-operator", "pytorchjob-smoke-sendrecv-3-workers.yaml", 4, map[string]string{}},
-		// MPIJob v1: launcher 1 x (1, 2Gi) + workers 2 x (2, 4Gi), limits only.
-		{"training-operator", "mpijob-tensorflow-mnist.yaml", 3, map[string]string{"cpu": "5", "memory": "10Gi"}},
+		// MPIJob v1: launcher 1 x (1, 2Gi) + workers 2 x (2, 4Gi), limits only; the launcher's kubectl-delivery
+		// init container adds 5Gi of ephemeral storage.
+		{"training-operator", "mpijob-tensorflow-mnist.yaml", 3, map[string]string{"cpu": "5", "memory": "10Gi", "ephemeral-storage": "5Gi"}},
 		// JobSet: replicas 2 x min(parallelism 2, completions 2) x 500m.
 		{"jobset", "jobset-topology-aware-scheduling.yaml", 4, map[string]string{"cpu": "2"}},
 		// JobSet: driver 1 x 1 + workers 1 (default) x parallelism 4.

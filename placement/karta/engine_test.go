@@ -33,7 +33,9 @@ spec:
   - {groupName: big, replicas: 9, maxReplicas: 3, template: {spec: {containers: [{name: w, resources: {requests: {cpu: "1"}}}]}}}
   # suspended group: no pods
   - {groupName: paused, replicas: 5, suspend: true, template: {spec: {containers: [{name: w, resources: {requests: {cpu: "1"}}}]}}}
-`, 1 + 12 + 2 + 3, map[string]string{"cpu": "7", "google.com/tpu": "48"}},
+# Every worker also runs KubeRay's wait-gcs-ready init container (200m, 256Mi): 2.4 CPU more for the TPU
+# workers, which ask for no CPU, and 256Mi for each of the 17 workers.
+`, 1 + 12 + 2 + 3, map[string]string{"cpu": "9400m", "memory": "4352Mi", "google.com/tpu": "48"}},
 		{"suspended raycluster", `
 apiVersion: ray.io/v1
 kind: RayCluster
@@ -51,7 +53,8 @@ spec:
   rayClusterConfig:
     headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "1"}}}]}}}
     workerGroupSpecs: [{groupName: g, replicas: 2, numOfHosts: 2, template: {spec: {containers: [{name: w, resources: {requests: {nvidia.com/gpu: "1"}}}]}}}]
-`, 5, map[string]string{"cpu": "1", "nvidia.com/gpu": "4"}},
+# 4 workers, each with the wait-gcs-ready init container (200m, 256Mi)
+`, 5, map[string]string{"cpu": "1800m", "memory": "1Gi", "nvidia.com/gpu": "4"}},
 		{"autoscaler sidecar with overridden resources", `
 apiVersion: ray.io/v1
 kind: RayCluster
@@ -106,6 +109,16 @@ spec:
     # autoscaled: replicas ignored, minReplicas 3 reserved
     Frontend: {replicas: 7, autoscaling: {enabled: true, minReplicas: 3, maxReplicas: 9}}
 `, 8 + 2 + 3, map[string]string{"cpu": "82", "nvidia.com/gpu": "64", "rdma/ib": "8"}},
+		{"dynamographdeployment service resources over its main container's", `
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: dgd}
+spec:
+  services:
+    # the operator lays the service's resources over mainContainer's, key by key: 4 CPU, 2 GPUs, 10Gi each
+    Worker: {replicas: 2, resources: {requests: {cpu: "4"}, limits: {gpu: "2"}},
+             extraPodSpec: {mainContainer: {image: img, resources: {requests: {cpu: "1"}, limits: {ephemeral-storage: 10Gi}}}}}
+`, 2, map[string]string{"cpu": "8", "nvidia.com/gpu": "4", "ephemeral-storage": "20Gi"}},
 		{"nimservice autoscaled multi-node", `
 apiVersion: apps.nvidia.com/v1alpha1
 kind: NIMService
@@ -152,10 +165,31 @@ kind: MPIJob
 metadata: {name: mj}
 spec:
   mpiReplicaSpecs:
-    # Launcher replicas default 1, Worker 3: launcher 1 CPU + 3 x (8 CPU, 2 GPUs)
+    # Launcher replicas default 1, Worker 3: launcher 1 CPU + 3 x (8 CPU, 2 GPUs); the launcher's
+    # kubectl-delivery init container adds 512Mi and 5Gi of ephemeral storage (its 100m is under 1 CPU)
     Launcher: {template: {spec: {containers: [{name: l, resources: {requests: {cpu: "1"}}}]}}}
     Worker: {replicas: 3, template: {spec: {containers: [{name: w, resources: {requests: {cpu: "8"}, limits: {nvidia.com/gpu: "2"}}}]}}}
-`, 4, map[string]string{"cpu": "25", "nvidia.com/gpu": "6"}},
+`, 4, map[string]string{"cpu": "25", "memory": "512Mi", "ephemeral-storage": "5Gi", "nvidia.com/gpu": "6"}},
+		{"mpijob v1 workers default to none", `
+apiVersion: kubeflow.org/v1
+kind: MPIJob
+metadata: {name: mj}
+spec:
+  mpiReplicaSpecs:
+    # the training operator defaults Worker replicas to 0: the launcher alone
+    Launcher: {template: {spec: {containers: [{name: l, resources: {requests: {cpu: "2", memory: 1Gi}}}]}}}
+    Worker: {template: {spec: {containers: [{name: w, resources: {limits: {nvidia.com/gpu: "8"}}}]}}}
+`, 1, map[string]string{"cpu": "2", "memory": "1Gi", "ephemeral-storage": "5Gi"}},
+		{"rayjob in sidecar mode runs its submitter in the head pod", `
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: rj}
+spec:
+  submissionMode: SidecarMode
+  rayClusterSpec:
+    headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "2", memory: 4Gi}}}]}}}
+# the head with KubeRay's ray-job-submitter container (500m, 200Mi); no submitter pod
+`, 1, map[string]string{"cpu": "2500m", "memory": "4296Mi"}},
 		{"mpijob v2beta1 with workers", `
 apiVersion: kubeflow.org/v2beta1
 kind: MPIJob
