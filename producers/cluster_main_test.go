@@ -207,6 +207,10 @@ type nodeSpec struct {
 	taints      []corev1.Taint
 	allocatable corev1.ResourceList
 	ready       bool
+	// readyCondition, when set, is the Ready condition's status instead of ready's; conditionless leaves the
+	// node without conditions, as a Node object that no kubelet reports for.
+	readyCondition corev1.ConditionStatus
+	conditionless  bool
 }
 
 func (b *bench) createNode(spec nodeSpec) *corev1.Node {
@@ -230,10 +234,15 @@ func (b *bench) createNode(spec nodeSpec) *corev1.Node {
 	if spec.ready {
 		status = corev1.ConditionTrue
 	}
+	if spec.readyCondition != "" {
+		status = spec.readyCondition
+	}
 	node.Status.Capacity = spec.allocatable
 	node.Status.Allocatable = spec.allocatable
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "Test",
-		LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if !spec.conditionless {
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: status, Reason: "Test",
+			LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	}
 	node, err = nodes.UpdateStatus(ctx, node, metav1.UpdateOptions{})
 	if err != nil {
 		b.t.Fatalf("node %s status: %v", spec.name, err)

@@ -280,13 +280,17 @@ func nodeAllocatable(node *corev1.Node) corev1.ResourceList {
 	return node.Status.Capacity
 }
 
+// nodeReady is false when the node's Ready condition says False or Unknown, as the node lifecycle controller
+// would then taint it. A node with no Ready condition at all is ready: kube-scheduler goes by taints, not
+// conditions, and a kubelet registers its node tainted not-ready until it reports, so a node without
+// conditions is one no kubelet reports for (a fleet of Node objects that only carry capacity), which takes pods.
 func nodeReady(node *corev1.Node) bool {
 	for _, c := range node.Status.Conditions {
 		if c.Type == corev1.NodeReady {
 			return c.Status == corev1.ConditionTrue
 		}
 	}
-	return false
+	return true
 }
 
 // nodeState sums what the non-terminal pods bound to node request, counts them, and attributes them to

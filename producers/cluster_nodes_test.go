@@ -159,6 +159,32 @@ func TestNodeDeletionPublishesNodeDeleted(t *testing.T) {
 	})
 }
 
+// A node is ready unless its Ready condition says otherwise: one without conditions (a Node object that only
+// carries capacity, as no kubelet reports for it) takes pods, as kube-scheduler would place them there.
+func TestNodeReadinessFollowsTheReadyCondition(t *testing.T) {
+	b := newBench(t)
+	tests := []struct {
+		node      nodeSpec
+		wantReady bool
+	}{
+		{nodeSpec{name: "node-ready-true", readyCondition: corev1.ConditionTrue}, true},
+		{nodeSpec{name: "node-ready-false", readyCondition: corev1.ConditionFalse}, false},
+		{nodeSpec{name: "node-ready-unknown", readyCondition: corev1.ConditionUnknown}, false},
+		{nodeSpec{name: "node-without-conditions", conditionless: true}, true},
+	}
+	for _, tt := range tests {
+		tt.node.allocatable = resources("cpu=8")
+		b.createNode(tt.node)
+	}
+	b.start(nil)
+	for _, tt := range tests {
+		got := b.waitNode(tt.node.name, "node state", func(*schemas.NodeState) bool { return true })
+		if got.Ready != tt.wantReady {
+			t.Errorf("%s: Ready = %v, want %v", tt.node.name, got.Ready, tt.wantReady)
+		}
+	}
+}
+
 // A state that returns to an earlier value within the duplicate window must still be the last one stored:
 // its content id equals the earlier message's, which JetStream would drop as a duplicate.
 func TestNodeStateReturningToAnEarlierValueIsStored(t *testing.T) {
