@@ -61,9 +61,9 @@ func TestAnalyzeJSONShape(t *testing.T) {
 		`{"name":"head","instance":"","replicas":1,"minReplicas":null,"maxReplicas":null,"pods":1,` +
 		`"podRequests":{"cpu":"500m","memory":"1Gi"},"nodeSelector":{},"tolerations":[]},` +
 		`{"name":"worker","instance":"gpu","replicas":4,"minReplicas":0,"maxReplicas":null,"pods":4,` +
-		`"podRequests":{"cpu":"4","memory":"256Mi","nvidia.com/gpu":"1"},"nodeSelector":{"accelerator":"h100"},` +
+		`"podRequests":{"cpu":"4","nvidia.com/gpu":"1"},"nodeSelector":{"accelerator":"h100"},` +
 		`"tolerations":[{"key":"nvidia.com/gpu","operator":"Exists"}]}],` +
-		`"totalPods":5,"totalRequests":{"cpu":"16500m","memory":"2Gi","nvidia.com/gpu":"4"},` +
+		`"totalPods":5,"totalRequests":{"cpu":"16500m","memory":"1Gi","nvidia.com/gpu":"4"},` +
 		`"gangGroups":[{"name":"cluster","members":[` +
 		`{"componentName":"head","groupByKeyPaths":[".metadata.labels[\"ray.io/cluster\"]"],"filters":[]},` +
 		`{"componentName":"worker","groupByKeyPaths":[".metadata.labels[\"ray.io/cluster\"]"],"filters":[]}]}],` +

@@ -33,9 +33,7 @@ spec:
   - {groupName: big, replicas: 9, maxReplicas: 3, template: {spec: {containers: [{name: w, resources: {requests: {cpu: "1"}}}]}}}
   # suspended group: no pods
   - {groupName: paused, replicas: 5, suspend: true, template: {spec: {containers: [{name: w, resources: {requests: {cpu: "1"}}}]}}}
-# Every worker also runs KubeRay's wait-gcs-ready init container (200m, 256Mi): 2.4 CPU more for the TPU
-# workers, which ask for no CPU, and 256Mi for each of the 17 workers.
-`, 1 + 12 + 2 + 3, map[string]string{"cpu": "9400m", "memory": "4352Mi", "google.com/tpu": "48"}},
+`, 1 + 12 + 2 + 3, map[string]string{"cpu": "7", "google.com/tpu": "48"}},
 		{"suspended raycluster", `
 apiVersion: ray.io/v1
 kind: RayCluster
@@ -53,8 +51,7 @@ spec:
   rayClusterConfig:
     headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "1"}}}]}}}
     workerGroupSpecs: [{groupName: g, replicas: 2, numOfHosts: 2, template: {spec: {containers: [{name: w, resources: {requests: {nvidia.com/gpu: "1"}}}]}}}]
-# 4 workers, each with the wait-gcs-ready init container (200m, 256Mi)
-`, 5, map[string]string{"cpu": "1800m", "memory": "1Gi", "nvidia.com/gpu": "4"}},
+`, 5, map[string]string{"cpu": "1", "nvidia.com/gpu": "4"}},
 		{"autoscaler sidecar with overridden resources", `
 apiVersion: ray.io/v1
 kind: RayCluster
