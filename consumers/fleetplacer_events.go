@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -448,9 +449,18 @@ func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bo
 		// A node that is not Ready takes no new pods, as the node lifecycle controller's taint says.
 		taints = append(taints, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule})
 	}
+	// kube-scheduler counts every pod bound to the node against allocatable pods, whatever it requests.
+	requested := n.Requested
+	if n.Pods > 0 {
+		requested = maps.Clone(requested)
+		if requested == nil {
+			requested = corev1.ResourceList{}
+		}
+		requested[corev1.ResourcePods] = *resource.NewQuantity(int64(n.Pods), resource.DecimalSI)
+	}
 	err := p.store.UpsertNodes(p.seq, structs.NodeInfo{Cluster: internString(n.Cluster), Name: n.Name,
 		Labels: internLabels(n.Labels, n.Name), Taints: taints, Unschedulable: n.Unschedulable,
-		Allocatable: n.Allocatable, Requested: n.Requested, PodsByWorkload: pods})
+		Allocatable: n.Allocatable, Requested: requested, PodsByWorkload: pods})
 	if err != nil || rebuilding {
 		return err
 	}

@@ -1028,3 +1028,23 @@ func TestMoveRedeliveredAfterAFailedFlushIsPublishedAgain(t *testing.T) {
 		})
 	}
 }
+
+// Every pod bound to a node takes one of its allocatable pod slots, whatever it requests (kube-scheduler's
+// "Too many pods"): a node at its limit takes no more, one with a slot left does.
+func TestNodePodsCountAgainstItsPodLimit(t *testing.T) {
+	for _, tt := range []struct {
+		podsOnNode int
+		want       string
+	}{{110, "Apply west"}, {109, "Apply east"}} {
+		f := newPlacerFixture(t, PlacerConfig{})
+		f.eastThenWest()
+		f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+			Pods:        tt.podsOnNode})
+		web := deployment("web")
+		f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+		if got := f.decisions(0); !equal(got, []string{tt.want}) {
+			t.Errorf("%d pods on east's only node: decisions %v, want %v", tt.podsOnNode, got, tt.want)
+		}
+	}
+}

@@ -65,6 +65,11 @@ func finishPodRequests(running corev1.ResourceList, spec *corev1.PodSpec) corev1
 	if pod := spec.Resources; pod != nil {
 		for name, q := range pod.Limits {
 			if _, requested := pod.Requests[name]; !requested && podLevelResource(name) {
+				// The API's defaulting (defaultPodRequests) takes the containers' aggregate for an
+				// overcommittable resource they request, and the pod-level limit otherwise.
+				if _, fromContainers := running[name]; fromContainers && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+					continue
+				}
 				running[name] = q.DeepCopy()
 			}
 		}

@@ -161,6 +161,10 @@ func referencePodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	if spec.Resources != nil {
 		for name, q := range spec.Resources.Limits {
 			if _, requested := spec.Resources.Requests[name]; !requested && podLevelResource(name) {
+				// defaultPodRequests: the containers' aggregate for cpu/memory they request, else the limit.
+				if _, fromContainers := running[name]; fromContainers && (name == "cpu" || name == "memory") {
+					continue
+				}
 				running[name] = q.DeepCopy()
 			}
 		}
@@ -221,4 +225,40 @@ func TestEffectivePodRequestsMatchesReference(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Pod-level limits without pod-level requests: the API defaults the pod's cpu and memory requests to what its
+// containers request of them, and to the pod-level limit only for a resource no container requests
+// (defaultPodRequests), and kube-scheduler fits the pod by those.
+func TestPodLevelLimitsDefaultRequestsFromTheContainers(t *testing.T) {
+	limits := corev1.ResourceList{"cpu": resource.MustParse("16"), "memory": resource.MustParse("64Gi")}
+	tests := []struct {
+		name       string
+		containers []corev1.Container
+		want       map[string]string
+	}{
+		{"containers request both", []corev1.Container{
+			container("main", map[string]string{"cpu": "2", "memory": "8Gi"}, nil),
+			container("side", map[string]string{"cpu": "1", "memory": "1Gi"}, nil)},
+			map[string]string{"cpu": "3", "memory": "9Gi"}},
+		{"containers request cpu only", []corev1.Container{container("main", map[string]string{"cpu": "2"}, nil)},
+			map[string]string{"cpu": "2", "memory": "64Gi"}},
+		{"a container limit stands in for its request", []corev1.Container{container("main", nil, map[string]string{"memory": "4Gi"})},
+			map[string]string{"cpu": "16", "memory": "4Gi"}},
+		{"no container requests", []corev1.Container{container("main", nil, nil)},
+			map[string]string{"cpu": "16", "memory": "64Gi"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := EffectivePodRequests(&corev1.PodSpec{Resources: &corev1.ResourceRequirements{Limits: limits}, Containers: tt.containers})
+			if len(got) != len(tt.want) {
+				t.Errorf("requests %v, want %v", Quantities(got), tt.want)
+			}
+			for name, w := range tt.want {
+				if g := got[corev1.ResourceName(name)]; g.Cmp(resource.MustParse(w)) != 0 {
+					t.Errorf("%s = %s, want %s", name, g.String(), w)
+				}
+			}
+		})
+	}
 }

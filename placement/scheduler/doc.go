@@ -10,8 +10,11 @@
 //   - gang: every pod of every component of a workload, which must all fit at once.
 //   - bound check: a per-cluster test on summed and per-node maximum free capacity that prunes clusters
 //     before any node is looked at. It never rejects a cluster that would fit.
-//   - packing: first-fit-decreasing of the gang's pods onto nodes, honouring requests, node selectors,
-//     required node affinity, taints and tolerations.
+//   - packing: first-fit-decreasing of the gang's pods onto nodes, honouring what kube-scheduler's filters
+//     would: requests (the pods already on a node count against its pod slots), node selectors, required node
+//     affinity, taints and tolerations, cordoned nodes (taken only by pods that tolerate the cordon),
+//     spec.nodeName, and host ports (two pods taking the same one never share a node). Host ports of pods
+//     already running are not known, nor are pod (anti-)affinity and topology spread constraints.
 //   - tier: one step of fill-and-spill (orderedClusterSelector); the first tier with a fitting cluster wins.
 //   - blocked: an unschedulable workload waiting for an event that could change the answer.
 package scheduler

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
@@ -31,6 +33,9 @@ type gang struct {
 	// own is capacity the gang's workloads already hold through reservations, per node name; it counts as free
 	// for them so re-evaluating a placed workload does not trip over its own reservations.
 	own map[string]structs.Vector
+	// cordonTolerant: some pod group tolerates node.kubernetes.io/unschedulable, so cordoned nodes, which the
+	// capacity summaries leave out, may take its pods and the summaries cannot bound it.
+	cordonTolerant bool
 }
 
 // ownReservations collects the reservations the given workloads hold, per cluster and node. Only placed
@@ -60,6 +65,9 @@ func ownReservations(st State, workloads []*structs.Workload) map[string]map[str
 // pod against the largest free amount any one node has. Both are necessary for a fit, so a cluster it rejects
 // could never fit; it returns "" when the cluster survives.
 func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
+	if g.cordonTolerant {
+		return ""
+	}
 	rt := c.rt
 	var ownTotal structs.Vector
 	for _, v := range g.own {
@@ -128,6 +136,8 @@ type packer struct {
 	// own reservations. It stays nil until either happens, and a node of an untouched chunk has exactly its
 	// snapshot free capacity, so the common case reads no adjustment at all.
 	chunks []chunkState
+	// hostPorts holds the host ports the gang's pods placed so far take on each node (NodePorts filter).
+	hostPorts map[nodeKey][]string
 }
 
 // chunkState is what a packer changed in one chunk.
@@ -190,6 +200,12 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 			n := int64(0)
 			for placed < it.count && p.hasRoom(pos, it.group) {
 				p.take(pos, it.group.Request)
+				if len(it.group.HostPorts) > 0 {
+					if p.hostPorts == nil {
+						p.hostPorts = map[nodeKey][]string{}
+					}
+					p.hostPorts[pos] = append(p.hostPorts[pos], it.group.HostPorts...)
+				}
 				n++
 				placed++
 			}
@@ -230,6 +246,9 @@ func (p *packer) next(pos nodeKey, g *structs.PodGroup, key string) (nodeKey, bo
 // chunkMayFit is false when some request exceeds the chunk's largest free amount (plus the gang's own
 // reservations), so no node of the chunk can take the pod.
 func (p *packer) chunkMayFit(ch *structs.NodeChunk, req structs.Vector) bool {
+	if p.g.cordonTolerant {
+		return true
+	}
 	for r, want := range req {
 		if want > 0 && want > ch.MaxFree.Get(r)+p.ownTotal.Get(r) {
 			return false
@@ -269,6 +288,11 @@ func (p *packer) adjust(k nodeKey, name string) (plus, minus structs.Vector) {
 }
 
 func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
+	for _, port := range g.HostPorts {
+		if slices.Contains(p.hostPorts[k], port) {
+			return false
+		}
+	}
 	nc := p.c.Chunks[k.chunk].Nodes[k.node]
 	plus, minus := p.adjust(k, nc.Node.Name)
 	if plus == nil && minus == nil {
@@ -440,14 +464,17 @@ func freeOf(ch *structs.NodeChunk, el *eligibility, key string) *chunkFree {
 
 // isAllowed reports whether a pod group may run on a node; allowed says why not.
 func isAllowed(n *structs.Node, g *structs.PodGroup) bool {
-	return !n.Unschedulable && matchesNodeSelector(g.NodeSelector, n.Labels) &&
-		matchesNodeAffinity(g.RequiredNodeAffinity, n.Name, n.Labels) && untoleratedTaint(n.Taints, g.Tolerations) == nil
+	return (g.NodeName == "" || g.NodeName == n.Name) && (!n.Unschedulable || toleratesCordon(g.Tolerations)) &&
+		matchesNodeSelector(g.NodeSelector, n.Labels) && matchesNodeAffinity(g.RequiredNodeAffinity, n.Name, n.Labels) &&
+		untoleratedTaint(n.Taints, g.Tolerations) == nil
 }
 
 // allowed returns why a pod group may not run on a node, "" when it may.
 func allowed(n *structs.Node, g *structs.PodGroup) string {
 	switch {
-	case n.Unschedulable:
+	case g.NodeName != "" && g.NodeName != n.Name:
+		return "node name"
+	case n.Unschedulable && !toleratesCordon(g.Tolerations):
 		return "unschedulable"
 	case !matchesNodeSelector(g.NodeSelector, n.Labels):
 		return "node selector"
@@ -548,6 +575,8 @@ func rejectPhrase(why string, n int) string {
 		node = "node"
 	}
 	switch why {
+	case "node name":
+		return node + " other than its spec.nodeName"
 	case "unschedulable":
 		return node + " cordoned"
 	case "node selector":
@@ -557,4 +586,12 @@ func rejectPhrase(why string, n int) string {
 	default: // a taint
 		return node + " with untolerated " + why
 	}
+}
+
+// cordonTaint is what kube-scheduler's NodeUnschedulable filter checks a pod's tolerations against.
+var cordonTaint = corev1.Taint{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}
+
+// toleratesCordon reports whether pods with these tolerations may run on a cordoned node.
+func toleratesCordon(tolerations []corev1.Toleration) bool {
+	return slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tolerates(&tol, &cordonTaint) })
 }

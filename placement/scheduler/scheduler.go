@@ -306,6 +306,7 @@ func newGang(rt *structs.ResourceTable, workloads []*structs.Workload) *gang {
 				continue
 			}
 			g.items = append(g.items, item{owner: owner, group: pg, count: pg.Count})
+			g.cordonTolerant = g.cordonTolerant || toleratesCordon(pg.Tolerations)
 			g.demand.AddInPlace(pg.Request, pg.Count)
 		}
 	}
@@ -365,7 +366,7 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 	// is rejected with its bound reason right away; the others are packed best first until one fits, so a cycle
 	// usually packs one cluster.
 	boundRejected := func(cand *candidate) bool {
-		return cand.capacity.Free.Get(dom) < g.demand.Get(dom) && len(own[cand.capacity.Name]) == 0 &&
+		return !g.cordonTolerant && cand.capacity.Free.Get(dom) < g.demand.Get(dom) && len(own[cand.capacity.Name]) == 0 &&
 			cand.capacity.Name != sticky
 	}
 	rejects := 0

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -294,8 +295,13 @@ func (w *writeTxn) upsertWorkload(info structs.WorkloadInfo) (*structs.Workload,
 			return nil, fmt.Errorf("state: workload %s component %s: %w", wl.DisplayName(), name, err)
 		}
 		req[structs.ResourcePods] = 1
+		nodeName, hostPorts := "", []string(nil)
+		if c.PodTemplate != nil {
+			nodeName, hostPorts = c.PodTemplate.Spec.NodeName, hostPortsOf(&c.PodTemplate.Spec)
+		}
 		wl.PodGroups = append(wl.PodGroups, structs.PodGroup{Component: name, Count: c.Pods, Request: req,
 			NodeSelector: c.NodeSelector, RequiredNodeAffinity: c.RequiredNodeAffinity, Tolerations: c.Tolerations,
+			NodeName: nodeName, HostPorts: hostPorts,
 			ConstraintKey: constraintKey(&c), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
 		wl.Demand.AddInPlace(req, c.Pods)
 	}
@@ -412,9 +418,6 @@ func checkRoom(c *structs.ClusterCapacity, node string) error {
 				return fmt.Errorf("%w: node %s/%s is over-committed", ErrStalePlan, c.Name, node)
 			}
 		}
-		if nc.Node.Unschedulable {
-			return fmt.Errorf("%w: node %s/%s is unschedulable", ErrStalePlan, c.Name, node)
-		}
 		return nil
 	}
 	return fmt.Errorf("%w: node %s/%s is gone", ErrStalePlan, c.Name, node)
@@ -521,17 +524,45 @@ func (s *Store) ExpireReservations(seq uint64, now time.Time) (int, error) {
 	return released, err
 }
 
+// hostPortsOf lists the host ports a pod of spec takes, as kube-scheduler's NodePorts filter reads them: its
+// app containers' hostPorts, and with hostNetwork every containerPort (the API defaults hostPort to it).
+func hostPortsOf(spec *corev1.PodSpec) []string {
+	var ports []string
+	for _, ctr := range spec.Containers {
+		for _, port := range ctr.Ports {
+			hostPort := port.HostPort
+			if hostPort == 0 && spec.HostNetwork {
+				hostPort = port.ContainerPort
+			}
+			if hostPort <= 0 {
+				continue
+			}
+			protocol := port.Protocol
+			if protocol == "" {
+				protocol = corev1.ProtocolTCP
+			}
+			ports = append(ports, string(protocol)+"/"+strconv.Itoa(int(hostPort)))
+		}
+	}
+	return ports
+}
+
 // constraintKey serializes what decides which nodes a component's pods may use; JSON sorts map keys, so equal
 // constraints give equal keys.
 func constraintKey(c *karta.ComponentInstance) string {
-	if len(c.NodeSelector) == 0 && c.RequiredNodeAffinity == nil && len(c.Tolerations) == 0 {
+	nodeName := ""
+	if c.PodTemplate != nil {
+		nodeName = c.PodTemplate.Spec.NodeName
+	}
+	if len(c.NodeSelector) == 0 && c.RequiredNodeAffinity == nil && len(c.Tolerations) == 0 && nodeName == "" {
 		return ""
 	}
 	data, err := json.Marshal(struct {
 		S map[string]string    `json:"s,omitempty"`
 		A *corev1.NodeSelector `json:"a,omitempty"`
 		T []corev1.Toleration  `json:"t,omitempty"`
-	}{c.NodeSelector, c.RequiredNodeAffinity, c.Tolerations})
+		N string               `json:"n,omitempty"`
+	}{c.NodeSelector, c.RequiredNodeAffinity, c.Tolerations, nodeName})
 	if err != nil {
 		// These types always marshal. Were one not to, a key never used before only costs the memo; an
 		// address could be reused by another component and return its answer.

@@ -180,6 +180,11 @@ type PodGroup struct {
 	NodeSelector         map[string]string
 	RequiredNodeAffinity *corev1.NodeSelector
 	Tolerations          []corev1.Toleration
+	// NodeName is the template's spec.nodeName: its pods bypass the scheduler and run on that node only.
+	NodeName string
+	// HostPorts are the host ports each pod takes, as "<protocol>/<port>" (hostNetwork makes every
+	// containerPort one); two pods that take the same port cannot share a node (kube-scheduler's NodePorts).
+	HostPorts []string
 	// ConstraintKey identifies NodeSelector, RequiredNodeAffinity and Tolerations together ("" when all are
 	// empty), so node eligibility can be memoized per chunk across cycles.
 	ConstraintKey string

@@ -1,0 +1,107 @@
+package scheduler_test
+
+import (
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/placement/placementtest"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// A cordoned node takes pods that tolerate node.kubernetes.io/unschedulable (kube-scheduler's
+// NodeUnschedulable filter), also through a toleration of everything, and no other pods.
+func TestCordonedNodeTakesOnlyPodsThatTolerateIt(t *testing.T) {
+	tests := []struct {
+		name        string
+		tolerations []corev1.Toleration
+		wantStatus  structs.DecisionStatus
+	}{
+		{"no toleration", nil, structs.StatusUnschedulable},
+		{"a toleration of everything", []corev1.Toleration{{Operator: corev1.TolerationOpExists}}, structs.StatusPlaced},
+		{"the cordon's own", []corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists,
+			Effect: corev1.TaintEffectNoSchedule}}, structs.StatusPlaced},
+		{"another key", []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}, structs.StatusUnschedulable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("c1")
+			h.AddNodes("c1", placementtest.NodeSpec{Prefix: "n", Count: 1, Unschedulable: true,
+				Taints:      []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}},
+				Allocatable: res("cpu", "8", "memory", "32Gi")})
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			job := placementtest.PyTorchJob("ml", "job").Component("worker", 2, res("cpu", "1"))
+			for _, tol := range tt.tolerations {
+				job = job.Tolerate(tol)
+			}
+			if d := h.Place(h.AddWorkload(job.Obj(), nil)); d.Status != tt.wantStatus {
+				t.Errorf("decision %s (reasons %v), want %s", d.Status, d.Reasons, tt.wantStatus)
+			}
+		})
+	}
+}
+
+// Pods that take the same host port never share a node (kube-scheduler's NodePorts filter); with hostNetwork
+// every containerPort is a host port. Four such pods need four nodes, whatever room one node has.
+func TestHostPortsKeepPodsOnDistinctNodes(t *testing.T) {
+	hostNetwork := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{HostNetwork: true,
+		Containers: []corev1.Container{{Name: "pytorch", Ports: []corev1.ContainerPort{{ContainerPort: 23456}}}}}}
+	hostPort := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "pytorch", Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}}}}}
+	tests := []struct {
+		name       string
+		template   *corev1.PodTemplateSpec
+		nodes      int
+		wantStatus structs.DecisionStatus
+		wantNodes  int
+	}{
+		{"hostNetwork, one node", hostNetwork, 1, structs.StatusUnschedulable, 0},
+		{"hostNetwork, four nodes", hostNetwork, 4, structs.StatusPlaced, 4},
+		{"hostPort, two nodes", hostPort, 2, structs.StatusUnschedulable, 0},
+		{"no host port, one node", nil, 1, structs.StatusPlaced, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("c1")
+			h.AddNodes("c1", gpuNodes("big", tt.nodes, "8", "0"))
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			job := placementtest.PyTorchJob("ml", "job").Component("worker", 4, res("cpu", "4", "nvidia.com/gpu", "2")).Obj()
+			job.Components[0].PodTemplate = tt.template
+			d := h.Place(h.AddWorkload(job, nil))
+			if d.Status != tt.wantStatus {
+				t.Fatalf("decision %s (reasons %v), want %s", d.Status, d.Reasons, tt.wantStatus)
+			}
+			nodes := map[string]bool{}
+			for _, a := range d.Assignments {
+				nodes[a.Node] = true
+			}
+			if len(nodes) != tt.wantNodes {
+				t.Errorf("pods on %d nodes (%+v), want %d", len(nodes), d.Assignments, tt.wantNodes)
+			}
+		})
+	}
+}
+
+// A template with spec.nodeName runs its pods on that node only: the workload goes to the cluster that has it.
+func TestNodeNamePinsPodsToItsNode(t *testing.T) {
+	for _, pinned := range []string{"a-node", "b-node"} {
+		h := placementtest.NewHarness(t)
+		h.AddCluster("a")
+		h.AddNodes("a", gpuNodes("a-node", 1, "8", "0"))
+		h.AddCluster("b")
+		h.AddNodes("b", gpuNodes("b-node", 1, "8", "0"))
+		h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+		job := placementtest.PyTorchJob("ml", "job").Component("worker", 1, res("nvidia.com/gpu", "1")).Obj()
+		job.Components[0].PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeName: pinned,
+			Containers: []corev1.Container{{Name: "c"}}}}
+		d := h.Place(h.AddWorkload(job, nil))
+		want := []string{pinned[:1]}
+		if d.Status != structs.StatusPlaced || !slices.Equal(d.Clusters, want) {
+			t.Errorf("pinned to %s: decision %s on %v (reasons %v), want cluster %v", pinned, d.Status, d.Clusters, d.Reasons, want)
+		}
+	}
+}
