@@ -508,8 +508,9 @@ func rawPublish(ctx context.Context, b *pipeline.Bus, msgs []*nats.Msg, cfg Conf
 	if n == 0 {
 		n = max(cfg.Workloads, 100000)
 	}
-	if _, err := b.JetStream.CreateStream(ctx, jetstream.StreamConfig{Name: rawPublishStream,
-		Subjects: []string{"bench.raw.>"}, Storage: jetstream.FileStorage}); err != nil {
+	stream, err := b.JetStream.CreateStream(ctx, jetstream.StreamConfig{Name: rawPublishStream,
+		Subjects: []string{"bench.raw.>"}, Storage: jetstream.FileStorage})
+	if err != nil {
 		return fmt.Errorf("raw publish stream: %w", err)
 	}
 	raw := make([]*nats.Msg, len(msgs))
@@ -525,7 +526,9 @@ func rawPublish(ctx context.Context, b *pipeline.Bus, msgs []*nats.Msg, cfg Conf
 			Header: header, Data: m.Data}
 	}
 	// The reference is taken over both transports a publisher can have here, a socket like the synthetic
-	// producers and in process like the placer, and the faster one counts, so the ratio never flatters.
+	// producers and in process like the placer, each rawRounds times into the emptied stream, and the fastest
+	// counts, so the ratio never flatters: a single round now and then came out at two thirds of the others
+	// (a collection of the placer's heap, or the machine, during it).
 	res.RawMessages = n
 	type transport struct {
 		name    string
@@ -536,18 +539,26 @@ func rawPublish(ctx context.Context, b *pipeline.Bus, msgs []*nats.Msg, cfg Conf
 	if inProcess := b.InProcess(); inProcess != nil {
 		transports = append(transports, transport{"in-process", inProcess, &res.RawPublishInProcessPerSecond})
 	}
-	for _, transport := range transports {
-		seconds, err := rawPublishOver(ctx, b.URL, transport.options, raw, n)
-		if err != nil {
-			return fmt.Errorf("raw publish over %s: %w", transport.name, err)
-		}
-		*transport.into = float64(n) / seconds
-		if *transport.into > res.RawPublishPerSecond {
-			res.RawPublishPerSecond, res.RawSeconds = *transport.into, seconds
+	for range rawRounds {
+		for _, transport := range transports {
+			seconds, err := rawPublishOver(ctx, b.URL, transport.options, raw, n)
+			if err != nil {
+				return fmt.Errorf("raw publish over %s: %w", transport.name, err)
+			}
+			if err := stream.Purge(ctx); err != nil {
+				return fmt.Errorf("raw publish stream: %w", err)
+			}
+			*transport.into = max(*transport.into, float64(n)/seconds)
+			if *transport.into > res.RawPublishPerSecond {
+				res.RawPublishPerSecond, res.RawSeconds = *transport.into, seconds
+			}
 		}
 	}
 	return nil
 }
+
+// rawRounds is how many times the raw reference is measured over each transport.
+const rawRounds = 2
 
 // rawPublishOver publishes n messages from raw, round robin, on a new connection and returns the seconds
 // until all are acknowledged.
