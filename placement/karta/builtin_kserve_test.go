@@ -2,6 +2,7 @@ package karta
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -135,5 +136,28 @@ func TestBuiltinInferenceServiceReplicas(t *testing.T) {
 			obj := mustParseObject(t, "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: isvc}\nspec:"+tt.spec+"\n")
 			checkTotals(t, analyzeBuiltin(t, obj), tt.pods, tt.requests)
 		})
+	}
+}
+
+// Canaries are instances of one component, told apart by their predictor's name or else their place in the list.
+func TestBuiltinInferenceServiceCanaryInstances(t *testing.T) {
+	obj := mustParseObject(t, `apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: isvc}
+spec:
+  predictor: {minReplicas: 4, containers: [{name: kserve-container}]}
+  canary:
+  - {trafficPercent: 10, predictor: {}}
+  - {trafficPercent: 30, predictor: {name: v3}}
+`)
+	var got []string
+	for _, c := range analyzeBuiltin(t, obj).Components {
+		if c.Name == "canary" {
+			got = append(got, fmt.Sprintf("%s:%d", c.Instance, c.Pods))
+		}
+	}
+	// ceil(4 x 10%) = 1 and ceil(4 x 30%) = 2 pods.
+	if want := []string{"canary-0:1", "v3:2"}; !slices.Equal(got, want) {
+		t.Errorf("canary instances %v, want %v", got, want)
 	}
 }
