@@ -172,6 +172,12 @@ type workloadEntry struct {
 	// redelete lists clusters whose applier gave up on a Delete (the cluster was down): the copy may
 	// still be there, so the Delete is sent again once the cluster is Ready.
 	redelete map[string]bool
+	// finished lists clusters whose copy last reported a Completed or Failed phase: such a copy that goes
+	// (a TTL after finishing, a user's cleanup) is not applied again, which would run the job again.
+	finished map[string]bool
+	// reapplied is when a copy deleted in its cluster was last applied again, per cluster, to hold back a
+	// loop with something that keeps deleting it.
+	reapplied map[string]time.Time
 }
 
 type publishedDecision struct {

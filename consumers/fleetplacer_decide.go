@@ -344,6 +344,7 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 			return err
 		}
 		delete(e.redelete, cluster)
+		delete(e.finished, cluster) // a copy applied there later is a new one
 	}
 	if e.deleted || len(desired) == 0 {
 		for cluster, prev := range e.published {

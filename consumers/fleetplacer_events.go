@@ -496,7 +496,16 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 		e.pendingCluster, e.pendingSince = s.Cluster, *s.PendingSince
 		p.pending[id] = struct{}{}
 	}
-	if rebuilding || s.Gone || s.Status == nil || e.objectJSON == nil || !p.reschedulesOnFailure(id) {
+	if e.objectJSON == nil {
+		return nil
+	}
+	if s.Gone {
+		if !rebuilding {
+			p.reapplyDeletedCopy(e, s.Cluster, touched)
+		}
+		return nil
+	}
+	if s.Status == nil {
 		return nil
 	}
 	withStatus, err := e.object()
@@ -509,10 +518,56 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 	}
 	withStatus["status"] = s.Status
 	phase, err := ri.Phase(withStatus)
-	if err != nil || phase != karta.PhaseFailed {
+	if err != nil {
+		return nil
+	}
+	finished := phase == karta.PhaseCompleted || phase == karta.PhaseFailed
+	if finished != e.finished[s.Cluster] {
+		if e.finished == nil {
+			e.finished = map[string]bool{}
+		}
+		e.finished[s.Cluster] = finished
+	}
+	if rebuilding || phase != karta.PhaseFailed || !p.reschedulesOnFailure(id) {
 		return nil
 	}
 	return p.moveOff(e, s.Cluster, "the workload failed there and its policy reschedules on failure", false, touched)
+}
+
+// reapplyBackoff is how soon a copy deleted in its cluster again is not applied again.
+const reapplyBackoff = 30 * time.Second
+
+// reapplyDeletedCopy applies again a copy that went from a cluster the workload is placed on, though no
+// Delete was sent (someone deleted it there), as Karmada re-creates a deleted member-cluster object: the
+// control plane says where the workload runs. A copy that finished first is left gone: a job cleaned up
+// after it completed must not run again. One deleted again within reapplyBackoff is left gone too, with
+// a warning, rather than fight whatever keeps deleting it; the next change of the workload applies it.
+func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *touchedSet) {
+	prev, ok := e.published[cluster]
+	if !ok || prev.action != schemas.ActionApply || e.deleted {
+		return // never applied there, or deleted on purpose
+	}
+	wl := p.store.Snapshot().Workload(e.id)
+	if wl == nil || wl.Placement == nil || !slices.Contains(wl.Placement.Clusters, cluster) {
+		return
+	}
+	log := p.log.With("workload", e.ref.Key(), "cluster", cluster)
+	if e.finished[cluster] {
+		log.Info("the finished copy of the workload is gone from its cluster; not applied again")
+		return
+	}
+	if last, ok := e.reapplied[cluster]; ok && p.now.Sub(last) < reapplyBackoff {
+		log.Warn("the copy of the workload was deleted in its cluster again soon after it was applied again; "+
+			"left deleted until the workload changes", "backoff", reapplyBackoff)
+		return
+	}
+	if e.reapplied == nil {
+		e.reapplied = map[string]time.Time{}
+	}
+	e.reapplied[cluster] = p.now
+	log.Info("the copy of the workload was deleted in its cluster; applying it again")
+	delete(e.published, cluster)
+	touched.add(e.id)
 }
 
 // reschedulesOnFailure reports whether the policy that placed a workload asks to move it when it fails.

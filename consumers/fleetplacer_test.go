@@ -1048,3 +1048,39 @@ func TestNodePodsCountAgainstItsPodLimit(t *testing.T) {
 		}
 	}
 }
+
+// A copy deleted in its cluster, though the placer sent no Delete, is applied there again, once: one deleted
+// again right after is left gone, as is one that finished first (a job cleaned up after it ran), and a copy
+// going from a cluster the workload is not placed on changes nothing.
+func TestCopyDeletedInItsClusterIsAppliedAgain(t *testing.T) {
+	failed := map[string]any{"conditions": []any{map[string]any{"type": "Progressing", "status": "False",
+		"reason": "ProgressDeadlineExceeded"}}}
+	tests := []struct {
+		name     string
+		statuses []*schemas.WorkloadStatus // web's ref is filled in
+		want     []string
+	}{
+		{"deleted once", []*schemas.WorkloadStatus{{Cluster: "east", Gone: true}}, []string{"Apply east"}},
+		{"deleted twice in a row", []*schemas.WorkloadStatus{{Cluster: "east", Gone: true}, {Cluster: "east", Gone: true}},
+			[]string{"Apply east"}},
+		{"deleted after it failed", []*schemas.WorkloadStatus{{Cluster: "east", Status: failed}, {Cluster: "east", Gone: true}}, nil},
+		{"gone from a cluster it is not placed on", []*schemas.WorkloadStatus{{Cluster: "west", Gone: true}}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWest()
+			web := deployment("web")
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			f.confirm("east", web)
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			for _, s := range tt.statuses {
+				s.Workload = web.Ref()
+				f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(s.Cluster, web.Ref()), s)
+			}
+			if got := f.decisions(mark); !equal(got, tt.want) {
+				t.Fatalf("decisions = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

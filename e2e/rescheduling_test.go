@@ -227,3 +227,23 @@ func assertAppliedBeforeDeleted(t *testing.T, e *e2eenv.Env, namespace, name str
 		t.Errorf("want cluster-b's apply confirmed before cluster-a's delete was decided; audit: %v", steps)
 	}
 }
+
+// TestCopyDeletedInItsClusterComesBack: the copy of a placed job deleted in its workload cluster, as a user
+// with access to it might, is applied there again, since the control plane says the job runs there.
+func TestCopyDeletedInItsClusterComesBack(t *testing.T) {
+	e := newEnv(t)
+	placed := placeJob(t, e, "team-drift")
+	cluster := e.Clusters["cluster-a"]
+	gvr, _, err := cluster.ResourceFor(placed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Dynamic.Resource(gvr).Namespace("team-drift").Delete(t.Context(), placed.GetName(),
+		metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "a new copy on cluster-a", func() bool {
+		again := e2eenv.Get(t, cluster, pytorchJobKind, "team-drift", placed.GetName())
+		return again != nil && again.GetUID() != placed.GetUID()
+	})
+}
