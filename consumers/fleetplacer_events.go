@@ -80,7 +80,12 @@ func (p *Placer) upsertAndProcess(e *workloadEntry, touched *touchedSet) error {
 	if err != nil {
 		p.log.Debug("placing a workload in one write failed; storing it and placing it apart", "workload", e.ref.Key(), "error", err)
 		if err := p.upsertWorkload(e); err != nil {
-			return err
+			// The store is in memory: what it refuses (a quantity it cannot hold) it refuses every time, so
+			// a retry would only end in dropping the event. The workload is shown Invalid instead.
+			e.setAnalysis(nil, err.Error())
+			touched.invalid[e.id] = err.Error()
+			p.log.Warn("workload cannot be stored", "workload", e.ref.Key(), "error", err)
+			return nil
 		}
 		return p.process(e.id, touched)
 	}

@@ -1084,3 +1084,29 @@ func TestCopyDeletedInItsClusterIsAppliedAgain(t *testing.T) {
 		})
 	}
 }
+
+// A workload asking for a negative quantity gets an Invalid verdict naming the field, at once: it is not
+// retried until its event is dropped, and a placed one keeps running where it is.
+func TestNegativeQuantityMakesTheWorkloadInvalid(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	f.confirm("east", web)
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	bad := deploymentVersion("web", "2", 1, func(object map[string]any) {
+		firstContainer(object)["resources"] = map[string]any{"requests": map[string]any{"cpu": "-4"}}
+	})
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(bad.Ref()), bad)
+	verdicts := f.pub.ofType(schemas.TypePlacementVerdict)
+	if len(verdicts) == 0 {
+		t.Fatal("no verdict for the workload with a negative cpu request")
+	}
+	v := verdicts[len(verdicts)-1].payload(t).(*schemas.PlacementVerdict)
+	if v.Status != schemas.VerdictInvalid || !strings.Contains(v.Message, "resources.requests.cpu: -4 is negative") {
+		t.Errorf("verdict %s %q, want Invalid naming resources.requests.cpu", v.Status, v.Message)
+	}
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Errorf("decisions %v, want none: the placed copy keeps running", got)
+	}
+}

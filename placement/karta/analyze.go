@@ -2,9 +2,11 @@ package karta
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"reflect"
+	"slices"
 	"strconv"
 
 	jsoniter "github.com/json-iterator/go"
@@ -457,6 +459,10 @@ func (c *Compiled) fragmentedTemplates(ev *evaluation, cc *compiledComponent) ([
 			}
 			spec.Containers[0].Resources = *resources
 		}
+		if err := negativeResource(spec); err != nil {
+			return nil, &AnalysisError{RI: c.label(), Component: cc.name, Object: objectLabel(ev.input),
+				Err: fmt.Errorf("pod %d: %w", i, err)}
+		}
 		res[i] = &decodedTemplate{template: t, requests: EffectivePodRequests(spec)}
 	}
 	return res, nil
@@ -503,9 +509,46 @@ func decodeTemplate(v any, form specForm) (*decodedTemplate, error) {
 			return nil, err
 		}
 	}
+	if err := negativeResource(&t.Spec); err != nil {
+		return nil, err
+	}
 	d := &decodedTemplate{template: t, requests: EffectivePodRequests(&t.Spec)}
 	sharedTemplates.put(key, d)
 	return d, nil
+}
+
+// negativeResource names the first negative quantity a pod asks for: the API refuses such a pod, so the
+// workload could never run, and capacity cannot be reserved for it.
+func negativeResource(spec *corev1.PodSpec) error {
+	check := func(where string, r *corev1.ResourceRequirements) error {
+		for _, list := range []struct {
+			name string
+			l    corev1.ResourceList
+		}{{"requests", r.Requests}, {"limits", r.Limits}} {
+			for _, name := range slices.Sorted(maps.Keys(list.l)) {
+				if q := list.l[name]; q.Sign() < 0 {
+					return fmt.Errorf("%sresources.%s.%s: %s is negative", where, list.name, name, q.String())
+				}
+			}
+		}
+		return nil
+	}
+	for _, group := range []struct {
+		field      string
+		containers []corev1.Container
+	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
+		for _, c := range group.containers {
+			if err := check(fmt.Sprintf("%s[%s]: ", group.field, c.Name), &c.Resources); err != nil {
+				return err
+			}
+		}
+	}
+	if spec.Resources != nil {
+		if err := check("", spec.Resources); err != nil {
+			return err
+		}
+	}
+	return check("overhead: ", &corev1.ResourceRequirements{Requests: spec.Overhead})
 }
 
 // decodeObjectMeta decodes pod metadata, converting it directly when it holds only the common fields.

@@ -1,6 +1,7 @@
 package karta
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -144,6 +145,51 @@ func TestBuiltinCorpusSamples(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.sample, func(t *testing.T) {
 			checkTotals(t, analyzeBuiltin(t, loadCorpusSample(t, tt.framework, tt.sample)), tt.pods, tt.requests)
+		})
+	}
+}
+
+// A pod that asks for a negative quantity is refused by the analysis, naming the component and the field: the
+// API would refuse such a pod, and no capacity can be reserved for it.
+func TestNegativeQuantitiesAreRefused(t *testing.T) {
+	tests := []struct {
+		name, cr, want string
+	}{
+		{"pod template", `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: neg, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, resources: {requests: {cpu: "-4"}}}]}}}`,
+			`component "worker"`},
+		{"init container limit", `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: neg, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Worker: {template: {spec: {initContainers: [{name: fetch, resources: {limits: {nvidia.com/gpu: "-1"}}}],
+             containers: [{name: pytorch}]}}}`,
+			`initContainers[fetch]: resources.limits.nvidia.com/gpu: -1 is negative`},
+		{"fragmented pod", `
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: neg, namespace: ml}
+spec:
+  services:
+    Worker: {replicas: 1, resources: {requests: {cpu: "-2"}}}`,
+			`resources.requests.cpu: -2 is negative`},
+	}
+	reg := builtinRegistry(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := mustParseObject(t, tt.cr)
+			c, _ := reg.Lookup(GVKOf(obj))
+			_, err := c.Analyze(obj)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "neg") {
+				t.Fatalf("Analyze error %v, want one naming the object and %q", err, tt.want)
+			}
 		})
 	}
 }
