@@ -61,9 +61,14 @@ func (c *Compiled) jqInput(obj map[string]any) (map[string]any, error) {
 }
 
 func (c *Compiled) analyzeOnce(input map[string]any) (*Analysis, error) {
+	if err := c.givenUp(input); err != nil {
+		return nil, err
+	}
 	ev := c.newEvaluation(input)
 	defer ev.release()
-	return c.analyze(ev)
+	a, err := c.analyze(ev)
+	c.noteTimeout(err)
+	return a, err
 }
 
 func (c *Compiled) analyze(ev *evaluation) (*Analysis, error) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/itchyny/gojq"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,6 +30,9 @@ type Compiled struct {
 	// combined evaluates every path Analyze reads from the CR in one run; slots is its arity.
 	combined *gojq.Code
 	slots    int
+
+	// timeoutsInARow counts the evaluations in a row that ran out of time (see givenUp).
+	timeoutsInARow *atomic.Int32
 }
 
 // Divisible reports whether the RI makes its kind divisible: every object analyzes to one pod-bearing
@@ -233,7 +237,7 @@ func Compile(ri *ResourceInterface, source string) (*Compiled, error) {
 		name = source + "#" + gvk.Kind + "." + gvk.GroupVersion().String()
 		cp.name = name
 	}
-	c := &Compiled{Name: name, Source: source, GVK: gvk}
+	c := &Compiled{Name: name, Source: source, GVK: gvk, timeoutsInARow: new(atomic.Int32)}
 
 	names := map[string]*ComponentDefinition{root.Name: root}
 	for i := range sd.ChildComponents {

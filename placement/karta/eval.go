@@ -56,6 +56,34 @@ func (ev *evaluation) release() { ev.cancel() }
 // (`def f: f; f`) fails that analysis instead of stalling placement.
 var evalTimeout = time.Second
 
+var errEvalTimeout = errors.New("evaluation did not finish")
+
+// maxTimeoutsInARow is how many evaluations of a user RI in a row may run out of time before it is given
+// up on until it changes: every workload of its kind would otherwise hold the placer for a second or two
+// (one RI event re-analyzes them all, one after another). Built-in RIs are never given up on; neither is an
+// RI after a single timeout, which a stalled machine can cause.
+const maxTimeoutsInARow = 2
+
+// noteTimeout counts an evaluation that ran out of time, and forgets the count after one that did not.
+func (c *Compiled) noteTimeout(err error) {
+	switch {
+	case errors.Is(err, errEvalTimeout):
+		c.timeoutsInARow.Add(1)
+	case c.timeoutsInARow.Load() != 0:
+		c.timeoutsInARow.Store(0)
+	}
+}
+
+// givenUp fails at once an evaluation of a user RI whose last evaluations all ran out of time.
+func (c *Compiled) givenUp(input map[string]any) error {
+	if c.Builtin || c.timeoutsInARow.Load() < maxTimeoutsInARow {
+		return nil
+	}
+	return &AnalysisError{RI: c.label(), Object: objectLabel(input),
+		Err: fmt.Errorf("not evaluated: its last %d evaluations did not finish within %v; it is evaluated again once it changes",
+			maxTimeoutsInARow, evalTimeout)}
+}
+
 // newEvaluation runs the combined program, which evaluates every CR path of the RI in one gojq run
 // (much cheaper than one run per path). If it fails anywhere, results stay nil and each path runs
 // alone, so errors are attributed to the exact component and field, and paths an analysis would not
@@ -137,7 +165,7 @@ func runCode(ctx context.Context, code *gojq.Code, input map[string]any) (out []
 				return out, nil
 			}
 			if errors.Is(e, context.DeadlineExceeded) {
-				return nil, fmt.Errorf("evaluation did not finish within %v", evalTimeout)
+				return nil, fmt.Errorf("%w within %v", errEvalTimeout, evalTimeout)
 			}
 			return nil, e
 		}

@@ -104,3 +104,40 @@ func TestRunawayExpressions(t *testing.T) {
 		})
 	}
 }
+
+// A user RI whose evaluations run out of time maxTimeoutsInARow times in a row is given up on until it changes:
+// later workloads fail at once, naming it, instead of holding placement a second each. A built-in RI is not.
+func TestRunawayRIGivenUpAfterTimeoutsInARow(t *testing.T) {
+	saved := evalTimeout
+	evalTimeout = 50 * time.Millisecond
+	defer func() { evalTimeout = saved }()
+	runaway := riHeader + `
+    - name: worker
+      ownerRef: root
+      specDefinition: {podTemplateSpecPath: '.spec.template'}
+      scaleDefinition: {replicasPath: 'def f: f; f'}
+`
+	obj := mustParseObject(t, "apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t}\nspec: {template: {}}")
+	for _, builtin := range []bool{false, true} {
+		c := compileRI(t, runaway)
+		c.Builtin = builtin
+		var errs []string
+		for range maxTimeoutsInARow + 2 {
+			_, err := c.Analyze(obj)
+			if err == nil {
+				t.Fatal("a runaway RI analyzed")
+			}
+			errs = append(errs, err.Error())
+		}
+		for i, err := range errs {
+			wantGivenUp := !builtin && i >= maxTimeoutsInARow
+			if gotGivenUp := strings.Contains(err, "not evaluated"); gotGivenUp != wantGivenUp ||
+				(!wantGivenUp && !strings.Contains(err, "did not finish within")) || !strings.Contains(err, "Thing t") {
+				t.Errorf("builtin %v, evaluation %d: %s; given up: want %v", builtin, i, err, wantGivenUp)
+			}
+		}
+	}
+	if _, err := compileRI(t, runaway).Analyze(obj); err == nil || strings.Contains(err.Error(), "not evaluated") {
+		t.Errorf("the RI compiled again (changed) is not evaluated again: %v", err)
+	}
+}

@@ -124,9 +124,14 @@ func (c *Compiled) Phase(obj map[string]any) (Phase, error) {
 
 // phaseOnce runs only the status paths, each alone: the combined program would evaluate far more.
 func (c *Compiled) phaseOnce(input map[string]any) (Phase, error) {
+	if err := c.givenUp(input); err != nil {
+		return PhaseUndefined, err
+	}
 	ctx, cancel := newEvalContext(evalTimeout)
 	defer cancel()
-	return c.phase(&evaluation{ctx: ctx, cancel: cancel, input: input})
+	phase, err := c.phase(&evaluation{ctx: ctx, cancel: cancel, input: input})
+	c.noteTimeout(err)
+	return phase, err
 }
 
 func (c *Compiled) phase(ev *evaluation) (Phase, error) {
