@@ -104,7 +104,14 @@ func (s *StatusWriter) handleFleet(ctx context.Context, d bus.Delivery) (handled
 		case schemas.TypePolicyChanged:
 			return true, s.writePolicyStatus(ctx, p)
 		case schemas.TypeClusterChanged:
-			delete(s.deletedClusters, p.Ref().Name) // registered again
+			name := p.Ref().Name
+			delete(s.deletedClusters, name) // registered again
+			if c := s.clusters[name]; c == nil || c.lastHeartbeat.IsZero() {
+				// Not heard from yet (perhaps never: its kubeconfig does not work): shown not Ready rather
+				// than with no status at all.
+				s.clusterView(name)
+				return true, s.writeClusterStatus(ctx, name)
+			}
 			return true, nil
 		}
 	case *schemas.ObjectDeleted:
@@ -180,6 +187,9 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 	ready := metav1.Condition{Type: v1alpha1.ClusterConditionReady, Status: metav1.ConditionFalse,
 		Reason: "NoHeartbeat", Message: "no heartbeat from the cluster's producer within the timeout",
 		LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second))}
+	if c.lastHeartbeat.IsZero() {
+		ready.Message = "no heartbeat from the cluster's producer yet (the Joined condition says whether fleetflow could start it)"
+	}
 	if c.ready {
 		ready.Status, ready.Reason, ready.Message = metav1.ConditionTrue, "Heartbeat", "the cluster's apiserver answers"
 	}
@@ -202,16 +212,20 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 			return fmt.Errorf("read Cluster %s: %w", name, err)
 		}
 		var existing v1alpha1.Cluster
+		var others []metav1.Condition
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &existing); err == nil {
 			for _, old := range existing.Status.Conditions {
-				if old.Type == ready.Type && old.Status == ready.Status {
+				switch {
+				case old.Type != ready.Type:
+					others = append(others, old) // Joined, written by the cluster manager
+				case old.Status == ready.Status:
 					ready.LastTransitionTime = old.LastTransitionTime
 				}
 			}
 		}
-		status.Conditions = []metav1.Condition{ready}
-		// The whole status is replaced, so totals of resources no node has any more, and APIs no longer served,
-		// go too.
+		status.Conditions = append([]metav1.Condition{ready}, others...)
+		// The rest of the status is replaced, so totals of resources no node has any more, and APIs no longer
+		// served, go too.
 		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
 		if err != nil {
 			return bus.Permanent(err)

@@ -206,3 +206,36 @@ func TestStatusWriterRestoresUserResourceInterfaces(t *testing.T) {
 		t.Error("a deleted RI is still in force after Restore")
 	}
 }
+
+// TestClusterNotHeardFromIsShownNotReady: a Cluster registered whose producer never reported (its kubeconfig
+// does not work, say) is shown Ready=False at once instead of with no status; the Joined condition the cluster
+// manager wrote stays when the writer writes Ready.
+func TestClusterNotHeardFromIsShownNotReady(t *testing.T) {
+	f := newFleetStatusFixture(t)
+	obj, err := f.dynamic.Resource(clusterResource).Get(t.Context(), "east", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := map[string]any{"type": v1alpha1.ClusterConditionJoined, "status": "False", "reason": "KubeconfigUnavailable",
+		"message": "cannot reach cluster", "lastTransitionTime": "2026-11-30T00:00:00Z"}
+	if err := unstructured.SetNestedSlice(obj.Object, []any{joined}, "status", "conditions"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.dynamic.Resource(clusterResource).UpdateStatus(t.Context(), obj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	registered := &schemas.ObjectChanged{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster",
+		"metadata": map[string]any{"name": "east", "uid": "uid-east", "resourceVersion": "1"}}}
+	f.must(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), registered)
+	status := f.shown()
+	if readyOf(status) != metav1.ConditionFalse {
+		t.Errorf("Ready = %q, want False for a cluster never heard from (conditions %+v)", readyOf(status), status.Conditions)
+	}
+	kept := false
+	for _, c := range status.Conditions {
+		kept = kept || (c.Type == v1alpha1.ClusterConditionJoined && c.Reason == "KubeconfigUnavailable")
+	}
+	if !kept {
+		t.Errorf("the Joined condition went when Ready was written: %+v", status.Conditions)
+	}
+}

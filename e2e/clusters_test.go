@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -88,6 +89,26 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 	e2eenv.Eventually(t, time.Minute, "the missing Secret reported", func() bool {
 		return logs.Contains("kubeconfig unavailable")
 	})
+	joined := func() (status, reason, message string) {
+		obj, err := controlPlane.Dynamic.Resource(clusterGVR).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", "", ""
+		}
+		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, c := range conditions {
+			if m, _ := c.(map[string]any); m["type"] == "Joined" {
+				status, _ = m["status"].(string)
+				reason, _ = m["reason"].(string)
+				message, _ = m["message"].(string)
+			}
+		}
+		return status, reason, message
+	}
+	e2eenv.Eventually(t, time.Minute, "the missing Secret shown on the Cluster", func() bool {
+		status, reason, message := joined()
+		return status == "False" && reason == "KubeconfigUnavailable" &&
+			strings.Contains(message, "spec.kubeconfigSecretRef: Secret "+pipeline.SystemNamespace+"/"+secretName+" not found")
+	})
 	if n := started(); n != 0 {
 		t.Fatalf("the runner started %d times while its kubeconfig Secret was missing", n)
 	}
@@ -99,4 +120,8 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2eenv.Eventually(t, time.Minute, "the runner started again after its first run failed", func() bool { return started() >= 2 })
+	e2eenv.Eventually(t, time.Minute, "the Cluster shown joined", func() bool {
+		status, reason, _ := joined()
+		return status == "True" && reason == "RunnerStarted"
+	})
 }

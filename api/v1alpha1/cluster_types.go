@@ -8,6 +8,10 @@ import (
 // ClusterConditionReady is the condition type that says the cluster answers and can take workloads.
 const ClusterConditionReady = "Ready"
 
+// ClusterConditionJoined is the condition type that says whether fleetflow could start working with the
+// cluster: its kubeconfig Secret read and parsed (False names the Secret, the key and the reason).
+const ClusterConditionJoined = "Joined"
+
 // Cluster registers a workload cluster with the control plane. Its labels (metadata.labels) are what
 // cluster selectors and topology keys read.
 //
@@ -47,7 +51,7 @@ type SecretKeyRef struct {
 
 // ClusterStatus is what fleetflow last observed of the cluster.
 type ClusterStatus struct {
-	// Conditions include Ready.
+	// Conditions include Ready and Joined.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/deploy/crds"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -174,7 +176,7 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	log := m.Log.With("cluster", name)
 	kubeconfig, err := m.kubeconfig(ctx, cluster)
 	if err != nil {
-		m.cannotRun(log, name, "cannot reach cluster: kubeconfig unavailable", err)
+		m.cannotRun(ctx, log, name, "KubeconfigUnavailable", "cannot reach cluster: kubeconfig unavailable", err)
 		return
 	}
 	m.mu.Lock()
@@ -188,13 +190,14 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
 	if err != nil {
-		m.cannotRun(log, name, "cannot reach cluster: kubeconfig does not parse", err)
+		m.cannotRun(ctx, log, name, "KubeconfigInvalid", "cannot reach cluster: kubeconfig does not parse",
+			fmt.Errorf("%s: %w", secretKeyOf(cluster), err))
 		return
 	}
 	cfg.QPS, cfg.Burst = 200, 400
 	clients, err := kube.NewClients(cfg)
 	if err != nil {
-		m.cannotRun(log, name, "cannot reach cluster", err)
+		m.cannotRun(ctx, log, name, "ClientError", "cannot reach cluster", fmt.Errorf("%s: %w", secretKeyOf(cluster), err))
 		return
 	}
 	m.mu.Lock()
@@ -206,6 +209,8 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	m.running[name] = rc
 	m.mu.Unlock()
 	log.Info("cluster joined", "server", cfg.Host)
+	m.setJoined(ctx, log, name, metav1.ConditionTrue, "RunnerStarted",
+		fmt.Sprintf("working with %s through the kubeconfig of %s", cfg.Host, secretKeyOf(cluster)))
 	go func() {
 		defer close(rc.done)
 		if err := m.Run(runCtx, name, clients); err != nil && runCtx.Err() == nil {
@@ -214,15 +219,78 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	}()
 }
 
-// cannotRun logs why a Cluster cannot be run, once for each new reason.
-func (m *ClusterManager) cannotRun(log *slog.Logger, name, what string, err error) {
-	reason := what + ": " + err.Error()
+// cannotRun logs why a Cluster cannot be run, and shows it in the Cluster's Joined condition, once for each
+// new reason.
+func (m *ClusterManager) cannotRun(ctx context.Context, log *slog.Logger, name, reason, what string, err error) {
+	message := what + ": " + err.Error()
 	m.mu.Lock()
-	seen := m.unreachable[name] == reason
-	m.unreachable[name] = reason
+	seen := m.unreachable[name] == message
+	m.unreachable[name] = message
 	m.mu.Unlock()
 	if !seen {
 		log.Error(what+"; trying again at each resync", "error", err)
+		m.setJoined(ctx, log, name, metav1.ConditionFalse, reason, message+"; tried again at each resync")
+	}
+}
+
+// secretKeyOf names where a Cluster's kubeconfig is read from, for messages.
+func secretKeyOf(cluster *unstructured.Unstructured) string {
+	ref, _, _ := unstructured.NestedStringMap(cluster.Object, "spec", "kubeconfigSecretRef")
+	key := ref["key"]
+	if key == "" {
+		key = DefaultKubeconfigKey
+	}
+	return fmt.Sprintf("spec.kubeconfigSecretRef (Secret %s/%s, key %q)", ref["namespace"], ref["name"], key)
+}
+
+// setJoined writes the Cluster's Joined condition, leaving its other conditions (the status writer's Ready)
+// and the rest of its status as they are. A failure is logged: the next change or resync writes it again.
+func (m *ClusterManager) setJoined(ctx context.Context, log *slog.Logger, name string, status metav1.ConditionStatus, reason, message string) {
+	if m.ControlPlane == nil {
+		return
+	}
+	clusters := m.ControlPlane.Dynamic.Resource(clusterGVR)
+	for range 5 {
+		current, err := clusters.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		if err != nil {
+			log.Warn("cannot show the Joined condition", "error", err)
+			return
+		}
+		conditions, _, _ := unstructured.NestedSlice(current.Object, "status", "conditions")
+		kept := make([]any, 0, len(conditions)+1)
+		transition := metav1.Now().UTC().Format(time.RFC3339)
+		for _, c := range conditions {
+			cm, _ := c.(map[string]any)
+			if cm["type"] != v1alpha1.ClusterConditionJoined {
+				kept = append(kept, c)
+				continue
+			}
+			if cm["status"] == string(status) && cm["reason"] == reason && cm["message"] == message {
+				return // shown already
+			}
+			if cm["status"] == string(status) {
+				if t, ok := cm["lastTransitionTime"].(string); ok {
+					transition = t
+				}
+			}
+		}
+		kept = append(kept, map[string]any{"type": v1alpha1.ClusterConditionJoined, "status": string(status),
+			"reason": reason, "message": message, "lastTransitionTime": transition})
+		if err := unstructured.SetNestedSlice(current.Object, kept, "status", "conditions"); err != nil {
+			log.Warn("cannot show the Joined condition", "error", err)
+			return
+		}
+		_, err = clusters.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: consumers.FieldManager})
+		switch {
+		case apierrors.IsConflict(err):
+			continue // the status writer wrote in between: read again
+		case err != nil && !apierrors.IsNotFound(err):
+			log.Warn("cannot show the Joined condition", "error", err)
+		}
+		return
 	}
 }
 

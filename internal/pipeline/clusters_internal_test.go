@@ -18,11 +18,11 @@ func TestClusterManagerLogsEachReasonOnce(t *testing.T) {
 	log := m.Log.With("cluster", "east")
 	missing := errors.New("Secret fleetflow-system/east not found")
 	for range 3 {
-		m.cannotRun(log, "east", "cannot reach cluster: kubeconfig unavailable", missing)
+		m.cannotRun(t.Context(), log, "east", "KubeconfigUnavailable", "cannot reach cluster: kubeconfig unavailable", missing)
 	}
-	m.cannotRun(log, "east", "cannot reach cluster: kubeconfig does not parse", errors.New("bad yaml"))
+	m.cannotRun(t.Context(), log, "east", "KubeconfigInvalid", "cannot reach cluster: kubeconfig does not parse", errors.New("bad yaml"))
 	m.stop("east") // the Cluster was deleted: a new one with the same name is reported afresh
-	m.cannotRun(log, "east", "cannot reach cluster: kubeconfig unavailable", missing)
+	m.cannotRun(t.Context(), log, "east", "KubeconfigUnavailable", "cannot reach cluster: kubeconfig unavailable", missing)
 	if got := strings.Count(logs.String(), "kubeconfig unavailable"); got != 2 {
 		t.Errorf("the missing Secret was logged %d times, want once before the Cluster was deleted and once after:\n%s", got, logs.String())
 	}
