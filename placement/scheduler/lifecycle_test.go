@@ -353,3 +353,43 @@ func TestDuplicateHoldsCopiesOnNotReadyClusters(t *testing.T) {
 		})
 	}
 }
+
+// TestClusterTaintEffects: a cluster tainted NoSchedule takes no new workloads but keeps those already there,
+// as Kubernetes keeps running pods on a node tainted NoSchedule; tainted NoExecute, it sends them away.
+func TestClusterTaintEffects(t *testing.T) {
+	for _, tt := range []struct {
+		effect    corev1.TaintEffect
+		wantMoves int
+	}{{corev1.TaintEffectNoSchedule, 0}, {corev1.TaintEffectNoExecute, 1}} {
+		t.Run(string(tt.effect), func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("first")
+			h.AddNodes("first", cpuNodes("n", 1, "16"))
+			h.AddCluster("second")
+			h.AddNodes("second", cpuNodes("m", 1, "16"))
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			placed := h.AddWorkload(placementtest.PyTorchJob("ml", "placed").Component("worker", 2, res("cpu", "4")).Obj(), nil)
+			d := h.Place(placed)
+			if len(d.Clusters) != 1 {
+				t.Fatalf("placed on %v", d.Clusters)
+			}
+			where := d.Clusters[0]
+			if err := h.Store.UpsertCluster(h.NextSeq(), &structs.Cluster{Name: where, Ready: true,
+				Taints: []corev1.Taint{{Key: "maintenance", Effect: tt.effect}}}); err != nil {
+				t.Fatal(err)
+			}
+			snap := h.Store.Snapshot()
+			moves, _, err := h.Scheduler.Reevaluate(snap, h.Planner, scheduler.AffectedByCluster(snap, where))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(moves) != tt.wantMoves {
+				t.Errorf("moves = %+v, want %d", moves, tt.wantMoves)
+			}
+			fresh := h.AddWorkload(placementtest.PyTorchJob("ml", "fresh").Component("worker", 1, res("cpu", "1")).Obj(), nil)
+			if d := h.Place(fresh); slices.Contains(d.Clusters, where) {
+				t.Errorf("a new workload was placed on %s, tainted %s", where, tt.effect)
+			}
+		})
+	}
+}

@@ -24,6 +24,17 @@ func untoleratedTaint(taints []corev1.Taint, tolerations []corev1.Toleration) *c
 	return nil
 }
 
+// untoleratedTaintOf returns the first taint of the given effect that no toleration tolerates.
+func untoleratedTaintOf(taints []corev1.Taint, tolerations []corev1.Toleration, effect corev1.TaintEffect) *corev1.Taint {
+	for i := range taints {
+		t := &taints[i]
+		if t.Effect == effect && !slices.ContainsFunc(tolerations, func(tol corev1.Toleration) bool { return tolerates(&tol, t) }) {
+			return t
+		}
+	}
+	return nil
+}
+
 // tolerates follows the Kubernetes rules: an empty effect tolerates every effect, an empty key with Exists
 // tolerates every key, Equal (the default operator) compares values.
 func tolerates(tol *corev1.Toleration, taint *corev1.Taint) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"log/slog"
 	"maps"
 	"slices"
@@ -184,7 +185,7 @@ func (c *cycle) filter(wl *structs.Workload, p *policy.Policy, d *structs.Decisi
 			c.reject(d, name, structs.RejectAvoided, why)
 			continue
 		}
-		if v.after != nil {
+		if v.after != nil && !(v.staysOn && wl.Placement != nil && slices.Contains(wl.Placement.Clusters, name)) {
 			c.reject(d, name, v.after.code, v.after.reason)
 			continue
 		}
@@ -198,7 +199,11 @@ func (c *cycle) filter(wl *structs.Workload, p *policy.Policy, d *structs.Decisi
 // installed API), or the cluster's tier.
 type clusterVerdict struct {
 	before, after *rejection
-	tier          int
+	// staysOn is set when after only keeps new workloads off the cluster (an untolerated NoSchedule taint, and
+	// no NoExecute one): a workload already there stays, as Kubernetes leaves running pods on a node tainted
+	// NoSchedule and Karmada leaves resources on a cluster tainted so.
+	staysOn bool
+	tier    int
 }
 
 type rejection struct {
@@ -218,12 +223,18 @@ func judgeCluster(p *policy.Policy, apiKey string, cl *structs.Cluster) clusterV
 	if !cl.Ready {
 		return clusterVerdict{before: &rejection{structs.RejectNotReady, "is not Ready"}}
 	}
-	if t := untoleratedTaint(cl.Taints, p.Tolerations()); t != nil {
-		return clusterVerdict{after: &rejection{structs.RejectTaint, "has taint " + taintString(t.Key, t.Value, string(t.Effect)) +
-			" that the policy does not tolerate"}}
+	taintRejection := func(t *corev1.Taint) *rejection {
+		return &rejection{structs.RejectTaint, "has taint " + taintString(t.Key, t.Value, string(t.Effect)) +
+			" that the policy does not tolerate"}
+	}
+	if t := untoleratedTaintOf(cl.Taints, p.Tolerations(), corev1.TaintEffectNoExecute); t != nil {
+		return clusterVerdict{after: taintRejection(t)}
 	}
 	if !cl.ServesAPI(apiKey) {
 		return clusterVerdict{after: &rejection{structs.RejectAPI, "does not serve " + apiKey}}
+	}
+	if t := untoleratedTaintOf(cl.Taints, p.Tolerations(), corev1.TaintEffectNoSchedule); t != nil {
+		return clusterVerdict{after: taintRejection(t), staysOn: true, tier: tier}
 	}
 	return clusterVerdict{tier: tier}
 }
