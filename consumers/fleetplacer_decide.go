@@ -290,13 +290,26 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 	desired := map[string]int64{}
 	if wl != nil && wl.Placement != nil && !e.deleted && e.objectJSON != nil {
 		for _, c := range wl.Placement.Clusters {
-			desired[c] = wl.Placement.Replicas[c]
+			if p.clusterRegistered(c) { // a cluster that left the fleet gets the Delete of its copy below
+				desired[c] = wl.Placement.Replicas[c]
+			}
 		}
 	}
 	if len(desired) == 0 && !e.deleted && e.objectJSON != nil {
 		// The workload fits nowhere now (or no policy takes it): what already runs keeps running, as the
 		// verdict on the control plane says, until a cluster fits again. Taking it down would turn a
-		// transient answer (clusters relabelled one by one, a grown spec) into lost work.
+		// transient answer (clusters relabelled one by one, a grown spec) into lost work. Not on a cluster
+		// whose Cluster object was deleted: fleetflow no longer manages it, and its copy would run unseen.
+		for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
+			if e.published[cluster].action != schemas.ActionApply || p.clusterRegistered(cluster) {
+				continue
+			}
+			if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, 0, nil, nil); err != nil {
+				return err
+			}
+			delete(e.redelete, cluster)
+			delete(e.finished, cluster)
+		}
 		return nil
 	}
 	for _, cluster := range slices.Sorted(maps.Keys(desired)) {
@@ -354,6 +367,12 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		}
 	}
 	return nil
+}
+
+// clusterRegistered reports whether the control plane has a Cluster object for the cluster.
+func (p *Placer) clusterRegistered(name string) bool {
+	c := p.clusters[name]
+	return c != nil && c.registered
 }
 
 func (p *Placer) clusterReady(name string) bool {

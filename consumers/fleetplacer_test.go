@@ -1110,3 +1110,32 @@ func TestNegativeQuantityMakesTheWorkloadInvalid(t *testing.T) {
 		t.Errorf("decisions %v, want none: the placed copy keeps running", got)
 	}
 }
+
+// A Cluster object deleted takes the copies on it along: with another cluster that fits the workload moves
+// there first; with none it is Unschedulable, but its copy on the cluster that left the fleet is deleted
+// all the same, since fleetflow no longer watches it.
+func TestClusterDeletedTakesItsCopiesAlong(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		west bool
+		want []string
+	}{{"another cluster fits", true, []string{"Apply west", "Delete east"}}, {"no other cluster", false, []string{"Delete east"}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			if tt.west {
+				f.eastThenWest()
+			} else {
+				f.eastThenWestWith(nil)
+			}
+			web := deployment("web")
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			f.confirm("east", web)
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			east := object("fleetflow.io/v1alpha1", "Cluster", "", "east", nil, nil).Ref()
+			f.deliver(schemas.TypeClusterDeleted, schemas.ClusterSpecSubject("east"), &schemas.ObjectDeleted{Workload: east})
+			if got := f.decisions(mark); !equal(got, tt.want) {
+				t.Fatalf("decisions = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
@@ -245,5 +246,20 @@ func TestCopyDeletedInItsClusterComesBack(t *testing.T) {
 	e2eenv.Eventually(t, e2eenv.Settle, "a new copy on cluster-a", func() bool {
 		again := e2eenv.Get(t, cluster, pytorchJobKind, "team-drift", placed.GetName())
 		return again != nil && again.GetUID() != placed.GetUID()
+	})
+}
+
+// TestDeletedClusterLeavesNoCopy: deleting the Cluster a job runs on moves the job to the other cluster and
+// deletes its copy from the one that left: the cluster's applier is kept until it carried that Delete out.
+func TestDeletedClusterLeavesNoCopy(t *testing.T) {
+	e := newEnv(t)
+	placed := placeJob(t, e, "team-leaving")
+	clusters := e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"})
+	if err := clusters.Delete(t.Context(), "cluster-a", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the job on cluster-b and gone from cluster-a", func() bool {
+		return e2eenv.Get(t, e.Clusters["cluster-b"], pytorchJobKind, "team-leaving", placed.GetName()) != nil &&
+			e2eenv.Get(t, e.Clusters["cluster-a"], pytorchJobKind, "team-leaving", placed.GetName()) == nil
 	})
 }

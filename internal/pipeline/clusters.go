@@ -106,12 +106,28 @@ type ClusterManager struct {
 	Log          *slog.Logger
 	// Resync defaults to DefaultClusterResync.
 	Resync time.Duration
+	// Drained, when set, reports whether a cluster's applier has carried out every decision published to it.
+	// A deleted Cluster's runner is kept until then (within RetireTimeout), so the Deletes the placer sends
+	// when the Cluster goes are carried out instead of leaving its copies running unseen.
+	Drained func(ctx context.Context, cluster string) (bool, error)
+	// RetireTimeout bounds that wait; it defaults to DefaultRetireTimeout.
+	RetireTimeout time.Duration
 
 	mu      sync.Mutex
 	running map[string]*runningCluster
 	// unreachable holds why each Cluster that cannot be run could not, so a resync logs it only when it changes.
 	unreachable map[string]string
+	// retiring marks the runners of deleted Clusters kept until their applier drained; a Cluster registered
+	// again under the name meanwhile takes its runner back.
+	retiring map[string]*struct{}
 }
+
+// DefaultRetireTimeout is how long a deleted Cluster's runner is kept at most for its applier to drain.
+const DefaultRetireTimeout = 2 * time.Minute
+
+// retireSettle is how long a deleted Cluster's runner is kept at least: the placer's Deletes for the
+// cluster's copies are published within it, so an applier found idle before them is not taken as drained.
+const retireSettle = 3 * time.Second
 
 type runningCluster struct {
 	kubeconfig string
@@ -131,7 +147,7 @@ func (rc *runningCluster) stopped() bool {
 
 // Start watches Clusters until ctx is done, then stops every runner.
 func (m *ClusterManager) Start(ctx context.Context) error {
-	m.running, m.unreachable = map[string]*runningCluster{}, map[string]string{}
+	m.running, m.unreachable, m.retiring = map[string]*runningCluster{}, map[string]string{}, map[string]*struct{}{}
 	resync := m.Resync
 	if resync <= 0 {
 		resync = DefaultClusterResync
@@ -151,7 +167,7 @@ func (m *ClusterManager) Start(ctx context.Context) error {
 				obj = tomb.Obj
 			}
 			if u, ok := obj.(*unstructured.Unstructured); ok {
-				m.stop(u.GetName())
+				go m.retire(ctx, u.GetName())
 			}
 		},
 	})
@@ -174,6 +190,9 @@ func (m *ClusterManager) Start(ctx context.Context) error {
 func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Unstructured) {
 	name := cluster.GetName()
 	log := m.Log.With("cluster", name)
+	m.mu.Lock()
+	delete(m.retiring, name) // registered again: its runner, if still kept, is its own again
+	m.mu.Unlock()
 	kubeconfig, err := m.kubeconfig(ctx, cluster)
 	if err != nil {
 		m.cannotRun(ctx, log, name, "KubeconfigUnavailable", "cannot reach cluster: kubeconfig unavailable", err)
@@ -291,6 +310,61 @@ func (m *ClusterManager) setJoined(ctx context.Context, log *slog.Logger, name s
 			log.Warn("cannot show the Joined condition", "error", err)
 		}
 		return
+	}
+}
+
+// retire stops the runner of a deleted Cluster once its applier has carried out every decision published to
+// it, or after RetireTimeout, unless the Cluster is registered again meanwhile.
+func (m *ClusterManager) retire(ctx context.Context, name string) {
+	token := &struct{}{}
+	m.mu.Lock()
+	m.retiring[name] = token
+	_, running := m.running[name]
+	m.mu.Unlock()
+	log := m.Log.With("cluster", name)
+	if running && m.Drained != nil {
+		timeout := m.RetireTimeout
+		if timeout <= 0 {
+			timeout = DefaultRetireTimeout
+		}
+		start := time.Now()
+		ticker := time.NewTicker(500 * time.Millisecond)
+		defer ticker.Stop()
+		for waiting := true; waiting; {
+			select {
+			case <-ctx.Done():
+				return // Start stops every runner
+			case <-ticker.C:
+			}
+			m.mu.Lock()
+			still := m.retiring[name] == token
+			m.mu.Unlock()
+			if !still {
+				return
+			}
+			elapsed := time.Since(start)
+			if elapsed < retireSettle {
+				continue
+			}
+			drained, err := m.Drained(ctx, name)
+			switch {
+			case err == nil && drained:
+				waiting = false
+			case elapsed > timeout:
+				log.Warn("Cluster deleted before its applier carried out every decision sent to it; copies may remain there",
+					"waited", timeout, "error", err)
+				waiting = false
+			}
+		}
+	}
+	m.mu.Lock()
+	still := m.retiring[name] == token
+	if still {
+		delete(m.retiring, name)
+	}
+	m.mu.Unlock()
+	if still {
+		m.stop(name)
 	}
 }
 

@@ -559,6 +559,21 @@ func followResourceInterfaceKinds(ctx context.Context, js jetstream.JetStream, a
 	}
 }
 
+// ApplierDrained reports whether a cluster's applier has carried out every decision published to it: its
+// durable consumer has nothing left to deliver and nothing delivered waiting for an acknowledgement.
+func ApplierDrained(ctx context.Context, b *Bus, cluster string) (bool, error) {
+	stream, cfg := schemas.ApplierConsumer(cluster)
+	consumer, err := b.JetStream.Consumer(ctx, stream, cfg.Durable)
+	if err != nil {
+		return false, fmt.Errorf("applier of cluster %s: %w", cluster, err)
+	}
+	info, err := consumer.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("applier of cluster %s: %w", cluster, err)
+	}
+	return info.NumPending == 0 && info.NumAckPending == 0, nil
+}
+
 // RunClusterParts runs what fleetflow does for one workload cluster: the producer of its nodes, APIs,
 // heartbeats and workload statuses, and the applier of its decisions. A heartbeat interval of zero means
 // the producer's default.
@@ -620,7 +635,8 @@ func (a *AllInOne) Run(ctx context.Context, b *Bus, log *slog.Logger) error {
 	manager := &ClusterManager{ControlPlane: a.ControlPlane, Log: log.With("component", "clusters"),
 		Run: func(ctx context.Context, name string, clients *kube.Clients) error {
 			return RunClusterParts(ctx, b, name, clients, kinds, producers.HeartbeatFor(a.Placer.HeartbeatTimeout), log)
-		}}
+		},
+		Drained: func(ctx context.Context, cluster string) (bool, error) { return ApplierDrained(ctx, b, cluster) }}
 	start("clusters", func() error { return manager.Start(ctx) })
 	<-ctx.Done()
 	wg.Wait()
