@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
@@ -223,6 +224,9 @@ type policyEntry struct {
 	name     string
 	compiled *policy.Policy
 	err      error
+	// refused is the version refused with err, kept to compile again when an RI changes what it may name (a
+	// Divide over a kind whose RI is applied after the policy, as `kubectl apply -f dir/` orders them).
+	refused *v1alpha1.SchedulePolicy
 }
 
 // NewPlacer returns a placer with an empty fleet view and the given RIs (normally the built-ins).

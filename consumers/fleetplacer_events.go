@@ -203,10 +203,15 @@ func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touche
 		return nil
 	}
 	sp.Name = name
-	compiled, err := policy.Compile(&sp, kindInfo(p.registry))
+	return p.compilePolicy(name, &sp, touched, rebuilding)
+}
+
+// compilePolicy puts a version of a policy in force, or keeps the last valid version and says why not.
+func (p *Placer) compilePolicy(name string, sp *v1alpha1.SchedulePolicy, touched *touchedSet, rebuilding bool) error {
+	compiled, err := policy.Compile(sp, kindInfo(p.registry))
 	if err != nil {
 		// Like an admission webhook would, keep the last valid version and say why the new one is refused.
-		p.policies[name] = &policyEntry{name: name, compiled: p.policyOrNil(name), err: err}
+		p.policies[name] = &policyEntry{name: name, compiled: p.policyOrNil(name), err: err, refused: sp}
 		p.log.Warn("policy rejected; keeping its last valid version", "policy", name, "error", err)
 		return nil
 	}
@@ -218,6 +223,19 @@ func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touche
 		return nil
 	}
 	return p.policiesChanged(touched)
+}
+
+// recompileRefusedPolicies compiles again the policies refused so far, once the RIs changed: one that named
+// a kind no RI described may name it now.
+func (p *Placer) recompileRefusedPolicies(touched *touchedSet, rebuilding bool) error {
+	for _, name := range slices.Sorted(maps.Keys(p.policies)) {
+		if e := p.policies[name]; e.refused != nil {
+			if err := p.compilePolicy(name, e.refused, touched, rebuilding); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (p *Placer) policyOrNil(name string) *policy.Policy {
@@ -279,6 +297,9 @@ func (p *Placer) onResourceInterfaceChanged(payload *schemas.ObjectChanged, touc
 	p.registry = p.registry.With(compiled)
 	if err := p.store.UpsertResourceInterface(p.seq, &structs.ResourceInterface{Name: compiled.Name,
 		Group: compiled.GVK.Group, Kind: compiled.GVK.Kind, Engine: compiled}); err != nil {
+		return err
+	}
+	if err := p.recompileRefusedPolicies(touched, rebuilding); err != nil {
 		return err
 	}
 	return p.reanalyze(compiled.GVK.Group, compiled.GVK.Kind, touched, rebuilding)

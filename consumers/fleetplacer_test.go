@@ -1139,3 +1139,26 @@ func TestClusterDeletedTakesItsCopiesAlong(t *testing.T) {
 		})
 	}
 }
+
+// A Divide policy over a kind no RI describes is refused, and put in force once an RI for the kind arrives
+// after it, without the policy changing.
+func TestRefusedPolicyInForceOnceItsKindHasAnRI(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.policy("widget-divide", map[string]any{
+		"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "example.com", "kind": "Widget"}}},
+		"spreadConstraints": map[string]any{"spreadMode": "Divide", "topologyKey": "region", "percentageSplit": []any{
+			map[string]any{"topologyValue": "east", "percentage": int64(50)},
+			map[string]any{"topologyValue": "west", "percentage": int64(50)}}}})
+	if e := f.p.policies["widget-divide"]; e == nil || e.err == nil || e.compiled != nil {
+		t.Fatalf("policy entry %+v, want it refused: no RI describes Widget", e)
+	}
+	ri := object("optimization.nvidia.com/v1alpha1", "ResourceInterface", "", "widget-ri", nil, map[string]any{
+		"spec": map[string]any{"structureDefinition": map[string]any{"rootComponent": map[string]any{
+			"name": "widget", "kind": map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"},
+			"specDefinition":  map[string]any{"podTemplateSpecPath": ".spec.template"},
+			"scaleDefinition": map[string]any{"replicasPath": ".spec.replicas"}}}}})
+	f.deliver(schemas.TypeResourceInterfaceChanged, schemas.ResourceInterfaceSubject(ri.Ref()), ri)
+	if e := f.p.policies["widget-divide"]; e == nil || e.err != nil || e.compiled == nil {
+		t.Fatalf("policy entry %+v, want it in force once Widget has an RI", e)
+	}
+}

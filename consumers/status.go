@@ -100,6 +100,7 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 	case *schemas.ObjectChanged:
 		if d.Event.Type() == schemas.TypeResourceInterfaceChanged {
 			s.upsertRI(p)
+			return s.revalidatePolicies(ctx)
 		}
 		return nil
 	case *schemas.ObjectDeleted:
@@ -107,6 +108,7 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 			s.mu.Lock()
 			s.ris = s.ris.Without(p.Workload.Name)
 			s.mu.Unlock()
+			return s.revalidatePolicies(ctx)
 		}
 		return nil
 	default:

@@ -284,6 +284,23 @@ func (s *StatusWriter) writePolicyStatus(ctx context.Context, p *schemas.ObjectC
 	})
 }
 
+// revalidatePolicies writes again the Accepted condition of every SchedulePolicy once the RIs changed: a
+// Divide over a kind is valid only while an RI describes the kind, and the RI may come after the policy.
+func (s *StatusWriter) revalidatePolicies(ctx context.Context) error {
+	client := s.ControlPlane.Dynamic.Resource(schedulePolicyResource)
+	list, err := client.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return classify(fmt.Errorf("list SchedulePolicies: %w", err))
+	}
+	for i := range list.Items {
+		item := &list.Items[i]
+		if err := s.writePolicyStatus(ctx, &schemas.ObjectChanged{Object: item.Object}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // writePolicyCondition validates the policy of event p and writes the verdict onto current, the policy as read.
 func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynamic.ResourceInterface,
 	current *unstructured.Unstructured, p *schemas.ObjectChanged) error {

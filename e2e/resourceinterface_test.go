@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fleetflow/fleetflow/consumers"
@@ -84,4 +85,61 @@ func TestResourceInterfaceAppliedAtRunTime(t *testing.T) {
 		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-ri", "after").GetAnnotations()
 		return a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced)
 	})
+}
+
+// TestDividePolicyAcceptedOnceItsKindHasAnRI: a Divide policy over a kind no RI describes is refused, and
+// accepted once an RI for the kind is applied after it (as `kubectl apply -f dir/` orders policy.yaml before
+// ri.yaml); deleting the RI refuses it again.
+func TestDividePolicyAcceptedOnceItsKindHasAnRI(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	policies := e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "schedulepolicies"})
+	policy := e2eenv.ParseObjects(t, `
+apiVersion: fleetflow.io/v1alpha1
+kind: SchedulePolicy
+metadata: {name: widget-divide}
+spec:
+  resourceSelectors: {kinds: [{group: example.com, kind: Widget}]}
+  spreadConstraints: {spreadMode: Divide, topologyKey: region, percentageSplit: [{topologyValue: east, percentage: 50}, {topologyValue: west, percentage: 50}]}
+`)
+	ri := e2eenv.ParseObjects(t, `
+apiVersion: optimization.nvidia.com/v1alpha1
+kind: ResourceInterface
+metadata: {name: widget-ri}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: widget
+      kind: {group: example.com, version: v1, kind: Widget}
+      specDefinition: {podTemplateSpecPath: .spec.template}
+      scaleDefinition: {replicasPath: .spec.replicas}
+`)
+	t.Cleanup(func() {
+		_ = policies.Delete(context.Background(), "widget-divide", metav1.DeleteOptions{})
+		_ = e.ControlPlane.Dynamic.Resource(resourceInterfaces).Delete(context.Background(), "widget-ri", metav1.DeleteOptions{})
+	})
+	accepted := func(want metav1.ConditionStatus) func() bool {
+		return func() bool {
+			obj := e2eenv.Get(t, e.ControlPlane, schema.GroupVersionKind{Group: "fleetflow.io", Version: "v1alpha1", Kind: "SchedulePolicy"}, "", "widget-divide")
+			conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+			for _, c := range conditions {
+				if m, _ := c.(map[string]any); m["type"] == consumers.PolicyConditionAccepted {
+					return m["status"] == string(want)
+				}
+			}
+			return false
+		}
+	}
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, policy...); err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the policy refused without an RI for Widget", accepted(metav1.ConditionFalse))
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, ri...); err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the policy accepted once the RI is applied", accepted(metav1.ConditionTrue))
+	if err := e.ControlPlane.Dynamic.Resource(resourceInterfaces).Delete(ctx, "widget-ri", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the policy refused again once the RI is deleted", accepted(metav1.ConditionFalse))
 }

@@ -208,7 +208,18 @@ func ReadObjects(t *testing.T, path string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := kube.DecodeYAML(data, path)
+	return decodeObjects(t, data, path)
+}
+
+// ParseObjects reads multi-document YAML a test holds inline.
+func ParseObjects(t *testing.T, yaml string) []*unstructured.Unstructured {
+	t.Helper()
+	return decodeObjects(t, []byte(yaml), t.Name())
+}
+
+func decodeObjects(t *testing.T, data []byte, source string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := kube.DecodeYAML(data, source)
 	if err != nil {
 		t.Fatal(err)
 	}
