@@ -137,7 +137,7 @@ func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
 	}
 }
 
-// TestClusterAndPolicyStatus: `kubectl get clusters` shows each cluster Ready with its heartbeat, the
+// TestClusterAndPolicyStatus: `kubectl get clusters` shows each cluster Ready and Joined with its heartbeat, the
 // summed allocatable of its nodes and its installed APIs; a SchedulePolicy that fleetflow cannot use
 // says why, with the field path, in its Accepted condition.
 func TestClusterAndPolicyStatus(t *testing.T) {
@@ -152,8 +152,12 @@ func TestClusterAndPolicyStatus(t *testing.T) {
 			return false
 		}
 		cpu := c.Status.Allocatable[corev1.ResourceCPU]
-		ready := len(c.Status.Conditions) == 1 && c.Status.Conditions[0].Status == metav1.ConditionTrue
-		return ready && c.Status.LastHeartbeatTime != nil && cpu.Cmp(resource.MustParse("80")) == 0 &&
+		ready, joined := false, false
+		for _, cond := range c.Status.Conditions {
+			ready = ready || (cond.Type == v1alpha1.ClusterConditionReady && cond.Status == metav1.ConditionTrue)
+			joined = joined || (cond.Type == v1alpha1.ClusterConditionJoined && cond.Status == metav1.ConditionTrue)
+		}
+		return ready && joined && c.Status.LastHeartbeatTime != nil && cpu.Cmp(resource.MustParse("80")) == 0 &&
 			slices.Contains(c.Status.InstalledAPIs, "kubeflow.org/v1/PyTorchJob")
 	})
 
