@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -99,7 +100,10 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 		return s.clearPlacementError(ctx, p.(*schemas.PlacementApplied))
 	case *schemas.ObjectChanged:
 		if d.Event.Type() == schemas.TypeResourceInterfaceChanged {
-			s.upsertRI(p)
+			compiled, err := s.upsertRI(p)
+			if err := s.writeRICondition(ctx, p, compiled, err); err != nil {
+				return err
+			}
 			return s.revalidatePolicies(ctx)
 		}
 		return nil
@@ -116,24 +120,113 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 	}
 }
 
-func (s *StatusWriter) upsertRI(p *schemas.ObjectChanged) {
+// upsertRI puts an RI in force, or returns why it cannot be.
+func (s *StatusWriter) upsertRI(p *schemas.ObjectChanged) (*karta.Compiled, error) {
+	source := "ResourceInterface " + p.Ref().Name
 	data, err := json.Marshal(p.Object)
 	if err != nil {
-		return
+		return nil, fmt.Errorf("%s: %w", source, err)
 	}
-	ris, err := karta.ParseResourceInterfaces(data, "ResourceInterface "+p.Ref().Name)
-	if err != nil || len(ris) != 1 {
+	ris, err := karta.ParseResourceInterfaces(data, source)
+	if err == nil && len(ris) != 1 {
+		err = fmt.Errorf("%s: want exactly one ResourceInterface, got %d", source, len(ris))
+	}
+	if err != nil {
 		s.Log.Warn("ignoring ResourceInterface that does not parse", "ri", p.Ref().Name, "error", err)
-		return
+		return nil, err
 	}
-	compiled, err := karta.Compile(ris[0], "ResourceInterface "+p.Ref().Name)
+	compiled, err := karta.Compile(ris[0], source)
 	if err != nil {
 		s.Log.Warn("ignoring ResourceInterface that does not compile", "ri", p.Ref().Name, "error", err)
-		return
+		return nil, err
 	}
 	s.mu.Lock()
 	s.ris = s.ris.With(compiled)
 	s.mu.Unlock()
+	return compiled, nil
+}
+
+// RIConditionAccepted says whether fleetflow reads workloads through a ResourceInterface applied to the
+// control plane, and why not.
+const RIConditionAccepted = "Accepted"
+
+// writeRICondition shows on the RI object whether it is in force (for which kind, and which RIs it takes the
+// place of) or why it was refused (its jq or structure error), so `kubectl get ri -o yaml` tells, not only the
+// logs.
+func (s *StatusWriter) writeRICondition(ctx context.Context, p *schemas.ObjectChanged, compiled *karta.Compiled, refused error) error {
+	ref := p.Ref()
+	cond := metav1.Condition{Type: RIConditionAccepted, Status: metav1.ConditionFalse, Reason: "Invalid",
+		LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second))}
+	if refused != nil {
+		cond.Message = refused.Error() + "; workloads of its kind are read as before"
+	} else {
+		cond.Status, cond.Reason = metav1.ConditionTrue, "InForce"
+		gvk := compiled.GVK
+		cond.Message = "in force for " + gvk.Kind + "." + gvk.Group + "/" + gvk.Version
+		var others []string
+		s.mu.RLock()
+		for _, c := range s.ris.All() {
+			if c.GVK == gvk && c.Name != compiled.Name {
+				kind := "ResourceInterface"
+				if c.Builtin {
+					kind = "the built-in RI"
+				}
+				others = append(others, kind+" "+c.Name)
+			}
+		}
+		s.mu.RUnlock()
+		if len(others) > 0 {
+			slices.Sort(others)
+			cond.Message += "; used instead of " + strings.Join(others, ", ") + ", which describe the same kind"
+		}
+	}
+	client := s.ControlPlane.Dynamic.Resource(resourceInterfaceResource)
+	return rereadUntilWritten("ResourceInterface "+ref.Name, func() error {
+		current, err := client.Get(ctx, ref.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return classify(fmt.Errorf("read ResourceInterface %s: %w", ref.Name, err))
+		}
+		if string(current.GetUID()) != ref.UID || current.GetGeneration() > generationOf(p.Object) {
+			return nil // another RI of that name, or a newer generation whose own event writes its condition
+		}
+		conditions, _, _ := unstructured.NestedSlice(current.Object, "status", "conditions")
+		kept := make([]any, 0, len(conditions)+1)
+		since := ""
+		for _, c := range conditions {
+			m, _ := c.(map[string]any)
+			if m["type"] != cond.Type {
+				kept = append(kept, c)
+				continue
+			}
+			if m["status"] == string(cond.Status) {
+				if m["message"] == cond.Message {
+					return nil // shown already
+				}
+				since, _ = m["lastTransitionTime"].(string)
+			}
+		}
+		shown, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cond)
+		if err != nil {
+			return bus.Permanent(err)
+		}
+		if since != "" {
+			shown["lastTransitionTime"] = since // the status did not change, only the message
+		}
+		if err := unstructured.SetNestedSlice(current.Object, append(kept, shown), "status", "conditions"); err != nil {
+			return bus.Permanent(err)
+		}
+		_, err = client.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: FieldManager})
+		switch {
+		case isStale(err):
+			return errStale
+		case err != nil && !apierrors.IsNotFound(err):
+			return classify(fmt.Errorf("write the Accepted condition of ResourceInterface %s: %w", ref.Name, err))
+		}
+		return nil
+	})
 }
 
 func (s *StatusWriter) resource(ref schemas.ObjectRef) (dynamic.ResourceInterface, error) {

@@ -24,8 +24,10 @@ import (
 )
 
 var (
-	clusterResource        = schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
-	schedulePolicyResource = schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "schedulepolicies"}
+	clusterResource           = schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
+	schedulePolicyResource    = schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "schedulepolicies"}
+	resourceInterfaceResource = schema.GroupVersionResource{Group: "optimization.nvidia.com", Version: "v1alpha1",
+		Resource: "resourceinterfaces"}
 )
 
 // PolicyConditionAccepted says whether fleetflow accepted a SchedulePolicy; when it did not, the message
@@ -147,7 +149,7 @@ func (s *StatusWriter) Restore(eventType string, payload schemas.Payload) {
 		s.clusterView(p.Cluster).nodes[p.Name] = p
 	case *schemas.ObjectChanged:
 		if eventType == schemas.TypeResourceInterfaceChanged {
-			s.upsertRI(p)
+			_, _ = s.upsertRI(p) // its condition was written when it was applied
 		}
 	case *schemas.ObjectDeleted:
 		switch eventType {

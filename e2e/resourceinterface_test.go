@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -142,4 +143,57 @@ spec:
 		t.Fatal(err)
 	}
 	e2eenv.Eventually(t, e2eenv.Settle, "the policy refused again once the RI is deleted", accepted(metav1.ConditionFalse))
+}
+
+// TestResourceInterfaceShowsWhetherItIsInForce: an RI applied to the control plane says in its Accepted
+// condition whether it is in force (for which kind, instead of which RI) or why it was refused.
+func TestResourceInterfaceShowsWhetherItIsInForce(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	broken := e2eenv.ParseObjects(t, `
+apiVersion: optimization.nvidia.com/v1alpha1
+kind: ResourceInterface
+metadata: {name: widget-broken}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: widget
+      kind: {group: example.com, version: v1, kind: Widget}
+      specDefinition: {podTemplateSpecPath: .spec.template}
+      scaleDefinition: {replicasPath: '.spec.replicas |||'}
+`)
+	tenfold := e2eenv.ReadObjects(t, "testdata/resourceinterfaces/pytorchjob-tenfold.yaml")
+	t.Cleanup(func() {
+		for _, name := range []string{"widget-broken", "site-pytorchjob-tenfold"} {
+			_ = e.ControlPlane.Dynamic.Resource(resourceInterfaces).Delete(context.Background(), name, metav1.DeleteOptions{})
+		}
+	})
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, append(broken, tenfold...)...); err != nil {
+		t.Fatal(err)
+	}
+	shows := func(name, status string, parts ...string) func() bool {
+		return func() bool {
+			obj, err := e.ControlPlane.Dynamic.Resource(resourceInterfaces).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+			for _, c := range conditions {
+				if m, _ := c.(map[string]any); m["type"] == consumers.RIConditionAccepted && m["status"] == status {
+					message, _ := m["message"].(string)
+					for _, part := range parts {
+						if !strings.Contains(message, part) {
+							return false
+						}
+					}
+					return true
+				}
+			}
+			return false
+		}
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the broken RI refused with its field and jq error",
+		shows("widget-broken", "False", "scaleDefinition.replicasPath", "jq"))
+	e2eenv.Eventually(t, e2eenv.Settle, "the user RI in force instead of the built-in one",
+		shows("site-pytorchjob-tenfold", "True", "in force for PyTorchJob.kubeflow.org/v1", "the built-in RI fleetflow-kubeflow-org-pytorchjob-v1"))
 }
