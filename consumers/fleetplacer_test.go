@@ -109,6 +109,16 @@ func (f *placerFixture) policy(name string, spec map[string]any) {
 	f.deliver(schemas.TypePolicyChanged, schemas.PolicySubject(pol.Ref()), pol)
 }
 
+// placedWebOnEast places the Deployment web on east (of eastThenWest), confirmed by east's applier, and
+// returns it with the count of decisions published so far.
+func (f *placerFixture) placedWebOnEast() (*schemas.ObjectChanged, int) {
+	f.t.Helper()
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	f.confirm("east", web)
+	return web, len(f.pub.ofType(schemas.TypePlacementDecided))
+}
+
 func deployment(name string) *schemas.ObjectChanged {
 	return object("apps/v1", "Deployment", "team", name, nil, map[string]any{"spec": map[string]any{"replicas": int64(1),
 		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
@@ -1070,10 +1080,7 @@ func TestCopyDeletedInItsClusterIsAppliedAgain(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newPlacerFixture(t, PlacerConfig{})
 			f.eastThenWest()
-			web := deployment("web")
-			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
-			f.confirm("east", web)
-			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			web, mark := f.placedWebOnEast()
 			for _, s := range tt.statuses {
 				s.Workload = web.Ref()
 				f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(s.Cluster, web.Ref()), s)
@@ -1090,10 +1097,7 @@ func TestCopyDeletedInItsClusterIsAppliedAgain(t *testing.T) {
 func TestNegativeQuantityMakesTheWorkloadInvalid(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{})
 	f.eastThenWest()
-	web := deployment("web")
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
-	f.confirm("east", web)
-	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	_, mark := f.placedWebOnEast()
 	bad := deploymentVersion("web", "2", 1, func(object map[string]any) {
 		firstContainer(object)["resources"] = map[string]any{"requests": map[string]any{"cpu": "-4"}}
 	})
@@ -1127,10 +1131,7 @@ func TestClusterDeletedTakesItsCopiesAlong(t *testing.T) {
 			} else {
 				f.eastThenWestWith(nil)
 			}
-			web := deployment("web")
-			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
-			f.confirm("east", web)
-			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			_, mark := f.placedWebOnEast()
 			east := object("fleetflow.io/v1alpha1", "Cluster", "", "east", nil, nil).Ref()
 			f.deliver(schemas.TypeClusterDeleted, schemas.ClusterSpecSubject("east"), &schemas.ObjectDeleted{Workload: east})
 			if got := f.decisions(mark); !equal(got, tt.want) {

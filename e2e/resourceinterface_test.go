@@ -88,6 +88,23 @@ func TestResourceInterfaceAppliedAtRunTime(t *testing.T) {
 	})
 }
 
+// widgetRI is an RI named name for a Widget kind no CRD serves, whose pods are .spec.template, replicasPath
+// times.
+func widgetRI(name, replicasPath string) string {
+	return `
+apiVersion: optimization.nvidia.com/v1alpha1
+kind: ResourceInterface
+metadata: {name: ` + name + `}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: widget
+      kind: {group: example.com, version: v1, kind: Widget}
+      specDefinition: {podTemplateSpecPath: .spec.template}
+      scaleDefinition: {replicasPath: '` + replicasPath + `'}
+`
+}
+
 // TestDividePolicyAcceptedOnceItsKindHasAnRI: a Divide policy over a kind no RI describes is refused, and
 // accepted once an RI for the kind is applied after it (as `kubectl apply -f dir/` orders policy.yaml before
 // ri.yaml); deleting the RI refuses it again.
@@ -103,18 +120,7 @@ spec:
   resourceSelectors: {kinds: [{group: example.com, kind: Widget}]}
   spreadConstraints: {spreadMode: Divide, topologyKey: region, percentageSplit: [{topologyValue: east, percentage: 50}, {topologyValue: west, percentage: 50}]}
 `)
-	ri := e2eenv.ParseObjects(t, `
-apiVersion: optimization.nvidia.com/v1alpha1
-kind: ResourceInterface
-metadata: {name: widget-ri}
-spec:
-  structureDefinition:
-    rootComponent:
-      name: widget
-      kind: {group: example.com, version: v1, kind: Widget}
-      specDefinition: {podTemplateSpecPath: .spec.template}
-      scaleDefinition: {replicasPath: .spec.replicas}
-`)
+	ri := e2eenv.ParseObjects(t, widgetRI("widget-ri", ".spec.replicas"))
 	t.Cleanup(func() {
 		_ = policies.Delete(context.Background(), "widget-divide", metav1.DeleteOptions{})
 		_ = e.ControlPlane.Dynamic.Resource(resourceInterfaces).Delete(context.Background(), "widget-ri", metav1.DeleteOptions{})
@@ -150,18 +156,7 @@ spec:
 func TestResourceInterfaceShowsWhetherItIsInForce(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
-	broken := e2eenv.ParseObjects(t, `
-apiVersion: optimization.nvidia.com/v1alpha1
-kind: ResourceInterface
-metadata: {name: widget-broken}
-spec:
-  structureDefinition:
-    rootComponent:
-      name: widget
-      kind: {group: example.com, version: v1, kind: Widget}
-      specDefinition: {podTemplateSpecPath: .spec.template}
-      scaleDefinition: {replicasPath: '.spec.replicas |||'}
-`)
+	broken := e2eenv.ParseObjects(t, widgetRI("widget-broken", ".spec.replicas |||"))
 	tenfold := e2eenv.ReadObjects(t, "testdata/resourceinterfaces/pytorchjob-tenfold.yaml")
 	t.Cleanup(func() {
 		for _, name := range []string{"widget-broken", "site-pytorchjob-tenfold"} {
