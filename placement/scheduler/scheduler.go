@@ -185,13 +185,18 @@ func (c *cycle) filter(wl *structs.Workload, p *policy.Policy, d *structs.Decisi
 			c.reject(d, name, structs.RejectAvoided, why)
 			continue
 		}
-		if v.after != nil && !(v.staysOn && wl.Placement != nil && slices.Contains(wl.Placement.Clusters, name)) {
+		if v.after != nil && !staysOn(v, wl, name) {
 			c.reject(d, name, v.after.code, v.after.reason)
 			continue
 		}
 		out = append(out, candidate{capacity: cc, tier: v.tier})
 	}
 	return out
+}
+
+// staysOn reports whether a workload already on the cluster stays despite the verdict's rejection.
+func staysOn(v *clusterVerdict, wl *structs.Workload, cluster string) bool {
+	return v.staysOn && wl.Placement != nil && slices.Contains(wl.Placement.Clusters, cluster)
 }
 
 // clusterVerdict is what filter decides for one cluster regardless of the workload's clusters to avoid: a
