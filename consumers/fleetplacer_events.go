@@ -211,8 +211,14 @@ func (p *Placer) compilePolicy(name string, sp *v1alpha1.SchedulePolicy, touched
 	compiled, err := policy.Compile(sp, kindInfo(p.registry))
 	if err != nil {
 		// Like an admission webhook would, keep the last valid version and say why the new one is refused.
-		p.policies[name] = &policyEntry{name: name, compiled: p.policyOrNil(name), err: err, refused: sp}
-		p.log.Warn("policy rejected; keeping its last valid version", "policy", name, "error", err)
+		// Only one seen since the placer started can be kept: the state stream holds the newest version alone.
+		last := p.policyOrNil(name)
+		p.policies[name] = &policyEntry{name: name, compiled: last, err: err, refused: sp}
+		if last != nil {
+			p.log.Warn("policy rejected; keeping its last valid version", "policy", name, "error", err)
+		} else {
+			p.log.Warn("policy rejected; not in force", "policy", name, "error", err)
+		}
 		return nil
 	}
 	p.policies[name] = &policyEntry{name: name, compiled: compiled}
