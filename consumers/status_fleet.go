@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -286,6 +287,23 @@ func (s *StatusWriter) writePolicyStatus(ctx context.Context, p *schemas.ObjectC
 	})
 }
 
+// kindsWithoutRI lists the kinds a policy names that no RI, built-in or applied, describes, as Kind.group.
+func (s *StatusWriter) kindsWithoutRI(kinds []v1alpha1.GroupKind) []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []string
+	for _, k := range kinds {
+		if !s.ris.HasGroupKind(k.Group, k.Kind) {
+			name := k.Kind
+			if k.Group != "" {
+				name += "." + k.Group
+			}
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
 // revalidatePolicies writes again the Accepted condition of every SchedulePolicy once the RIs changed: a
 // Divide over a kind is valid only while an RI describes the kind, and the RI may come after the policy.
 func (s *StatusWriter) revalidatePolicies(ctx context.Context) error {
@@ -314,6 +332,10 @@ func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynami
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()
 	} else if _, err := policy.Compile(&sp, s.policyKinds()); err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()
+	} else if undescribed := s.kindsWithoutRI(sp.Spec.ResourceSelectors.Kinds); len(undescribed) > 0 {
+		// Not an error (level 1 copies CRDs, Namespaces, ConfigMaps), but a misspelt kind shows here.
+		cond.Message += "; no ResourceInterface describes " + strings.Join(undescribed, ", ") +
+			", so those objects are copied as they are and ask nothing of the clusters' capacity"
 	}
 	var shown v1alpha1.SchedulePolicy
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &shown); err != nil {

@@ -192,3 +192,37 @@ func TestResourceInterfaceShowsWhetherItIsInForce(t *testing.T) {
 	e2eenv.Eventually(t, e2eenv.Settle, "the user RI in force instead of the built-in one",
 		shows("site-pytorchjob-tenfold", "True", "in force for PyTorchJob.kubeflow.org/v1", "the built-in RI fleetflow-kubeflow-org-pytorchjob-v1"))
 }
+
+// TestPolicyNamingAKindNoRIDescribesSaysSo: a policy naming a kind no RI describes (a misspelt one, here) is
+// in force, and its Accepted condition says that kind asks nothing of the clusters' capacity.
+func TestPolicyNamingAKindNoRIDescribesSaysSo(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	policies := e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "schedulepolicies"})
+	t.Cleanup(func() { _ = policies.Delete(context.Background(), "misspelt", metav1.DeleteOptions{}) })
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, e2eenv.ParseObjects(t, `
+apiVersion: fleetflow.io/v1alpha1
+kind: SchedulePolicy
+metadata: {name: misspelt}
+spec:
+  resourceSelectors: {kinds: [{group: kubeflow.org, kind: PytorchJob}, {group: kubeflow.org, kind: PyTorchJob}]}
+`)...); err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the policy accepted, naming the kind no RI describes", func() bool {
+		obj, err := policies.Get(ctx, "misspelt", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, c := range conditions {
+			m, _ := c.(map[string]any)
+			message, _ := m["message"].(string)
+			if m["type"] == consumers.PolicyConditionAccepted && m["status"] == "True" {
+				return strings.Contains(message, "no ResourceInterface describes PytorchJob.kubeflow.org, so") &&
+					!strings.Contains(message, "PyTorchJob.kubeflow.org")
+			}
+		}
+		return false
+	})
+}
