@@ -15,7 +15,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
@@ -192,31 +191,12 @@ func (s *StatusWriter) writeRICondition(ctx context.Context, p *schemas.ObjectCh
 		if string(current.GetUID()) != ref.UID || current.GetGeneration() > generationOf(p.Object) {
 			return nil // another RI of that name, or a newer generation whose own event writes its condition
 		}
-		conditions, _, _ := unstructured.NestedSlice(current.Object, "status", "conditions")
-		kept := make([]any, 0, len(conditions)+1)
-		since := ""
-		for _, c := range conditions {
-			m, _ := c.(map[string]any)
-			if m["type"] != cond.Type {
-				kept = append(kept, c)
-				continue
-			}
-			if m["status"] == string(cond.Status) {
-				if m["message"] == cond.Message {
-					return nil // shown already
-				}
-				since, _ = m["lastTransitionTime"].(string)
-			}
-		}
-		shown, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&cond)
+		changed, err := kube.SetCondition(current, cond)
 		if err != nil {
 			return bus.Permanent(err)
 		}
-		if since != "" {
-			shown["lastTransitionTime"] = since // the status did not change, only the message
-		}
-		if err := unstructured.SetNestedSlice(current.Object, append(kept, shown), "status", "conditions"); err != nil {
-			return bus.Permanent(err)
+		if !changed {
+			return nil // shown already
 		}
 		_, err = client.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: FieldManager})
 		switch {

@@ -278,29 +278,14 @@ func (m *ClusterManager) setJoined(ctx context.Context, log *slog.Logger, name s
 			log.Warn("cannot show the Joined condition", "error", err)
 			return
 		}
-		conditions, _, _ := unstructured.NestedSlice(current.Object, "status", "conditions")
-		kept := make([]any, 0, len(conditions)+1)
-		transition := metav1.Now().UTC().Format(time.RFC3339)
-		for _, c := range conditions {
-			cm, _ := c.(map[string]any)
-			if cm["type"] != v1alpha1.ClusterConditionJoined {
-				kept = append(kept, c)
-				continue
-			}
-			if cm["status"] == string(status) && cm["reason"] == reason && cm["message"] == message {
-				return // shown already
-			}
-			if cm["status"] == string(status) {
-				if t, ok := cm["lastTransitionTime"].(string); ok {
-					transition = t
-				}
-			}
-		}
-		kept = append(kept, map[string]any{"type": v1alpha1.ClusterConditionJoined, "status": string(status),
-			"reason": reason, "message": message, "lastTransitionTime": transition})
-		if err := unstructured.SetNestedSlice(current.Object, kept, "status", "conditions"); err != nil {
+		changed, err := kube.SetCondition(current, metav1.Condition{Type: v1alpha1.ClusterConditionJoined, Status: status,
+			Reason: reason, Message: message, LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second))})
+		if err != nil {
 			log.Warn("cannot show the Joined condition", "error", err)
 			return
+		}
+		if !changed {
+			return // shown already
 		}
 		_, err = clusters.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: consumers.FieldManager})
 		switch {
