@@ -302,7 +302,7 @@ func (w *writeTxn) upsertWorkload(info structs.WorkloadInfo) (*structs.Workload,
 		wl.PodGroups = append(wl.PodGroups, structs.PodGroup{Component: name, Count: c.Pods, Request: req,
 			NodeSelector: c.NodeSelector, RequiredNodeAffinity: c.RequiredNodeAffinity, Tolerations: c.Tolerations,
 			NodeName: nodeName, HostPorts: hostPorts,
-			ConstraintKey: constraintKey(&c), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
+			ConstraintKey: constraintKey(&c, nodeName), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
 		wl.Demand.AddInPlace(req, c.Pods)
 	}
 	raw, err := w.first(TableWorkloads, indexID, wl.ID)
@@ -547,13 +547,9 @@ func hostPortsOf(spec *corev1.PodSpec) []string {
 	return ports
 }
 
-// constraintKey serializes what decides which nodes a component's pods may use; JSON sorts map keys, so equal
-// constraints give equal keys.
-func constraintKey(c *karta.ComponentInstance) string {
-	nodeName := ""
-	if c.PodTemplate != nil {
-		nodeName = c.PodTemplate.Spec.NodeName
-	}
+// constraintKey serializes what decides which nodes a component's pods may use (nodeName is its template's
+// spec.nodeName); JSON sorts map keys, so equal constraints give equal keys.
+func constraintKey(c *karta.ComponentInstance, nodeName string) string {
 	if len(c.NodeSelector) == 0 && c.RequiredNodeAffinity == nil && len(c.Tolerations) == 0 && nodeName == "" {
 		return ""
 	}
