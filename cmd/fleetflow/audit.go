@@ -24,6 +24,7 @@ func newAuditCommand() *cobra.Command {
 
 func newAuditTailCommand() *cobra.Command {
 	var natsURL, workload, since, output string
+	var auth bus.ClientAuth
 	var follow bool
 	cmd := &cobra.Command{
 		Use:   "tail [--workload KIND[.GROUP]/NAMESPACE/NAME] [--since 1h] [--follow]",
@@ -50,7 +51,11 @@ func newAuditTailCommand() *cobra.Command {
 			if output != "text" && output != "json" {
 				return fmt.Errorf("-o %q: want text or json", output)
 			}
-			nc, js, err := bus.Connect(natsURL, "fleetflow-audit")
+			authOpts, err := auth.Options()
+			if err != nil {
+				return err
+			}
+			nc, js, err := bus.Connect(natsURL, "fleetflow-audit", authOpts...)
 			if err != nil {
 				return err
 			}
@@ -73,6 +78,7 @@ func newAuditTailCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS JetStream URL")
+	registerNATSAuth(cmd.Flags(), &auth)
 	cmd.Flags().StringVar(&workload, "workload", "", "only events about this workload: KIND[.GROUP]/NAMESPACE/NAME")
 	cmd.Flags().StringVar(&since, "since", "", "start this long ago (e.g. 1h); default: all history")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/producers"
@@ -31,10 +32,12 @@ func init() {
 }
 
 type busFlags struct {
-	url     string
-	dataDir string
-	listen  string
-	history string
+	url      string
+	dataDir  string
+	listen   string
+	history  string
+	replicas int
+	auth     bus.ClientAuth
 }
 
 func (f *busFlags) register(flags *pflag.FlagSet) {
@@ -42,6 +45,16 @@ func (f *busFlags) register(flags *pflag.FlagSet) {
 	flags.StringVar(&f.dataDir, "data-dir", ".fleet/nats", "storage of the embedded NATS server")
 	flags.StringVar(&f.listen, "nats-listen", "127.0.0.1:4222", "listen address of the embedded NATS server (port 0 picks one)")
 	flags.StringVar(&f.history, "history", "168h", "how long events and decisions are kept for audit and replay")
+	flags.IntVar(&f.replicas, "stream-replicas", 1, "JetStream replication factor of fleetflow's streams (up to the external cluster's size)")
+	registerNATSAuth(flags, &f.auth)
+}
+
+// registerNATSAuth adds the flags that authenticate to an external NATS server.
+func registerNATSAuth(flags *pflag.FlagSet, auth *bus.ClientAuth) {
+	flags.StringVar(&auth.CredsFile, "nats-creds", "", "NATS credentials file (user JWT and NKey seed) for --nats-url")
+	flags.StringVar(&auth.TLSCAFile, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS server's certificate")
+	flags.StringVar(&auth.TLSCertFile, "nats-tls-cert", "", "client certificate for NATS servers that verify clients by TLS")
+	flags.StringVar(&auth.TLSKeyFile, "nats-tls-key", "", "key of --nats-tls-cert")
 }
 
 func (f *busFlags) open(ctx context.Context, name string) (*pipeline.Bus, error) {
@@ -51,11 +64,16 @@ func (f *busFlags) open(ctx context.Context, name string) (*pipeline.Bus, error)
 		return nil, err
 	}
 	opts.History = history
+	if f.replicas < 1 || f.replicas > 5 {
+		return nil, fmt.Errorf("--stream-replicas %d: JetStream replicates a stream on 1 to 5 servers", f.replicas)
+	}
+	opts.Replicas = f.replicas
 	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", f.dataDir, err)
 	}
-	return pipeline.OpenBus(ctx, pipeline.BusOptions{URL: f.url, DataDir: dataDir, Listen: f.listen, Streams: opts}, name, slog.Default())
+	return pipeline.OpenBus(ctx, pipeline.BusOptions{URL: f.url, DataDir: dataDir, Listen: f.listen, Streams: opts, Auth: f.auth},
+		name, slog.Default())
 }
 
 func parseKinds(values []string) ([]schema.GroupVersionKind, error) {
@@ -116,6 +134,23 @@ func parseClusters(values []string) ([]clusterKubeconfig, error) {
 	return out, nil
 }
 
+// controlPlaneClients builds the control plane's clients from its kubeconfig, or, when none is given, from the
+// service account of the pod fleetflow runs in (as the Helm chart deploys it).
+func controlPlaneClients(kubeconfig string) (*kube.Clients, error) {
+	if kubeconfig != "" {
+		cp, err := kube.ClientsFromKubeconfig(kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("--control-plane: %w", err)
+		}
+		return cp, nil
+	}
+	cp, err := kube.InClusterClients()
+	if err != nil {
+		return nil, fmt.Errorf("--control-plane not given and not running in a pod: give the control plane's kubeconfig (%w)", err)
+	}
+	return cp, nil
+}
+
 func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 }
@@ -146,12 +181,14 @@ func newRunCommand() *cobra.Command {
 	var pf placerFlags
 	var controlPlane string
 	var clusterFlags, watch []string
+	installCRDs := true
 	cmd := &cobra.Command{
-		Use:   "run --control-plane KUBECONFIG [--cluster NAME=KUBECONFIG...]",
+		Use:   "run [--control-plane KUBECONFIG] [--cluster NAME=KUBECONFIG...]",
 		Short: "Run every part of fleetflow in one process: producers, placer, status writer and per-cluster appliers",
 		Long: `Run every part of fleetflow in one process against one control plane. Workload clusters are the Cluster
 objects of the control plane; each --cluster registers one (its kubeconfig goes into a Secret in
-fleetflow-system). fleetflow's CRDs are installed on the control plane if missing.`,
+fleetflow-system). fleetflow's CRDs are applied to the control plane unless --install-crds=false.
+Without --control-plane, fleetflow uses the service account of the pod it runs in.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
@@ -163,12 +200,14 @@ fleetflow-system). fleetflow's CRDs are installed on the control plane if missin
 			if err != nil {
 				return err
 			}
-			cp, err := kube.ClientsFromKubeconfig(controlPlane)
+			cp, err := controlPlaneClients(controlPlane)
 			if err != nil {
-				return fmt.Errorf("--control-plane: %w", err)
-			}
-			if err := pipeline.InstallControlPlaneCRDs(ctx, cp, "fleetflow"); err != nil {
 				return err
+			}
+			if installCRDs {
+				if err := pipeline.InstallControlPlaneCRDs(ctx, cp, "fleetflow"); err != nil {
+					return err
+				}
 			}
 			for _, c := range clusters {
 				data, err := os.ReadFile(c.Kubeconfig)
@@ -192,10 +231,10 @@ fleetflow-system). fleetflow's CRDs are installed on the control plane if missin
 	}
 	bf.register(cmd.Flags())
 	pf.register(cmd.Flags())
-	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver")
+	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver (default: the pod's service account)")
+	cmd.Flags().BoolVar(&installCRDs, "install-crds", true, "apply fleetflow's CRDs to the control plane at start (the Helm chart installs them itself)")
 	cmd.Flags().StringArrayVar(&clusterFlags, "cluster", nil, "register a workload cluster as NAME=KUBECONFIG (repeatable)")
 	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds to place, as group/version/Kind (built-in RI kinds and kinds named by policies or RIs are watched anyway)")
-	_ = cmd.MarkFlagRequired("control-plane")
 	return cmd
 }
 
@@ -205,13 +244,13 @@ func newProducerCommand() *cobra.Command {
 	var watch []string
 	var heartbeat time.Duration
 	cmd := &cobra.Command{
-		Use:   "producer (--control-plane KUBECONFIG | --cluster NAME=KUBECONFIG)",
+		Use:   "producer [--control-plane KUBECONFIG | --cluster NAME=KUBECONFIG]",
 		Short: "Publish control-plane changes, or one workload cluster's nodes, APIs, heartbeats and statuses",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			if (controlPlane == "") == (cluster == "") {
-				return fmt.Errorf("give exactly one of --control-plane and --cluster")
+			if controlPlane != "" && cluster != "" {
+				return fmt.Errorf("give one of --control-plane and --cluster, not both")
 			}
 			kinds, err := parseKinds(watch)
 			if err != nil {
@@ -227,10 +266,10 @@ func newProducerCommand() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			if controlPlane != "" {
-				cp, err := kube.ClientsFromKubeconfig(controlPlane)
+			if cluster == "" {
+				cp, err := controlPlaneClients(controlPlane)
 				if err != nil {
-					return fmt.Errorf("--control-plane: %w", err)
+					return err
 				}
 				return pipeline.RunProducer(ctx, b, cp, kinds, slog.Default())
 			}
@@ -242,7 +281,7 @@ func newProducerCommand() *cobra.Command {
 		},
 	}
 	bf.register(cmd.Flags())
-	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver")
+	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver (default, without --cluster: the pod's service account)")
 	cmd.Flags().StringVar(&cluster, "cluster", "", "a workload cluster as NAME=KUBECONFIG")
 	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds, as group/version/Kind")
 	cmd.Flags().DurationVar(&heartbeat, "heartbeat", producers.DefaultHeartbeat,
@@ -278,14 +317,14 @@ func newStatusCommand() *cobra.Command {
 	var controlPlane string
 	var heartbeatTimeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "status --control-plane KUBECONFIG",
+		Use:   "status [--control-plane KUBECONFIG]",
 		Short: "Copy workload status and placement outcomes back onto control-plane objects",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			cp, err := kube.ClientsFromKubeconfig(controlPlane)
+			cp, err := controlPlaneClients(controlPlane)
 			if err != nil {
-				return fmt.Errorf("--control-plane: %w", err)
+				return err
 			}
 			b, err := bf.open(ctx, "fleetflow-status")
 			if err != nil {
@@ -296,9 +335,8 @@ func newStatusCommand() *cobra.Command {
 		},
 	}
 	bf.register(cmd.Flags())
-	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver")
+	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver (default: the pod's service account)")
 	cmd.Flags().DurationVar(&heartbeatTimeout, "heartbeat-timeout", 30*time.Second, "a cluster silent this long is shown NotReady")
-	_ = cmd.MarkFlagRequired("control-plane")
 	return cmd
 }
 

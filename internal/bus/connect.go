@@ -2,8 +2,10 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"reflect"
 
 	"github.com/nats-io/nats.go"
@@ -106,3 +108,45 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 	}
 	return consumer, nil
 }
+
+// ClientAuth is how a client proves itself to an external NATS server and checks the server's certificate.
+// Credentials in the URL (nats://user:password@host) work too; these cover what production servers ask for.
+type ClientAuth struct {
+	// CredsFile is a NATS credentials file (a user JWT and its NKey seed).
+	CredsFile string
+	// TLSCAFile is a PEM bundle of the CAs that sign the server's certificate, when the system's roots do not.
+	TLSCAFile string
+	// TLSCertFile and TLSKeyFile are a client certificate, for servers that verify clients by TLS.
+	TLSCertFile, TLSKeyFile string
+}
+
+// Options turns the settings into connection options. It reads the files now, so a missing or unreadable
+// file is reported at start, naming it, instead of as a failed connection.
+func (a ClientAuth) Options() ([]nats.Option, error) {
+	var opts []nats.Option
+	for _, f := range []struct{ flag, path string }{{"creds", a.CredsFile}, {"CA", a.TLSCAFile},
+		{"client certificate", a.TLSCertFile}, {"client key", a.TLSKeyFile}} {
+		if f.path == "" {
+			continue
+		}
+		if _, err := os.Stat(f.path); err != nil {
+			return nil, fmt.Errorf("nats %s file: %w", f.flag, err)
+		}
+	}
+	if a.CredsFile != "" {
+		opts = append(opts, nats.UserCredentials(a.CredsFile))
+	}
+	if a.TLSCAFile != "" {
+		opts = append(opts, nats.RootCAs(a.TLSCAFile))
+	}
+	if (a.TLSCertFile == "") != (a.TLSKeyFile == "") {
+		return nil, errors.New("nats client certificate: give both the certificate and its key")
+	}
+	if a.TLSCertFile != "" {
+		opts = append(opts, nats.ClientCert(a.TLSCertFile, a.TLSKeyFile))
+	}
+	return opts, nil
+}
+
+// IsZero reports whether no setting is given.
+func (a ClientAuth) IsZero() bool { return a == ClientAuth{} }

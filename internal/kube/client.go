@@ -49,10 +49,12 @@ func LoadConfig(kubeconfigPath string) (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfigPath, err)
 	}
-	// Bursts of decisions must not be throttled client-side to a crawl.
-	cfg.QPS, cfg.Burst = 200, 400
+	tuneRate(cfg)
 	return cfg, nil
 }
+
+// tuneRate keeps bursts of decisions from being throttled client-side to a crawl.
+func tuneRate(cfg *rest.Config) { cfg.QPS, cfg.Burst = 200, 400 }
 
 // NewClients builds the clients for cfg.
 func NewClients(cfg *rest.Config) (*Clients, error) {
@@ -74,6 +76,16 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 		Dynamic: dyn,
 		Mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
 	}, nil
+}
+
+// InClusterClients builds clients from the service account of the pod this process runs in.
+func InClusterClients() (*Clients, error) {
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("in-cluster config: %w", err)
+	}
+	tuneRate(cfg)
+	return NewClients(cfg)
 }
 
 // ClientsFromKubeconfig loads a kubeconfig and builds its clients.

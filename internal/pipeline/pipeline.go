@@ -33,6 +33,8 @@ type BusOptions struct {
 	// Listen is the embedded server's host:port ("127.0.0.1:0" picks a free port).
 	Listen  string
 	Streams schemas.StreamOptions
+	// Auth is how to connect to an external server; an embedded one takes none.
+	Auth bus.ClientAuth
 }
 
 // Bus is a provisioned JetStream connection, with the embedded server when there is one.
@@ -56,7 +58,15 @@ func (b *Bus) InProcess() []nats.Option {
 // OpenBus connects to (or embeds) NATS and provisions fleetflow's streams.
 func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger) (*Bus, error) {
 	b := &Bus{URL: opts.URL}
+	var clientOpts []nats.Option
 	if b.URL == "" {
+		if !opts.Auth.IsZero() {
+			return nil, errors.New("nats credentials and TLS settings apply to an external server: give --nats-url too")
+		}
+		if opts.Streams.Replicas > 1 {
+			return nil, fmt.Errorf("stream replicas %d need an external JetStream cluster (--nats-url): the embedded server is one node",
+				opts.Streams.Replicas)
+		}
 		if opts.DataDir == "" {
 			return nil, errors.New("embedded nats needs a data directory (--data-dir)")
 		}
@@ -75,9 +85,16 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 		b.embedded = embedded
 		b.URL = embedded.ClientURL()
 		log.Info("embedded NATS JetStream started", "url", b.URL, "store", storeDir)
+		// The placer and the other parts of this process talk to an embedded server in process.
+		clientOpts = b.InProcess()
+	} else {
+		auth, err := opts.Auth.Options()
+		if err != nil {
+			return nil, err
+		}
+		clientOpts = auth
 	}
-	// The placer and the other parts of this process talk to an embedded server in process.
-	nc, js, err := bus.Connect(b.URL, name, append(b.InProcess(), bus.LogConnectionEvents(log)...)...)
+	nc, js, err := bus.Connect(b.URL, name, append(clientOpts, bus.LogConnectionEvents(log)...)...)
 	if err != nil {
 		b.Close()
 		return nil, err

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+// TestPipelineCommandsRefuseBadFlags: flags that cannot work stop a part before it connects anywhere, and
+// the error names the flag.
+func TestPipelineCommandsRefuseBadFlags(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	tests := []struct {
+		name    string
+		command func() *cobra.Command
+		args    []string
+		want    string
+	}{
+		{"status outside a pod without a kubeconfig", newStatusCommand, nil,
+			"--control-plane not given and not running in a pod"},
+		{"producer outside a pod without a kubeconfig", newProducerCommand, []string{"--data-dir", "DATA"},
+			"--control-plane not given and not running in a pod"},
+		{"producer given both", newProducerCommand, []string{"--control-plane", "a", "--cluster", "b=c"},
+			"give one of --control-plane and --cluster, not both"},
+		{"no stream replicas", newPlacerCommand, []string{"--stream-replicas", "0", "--data-dir", "DATA"},
+			"--stream-replicas 0: JetStream replicates a stream on 1 to 5 servers"},
+		{"replicas on the embedded server", newPlacerCommand, []string{"--stream-replicas", "3", "--data-dir", "DATA"},
+			"stream replicas 3 need an external JetStream cluster"},
+		{"creds on the embedded server", newPlacerCommand, []string{"--nats-creds", "user.creds", "--data-dir", "DATA"},
+			"give --nats-url too"},
+		{"missing creds file", newPlacerCommand, []string{"--nats-url", "nats://127.0.0.1:1", "--nats-creds", "DATA/none.creds"},
+			"nats creds file: stat"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := make([]string, len(tt.args))
+			for i, a := range tt.args {
+				args[i] = strings.ReplaceAll(a, "DATA", dir)
+			}
+			cmd := tt.command()
+			cmd.SetArgs(args)
+			cmd.SetOut(&strings.Builder{})
+			cmd.SetErr(&strings.Builder{})
+			err := cmd.ExecuteContext(t.Context())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
