@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Builds the local fleet's binaries (etcd and kube-apiserver) from the Go module proxy into bin/.
+# Builds the binaries the tests run besides fleetflow (the local fleet's etcd and kube-apiserver, and helm,
+# which renders deploy/chart) from the Go module proxy into bin/.
 #
-# Each binary is built from its own module under tools/<name>, pinned by that module's go.mod. A binary is
-# skipped when bin/<name> exists and bin/.<name>.stamp holds the hash of tools/<name>/{go.mod,go.sum,main.go},
-# so changing a pin rebuilds exactly the binary it concerns.
+# Each binary is built from its own module under tools/<name>, pinned by that module's go.mod: from its
+# main.go, or else from the package its go.mod names as a tool. A binary is skipped when bin/<name> exists
+# and bin/.<name>.stamp holds the hash of tools/<name>/{go.mod,go.sum,main.go}, so changing a pin rebuilds
+# exactly the binary it concerns.
 #
-# Usage: hack/build-tools.sh [--force] [etcd|kube-apiserver ...]
+# Usage: hack/build-tools.sh [--force] [etcd|kube-apiserver|helm ...]
 #   BIN_DIR   where binaries go (default: <repo>/bin)
 #   HEARTBEAT seconds between "still building" lines (default: 30), so CI logs show progress on long builds
 set -euo pipefail
@@ -21,7 +23,26 @@ trap '[ -z "$ticker" ] || kill "$ticker" 2>/dev/null || true' EXIT
 # stamp_of prints the hash that identifies the sources a tool binary was built from.
 stamp_of() {
 	local dir=$root/tools/$1
-	(cd "$dir" && sha256sum go.mod go.sum main.go) | sha256sum | cut -d' ' -f1
+	local files=(go.mod go.sum)
+	[ ! -f "$dir/main.go" ] || files+=(main.go)
+	(cd "$dir" && sha256sum "${files[@]}") | sha256sum | cut -d' ' -f1
+}
+
+# package_of prints what to build for a tool: the module's own main package, or the tool its go.mod names.
+package_of() {
+	if [ -f "$root/tools/$1/main.go" ]; then
+		echo .
+		return
+	fi
+	awk '$1 == "tool" { print $2; exit }' "$root/tools/$1/go.mod"
+}
+
+# version_of prints the version line of a built tool.
+version_of() {
+	case $1 in
+	helm) "$2" version --short 2>&1 | head -1 ;;
+	*) "$2" --version 2>&1 | head -1 ;;
+	esac
 }
 
 # module_version prints the version a tools module pins for a module path.
@@ -53,6 +74,7 @@ ldflags_for() {
 expected_minutes() {
 	case $1 in
 	kube-apiserver) echo "about 14 minutes on 2 cores from an empty module cache, a few with a warm build cache" ;;
+	helm) echo "about 1 minute on 2 cores" ;;
 	*) echo "about 2 minutes on 2 cores from an empty module cache" ;;
 	esac
 }
@@ -81,7 +103,7 @@ build_one() {
 	) &
 	ticker=$!
 	local status=0
-	(cd "$root/tools/$name" && GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$tmp" .) || status=$?
+	(cd "$root/tools/$name" && GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$tmp" "$(package_of "$name")") || status=$?
 	kill "$ticker" 2>/dev/null || true
 	wait "$ticker" 2>/dev/null || true
 	if [ $status -ne 0 ]; then
@@ -91,7 +113,7 @@ build_one() {
 	fi
 	mv -f "$tmp" "$target"
 	echo "$stamp" >"$stamp_file"
-	log "built $name in $(((SECONDS - start) / 60))m$(((SECONDS - start) % 60))s: $("$target" --version 2>&1 | head -1)"
+	log "built $name in $(((SECONDS - start) / 60))m$(((SECONDS - start) % 60))s: $(version_of "$name" "$target")"
 }
 
 # main is called on the last line, so bash has parsed the whole file before running any of it: editing the
@@ -102,15 +124,15 @@ main() {
 	for arg in "$@"; do
 		case $arg in
 		--force) force=true ;;
-		etcd | kube-apiserver) tools+=("$arg") ;;
+		etcd | kube-apiserver | helm) tools+=("$arg") ;;
 		*)
-			echo "build-tools: unknown argument $arg (want --force, etcd or kube-apiserver)" >&2
+			echo "build-tools: unknown argument $arg (want --force, etcd, kube-apiserver or helm)" >&2
 			exit 2
 			;;
 		esac
 	done
 	if [ ${#tools[@]} -eq 0 ]; then
-		tools=(etcd kube-apiserver)
+		tools=(etcd kube-apiserver helm)
 	fi
 
 	if ! command -v go >/dev/null; then

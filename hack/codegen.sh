@@ -8,3 +8,7 @@ controller_gen() { go tool -modfile=tools/codegen/go.mod controller-gen "$@"; }
 
 controller_gen object paths=./api/...
 controller_gen crd paths=./api/... output:crd:artifacts:config=deploy/crds
+
+# The Helm chart installs the same CRDs (Helm reads them from the chart's crds/ directory only).
+rm -f deploy/chart/fleetflow/crds/*.yaml
+cp deploy/crds/*.yaml deploy/chart/fleetflow/crds/

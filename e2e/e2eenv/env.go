@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
@@ -49,6 +51,11 @@ type Options struct {
 	// every workload cluster, before the pipeline starts: a fresh pipeline would place them again and
 	// they would take the capacity this test counts on.
 	CleanKinds []schema.GroupVersionKind
+	// ControlPlaneAs, when it names a user, is who the pipeline acts as on the control plane (the test keeps
+	// its admin clients), so a test can check the rights a deployment grants fleetflow.
+	ControlPlaneAs rest.ImpersonationConfig
+	// ClusterAs, when it names a user, is who the kubeconfigs registered for the workload clusters act as.
+	ClusterAs rest.ImpersonationConfig
 }
 
 // Env is one test's view of the fleet plus a running pipeline.
@@ -100,6 +107,9 @@ func New(t *testing.T, opts Options) *Env {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if opts.ClusterAs.UserName != "" {
+			kubeconfig = impersonating(t, kubeconfig, opts.ClusterAs)
+		}
 		if err := pipeline.RegisterCluster(ctx, e.ControlPlane, c.Name, kubeconfig, c.Labels, FieldManager); err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +136,16 @@ func New(t *testing.T, opts Options) *Env {
 	if placer.HeartbeatTimeout == 0 {
 		placer.HeartbeatTimeout = DefaultHeartbeatTimeout
 	}
-	all := &pipeline.AllInOne{ControlPlane: e.ControlPlane, Placer: placer, NoPlacer: opts.NoPlacer}
+	controlPlane := e.ControlPlane
+	if opts.ControlPlaneAs.UserName != "" {
+		cfg := fleet.ControlPlane.RESTConfig()
+		cfg.Impersonate = opts.ControlPlaneAs
+		if controlPlane, err = kube.NewClients(cfg); err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+	}
+	all := &pipeline.AllInOne{ControlPlane: controlPlane, Placer: placer, NoPlacer: opts.NoPlacer}
 	done := make(chan error, 1)
 	go func() { done <- all.Run(runCtx, b, e.Log) }()
 	t.Cleanup(func() {
@@ -145,6 +164,29 @@ func New(t *testing.T, opts Options) *Env {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// impersonating rewrites a kubeconfig so that every user in it acts as as.
+func impersonating(t *testing.T, kubeconfig []byte, as rest.ImpersonationConfig) []byte {
+	t.Helper()
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, user := range cfg.AuthInfos {
+		user.Impersonate, user.ImpersonateUID, user.ImpersonateGroups = as.UserName, as.UID, as.Groups
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// ServiceAccount is who a pod running as a service account acts as.
+func ServiceAccount(namespace, name string) rest.ImpersonationConfig {
+	return rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":" + name,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"}}
 }
 
 // ExpectedNodes counts the fleet file's nodes per cluster.

@@ -332,3 +332,19 @@ func RequireBinaries(tb testing.TB) string {
 	}
 	return binDir
 }
+
+// RequireTool returns the path of a tool that hack/build-tools.sh builds into the bin directory besides the
+// fleet's binaries, such as helm. Like RequireBinaries, it skips the test when the tool is missing, or fails
+// it when CI=true.
+func RequireTool(tb testing.TB, name string) string {
+	tb.Helper()
+	path := filepath.Join(RequireBinaries(tb), name)
+	if _, err := os.Stat(path); err != nil {
+		decision := missingBinaries(fmt.Errorf("%s (go tool task tools builds it): %w", name, err), os.Getenv("CI"))
+		if decision.fail {
+			tb.Fatal(decision.message)
+		}
+		tb.Skip(decision.message)
+	}
+	return path
+}

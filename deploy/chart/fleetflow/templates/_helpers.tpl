@@ -1,0 +1,41 @@
+{{/* The release's full name, shared by every object of the chart. */}}
+{{- define "fleetflow.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "fleetflow.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end -}}
+
+{{- define "fleetflow.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "fleetflow.serviceAccountName" -}}
+{{- default (include "fleetflow.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{/* validate fails the render on values that cannot work together, naming the value. */}}
+{{- define "fleetflow.validate" -}}
+{{- if and (not .Values.nats.url) (gt (int .Values.replicas) 1) -}}
+{{- fail "replicas > 1 needs nats.url: the embedded NATS server lives in one pod" -}}
+{{- end -}}
+{{- if and (not .Values.nats.url) (or .Values.nats.credsSecret .Values.nats.tlsSecret) -}}
+{{- fail "nats.credsSecret and nats.tlsSecret apply to an external server: set nats.url" -}}
+{{- end -}}
+{{- if and (not .Values.nats.url) (gt (int .Values.nats.streamReplicas) 1) -}}
+{{- fail "nats.streamReplicas > 1 needs nats.url: the embedded NATS server is one node" -}}
+{{- end -}}
+{{- if or (lt (int .Values.nats.streamReplicas) 1) (gt (int .Values.nats.streamReplicas) 5) -}}
+{{- fail "nats.streamReplicas must be 1 to 5" -}}
+{{- end -}}
+{{- end -}}
