@@ -3,21 +3,24 @@ package scheduler
 import (
 	"fmt"
 	"maps"
+	"slices"
 
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
 // scheduleGroup places a workload whose policy groups workloads by a label: every workload governed by the same
-// policy with the same label value goes to one cluster. When a member is already placed, the group's cluster is
-// fixed and the workload must fit there. Otherwise the cluster is chosen for the combined demand of every
-// unplaced member, and all of them are placed at once, one decision each.
+// policy with the same label value goes to one cluster. When a member already runs on a cluster this workload
+// may use, that is the group's cluster and the workload must fit there. Otherwise the cluster is chosen for the
+// combined demand of every member that is unplaced or runs where the group can no longer stay (a cluster gone
+// NotReady, relabelled or tainted, or one the workload must avoid), and all of them are placed at once, one
+// decision each, so the group moves together.
 func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.Plan {
 	key := p.Spec.GroupBy.LabelKey
 	value := wl.Labels[key]
 	groupName := key + "=" + value
 	var members []*structs.Workload
-	home := ""
+	var homes []string
 	for _, m := range c.st.Workloads() {
 		if m.Labels[key] != value {
 			continue
@@ -26,17 +29,31 @@ func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.P
 			continue
 		}
 		members = append(members, m)
-		if home == "" && m.ID != wl.ID {
-			home = stickyCluster(m)
+		if h := stickyCluster(m); h != "" && m.ID != wl.ID {
+			homes = append(homes, h)
 		}
 	}
-	if home == "" {
-		home = stickyCluster(wl)
+	if h := stickyCluster(wl); h != "" {
+		homes = append(homes, h)
+	}
+
+	probe := c.newDecision(wl, p)
+	cands := c.filter(wl, p, probe)
+	eligible := func(cluster string) bool {
+		return slices.ContainsFunc(cands, func(cand candidate) bool { return cand.capacity.Name == cluster })
+	}
+	home := ""
+	for _, h := range homes {
+		// A cluster that turned this workload's kind away still holds the group: the workload waits for it
+		// rather than splitting the group. Any other rejection concerns the cluster itself, and the group leaves.
+		if eligible(h) || probe.RejectCodes[h] == structs.RejectAPI {
+			home = h
+			break
+		}
 	}
 
 	if home != "" {
-		d := c.newDecision(wl, p)
-		cands := c.filter(wl, p, d)
+		d := probe
 		var homeCands []candidate
 		for _, cand := range cands {
 			if cand.capacity.Name == home {
@@ -44,6 +61,11 @@ func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.P
 			} else {
 				c.reject(d, cand.capacity.Name, structs.RejectGroup, fmt.Sprintf("group %s is placed on %s", groupName, home))
 			}
+		}
+		if len(homeCands) == 1 && c.runsAsIs(wl, home) {
+			d.Status = structs.StatusPlaced
+			d.Clusters = []string{home}
+			return c.single(d)
 		}
 		best, owned, _ := c.choose(p, homeCands, newGang(c.rt, []*structs.Workload{wl}), []*structs.Workload{wl}, home, d)
 		if best == nil {
@@ -61,12 +83,10 @@ func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.P
 
 	var unplaced []*structs.Workload
 	for _, m := range members {
-		if m.Placement == nil {
+		if h := stickyCluster(m); h == "" || !eligible(h) {
 			unplaced = append(unplaced, m)
 		}
 	}
-	probe := c.newDecision(wl, p)
-	cands := c.filter(wl, p, probe)
 	// Every member must be able to run on the chosen cluster, not only the one that triggered the cycle.
 	kept := cands[:0]
 	for _, cand := range cands {

@@ -9,10 +9,11 @@ import (
 )
 
 // Reevaluate runs a cycle for each placed workload in ids, on a view updated after each one, and returns the
-// decisions whose placement must change: moves, and placed workloads that now fit nowhere. Workloads that still
-// fit where they are produce nothing, except that the Widenable ones among them are returned apart (not
-// submitted), so the caller can retry them when an event could admit them where they were rejected. Each move
-// has been submitted to the planner.
+// decisions whose placement must change: moves (with the other members of a group that moves together),
+// placed workloads that now fit nowhere, and workloads that another policy now governs where they run.
+// Workloads that still fit where they are produce nothing, except that the Widenable ones among them are
+// returned apart (not submitted), so the caller can retry them when an event could admit them where they
+// were rejected. Each returned decision has been submitted to the planner.
 func (s *Scheduler) Reevaluate(st State, planner Planner, ids []string) (moves, widenable []*structs.Decision, err error) {
 	for _, id := range ids {
 		wl := st.Workload(id)
@@ -24,13 +25,23 @@ func (s *Scheduler) Reevaluate(st State, planner Planner, ids []string) (moves, 
 			return moves, widenable, err
 		}
 		d := plan.Decisions[0]
-		if !d.IsMove() {
+		// A policy that took the workload over where it runs is recorded, so its rules (rescheduleOnFailure,
+		// holding Duplicate copies) apply from now on.
+		takenOver := d.Status == structs.StatusPlaced && d.Policy != wl.Placement.Policy
+		if !d.IsMove() && !takenOver {
 			if d.Widenable {
 				widenable = append(widenable, d)
 			}
 			continue
 		}
-		plan.Decisions = plan.Decisions[:1]
+		// Members of the workload's group that leave with it; unplaced members are placed by their own cycles.
+		kept := []*structs.Decision{d}
+		for _, other := range plan.Decisions[1:] {
+			if other.IsMove() {
+				kept = append(kept, other)
+			}
+		}
+		plan.Decisions = kept
 		next, err := planner.SubmitPlan(plan)
 		if next != nil {
 			st = next
@@ -38,7 +49,7 @@ func (s *Scheduler) Reevaluate(st State, planner Planner, ids []string) (moves, 
 		if err != nil {
 			return moves, widenable, fmt.Errorf("scheduler: submit move of %s: %w", id, err)
 		}
-		moves = append(moves, d)
+		moves = append(moves, plan.Decisions...)
 	}
 	return moves, widenable, nil
 }

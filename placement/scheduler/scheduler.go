@@ -473,10 +473,8 @@ func (c *cycle) scheduleOne(wl *structs.Workload, p *policy.Policy) *structs.Dec
 	d := c.newDecision(wl, p)
 	cands := c.filter(wl, p, d)
 	sticky := stickyCluster(wl)
-	if sticky != "" && wl.Placement.Generation == wl.Generation && len(c.st.ReservationsOf(wl.ID)) == 0 &&
+	if sticky != "" && c.runsAsIs(wl, sticky) &&
 		slices.ContainsFunc(cands, func(cand candidate) bool { return cand.capacity.Name == sticky }) {
-		// The workload's pods run there and count in the cluster's requested capacity already, so it fits
-		// by definition; packing it again would count it twice.
 		d.Status = structs.StatusPlaced
 		d.Clusters = []string{sticky}
 		return d
@@ -497,6 +495,24 @@ func (c *cycle) scheduleOne(wl *structs.Workload, p *policy.Policy) *structs.Dec
 	}
 	d.Message = c.rankedBelowMessage(p, best.capacity.Name, rank, best.capacity.Name == sticky)
 	return d
+}
+
+// runsAsIs reports whether the workload's current version already runs on cluster: placed there at its
+// generation, with no reservation left there, because the cluster reported its pods. Those pods count in
+// the cluster's requested capacity, so the workload fits there by definition, and packing it again would
+// count its own pods against it.
+func (c *cycle) runsAsIs(wl *structs.Workload, cluster string) bool {
+	if wl.Placement == nil || wl.Placement.Generation != wl.Generation || !slices.Contains(wl.Placement.Clusters, cluster) {
+		return false
+	}
+	for _, r := range c.st.ReservationsOf(wl.ID) {
+		for _, n := range r.Nodes {
+			if n.Cluster == cluster {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func stickyCluster(wl *structs.Workload) string {

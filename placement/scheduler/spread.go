@@ -16,7 +16,7 @@ func (c *cycle) scheduleDuplicate(wl *structs.Workload, p *policy.Policy) *struc
 	g := newGang(c.rt, []*structs.Workload{wl})
 	owned := ownReservations(c.st, []*structs.Workload{wl})
 	for _, cand := range cands {
-		if p.CapacityAware() {
+		if p.CapacityAware() && !c.runsAsIs(wl, cand.capacity.Name) {
 			g.own = owned[cand.capacity.Name]
 			assignments, reason := c.fit(cand, g)
 			if reason != "" {
@@ -154,6 +154,10 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 			d.Message = fmt.Sprintf("no eligible cluster has %s=%s for its %d replicas", sc.TopologyKey,
 				split.TopologyValue, shares[i])
 			return d
+		}
+		if prev := previousClusterIn(wl, group); prev != "" && wl.Placement.Replicas[prev] == shares[i] && c.runsAsIs(wl, prev) {
+			replicas[prev] += shares[i]
+			continue
 		}
 		pg := wl.PodGroups[idx]
 		pg.Count = shares[i]
