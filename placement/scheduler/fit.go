@@ -324,9 +324,8 @@ func (p *packer) take(k nodeKey, req structs.Vector) {
 type eligibility struct {
 	mask  []bool
 	count int
-	// rejected counts the nodes that are not allowed per reason, in the order the reasons first occur. It is
-	// only filled when no node of the chunk is allowed: diagnose names reasons only for a cluster where no node
-	// at all allows the pod, and then every chunk of it is such a chunk.
+	// rejected counts the nodes that are not allowed per reason, in the order the reasons first occur, so a
+	// pod that fits no node says why the nodes it may not use were out (a missing GPU toleration, say).
 	rejected []reasonCount
 }
 
@@ -377,16 +376,13 @@ func eligibilityOf(ch *structs.NodeChunk, g *structs.PodGroup, key string) *elig
 			if isAllowed(nc.Node, g) {
 				el.mask[j] = true
 				el.count++
+				continue
 			}
-		}
-		if el.count == 0 {
-			for _, nc := range ch.Nodes {
-				why := allowed(nc.Node, g)
-				if i := slices.IndexFunc(el.rejected, func(rc reasonCount) bool { return rc.why == why }); i >= 0 {
-					el.rejected[i].n++
-				} else {
-					el.rejected = append(el.rejected, reasonCount{why: why, n: 1})
-				}
+			why := allowed(nc.Node, g)
+			if i := slices.IndexFunc(el.rejected, func(rc reasonCount) bool { return rc.why == why }); i >= 0 {
+				el.rejected[i].n++
+			} else {
+				el.rejected = append(el.rejected, reasonCount{why: why, n: 1})
 			}
 		}
 		return el
@@ -541,32 +537,42 @@ func (p *packer) diagnose(it item, placed int64, key string) string {
 		if p.c.NodeCount == 0 {
 			return who + " fits no node: the cluster has no nodes"
 		}
-		// No chunk allows the pod, so each counted its reasons; merged in chunk order they keep the order
-		// in which the reasons first occur over the cluster's nodes.
-		var rejected []reasonCount
-		for _, ch := range p.c.Chunks {
-			for _, rc := range eligibilityOf(ch, g, key).rejected {
-				if i := slices.IndexFunc(rejected, func(x reasonCount) bool { return x.why == rc.why }); i >= 0 {
-					rejected[i].n += rc.n
-				} else {
-					rejected = append(rejected, rc)
-				}
-			}
-		}
-		parts := make([]string, len(rejected))
-		for i, rc := range rejected {
-			parts[i] = fmt.Sprintf("%d %s", rc.n, rejectPhrase(rc.why, rc.n))
-		}
-		return who + " fits no node: " + strings.Join(parts, ", ")
+		return who + " fits no node: " + p.notAllowed(g, key)
+	}
+	// As kube-scheduler does, the nodes the pod may not use are named too: a pod short of GPUs on the nodes it
+	// tolerates most often lacks the toleration of the GPU nodes' taint.
+	others := ""
+	if allowedNodes < p.c.NodeCount {
+		others = "; " + p.notAllowed(g, key)
 	}
 	for r, want := range g.Request {
 		if want > 0 && want > largest[r] {
-			return fmt.Sprintf("%s (%s %s) fits no node: largest free %s on %s", who, p.rt.Name(r),
-				p.rt.Quantity(r, want), p.rt.Quantity(r, max(0, largest[r])), largestNode[r])
+			return fmt.Sprintf("%s (%s %s) fits no node: largest free %s on %s%s", who, p.rt.Name(r),
+				p.rt.Quantity(r, want), p.rt.Quantity(r, max(0, largest[r])), largestNode[r], others)
 		}
 	}
-	return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has all of it free at once",
-		who, p.rt.Format(g.Request), allowedNodes)
+	return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has all of it free at once%s",
+		who, p.rt.Format(g.Request), allowedNodes, others)
+}
+
+// notAllowed counts the cluster's nodes that may not take pods of g, per reason. The chunks' counts merged in
+// chunk order keep the order in which the reasons first occur over the cluster's nodes.
+func (p *packer) notAllowed(g *structs.PodGroup, key string) string {
+	var rejected []reasonCount
+	for _, ch := range p.c.Chunks {
+		for _, rc := range eligibilityOf(ch, g, key).rejected {
+			if i := slices.IndexFunc(rejected, func(x reasonCount) bool { return x.why == rc.why }); i >= 0 {
+				rejected[i].n += rc.n
+			} else {
+				rejected = append(rejected, rc)
+			}
+		}
+	}
+	parts := make([]string, len(rejected))
+	for i, rc := range rejected {
+		parts[i] = fmt.Sprintf("%d %s", rc.n, rejectPhrase(rc.why, rc.n))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func rejectPhrase(why string, n int) string {

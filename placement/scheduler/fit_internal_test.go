@@ -126,13 +126,11 @@ func (p *refPacker) diagnose(it item, placed int64) string {
 	for ci, ch := range p.c.Chunks {
 		for j, nc := range ch.Nodes {
 			if !isAllowed(nc.Node, g) {
-				if allowedNodes == 0 {
-					why := allowed(nc.Node, g)
-					if rejected[why] == 0 {
-						rejectOrder = append(rejectOrder, why)
-					}
-					rejected[why]++
+				why := allowed(nc.Node, g)
+				if rejected[why] == 0 {
+					rejectOrder = append(rejectOrder, why)
 				}
+				rejected[why]++
 				continue
 			}
 			allowedNodes++
@@ -145,24 +143,29 @@ func (p *refPacker) diagnose(it item, placed int64) string {
 			}
 		}
 	}
+	parts := make([]string, len(rejectOrder))
+	for i, why := range rejectOrder {
+		parts[i] = fmt.Sprintf("%d %s", rejected[why], rejectPhrase(why, rejected[why]))
+	}
+	notAllowed := strings.Join(parts, ", ")
 	if allowedNodes == 0 {
 		if p.c.NodeCount == 0 {
 			return who + " fits no node: the cluster has no nodes"
 		}
-		parts := make([]string, len(rejectOrder))
-		for i, why := range rejectOrder {
-			parts[i] = fmt.Sprintf("%d %s", rejected[why], rejectPhrase(why, rejected[why]))
-		}
-		return who + " fits no node: " + strings.Join(parts, ", ")
+		return who + " fits no node: " + notAllowed
+	}
+	others := ""
+	if len(rejectOrder) > 0 {
+		others = "; " + notAllowed
 	}
 	for r, want := range g.Request {
 		if want > 0 && want > largest[r] {
-			return fmt.Sprintf("%s (%s %s) fits no node: largest free %s on %s", who, p.rt.Name(r),
-				p.rt.Quantity(r, want), p.rt.Quantity(r, max(0, largest[r])), largestNode[r])
+			return fmt.Sprintf("%s (%s %s) fits no node: largest free %s on %s%s", who, p.rt.Name(r),
+				p.rt.Quantity(r, want), p.rt.Quantity(r, max(0, largest[r])), largestNode[r], others)
 		}
 	}
-	return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has all of it free at once",
-		who, p.rt.Format(g.Request), allowedNodes)
+	return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has all of it free at once%s",
+		who, p.rt.Format(g.Request), allowedNodes, others)
 }
 
 var (

@@ -432,6 +432,22 @@ func TestPolicyFeatures(t *testing.T) {
 				"c1": "pod worker fits no node: 1 node not matching its nodeSelector, 1 node with untolerated taint dedicated=infer:NoExecute"}},
 		},
 		{
+			// The GPU nodes are tainted and the job forgot the toleration: the CPU node it may use has no GPU,
+			// and the reason names the taint that kept it off the others, as kube-scheduler's message does.
+			name: "a pod too big for the nodes it may use names the nodes it may not",
+			setup: func(h *placementtest.Harness) {
+				h.AddCluster("c1")
+				h.AddNodes("c1", placementtest.NodeSpec{Prefix: "cpu", Allocatable: res("cpu", "8")})
+				h.AddNodes("c1", placementtest.NodeSpec{Prefix: "gpu", Count: 2,
+					Taints:      []corev1.Taint{{Key: "nvidia.com/gpu", Effect: corev1.TaintEffectNoSchedule}},
+					Allocatable: res("cpu", "8", "nvidia.com/gpu", "8")})
+				h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			},
+			workloads: []*placementtest.AnalysisBuilder{placementtest.PyTorchJob("team-a", "a").Component("worker", 1, res("nvidia.com/gpu", "8"))},
+			want: placeWant{status: structs.StatusUnschedulable, reasons: map[string]string{
+				"c1": "pod worker (nvidia.com/gpu 8) fits no node: largest free 0 on cpu; 2 nodes with untolerated taint nvidia.com/gpu:NoSchedule"}},
+		},
+		{
 			// Each node has 4 CPUs and 8Gi: a pod of 3 CPUs and 6Gi fits once per node, the third pod nowhere,
 			// although the cluster's total (8 CPUs, 16Gi) covers the 9 CPUs and 18Gi... it does not, so the total
 			// check fires first with cpu.
