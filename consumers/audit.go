@@ -55,8 +55,11 @@ type AuditRecord struct {
 	Stream   string
 	Sequence uint64
 	Subject  string
-	Event    cloudevents.Event
-	Payload  schemas.Payload
+	// Stored is when the server stored the message: history is merged in this order, which no producer's
+	// clock can disturb.
+	Stored  time.Time
+	Event   cloudevents.Event
+	Payload schemas.Payload
 	// Err is set when the stored message is not a valid fleetflow event; auditors see it rather than lose it.
 	Err error
 }
@@ -215,7 +218,7 @@ func AuditTail(ctx context.Context, js jetstream.JetStream, q AuditQuery, emit f
 	for _, s := range sources {
 		history = append(history, s.history...)
 	}
-	slices.SortStableFunc(history, func(a, b AuditRecord) int { return a.Event.Time().Compare(b.Event.Time()) })
+	slices.SortStableFunc(history, func(a, b AuditRecord) int { return a.Stored.Compare(b.Stored) })
 	for _, rec := range history {
 		if err := emit(rec); err != nil {
 			return err
@@ -271,14 +274,13 @@ func toRecord(stream string, msg jetstream.Msg) (AuditRecord, *jetstream.MsgMeta
 	rec := AuditRecord{Stream: stream, Subject: msg.Subject()}
 	meta, err := msg.Metadata()
 	if err == nil {
-		rec.Sequence = meta.Sequence.Stream
+		rec.Sequence, rec.Stored = meta.Sequence.Stream, meta.Timestamp
 	}
 	event, decodeErr := bus.Decode(msg.Headers(), msg.Data())
 	if decodeErr != nil {
-		rec.Err = decodeErr
-		if meta != nil {
-			rec.Event.SetTime(meta.Timestamp)
-		}
+		// A message that is no CloudEvent at all still gets an event to hang its time on.
+		rec.Err, rec.Event = decodeErr, cloudevents.New()
+		rec.Event.SetTime(rec.Stored)
 		return rec, meta
 	}
 	rec.Event = event

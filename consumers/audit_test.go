@@ -4,7 +4,9 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -92,5 +94,54 @@ func TestAuditSummaryOfAVerdictTellsTheAnalysis(t *testing.T) {
 				t.Errorf("Summary() = %q\nwant        %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestAuditTailShowsWhatIsNoEvent: a message in the streams that is no CloudEvent at all (a stray publish)
+// is shown as unreadable, at the time the server stored it, instead of stopping the audit; and history is in
+// the order the server stored it, whatever time an event claims.
+func TestAuditTailShowsWhatIsNoEvent(t *testing.T) {
+	ctx := t.Context()
+	server, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Shutdown()
+	nc, js, err := bus.Connect(server.ClientURL(), t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ns", Name: "job", UID: "u1"}
+	verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: 1, Status: schemas.VerdictPlaced, Clusters: []string{"a"}}
+	event, err := schemas.NewEvent(schemas.TypePlacementVerdict, "/test", schemas.VerdictSubject(ref), "v1", verdict)
+	if err != nil {
+		t.Fatal(err)
+	}
+	event.SetTime(time.Now().Add(100 * 365 * 24 * time.Hour)) // a producer's clock far off
+	if _, err := bus.NewPublisher(js).Publish(ctx, schemas.VerdictSubject(ref), event); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := js.Publish(ctx, schemas.VerdictSubject(ref), []byte("not a cloudevent")); err != nil {
+		t.Fatal(err)
+	}
+
+	var records []AuditRecord
+	if err := AuditTail(ctx, js, AuditQuery{}, func(r AuditRecord) error { records = append(records, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(records) != 2 {
+		t.Fatalf("read %d records, want the verdict and the stray message", len(records))
+	}
+	if records[0].Err != nil || records[1].Err == nil {
+		t.Fatalf("records in order %v, %v: want the verdict first, as stored, then the stray message", records[0].Err, records[1].Err)
+	}
+	stray := records[1]
+	if !strings.HasPrefix(stray.Summary(), "unreadable message: ") || stray.Stored.IsZero() || !stray.Event.Time().Equal(stray.Stored) {
+		t.Errorf("stray message summary %q stored %v event time %v, want unreadable at its stored time", stray.Summary(),
+			stray.Stored, stray.Event.Time())
 	}
 }

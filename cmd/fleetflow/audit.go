@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -55,26 +57,44 @@ func newAuditTailCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			nc, js, err := bus.Connect(natsURL, "fleetflow-audit", authOpts...)
+			// A tail that follows says when the server goes away and comes back instead of falling silent.
+			log := slog.Default().With("component", "audit")
+			nc, js, err := bus.Connect(natsURL, "fleetflow-audit", append(authOpts, bus.LogConnectionEvents(log)...)...)
 			if err != nil {
 				return err
 			}
 			defer nc.Close()
 			out := cmd.OutOrStdout()
-			return consumers.AuditTail(ctx, js, q, func(r consumers.AuditRecord) error {
+			printed := 0
+			err = consumers.AuditTail(ctx, js, q, func(r consumers.AuditRecord) error {
+				printed++
 				if output == "json" {
 					line, err := json.Marshal(map[string]any{"stream": r.Stream, "sequence": r.Sequence, "subject": r.Subject,
-						"event": r.Event, "error": errString(r.Err)})
+						"stored": r.Stored, "event": r.Event, "error": errString(r.Err)})
 					if err != nil {
 						return err
 					}
 					_, err = fmt.Fprintln(out, string(line))
 					return err
 				}
-				_, err := fmt.Fprintf(out, "%s  %-34s %s\n", r.Event.Time().UTC().Format("2006-01-02T15:04:05.000Z"),
-					shortType(r.Event.Type()), r.Summary())
+				at := r.Event.Time()
+				if at.IsZero() {
+					at = r.Stored
+				}
+				eventType := r.Event.Type()
+				if r.Err != nil {
+					eventType = "?"
+				}
+				// One line per record, whatever an error message or a reason holds.
+				summary := strings.Join(strings.Fields(r.Summary()), " ")
+				_, err := fmt.Fprintf(out, "%s  %-34s %s\n", at.UTC().Format("2006-01-02T15:04:05.000Z"), shortType(eventType), summary)
 				return err
 			})
+			if err == nil && printed == 0 && q.Workload != nil {
+				fmt.Fprintf(cmd.ErrOrStderr(), "audit: no events about %s in the streams%s; the kind is case-sensitive "+
+					"(PyTorchJob, not pytorchjob) and a group, when given, must be the kind's API group\n", workload, sinceNote(since))
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS JetStream URL")
@@ -84,6 +104,13 @@ func newAuditTailCommand() *cobra.Command {
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, or json (one CloudEvent record per line)")
 	return cmd
+}
+
+func sinceNote(since string) string {
+	if since == "" {
+		return ""
+	}
+	return " in the last " + since
 }
 
 func shortType(t string) string {
