@@ -1,14 +1,18 @@
 package fleetspec
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -16,6 +20,9 @@ import (
 // misspelled key fails loudly instead of silently meaning "nothing". source names the input (usually a file
 // path) in error messages.
 func Parse(data []byte, source string) (*Fleet, error) {
+	if err := OneDocument(data); err != nil {
+		return nil, fmt.Errorf("fleet %s: %w", source, err)
+	}
 	var fleet Fleet
 	if err := yaml.UnmarshalStrict(data, &fleet); err != nil {
 		return nil, fmt.Errorf("fleet %s: %w", source, err)
@@ -25,6 +32,45 @@ func Parse(data []byte, source string) (*Fleet, error) {
 	}
 	return &fleet, nil
 }
+
+// OneDocument fails when data holds more than one YAML document: decoding reads the first and would drop
+// the others without a word.
+func OneDocument(data []byte) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	documents := 0
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
+			documents++
+		}
+	}
+	if documents > 1 {
+		return fmt.Errorf("holds %d YAML documents; a fleet file is one document (put every cluster, policy and "+
+			"workload in its lists)", documents)
+	}
+	return nil
+}
+
+// stripComments drops comment lines, so a document of comments only counts as empty.
+func stripComments(doc []byte) []byte {
+	var out []byte
+	for line := range bytes.Lines(doc) {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' && !bytes.Equal(t, []byte("---")) {
+			out = append(out, line...)
+		}
+	}
+	return out
+}
+
+// MaxGroupNodes bounds a node group's count: a fleet file describes a fleet to simulate or start, and a
+// typo of a few zeros would otherwise expand into millions of nodes and exhaust memory before any message.
+const MaxGroupNodes = 100_000
 
 // FieldError is one validation failure, located by a field path such as "clusters[1].nodes[0].allocatable".
 type FieldError struct {
@@ -91,7 +137,7 @@ func (v *validator) cluster(path string, c Cluster) {
 	for i, group := range c.Nodes {
 		groupPath := fmt.Sprintf("%s.nodes[%d]", path, i)
 		v.nodeGroup(groupPath, group)
-		if group.Name == "" || group.Count < 0 {
+		if group.Name == "" || group.Count < 0 || group.Count > MaxGroupNodes {
 			continue
 		}
 		for _, node := range group.Expand() {
@@ -112,8 +158,8 @@ func (v *validator) nodeGroup(path string, g NodeGroup) {
 			v.add(path+".name", fmt.Sprintf("invalid node name %q: %s", g.Name, msg))
 		}
 	}
-	if g.Count < 0 {
-		v.add(path+".count", fmt.Sprintf("must be 0 or more, got %d", g.Count))
+	if g.Count < 0 || g.Count > MaxGroupNodes {
+		v.add(path+".count", fmt.Sprintf("must be 0 to %d, got %d", MaxGroupNodes, g.Count))
 	}
 	v.labels(path+".labels", g.Labels)
 	v.taints(path+".taints", g.Taints)

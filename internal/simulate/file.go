@@ -11,6 +11,7 @@ import (
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
 // File is a fleet file for simulate: a fleetspec.Fleet extended with what placement needs.
@@ -57,6 +58,9 @@ func Load(path string) (*Input, error) {
 
 // Parse decodes a fleet file; workload files are resolved against baseDir.
 func Parse(data []byte, source, baseDir string) (*Input, error) {
+	if err := fleetspec.OneDocument(data); err != nil {
+		return nil, fmt.Errorf("fleet file %s: %w", source, err)
+	}
 	var f File
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {
 		return nil, fmt.Errorf("fleet file %s: %w", source, err)
@@ -68,7 +72,17 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 	if len(f.Workloads) == 0 {
 		errs = append(errs, &FieldError{Path: "workloads", Reason: "required: nothing to place"})
 	}
+	policyAt := map[string]int{}
+	for i, p := range f.Policies {
+		if j, dup := policyAt[p.Name]; dup && p.Name != "" {
+			errs = append(errs, &FieldError{Path: fmt.Sprintf("policies[%d].metadata.name", i),
+				Reason: fmt.Sprintf("%q is also the name of policies[%d]; a second policy of a name would replace the first", p.Name, j)})
+			continue
+		}
+		policyAt[p.Name] = i
+	}
 	in := &Input{Source: source, File: &f}
+	workloadAt := map[string]int{}
 	for i, ref := range f.Workloads {
 		path := fmt.Sprintf("workloads[%d]", i)
 		obj, where, err := resolve(ref, baseDir)
@@ -76,6 +90,12 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 			errs = append(errs, &FieldError{Path: path, Reason: err.Error()})
 			continue
 		}
+		key := defaultNamespace(obj)
+		if j, dup := workloadAt[key]; dup {
+			errs = append(errs, &FieldError{Path: path, Reason: fmt.Sprintf("%s is also workloads[%d]; the API server holds one object of a name", key, j)})
+			continue
+		}
+		workloadAt[key] = i
 		in.Objects = append(in.Objects, obj)
 		in.ObjectSources = append(in.ObjectSources, where)
 	}
@@ -83,6 +103,22 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 		return nil, fmt.Errorf("fleet file %s: %w", source, errors.Join(errs...))
 	}
 	return in, nil
+}
+
+// defaultNamespace puts a workload without a namespace in "default", as kubectl apply would, so namespace
+// selectors and labels of the fleet file's namespaces apply to it; it returns the object's identity.
+func defaultNamespace(obj map[string]any) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		obj["metadata"] = meta
+	}
+	if ns, _ := meta["namespace"].(string); ns == "" {
+		meta["namespace"] = "default"
+	}
+	kind, _ := obj["kind"].(string)
+	apiVersion, _ := obj["apiVersion"].(string)
+	return fmt.Sprintf("%s/%s/%v/%v", structs.APIGroup(apiVersion), kind, meta["namespace"], meta["name"])
 }
 
 func resolve(ref WorkloadRef, baseDir string) (map[string]any, string, error) {

@@ -97,6 +97,16 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 			func(s string) string { return strings.Replace(s, "kind: RayCluster", "kind: Widget", 1) },
 			"workloads[2]: no ResourceInterface for ray.io/v1, Kind=Widget"},
 		{"a misspelled field", func(s string) string { return strings.Replace(s, "workloads:", "workload:", 1) }, "unknown field"},
+		{"a second YAML document", func(s string) string { return s + "---\nworkloads: [{file: train.yaml}]\n" },
+			"holds 2 YAML documents; a fleet file is one document"},
+		{"two policies of a name", func(s string) string {
+			return strings.Replace(s, "metadata: {name: web}", "metadata: {name: training}", 1)
+		},
+			`policies[1].metadata.name: "training" is also the name of policies[0]`},
+		{"one workload twice", func(s string) string {
+			return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n- file: train.yaml", 1)
+		},
+			"workloads[1]: kubeflow.org/PyTorchJob/"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -108,6 +118,44 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// TestSimulateDefaultsTheNamespace: a workload without a namespace goes to "default", as kubectl apply puts
+// it, so a policy selecting namespaces by label takes it when the fleet file labels "default".
+func TestSimulateDefaultsTheNamespace(t *testing.T) {
+	fleet := `
+namespaces:
+  default: {labels: {tier: gold}}
+clusters:
+- name: c1
+  apis: [apps/v1/Deployment]
+  nodes: [{name: node, allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}]
+policies:
+- metadata: {name: gold}
+  spec:
+    namespaceSelector: {matchLabels: {tier: gold}}
+workloads:
+- object:
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: web}
+    spec:
+      replicas: 1
+      template:
+        spec:
+          containers: [{name: web, image: nginx, resources: {requests: {cpu: "1"}}}]
+`
+	in, err := Parse([]byte(fleet), "fleet.yaml", "testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Run(in, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || results[0].Workload != "Deployment/default/web" || results[0].Status != "Placed" || results[0].Policy == nil || *results[0].Policy != "gold" {
+		t.Errorf("results = %+v, want Deployment/default/web placed by policy gold", results)
 	}
 }
 
