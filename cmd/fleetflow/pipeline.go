@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -125,6 +128,10 @@ func parseClusters(values []string) ([]clusterKubeconfig, error) {
 		if !ok || name == "" || path == "" {
 			return nil, fmt.Errorf("--cluster %q: want NAME=KUBECONFIG", v)
 		}
+		// The name goes into subjects, consumer names and the Cluster object's name.
+		if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
+			return nil, fmt.Errorf("--cluster %q: cluster name %q: %s", v, name, strings.Join(msgs, "; "))
+		}
 		if seen[name] {
 			return nil, fmt.Errorf("--cluster %q: cluster %s given twice", v, name)
 		}
@@ -168,6 +175,22 @@ func (f *placerFlags) register(flags *pflag.FlagSet) {
 	flags.IntVar(&f.gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of this process (the fleet view is long-lived, so collecting less often saves CPU for memory); $GOGC wins when set, 0 keeps Go's default")
 }
 
+// validate refuses durations a placer cannot work with; zero or less would otherwise quietly mean a default.
+func (f *placerFlags) validate() error {
+	return positiveDurations(map[string]time.Duration{"--heartbeat-timeout": f.heartbeatTimeout,
+		"--pending-timeout": f.pendingTimeout, "--reservation-ttl": f.reservationTTL, "--state-prune-grace": f.statePruneGrace})
+}
+
+// positiveDurations fails on the first flag, in name order, whose duration is not positive.
+func positiveDurations(flags map[string]time.Duration) error {
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
+		if d := flags[name]; d <= 0 {
+			return fmt.Errorf("%s %s: must be positive", name, d)
+		}
+	}
+	return nil
+}
+
 // tuneGC sets the collector of a process that runs the placer (see pipeline.PlacerGCPercent).
 func (f *placerFlags) tuneGC() { pipeline.TuneGCForPlacer(f.gcPercent, slog.Default()) }
 
@@ -192,6 +215,9 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
+			if err := pf.validate(); err != nil {
+				return err
+			}
 			clusters, err := parseClusters(clusterFlags)
 			if err != nil {
 				return err
@@ -252,6 +278,9 @@ func newProducerCommand() *cobra.Command {
 			if controlPlane != "" && cluster != "" {
 				return fmt.Errorf("give one of --control-plane and --cluster, not both")
 			}
+			if err := positiveDurations(map[string]time.Duration{"--heartbeat": heartbeat}); err != nil {
+				return err
+			}
 			kinds, err := parseKinds(watch)
 			if err != nil {
 				return err
@@ -261,21 +290,24 @@ func newProducerCommand() *cobra.Command {
 				return err
 			}
 			kinds = append(builtin, kinds...)
+			// Flags are checked and clients built before the bus opens, so a mistake starts no server.
+			var name string
+			var clients *kube.Clients
+			if cluster == "" {
+				clients, err = controlPlaneClients(controlPlane)
+			} else {
+				name, clients, err = clusterClients(cluster)
+			}
+			if err != nil {
+				return err
+			}
 			b, err := bf.open(ctx, "fleetflow-producer")
 			if err != nil {
 				return err
 			}
 			defer b.Close()
 			if cluster == "" {
-				cp, err := controlPlaneClients(controlPlane)
-				if err != nil {
-					return err
-				}
-				return pipeline.RunProducer(ctx, b, cp, kinds, slog.Default())
-			}
-			name, clients, err := clusterClients(cluster)
-			if err != nil {
-				return err
+				return pipeline.RunProducer(ctx, b, clients, kinds, slog.Default())
 			}
 			return pipeline.RunClusterProducer(ctx, b, name, clients, kinds, heartbeat, slog.Default())
 		},
@@ -298,6 +330,9 @@ func newPlacerCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
+			if err := pf.validate(); err != nil {
+				return err
+			}
 			b, err := bf.open(ctx, "fleetflow-placer")
 			if err != nil {
 				return err
@@ -322,6 +357,9 @@ func newStatusCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
+			if err := positiveDurations(map[string]time.Duration{"--heartbeat-timeout": heartbeatTimeout}); err != nil {
+				return err
+			}
 			cp, err := controlPlaneClients(controlPlane)
 			if err != nil {
 				return err

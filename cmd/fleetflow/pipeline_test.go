@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -32,6 +33,16 @@ func TestPipelineCommandsRefuseBadFlags(t *testing.T) {
 			"give --nats-url too"},
 		{"missing creds file", newPlacerCommand, []string{"--nats-url", "nats://127.0.0.1:1", "--nats-creds", "DATA/none.creds"},
 			"nats creds file: stat"},
+		{"negative pending timeout", newPlacerCommand, []string{"--pending-timeout", "-1s", "--data-dir", "DATA"},
+			"--pending-timeout -1s: must be positive"},
+		{"zero heartbeat", newProducerCommand, []string{"--cluster", "east=DATA/kubeconfig", "--heartbeat", "0s", "--data-dir", "DATA"},
+			"--heartbeat 0s: must be positive"},
+		{"cluster name that is no DNS label", newProducerCommand, []string{"--cluster", "c>=DATA/kubeconfig", "--data-dir", "DATA"},
+			`cluster name "c>"`},
+		{"cluster name that is no DNS label, applier", newApplierCommand, []string{"--cluster", "East_1=DATA/kubeconfig", "--data-dir", "DATA"},
+			`cluster name "East_1"`},
+		{"run with a negative reservation TTL", newRunCommand, []string{"--reservation-ttl", "-5m", "--data-dir", "DATA"},
+			"--reservation-ttl -5m0s: must be positive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,6 +58,12 @@ func TestPipelineCommandsRefuseBadFlags(t *testing.T) {
 			err := cmd.ExecuteContext(t.Context())
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+			if !strings.Contains(tt.want, "external JetStream") && !strings.Contains(tt.want, "--nats-url too") {
+				// Refused before any server started: nothing written to the data directory.
+				if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+					t.Errorf("the data directory holds %d entries: a server started before the flags were checked", len(entries))
+				}
 			}
 		})
 	}

@@ -118,3 +118,21 @@ func privateCA(t *testing.T, dir string) (string, *tls.Config) {
 	return caFile, &tls.Config{MinVersion: tls.VersionTLS12,
 		Certificates: []tls.Certificate{{Certificate: [][]byte{serverDER}, PrivateKey: serverKey}}}
 }
+
+// TestEmbeddedServerSaysItsPortIsTaken: a second embedded server on a taken port fails naming the address
+// and what to do (before, it waited 30 s for a server that could not listen, then said it was not ready).
+func TestEmbeddedServerSaysItsPortIsTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	srv, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir(), Listen: l.Addr().String()})
+	if err == nil {
+		srv.Shutdown()
+		t.Fatal("started on a taken port")
+	}
+	if !strings.Contains(err.Error(), "cannot listen on "+l.Addr().String()) || !strings.Contains(err.Error(), "--nats-url") {
+		t.Errorf("error %q, want the address and the way out", err)
+	}
+}

@@ -50,6 +50,15 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	if opts.StoreDir == "" {
 		return nil, fmt.Errorf("embedded nats: a JetStream store directory is required")
 	}
+	if port > 0 {
+		// The server logs nothing here and would only time out on a port it cannot take, so try it first.
+		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats cannot listen on %s (another fleetflow part embedding a server there? "+
+				"share it with --nats-url, or pick a free port with --nats-listen 127.0.0.1:0): %w", net.JoinHostPort(host, strconv.Itoa(port)), err)
+		}
+		_ = l.Close()
+	}
 	name := opts.ServerName
 	if name == "" {
 		name = "fleetflow"
