@@ -51,9 +51,9 @@ func (b *AnalysisBuilder) Component(name string, pods int64, requests corev1.Res
 	b.a.TotalPods += pods
 	for name, q := range requests {
 		total := b.a.TotalRequests[name]
-		for range pods {
-			total.Add(q)
-		}
+		all := q.DeepCopy()
+		all.Mul(pods)
+		total.Add(all)
 		b.a.TotalRequests[name] = total
 	}
 	return b

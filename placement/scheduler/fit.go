@@ -196,19 +196,17 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 			if pos, ok = p.next(pos, it.group, key); !ok {
 				return nil, p.diagnose(it, placed, key)
 			}
-			// Put as many of the group's pods on this node as fit, in one assignment; next found it allowed.
-			n := int64(0)
-			for placed < it.count && p.hasRoom(pos, it.group) {
-				p.take(pos, it.group.Request)
-				if len(it.group.HostPorts) > 0 {
-					if p.hostPorts == nil {
-						p.hostPorts = map[nodeKey][]string{}
-					}
-					p.hostPorts[pos] = append(p.hostPorts[pos], it.group.HostPorts...)
+			// Put as many of the group's pods on this node as fit, in one assignment and one step, so a huge
+			// replica count costs no more than a small one; next found the node allowed and with room for one.
+			n := p.roomFor(pos, it.group, it.count-placed)
+			p.take(pos, it.group.Request, n)
+			if len(it.group.HostPorts) > 0 {
+				if p.hostPorts == nil {
+					p.hostPorts = map[nodeKey][]string{}
 				}
-				n++
-				placed++
+				p.hostPorts[pos] = append(p.hostPorts[pos], it.group.HostPorts...)
 			}
+			placed += n
 			out = append(out, ownedAssignment{owner: it.owner, Assignment: structs.Assignment{
 				Cluster: p.c.Name, Node: p.c.Chunks[pos.chunk].Nodes[pos.node].Node.Name, Component: it.group.Component,
 				Pods: n, PodRequest: it.group.Request}})
@@ -306,16 +304,34 @@ func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
 	return true
 }
 
-func (p *packer) take(k nodeKey, req structs.Vector) {
+// roomFor returns how many more pods of g, up to limit, fit on a node where one does: the fewest that any
+// requested resource leaves room for, and one when the pods take host ports, which two pods cannot share.
+func (p *packer) roomFor(k nodeKey, g *structs.PodGroup, limit int64) int64 {
+	if len(g.HostPorts) > 0 {
+		return 1
+	}
+	nc := p.c.Chunks[k.chunk].Nodes[k.node]
+	plus, minus := p.adjust(k, nc.Node.Name)
+	n := limit
+	for r, want := range g.Request {
+		if want > 0 {
+			n = min(n, (nc.Free.Get(r)+plus.Get(r)-minus.Get(r))/want)
+		}
+	}
+	return max(n, 1)
+}
+
+// take records n pods of request req as placed on node k.
+func (p *packer) take(k nodeKey, req structs.Vector, n int64) {
 	cs := p.state(k.chunk)
 	for i := range cs.used {
 		if cs.used[i].node == k.node {
-			cs.used[i].v.AddInPlace(req, 1)
+			cs.used[i].v.AddInPlace(req, n)
 			return
 		}
 	}
 	u := make(structs.Vector, max(p.rt.Len(), len(req)))
-	u.AddInPlace(req, 1)
+	u.AddInPlace(req, n)
 	cs.used = append(cs.used, usedNode{node: k.node, v: u})
 }
 

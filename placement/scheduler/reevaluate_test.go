@@ -176,3 +176,26 @@ func TestPolicyTakeoverIsRecorded(t *testing.T) {
 		t.Errorf("a second re-evaluation changed %d workloads, want none", len(again))
 	}
 }
+
+// TestHugeReplicaCountsPackInOneStep: packing puts as many pods on a node as fit at once, so a workload of
+// two billion replicas (a typo, or an unvalidated CR) is decided like a small one instead of holding the placer
+// for a step per pod.
+func TestHugeReplicaCountsPackInOneStep(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	h.AddCluster("c1")
+	h.AddNodes("c1", placementtest.NodeSpec{Prefix: "big", Allocatable: res("cpu", "2000000", "memory", "64Gi", "pods", "4000000000")})
+	h.AddNodes("c1", placementtest.NodeSpec{Prefix: "small", Allocatable: res("cpu", "1", "memory", "64Gi", "pods", "110")})
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+	id := h.AddWorkload(placementtest.Deployment("web", "many").Component("web", 2_000_000_000, res("cpu", "1m")).Scalable().Obj(), nil)
+	d := h.Place(id)
+	if d.Status != structs.StatusPlaced {
+		t.Fatalf("%s: %q %v", d.Status, d.Message, d.Reasons)
+	}
+	var pods int64
+	for _, a := range d.Assignments {
+		pods += a.Pods
+	}
+	if pods != 2_000_000_000 || len(d.Assignments) != 1 || d.Assignments[0].Node != "big" {
+		t.Errorf("assignments %+v, want all 2,000,000,000 pods on big", d.Assignments)
+	}
+}
