@@ -475,10 +475,14 @@ func freeOf(ch *structs.NodeChunk, el *eligibility, key string) *chunkFree {
 }
 
 // isAllowed reports whether a pod group may run on a node; allowed says why not.
+// isAllowed reports whether pods of g may run on n. A pod bound by spec.nodeName skips kube-scheduler: the
+// kubelet admits it on a cordoned node and despite NoSchedule taints, and refuses it only for its node
+// selector, its node affinity and a NoExecute taint it does not tolerate.
 func isAllowed(n *structs.Node, g *structs.PodGroup) bool {
-	return (g.NodeName == "" || g.NodeName == n.Name) && (!n.Unschedulable || toleratesCordon(g.Tolerations)) &&
+	bound := g.NodeName != ""
+	return (!bound || g.NodeName == n.Name) && (bound || !n.Unschedulable || toleratesCordon(g.Tolerations)) &&
 		matchesNodeSelector(g.NodeSelector, n.Labels) && matchesNodeAffinity(g.RequiredNodeAffinity, n.Name, n.Labels) &&
-		untoleratedTaint(n.Taints, g.Tolerations) == nil
+		untoleratedTaintFor(n, g) == nil
 }
 
 // allowed returns why a pod group may not run on a node, "" when it may.
@@ -486,17 +490,25 @@ func allowed(n *structs.Node, g *structs.PodGroup) string {
 	switch {
 	case g.NodeName != "" && g.NodeName != n.Name:
 		return "node name"
-	case n.Unschedulable && !toleratesCordon(g.Tolerations):
+	case g.NodeName == "" && n.Unschedulable && !toleratesCordon(g.Tolerations):
 		return "unschedulable"
 	case !matchesNodeSelector(g.NodeSelector, n.Labels):
 		return "node selector"
 	case !matchesNodeAffinity(g.RequiredNodeAffinity, n.Name, n.Labels):
 		return "node affinity"
 	}
-	if t := untoleratedTaint(n.Taints, g.Tolerations); t != nil {
+	if t := untoleratedTaintFor(n, g); t != nil {
 		return "taint " + taintString(t.Key, t.Value, string(t.Effect))
 	}
 	return ""
+}
+
+// untoleratedTaintFor returns the first taint of n that keeps pods of g off it.
+func untoleratedTaintFor(n *structs.Node, g *structs.PodGroup) *corev1.Taint {
+	if g.NodeName != "" {
+		return untoleratedTaintOf(n.Taints, g.Tolerations, corev1.TaintEffectNoExecute)
+	}
+	return untoleratedTaint(n.Taints, g.Tolerations)
 }
 
 func taintString(key, value, effect string) string {

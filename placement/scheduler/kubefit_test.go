@@ -105,3 +105,33 @@ func TestNodeNamePinsPodsToItsNode(t *testing.T) {
 		}
 	}
 }
+
+// A pod with spec.nodeName bypasses kube-scheduler, so the kubelet's admission decides: a cordon and a
+// NoSchedule taint do not keep it off its node, a NoExecute taint it does not tolerate does.
+func TestNodeNamePodsPassCordonAndNoSchedule(t *testing.T) {
+	tests := []struct {
+		name          string
+		unschedulable bool
+		taints        []corev1.Taint
+		wantStatus    structs.DecisionStatus
+	}{
+		{"cordoned", true, []corev1.Taint{{Key: corev1.TaintNodeUnschedulable, Effect: corev1.TaintEffectNoSchedule}}, structs.StatusPlaced},
+		{"NoSchedule taint", false, []corev1.Taint{{Key: "dedicated", Value: "infer", Effect: corev1.TaintEffectNoSchedule}}, structs.StatusPlaced},
+		{"NoExecute taint", false, []corev1.Taint{{Key: "dedicated", Value: "infer", Effect: corev1.TaintEffectNoExecute}}, structs.StatusUnschedulable},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("c1")
+			h.AddNodes("c1", placementtest.NodeSpec{Prefix: "pinned", Unschedulable: tt.unschedulable, Taints: tt.taints,
+				Allocatable: res("cpu", "8", "memory", "32Gi")})
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			job := placementtest.PyTorchJob("ml", "job").Component("worker", 1, res("cpu", "1")).Obj()
+			job.Components[0].PodTemplate = &corev1.PodTemplateSpec{Spec: corev1.PodSpec{NodeName: "pinned",
+				Containers: []corev1.Container{{Name: "c"}}}}
+			if d := h.Place(h.AddWorkload(job, nil)); d.Status != tt.wantStatus {
+				t.Errorf("decision %s (reasons %v), want %s", d.Status, d.Reasons, tt.wantStatus)
+			}
+		})
+	}
+}

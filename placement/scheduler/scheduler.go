@@ -322,7 +322,8 @@ func newGang(rt *structs.ResourceTable, workloads []*structs.Workload) *gang {
 				continue
 			}
 			g.items = append(g.items, item{owner: owner, group: pg, count: pg.Count})
-			g.cordonTolerant = g.cordonTolerant || toleratesCordon(pg.Tolerations)
+			// A pod bound by spec.nodeName skips the scheduler, so a cordon does not keep it off its node either.
+			g.cordonTolerant = g.cordonTolerant || toleratesCordon(pg.Tolerations) || pg.NodeName != ""
 			g.demand.AddInPlace(pg.Request, pg.Count)
 		}
 	}
