@@ -199,3 +199,25 @@ func TestHugeReplicaCountsPackInOneStep(t *testing.T) {
 		t.Errorf("assignments %+v, want all 2,000,000,000 pods on big", d.Assignments)
 	}
 }
+
+// TestDivideOfZeroReplicasStillCreatesTheObject: a Deployment scaled to zero under Divide goes, with zero
+// replicas, to one cluster, so it exists to be scaled up; before, it was Placed on no cluster at all.
+func TestDivideOfZeroReplicasStillCreatesTheObject(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	h.AddCluster("eu", placementtest.Labels(map[string]string{"region": "eu"}))
+	h.AddNodes("eu", cpuNodes("n", 1, "8"))
+	h.AddCluster("us", placementtest.Labels(map[string]string{"region": "us"}))
+	h.AddNodes("us", cpuNodes("n", 1, "8"))
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{
+		ResourceSelectors: v1alpha1.ResourceSelectors{Kinds: []v1alpha1.GroupKind{{Group: "apps", Kind: "Deployment"}}},
+		SpreadConstraints: &v1alpha1.SpreadConstraints{SpreadMode: v1alpha1.SpreadModeDivide, TopologyKey: "region",
+			PercentageSplit: []v1alpha1.PercentageSplit{{TopologyValue: "us", Percentage: 70}, {TopologyValue: "eu", Percentage: 30}}}}))
+	id := h.AddWorkload(placementtest.Deployment("web", "idle").Component("web", 0, res("cpu", "1")).Scalable().Obj(), nil)
+	d := h.Place(id)
+	if d.Status != structs.StatusPlaced || !slices.Equal(d.Clusters, []string{"us"}) || d.Replicas["us"] != 0 || len(d.Replicas) != 1 {
+		t.Fatalf("decision %s on %v replicas %v (%q), want Placed on us with 0 replicas", d.Status, d.Clusters, d.Replicas, d.Message)
+	}
+	if moves := reevaluate(t, h, scheduler.AffectedByPolicy); len(moves) != 0 {
+		t.Errorf("re-evaluation moved it: %v", moves[0].Clusters)
+	}
+}

@@ -142,6 +142,9 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 		}
 		byValue[value] = append(byValue[value], cand)
 	}
+	if wl.PodGroups[idx].Count == 0 {
+		return c.divideNothing(wl, p, d, byValue)
+	}
 	shares := SplitReplicas(wl.PodGroups[idx].Count, percentages)
 	replicas := map[string]int64{}
 	var assignments []structs.Assignment
@@ -183,13 +186,38 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 	return d
 }
 
+// divideNothing places a workload scaled to zero replicas: the object still has to exist somewhere, as
+// kubectl apply would create it, so that it can be scaled up. It goes with zero replicas to the cluster where
+// it already is, else to the best eligible cluster of the first topology value that has one.
+func (c *cycle) divideNothing(wl *structs.Workload, p *policy.Policy, d *structs.Decision, byValue map[string][]candidate) *structs.Decision {
+	for _, split := range p.Spec.SpreadConstraints.PercentageSplit {
+		group := byValue[split.TopologyValue]
+		if len(group) == 0 {
+			continue
+		}
+		pg := wl.PodGroups[divisibleGroup(wl)]
+		pg.Count = 0
+		g := &gang{items: []item{{group: &pg}}}
+		best, _, _ := c.choose(p, group, g, []*structs.Workload{wl}, previousClusterIn(wl, group), d)
+		if best == nil {
+			continue
+		}
+		d.Status = structs.StatusPlaced
+		d.Clusters = []string{best.capacity.Name}
+		d.Replicas = map[string]int64{best.capacity.Name: 0}
+		return d
+	}
+	d.Message = fmt.Sprintf("no eligible cluster has a %s of the policy's percentageSplit", p.Spec.SpreadConstraints.TopologyKey)
+	return d
+}
+
 // previousClusterIn returns the cluster of group the workload already had replicas on, for stickiness.
 func previousClusterIn(wl *structs.Workload, group []candidate) string {
 	if wl.Placement == nil {
 		return ""
 	}
 	for _, cand := range group {
-		if wl.Placement.Replicas[cand.capacity.Name] > 0 {
+		if slices.Contains(wl.Placement.Clusters, cand.capacity.Name) {
 			return cand.capacity.Name
 		}
 	}
