@@ -300,6 +300,9 @@ func (p *Placer) onResourceInterfaceChanged(payload *schemas.ObjectChanged, touc
 		p.log.Warn("ResourceInterface rejected", "ri", name, "error", err)
 		return nil
 	}
+	if len(compiled.Warnings) > 0 {
+		p.log.Warn("ResourceInterface has fields the engine ignores", "ri", name, "warnings", compiled.Warnings)
+	}
 	p.registry = p.registry.With(compiled)
 	if err := p.store.UpsertResourceInterface(p.seq, &structs.ResourceInterface{Name: compiled.Name,
 		Group: compiled.GVK.Group, Kind: compiled.GVK.Kind, Engine: compiled}); err != nil {

@@ -178,6 +178,9 @@ func (s *StatusWriter) writeRICondition(ctx context.Context, p *schemas.ObjectCh
 			slices.Sort(others)
 			cond.Message += "; used instead of " + strings.Join(others, ", ") + ", which describe the same kind"
 		}
+		if len(compiled.Warnings) > 0 {
+			cond.Message += "; " + strings.Join(compiled.Warnings, "; ")
+		}
 	}
 	client := s.ControlPlane.Dynamic.Resource(resourceInterfaceResource)
 	return rereadUntilWritten("ResourceInterface "+ref.Name, func() error {

@@ -24,7 +24,7 @@ func newAnalyzeCommand() *cobra.Command {
 			"(Karta compatibility mode). The RI is chosen by the CR's group, version and kind.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAnalyze(cmd.OutOrStdout(), riFiles, args[0], output)
+			return runAnalyze(cmd.OutOrStdout(), cmd.ErrOrStderr(), riFiles, args[0], output)
 		},
 	}
 	cmd.Flags().StringArrayVar(&riFiles, "ri", nil, "ResourceInterface file to use instead of the built-ins (repeatable)")
@@ -32,11 +32,11 @@ func newAnalyzeCommand() *cobra.Command {
 	return cmd
 }
 
-func runAnalyze(w io.Writer, riFiles []string, crFile, output string) error {
+func runAnalyze(w, warnings io.Writer, riFiles []string, crFile, output string) error {
 	if output != "json" && output != "table" {
 		return fmt.Errorf("--output %q: want json or table", output)
 	}
-	registry, fromFiles, err := loadRegistry(riFiles)
+	registry, fromFiles, err := loadRegistry(riFiles, warnings)
 	if err != nil {
 		return err
 	}
@@ -72,7 +72,7 @@ func runAnalyze(w io.Writer, riFiles []string, crFile, output string) error {
 }
 
 // loadRegistry compiles the --ri files, or falls back to the built-ins when there are none.
-func loadRegistry(riFiles []string) (*karta.Registry, bool, error) {
+func loadRegistry(riFiles []string, warnings io.Writer) (*karta.Registry, bool, error) {
 	if len(riFiles) == 0 {
 		builtins, err := karta.Builtins()
 		if err != nil {
@@ -97,6 +97,9 @@ func loadRegistry(riFiles []string) (*karta.Registry, bool, error) {
 			c, err := karta.Compile(ri, file)
 			if err != nil {
 				return nil, true, err
+			}
+			for _, w := range c.Warnings {
+				fmt.Fprintf(warnings, "warning: %s: ResourceInterface %s: %s\n", file, c.Name, w)
 			}
 			compiled = append(compiled, c)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,7 +50,7 @@ func writeFile(t *testing.T, name, content string) string {
 func TestAnalyzeJSONShape(t *testing.T) {
 	cr := writeFile(t, "rc.yaml", testRayCluster)
 	var out bytes.Buffer
-	if err := runAnalyze(&out, nil, cr, "json"); err != nil {
+	if err := runAnalyze(&out, io.Discard, nil, cr, "json"); err != nil {
 		t.Fatal(err)
 	}
 	var compact bytes.Buffer
@@ -73,6 +74,31 @@ func TestAnalyzeJSONShape(t *testing.T) {
 	}
 }
 
+// TestAnalyzeWarnsOfUnknownRIFields: a misspelt field of an RI (specDefinitoin) would drop the component's
+// pods without a word; analyze names it on stderr, and still reads the CR through the rest of the RI.
+func TestAnalyzeWarnsOfUnknownRIFields(t *testing.T) {
+	ri := writeFile(t, "typo-ri.yaml", `apiVersion: optimization.nvidia.com/v1alpha1
+kind: ResourceInterface
+metadata: {name: typo}
+spec:
+  structureDefinition:
+    rootComponent: {name: rc, kind: {group: ray.io, version: v1, kind: RayCluster}}
+    childComponents:
+    - name: head
+      ownerRef: rc
+      specDefinitoin: {podTemplateSpecPath: .spec.headGroupSpec.template}
+`)
+	cr := writeFile(t, "rc.yaml", testRayCluster)
+	var warnings bytes.Buffer
+	if err := runAnalyze(io.Discard, &warnings, []string{ri}, cr, "json"); err != nil {
+		t.Fatal(err)
+	}
+	want := `ResourceInterface typo: spec: unknown field "structureDefinition.childComponents[0].specDefinitoin" (ignored)`
+	if !strings.Contains(warnings.String(), want) {
+		t.Errorf("warnings %q, want %q", warnings.String(), want)
+	}
+}
+
 func TestAnalyzeWithRIFileShowsFile(t *testing.T) {
 	ri := writeFile(t, "my-ri.yaml", `apiVersion: optimization.nvidia.com/v1alpha1
 kind: ResourceInterface
@@ -86,7 +112,7 @@ spec:
 `)
 	cr := writeFile(t, "rc.yaml", testRayCluster)
 	var out bytes.Buffer
-	if err := runAnalyze(&out, []string{ri}, cr, "json"); err != nil {
+	if err := runAnalyze(&out, io.Discard, []string{ri}, cr, "json"); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
@@ -102,7 +128,7 @@ spec:
 	}
 	// With --ri the built-ins are not consulted: a Deployment is unknown.
 	dep := writeFile(t, "dep.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
-	err := runAnalyze(&out, []string{ri}, dep, "json")
+	err := runAnalyze(&out, io.Discard, []string{ri}, dep, "json")
 	if err == nil || !strings.Contains(err.Error(), "no ResourceInterface for apps/v1, Kind=Deployment") {
 		t.Errorf("got %v, want unknown-kind error", err)
 	}
@@ -110,15 +136,15 @@ spec:
 
 func TestAnalyzeErrors(t *testing.T) {
 	unknown := writeFile(t, "x.yaml", "apiVersion: example.com/v1\nkind: Nothing\nmetadata: {name: x}\n")
-	if err := runAnalyze(&bytes.Buffer{}, nil, unknown, "json"); err == nil || !strings.Contains(err.Error(), "Kind=Nothing") {
+	if err := runAnalyze(&bytes.Buffer{}, io.Discard, nil, unknown, "json"); err == nil || !strings.Contains(err.Error(), "Kind=Nothing") {
 		t.Errorf("unknown kind: got %v", err)
 	}
 	bad := writeFile(t, "bad.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1.5}\n")
-	if err := runAnalyze(&bytes.Buffer{}, nil, bad, "json"); err == nil || !strings.Contains(err.Error(), "replica count") {
+	if err := runAnalyze(&bytes.Buffer{}, io.Discard, nil, bad, "json"); err == nil || !strings.Contains(err.Error(), "replica count") {
 		t.Errorf("failed analysis: got %v", err)
 	}
 	cr := writeFile(t, "rc.yaml", testRayCluster)
-	if err := runAnalyze(&bytes.Buffer{}, nil, cr, "yaml"); err == nil {
+	if err := runAnalyze(&bytes.Buffer{}, io.Discard, nil, cr, "yaml"); err == nil {
 		t.Error("accepted -o yaml")
 	}
 }
@@ -126,7 +152,7 @@ func TestAnalyzeErrors(t *testing.T) {
 func TestAnalyzeTable(t *testing.T) {
 	cr := writeFile(t, "rc.yaml", testRayCluster)
 	var out bytes.Buffer
-	if err := runAnalyze(&out, nil, cr, "table"); err != nil {
+	if err := runAnalyze(&out, io.Discard, nil, cr, "table"); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

@@ -62,6 +62,11 @@ func checkTotals(t *testing.T, a *Analysis, pods int64, requests map[string]stri
 
 func TestBuiltinsCoverRequiredKinds(t *testing.T) {
 	reg := builtinRegistry(t)
+	for _, c := range reg.All() {
+		if len(c.Warnings) > 0 {
+			t.Errorf("built-in RI %s has fields the engine ignores: %v", c.Name, c.Warnings)
+		}
+	}
 	for _, gvk := range []string{
 		"ray.io/v1/RayCluster", "ray.io/v1/RayJob", "ray.io/v1/RayService", "kubeflow.org/v1/PyTorchJob",
 		"kubeflow.org/v1/MPIJob", "kubeflow.org/v2beta1/MPIJob", "jobset.x-k8s.io/v1alpha2/JobSet",

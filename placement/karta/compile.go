@@ -22,6 +22,8 @@ type Compiled struct {
 	GVK schema.GroupVersionKind
 	// Builtin marks the RIs shipped with fleetflow (deploy/resourceinterfaces).
 	Builtin bool
+	// Warnings are the parser's, carried along so whoever shows the RI's state can show them.
+	Warnings []string
 
 	components []*compiledComponent
 	status     *compiledStatus
@@ -237,7 +239,7 @@ func Compile(ri *ResourceInterface, source string) (*Compiled, error) {
 		name = source + "#" + gvk.Kind + "." + gvk.GroupVersion().String()
 		cp.name = name
 	}
-	c := &Compiled{Name: name, Source: source, GVK: gvk, timeoutsInARow: new(atomic.Int32)}
+	c := &Compiled{Name: name, Source: source, GVK: gvk, Warnings: ri.Warnings, timeoutsInARow: new(atomic.Int32)}
 
 	names := map[string]*ComponentDefinition{root.Name: root}
 	for i := range sd.ChildComponents {

@@ -97,6 +97,9 @@ func TestKartaRIsLoadAndAnalyzeCorpus(t *testing.T) {
 		if len(ris) != 1 {
 			t.Fatalf("%s: got %d RIs, want 1", base, len(ris))
 		}
+		if len(ris[0].Warnings) > 0 {
+			t.Errorf("%s: Karta's RI reads with warnings %v, want every field known", base, ris[0].Warnings)
+		}
 		c, err := Compile(ris[0], base)
 		if err != nil {
 			t.Fatalf("%s: %v", base, err)

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
@@ -40,9 +41,32 @@ func ParseResourceInterfaces(data []byte, source string) ([]*ResourceInterface, 
 		if ri.APIVersion != "" && ri.APIVersion != Group+"/"+Version {
 			return nil, fmt.Errorf("%s:%d: apiVersion %q is not %s/%s", source, doc.startLine, ri.APIVersion, Group, Version)
 		}
+		ri.Warnings = unknownSpecFields(jsonData)
 		out = append(out, ri)
 	}
 	return out, nil
+}
+
+// unknownSpecFields names the fields of an RI's spec that the engine does not know, such as a misspelt
+// specDefinition, which would otherwise drop a component without a word. They are warnings, not errors, so an
+// RI written for a newer Karta still loads.
+func unknownSpecFields(jsonData []byte) []string {
+	var obj struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := json.Unmarshal(jsonData, &obj); err != nil || len(obj.Spec) == 0 {
+		return nil
+	}
+	var spec ResourceInterfaceSpec
+	strict, err := sigsjson.UnmarshalStrict(obj.Spec, &spec)
+	if err != nil {
+		return nil // the lenient decode above already accepted it; a type error is reported there
+	}
+	var out []string
+	for _, e := range strict {
+		out = append(out, "spec: "+e.Error()+" (ignored)")
+	}
+	return out
 }
 
 type document struct {

@@ -18,6 +18,8 @@ type ResourceInterface struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Spec              ResourceInterfaceSpec `json:"spec"`
+	// Warnings are what parsing noticed but let pass: fields of the spec the engine does not know.
+	Warnings []string `json:"-"`
 }
 
 // ResourceInterfaceSpec is the spec of a ResourceInterface.
