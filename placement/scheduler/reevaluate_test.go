@@ -1,7 +1,9 @@
 package scheduler_test
 
 import (
+	"maps"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
@@ -219,5 +221,51 @@ func TestDivideOfZeroReplicasStillCreatesTheObject(t *testing.T) {
 	}
 	if moves := reevaluate(t, h, scheduler.AffectedByPolicy); len(moves) != 0 {
 		t.Errorf("re-evaluation moved it: %v", moves[0].Clusters)
+	}
+}
+
+// TestDivideSharesAValueAmongItsClusters: when no one cluster of a topology value fits the value's share,
+// its clusters share it, each taking as many replicas as fit; once the replicas run, a re-evaluation keeps
+// them where they are. A share that even all the value's clusters cannot take is refused, saying so.
+func TestDivideSharesAValueAmongItsClusters(t *testing.T) {
+	tests := []struct {
+		name         string
+		replicas     int64
+		wantStatus   structs.DecisionStatus
+		wantReplicas map[string]int64
+		wantMessage  string
+	}{
+		{"the eu share over both eu clusters", 10, structs.StatusPlaced, map[string]int64{"eu-1": 4, "eu-2": 3, "us-1": 3}, ""},
+		{"an eu share no eu cluster alone fits, nor both", 20, structs.StatusUnschedulable, nil,
+			"the clusters with region=eu do not fit its 14 replicas, alone or together"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			for _, c := range []struct{ name, region, cpu string }{{"eu-1", "eu", "4"}, {"eu-2", "eu", "4"}, {"us-1", "us", "8"}} {
+				h.AddCluster(c.name, placementtest.Labels(map[string]string{"region": c.region}))
+				h.AddNodes(c.name, cpuNodes("n", 1, c.cpu))
+			}
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{
+				ResourceSelectors: v1alpha1.ResourceSelectors{Kinds: []v1alpha1.GroupKind{{Group: "apps", Kind: "Deployment"}}},
+				SpreadConstraints: &v1alpha1.SpreadConstraints{SpreadMode: v1alpha1.SpreadModeDivide, TopologyKey: "region",
+					PercentageSplit: []v1alpha1.PercentageSplit{{TopologyValue: "eu", Percentage: 70}, {TopologyValue: "us", Percentage: 30}}}}))
+			id := h.AddWorkload(placementtest.Deployment("web", "fe").Component("web", tt.replicas, res("cpu", "1")).Scalable().Obj(), nil)
+			d := h.Place(id)
+			if d.Status != tt.wantStatus || !maps.Equal(d.Replicas, tt.wantReplicas) || d.Message != tt.wantMessage {
+				t.Fatalf("decision %s replicas %v message %q, want %s %v %q", d.Status, d.Replicas, d.Message,
+					tt.wantStatus, tt.wantReplicas, tt.wantMessage)
+			}
+			if d.Status != structs.StatusPlaced {
+				return
+			}
+			for cluster, n := range d.Replicas {
+				reportPods(t, h, cluster, map[string]string{"eu-1": "4", "eu-2": "4", "us-1": "8"}[cluster],
+					strconv.FormatInt(n, 10), map[string]int64{structs.WorkloadLabelValue(id): n})
+			}
+			if moves := reevaluate(t, h, scheduler.AffectedByPolicy); len(moves) != 0 {
+				t.Errorf("re-evaluation moved the running replicas: %v", moves[0].Replicas)
+			}
+		})
 	}
 }

@@ -148,33 +148,55 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 	shares := SplitReplicas(wl.PodGroups[idx].Count, percentages)
 	replicas := map[string]int64{}
 	var assignments []structs.Assignment
+	failed := ""
 	for i, split := range sc.PercentageSplit {
 		if shares[i] == 0 {
 			continue
 		}
 		group := byValue[split.TopologyValue]
 		if len(group) == 0 {
-			d.Message = fmt.Sprintf("no eligible cluster has %s=%s for its %d replicas", sc.TopologyKey,
-				split.TopologyValue, shares[i])
-			return d
+			if failed == "" {
+				failed = fmt.Sprintf("no eligible cluster has %s=%s for its %d replicas", sc.TopologyKey, split.TopologyValue, shares[i])
+			}
+			continue
 		}
-		if prev := previousClusterIn(wl, group); prev != "" && wl.Placement.Replicas[prev] == shares[i] && c.runsAsIs(wl, prev) {
-			replicas[prev] += shares[i]
+		if kept := c.keptShare(wl, group, shares[i]); kept != nil {
+			for cluster, n := range kept {
+				replicas[cluster] += n
+			}
 			continue
 		}
 		pg := wl.PodGroups[idx]
 		pg.Count = shares[i]
 		g := &gang{items: []item{{group: &pg, count: pg.Count}}, demand: pg.Request.Scale(pg.Count)}
 		best, owned, _ := c.choose(p, group, g, []*structs.Workload{wl}, previousClusterIn(wl, group), d)
-		if best == nil {
-			d.Message = fmt.Sprintf("no cluster with %s=%s fits its %d replicas", sc.TopologyKey,
-				split.TopologyValue, shares[i])
-			return d
+		if best != nil {
+			replicas[best.capacity.Name] += shares[i]
+			for _, a := range owned {
+				assignments = append(assignments, a.Assignment)
+			}
+			continue
 		}
-		replicas[best.capacity.Name] += shares[i]
-		for _, a := range owned {
-			assignments = append(assignments, a.Assignment)
+		// No one cluster of the value fits the whole share: the value's clusters share it, as many
+		// replicas on each as fit, the previous cluster first.
+		spread, spreadAssignments := c.splitShare(wl, idx, group, shares[i])
+		if spread == nil {
+			if failed == "" {
+				failed = fmt.Sprintf("the clusters with %s=%s do not fit its %d replicas, alone or together", sc.TopologyKey,
+					split.TopologyValue, shares[i])
+			}
+			continue
 		}
+		for cluster, n := range spread {
+			replicas[cluster] += n
+			delete(d.Reasons, cluster)
+			delete(d.RejectCodes, cluster)
+		}
+		assignments = append(assignments, spreadAssignments...)
+	}
+	if failed != "" {
+		d.Message = failed
+		return d
 	}
 	d.Status = structs.StatusPlaced
 	d.Replicas = replicas
@@ -184,6 +206,90 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 	}
 	slices.Sort(d.Clusters)
 	return d
+}
+
+// keptShare returns the replicas a topology value's share keeps where they run: when the workload's current
+// version already runs exactly that many on the value's clusters, which hold no reservation for it, they fit
+// by definition, and packing them again would count them against themselves.
+func (c *cycle) keptShare(wl *structs.Workload, group []candidate, share int64) map[string]int64 {
+	if wl.Placement == nil {
+		return nil
+	}
+	kept := map[string]int64{}
+	var sum int64
+	for _, cand := range group {
+		name := cand.capacity.Name
+		if !slices.Contains(wl.Placement.Clusters, name) {
+			continue
+		}
+		if !c.runsAsIs(wl, name) {
+			return nil
+		}
+		kept[name] = wl.Placement.Replicas[name]
+		sum += kept[name]
+	}
+	if sum != share || len(kept) == 0 {
+		return nil
+	}
+	return kept
+}
+
+// splitShare spreads a share of replicas over the clusters of one topology value, each taking as many as fit
+// (found by bisection, since k replicas fitting means k-1 do), the previous cluster first, then by tier and
+// name. It returns nil when even all of them together cannot take the share.
+func (c *cycle) splitShare(wl *structs.Workload, idx int, group []candidate, share int64) (map[string]int64, []structs.Assignment) {
+	order := slices.Clone(group)
+	prev := previousClusterIn(wl, group)
+	slices.SortStableFunc(order, func(a, b candidate) int {
+		if (a.capacity.Name == prev) != (b.capacity.Name == prev) {
+			if a.capacity.Name == prev {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Or(cmp.Compare(a.tier, b.tier), cmp.Compare(a.capacity.Name, b.capacity.Name))
+	})
+	owned := ownReservations(c.st, []*structs.Workload{wl})
+	fitting := func(cand candidate, k int64) []ownedAssignment {
+		pg := wl.PodGroups[idx]
+		pg.Count = k
+		g := &gang{items: []item{{group: &pg, count: k}}, demand: pg.Request.Scale(k), own: owned[cand.capacity.Name]}
+		assignments, reason := c.fit(cand, g)
+		if reason != "" {
+			return nil
+		}
+		return assignments
+	}
+	out := map[string]int64{}
+	var assignments []structs.Assignment
+	left := share
+	for _, cand := range order {
+		if left == 0 {
+			break
+		}
+		lo, hi := int64(0), left // lo replicas fit; find the most that do
+		var best []ownedAssignment
+		for lo < hi {
+			mid := lo + (hi-lo+1)/2
+			if a := fitting(cand, mid); a != nil {
+				lo, best = mid, a
+			} else {
+				hi = mid - 1
+			}
+		}
+		if lo == 0 {
+			continue
+		}
+		out[cand.capacity.Name] = lo
+		for _, a := range best {
+			assignments = append(assignments, a.Assignment)
+		}
+		left -= lo
+	}
+	if left > 0 {
+		return nil, nil
+	}
+	return out, assignments
 }
 
 // divideNothing places a workload scaled to zero replicas: the object still has to exist somewhere, as
