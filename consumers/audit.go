@@ -119,6 +119,10 @@ func (r AuditRecord) Summary() string {
 		return "heartbeat from " + p.Cluster
 	case *schemas.ClusterAPIs:
 		return fmt.Sprintf("cluster %s serves %d kinds", p.Cluster, len(p.APIs))
+	case *schemas.NodeDeleted:
+		return fmt.Sprintf("node %s/%s deleted", p.Cluster, p.Name)
+	case *schemas.PlacerTick:
+		return "placer tick at " + p.Time.UTC().Format(time.RFC3339)
 	default:
 		return r.Event.Type()
 	}

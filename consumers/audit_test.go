@@ -145,3 +145,20 @@ func TestAuditTailShowsWhatIsNoEvent(t *testing.T) {
 			stray.Stored, stray.Event.Time())
 	}
 }
+
+// TestAuditSummaryOfFleetEvents: every kind of event has a line of its own, not its type said twice.
+func TestAuditSummaryOfFleetEvents(t *testing.T) {
+	tests := []struct {
+		payload schemas.Payload
+		want    string
+	}{
+		{&schemas.PlacerTick{Time: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, "placer tick at 2026-11-30T12:00:00Z"},
+		{&schemas.NodeDeleted{Cluster: "east", Name: "gpu-3"}, "node east/gpu-3 deleted"},
+		{&schemas.ClusterHeartbeat{Cluster: "east"}, "heartbeat from east"},
+	}
+	for _, tt := range tests {
+		if got := (AuditRecord{Payload: tt.payload}).Summary(); got != tt.want {
+			t.Errorf("Summary() = %q, want %q", got, tt.want)
+		}
+	}
+}
