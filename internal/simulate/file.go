@@ -3,8 +3,10 @@ package simulate
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"sigs.k8s.io/yaml"
 
@@ -90,6 +92,10 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 			errs = append(errs, &FieldError{Path: path, Reason: err.Error()})
 			continue
 		}
+		if fe := stringMetadata(obj); fe != nil {
+			errs = append(errs, &FieldError{Path: path + "." + fe.Path, Reason: fe.Reason})
+			continue
+		}
 		key := defaultNamespace(obj)
 		if j, dup := workloadAt[key]; dup {
 			errs = append(errs, &FieldError{Path: path, Reason: fmt.Sprintf("%s is also workloads[%d]; the API server holds one object of a name", key, j)})
@@ -103,6 +109,36 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 		return nil, fmt.Errorf("fleet file %s: %w", source, errors.Join(errs...))
 	}
 	return in, nil
+}
+
+// stringMetadata checks that the metadata placement reads are strings, as the API server would insist. YAML
+// reads an unquoted y, n, yes, no, on or off as a boolean, and a label silently dropped would change which
+// policy takes the workload.
+func stringMetadata(obj map[string]any) *FieldError {
+	meta, ok := obj["metadata"].(map[string]any)
+	if !ok {
+		return nil // resolve's analysis reports a missing name
+	}
+	for _, field := range []string{"name", "namespace"} {
+		if v, present := meta[field]; present {
+			if _, isString := v.(string); !isString {
+				return &FieldError{Path: "metadata." + field, Reason: notAString(v)}
+			}
+		}
+	}
+	for _, field := range []string{"labels", "annotations"} {
+		values, _ := meta[field].(map[string]any)
+		for _, k := range slices.Sorted(maps.Keys(values)) {
+			if _, isString := values[k].(string); !isString {
+				return &FieldError{Path: "metadata." + field + "[" + k + "]", Reason: notAString(values[k])}
+			}
+		}
+	}
+	return nil
+}
+
+func notAString(v any) string {
+	return fmt.Sprintf("want a string, got %T %v (quote it: YAML reads y, n, yes, no, on and off as booleans)", v, v)
 }
 
 // defaultNamespace puts a workload without a namespace in "default", as kubectl apply would, so namespace

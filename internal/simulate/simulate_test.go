@@ -103,6 +103,9 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 			return strings.Replace(s, "metadata: {name: web}", "metadata: {name: training}", 1)
 		},
 			`policies[1].metadata.name: "training" is also the name of policies[0]`},
+		{"a label YAML reads as a boolean", func(s string) string {
+			return strings.Replace(s, "metadata: {name: frontend, namespace: team-a}", "metadata: {name: frontend, namespace: team-a, labels: {canary: y}}", 1)
+		}, "workloads[1].metadata.labels[canary]: want a string, got bool true (quote it"},
 		{"one workload twice", func(s string) string {
 			return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n- file: train.yaml", 1)
 		},
