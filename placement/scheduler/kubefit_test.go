@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -131,6 +132,42 @@ func TestNodeNamePodsPassCordonAndNoSchedule(t *testing.T) {
 				Containers: []corev1.Container{{Name: "c"}}}}
 			if d := h.Place(h.AddWorkload(job, nil)); d.Status != tt.wantStatus {
 				t.Errorf("decision %s (reasons %v), want %s", d.Status, d.Reasons, tt.wantStatus)
+			}
+		})
+	}
+}
+
+// A cluster tainted PreferNoSchedule takes workloads only when no other cluster of the same tier fits, as
+// kube-scheduler ranks such nodes; a policy that tolerates the taint ranks it as usual.
+func TestPreferNoScheduleClusterRanksLast(t *testing.T) {
+	prefer := corev1.Taint{Key: "maintenance", Value: "soon", Effect: corev1.TaintEffectPreferNoSchedule}
+	tests := []struct {
+		name        string
+		tolerations []corev1.Toleration
+		scoring     v1alpha1.ScoringStrategy
+		bigFree     string
+		want        string
+	}{
+		// BinPack would take the fuller, tainted cluster.
+		{"BinPack, not tolerated", nil, v1alpha1.ScoringBinPack, "32", "roomy"},
+		{"BinPack, tolerated", []corev1.Toleration{{Key: "maintenance", Operator: corev1.TolerationOpExists}}, v1alpha1.ScoringBinPack, "32", "tainted"},
+		// Only the tainted cluster fits: it is still used.
+		{"only the tainted cluster fits", nil, v1alpha1.ScoringBinPack, "2", "tainted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("tainted", placementtest.Taints(prefer))
+			h.AddNodes("tainted", cpuNodes("n", 1, "8"))
+			h.AddCluster("roomy")
+			h.AddNodes("roomy", cpuNodes("n", 1, tt.bigFree))
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{Scoring: tt.scoring, Tolerations: tt.tolerations}))
+			d := h.Place(h.AddWorkload(placementtest.PyTorchJob("ml", "job").Component("worker", 1, res("cpu", "4")).Obj(), nil))
+			if d.Status != structs.StatusPlaced || !slices.Equal(d.Clusters, []string{tt.want}) {
+				t.Errorf("decision %s on %v (reasons %v), want %s", d.Status, d.Clusters, d.Reasons, tt.want)
+			}
+			if says := strings.Contains(d.Message, "1 of them with a PreferNoSchedule taint"); says != (tt.want == "roomy") {
+				t.Errorf("message %q, want the taint named only when it decided", d.Message)
 			}
 		})
 	}

@@ -164,7 +164,10 @@ func (c *cycle) growReasons(d *structs.Decision, n int) {
 type candidate struct {
 	capacity *structs.ClusterCapacity
 	tier     int
-	score    int64
+	// disfavoured: the cluster has a PreferNoSchedule taint the policy does not tolerate, so it ranks after
+	// the clusters of its tier that have none, as kube-scheduler ranks such nodes.
+	disfavoured bool
+	score       int64
 }
 
 // filter applies the policy's cluster selector and tiers, readiness, cluster taints and the installed API to
@@ -189,7 +192,7 @@ func (c *cycle) filter(wl *structs.Workload, p *policy.Policy, d *structs.Decisi
 			c.reject(d, name, v.after.code, v.after.reason)
 			continue
 		}
-		out = append(out, candidate{capacity: cc, tier: v.tier})
+		out = append(out, candidate{capacity: cc, tier: v.tier, disfavoured: v.disfavoured})
 	}
 	return out
 }
@@ -207,8 +210,9 @@ type clusterVerdict struct {
 	// staysOn is set when after only keeps new workloads off the cluster (an untolerated NoSchedule taint, and
 	// no NoExecute one): a workload already there stays, as Kubernetes leaves running pods on a node tainted
 	// NoSchedule and Karmada leaves resources on a cluster tainted so.
-	staysOn bool
-	tier    int
+	staysOn     bool
+	tier        int
+	disfavoured bool
 }
 
 type rejection struct {
@@ -238,10 +242,11 @@ func judgeCluster(p *policy.Policy, apiKey string, cl *structs.Cluster) clusterV
 	if !cl.ServesAPI(apiKey) {
 		return clusterVerdict{after: &rejection{structs.RejectAPI, "does not serve " + apiKey}}
 	}
+	disfavoured := untoleratedTaintOf(cl.Taints, p.Tolerations(), corev1.TaintEffectPreferNoSchedule) != nil
 	if t := untoleratedTaintOf(cl.Taints, p.Tolerations(), corev1.TaintEffectNoSchedule); t != nil {
-		return clusterVerdict{after: taintRejection(t), staysOn: true, tier: tier}
+		return clusterVerdict{after: taintRejection(t), staysOn: true, tier: tier, disfavoured: disfavoured}
 	}
-	return clusterVerdict{tier: tier}
+	return clusterVerdict{tier: tier, disfavoured: disfavoured}
 }
 
 // clusterFilters remembers, per policy and kind, the verdict of every cluster of the fleet. Policies and clusters
@@ -372,7 +377,7 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 			return nil, nil, ranking{}
 		}
 		best := slices.MinFunc(cands, func(a, b candidate) int {
-			return cmp.Or(cmp.Compare(a.tier, b.tier), cmp.Compare(a.capacity.Name, b.capacity.Name))
+			return cmp.Or(cmp.Compare(a.tier, b.tier), compareFavour(a, b), cmp.Compare(a.capacity.Name, b.capacity.Name))
 		})
 		return &best, nil, ranking{below: len(cands) - 1}
 	}
@@ -412,7 +417,8 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 		if stickyA != stickyB {
 			return stickyA
 		}
-		return cmp.Or(cmp.Compare(a.tier, b.tier), cmp.Compare(a.score, b.score), cmp.Compare(a.capacity.Name, b.capacity.Name)) < 0
+		return cmp.Or(cmp.Compare(a.tier, b.tier), compareFavour(*a, *b), cmp.Compare(a.score, b.score),
+			cmp.Compare(a.capacity.Name, b.capacity.Name)) < 0
 	}
 	// Selection instead of a full sort: the first pick usually fits.
 	tried := make([]bool, len(live))
@@ -428,7 +434,13 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 		g.own = own[cand.capacity.Name]
 		assignments, reason := c.fit(*cand, g)
 		if reason == "" {
-			return cand, assignments, ranking{below: len(live) - n - 1, dominant: dom}
+			r := ranking{below: len(live) - n - 1, dominant: dom}
+			for i := range live {
+				if !tried[i] && live[i].disfavoured && !cand.disfavoured && live[i].tier == cand.tier {
+					r.disfavoured++
+				}
+			}
+			return cand, assignments, r
 		}
 		c.reject(d, cand.capacity.Name, structs.RejectCapacity, reason)
 	}
@@ -440,6 +452,8 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 type ranking struct {
 	below    int
 	dominant int
+	// disfavoured counts those of its tier that ranked below for an untolerated PreferNoSchedule taint.
+	disfavoured int
 }
 
 // rankedBelowMessage explains a placement whose other candidates were not rejected but ranked lower, so a
@@ -465,6 +479,9 @@ func (c *cycle) rankedBelowMessage(p *policy.Policy, chosen string, r ranking, s
 	}
 	if p.Tiers() > 1 && !stayed && p.CapacityAware() {
 		rule = "earlier tiers come first, then " + rule
+	}
+	if r.disfavoured > 0 && !stayed {
+		rule += fmt.Sprintf("; %d of them with a PreferNoSchedule taint the policy does not tolerate, which ranks a cluster last", r.disfavoured)
 	}
 	return others + " below " + chosen + ": " + rule
 }
@@ -496,6 +513,18 @@ func (c *cycle) scheduleOne(wl *structs.Workload, p *policy.Policy) *structs.Dec
 	}
 	d.Message = c.rankedBelowMessage(p, best.capacity.Name, rank, best.capacity.Name == sticky)
 	return d
+}
+
+// compareFavour orders a cluster without an untolerated PreferNoSchedule taint before one with it.
+func compareFavour(a, b candidate) int {
+	switch {
+	case a.disfavoured == b.disfavoured:
+		return 0
+	case b.disfavoured:
+		return -1
+	default:
+		return 1
+	}
 }
 
 // runsAsIs reports whether the workload's current version already runs on cluster: placed there at its

@@ -247,7 +247,7 @@ func (c *cycle) splitShare(wl *structs.Workload, idx int, group []candidate, sha
 			}
 			return 1
 		}
-		return cmp.Or(cmp.Compare(a.tier, b.tier), cmp.Compare(a.capacity.Name, b.capacity.Name))
+		return cmp.Or(cmp.Compare(a.tier, b.tier), compareFavour(a, b), cmp.Compare(a.capacity.Name, b.capacity.Name))
 	})
 	owned := ownReservations(c.st, []*structs.Workload{wl})
 	fitting := func(cand candidate, k int64) []ownedAssignment {
