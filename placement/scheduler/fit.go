@@ -136,8 +136,8 @@ type packer struct {
 	// own reservations. It stays nil until either happens, and a node of an untouched chunk has exactly its
 	// snapshot free capacity, so the common case reads no adjustment at all.
 	chunks []chunkState
-	// hostPorts holds the host ports the gang's pods placed so far take on each node (NodePorts filter).
-	hostPorts map[nodeKey][]string
+	// nodeExclusive holds what the gang's pods placed so far hold on each node alone (PodGroup.NodeExclusive).
+	nodeExclusive map[nodeKey][]string
 }
 
 // chunkState is what a packer changed in one chunk.
@@ -200,11 +200,11 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 			// replica count costs no more than a small one; next found the node allowed and with room for one.
 			n := p.roomFor(pos, it.group, it.count-placed)
 			p.take(pos, it.group.Request, n)
-			if len(it.group.HostPorts) > 0 {
-				if p.hostPorts == nil {
-					p.hostPorts = map[nodeKey][]string{}
+			if len(it.group.NodeExclusive) > 0 {
+				if p.nodeExclusive == nil {
+					p.nodeExclusive = map[nodeKey][]string{}
 				}
-				p.hostPorts[pos] = append(p.hostPorts[pos], it.group.HostPorts...)
+				p.nodeExclusive[pos] = append(p.nodeExclusive[pos], it.group.NodeExclusive...)
 			}
 			placed += n
 			out = append(out, ownedAssignment{owner: it.owner, Assignment: structs.Assignment{
@@ -286,8 +286,8 @@ func (p *packer) adjust(k nodeKey, name string) (plus, minus structs.Vector) {
 }
 
 func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
-	for _, port := range g.HostPorts {
-		if slices.Contains(p.hostPorts[k], port) {
+	for _, port := range g.NodeExclusive {
+		if slices.Contains(p.nodeExclusive[k], port) {
 			return false
 		}
 	}
@@ -305,9 +305,9 @@ func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
 }
 
 // roomFor returns how many more pods of g, up to limit, fit on a node where one does: the fewest that any
-// requested resource leaves room for, and one when the pods take host ports, which two pods cannot share.
+// requested resource leaves room for, and one when the pods hold something on their node alone (PodGroup.NodeExclusive).
 func (p *packer) roomFor(k nodeKey, g *structs.PodGroup, limit int64) int64 {
-	if len(g.HostPorts) > 0 {
+	if len(g.NodeExclusive) > 0 {
 		return 1
 	}
 	nc := p.c.Chunks[k.chunk].Nodes[k.node]
@@ -578,6 +578,10 @@ func (p *packer) diagnose(it item, placed int64, key string) string {
 			return fmt.Sprintf("%s (%s %s) fits no node: largest free %s on %s%s", who, p.rt.Name(r),
 				p.rt.Quantity(r, want), p.rt.Quantity(r, max(0, largest[r])), largestNode[r], others)
 		}
+	}
+	if len(g.NodeExclusive) > 0 && p.nodeExclusive != nil {
+		return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has room for it where no other pod of the "+
+			"workload holds %s (one pod per node)%s", who, p.rt.Format(g.Request), allowedNodes, strings.Join(g.NodeExclusive, ", "), others)
 	}
 	return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has all of it free at once%s",
 		who, p.rt.Format(g.Request), allowedNodes, others)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/placement/placementtest"
@@ -46,12 +47,19 @@ func TestCordonedNodeTakesOnlyPodsThatTolerateIt(t *testing.T) {
 }
 
 // Pods that take the same host port never share a node (kube-scheduler's NodePorts filter); with hostNetwork
-// every containerPort is a host port. Four such pods need four nodes, whatever room one node has.
-func TestHostPortsKeepPodsOnDistinctNodes(t *testing.T) {
+// every containerPort is a host port. Nor do pods with a required anti-affinity by hostname to pods their own
+// labels make them (InterPodAffinity). Four such pods need four nodes, whatever room one node has.
+func TestNodeExclusivePodsKeepToDistinctNodes(t *testing.T) {
 	hostNetwork := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{HostNetwork: true,
 		Containers: []corev1.Container{{Name: "pytorch", Ports: []corev1.ContainerPort{{ContainerPort: 23456}}}}}}
 	hostPort := &corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "pytorch", Ports: []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}}}}}
+	antiAffinity := func(selector map[string]string) *corev1.PodTemplateSpec {
+		return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train", "role": "worker"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "pytorch"}}, Affinity: &corev1.Affinity{
+				PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+					LabelSelector: &metav1.LabelSelector{MatchLabels: selector}, TopologyKey: corev1.LabelHostname}}}}}}
+	}
 	tests := []struct {
 		name       string
 		template   *corev1.PodTemplateSpec
@@ -59,6 +67,9 @@ func TestHostPortsKeepPodsOnDistinctNodes(t *testing.T) {
 		wantStatus structs.DecisionStatus
 		wantNodes  int
 	}{
+		{"anti-affinity to its own pods, two nodes", antiAffinity(map[string]string{"app": "train"}), 2, structs.StatusUnschedulable, 0},
+		{"anti-affinity to its own pods, four nodes", antiAffinity(map[string]string{"app": "train"}), 4, structs.StatusPlaced, 4},
+		{"anti-affinity to other pods", antiAffinity(map[string]string{"app": "serve"}), 1, structs.StatusPlaced, 1},
 		{"hostNetwork, one node", hostNetwork, 1, structs.StatusUnschedulable, 0},
 		{"hostNetwork, four nodes", hostNetwork, 4, structs.StatusPlaced, 4},
 		{"hostPort, two nodes", hostPort, 2, structs.StatusUnschedulable, 0},

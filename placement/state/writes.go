@@ -15,6 +15,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
@@ -295,13 +297,14 @@ func (w *writeTxn) upsertWorkload(info structs.WorkloadInfo) (*structs.Workload,
 			return nil, fmt.Errorf("state: workload %s component %s: %w", wl.DisplayName(), name, err)
 		}
 		req[structs.ResourcePods] = 1
-		nodeName, hostPorts := "", []string(nil)
+		nodeName, exclusive := "", []string(nil)
 		if c.PodTemplate != nil {
-			nodeName, hostPorts = c.PodTemplate.Spec.NodeName, hostPortsOf(&c.PodTemplate.Spec)
+			nodeName = c.PodTemplate.Spec.NodeName
+			exclusive = append(hostPortsOf(&c.PodTemplate.Spec), selfAntiAffinityOnNode(c.PodTemplate)...)
 		}
 		wl.PodGroups = append(wl.PodGroups, structs.PodGroup{Component: name, Count: c.Pods, Request: req,
 			NodeSelector: c.NodeSelector, RequiredNodeAffinity: c.RequiredNodeAffinity, Tolerations: c.Tolerations,
-			NodeName: nodeName, HostPorts: hostPorts,
+			NodeName: nodeName, NodeExclusive: exclusive,
 			ConstraintKey: constraintKey(&c, nodeName), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
 		wl.Demand.AddInPlace(req, c.Pods)
 	}
@@ -545,6 +548,29 @@ func hostPortsOf(spec *corev1.PodSpec) []string {
 		}
 	}
 	return ports
+}
+
+// selfAntiAffinityOnNode returns an entry per required pod anti-affinity term of the template that keeps its
+// pods apart by node (topologyKey kubernetes.io/hostname) and whose selector matches the template's own labels:
+// one pod per node, as a training job often asks of its workers. Terms about other pods, or that select pods by
+// labels their controller adds (which the template does not show), are not modelled.
+func selfAntiAffinityOnNode(template *corev1.PodTemplateSpec) []string {
+	affinity := template.Spec.Affinity
+	if affinity == nil || affinity.PodAntiAffinity == nil {
+		return nil
+	}
+	var out []string
+	for _, term := range affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if term.TopologyKey != corev1.LabelHostname || term.LabelSelector == nil || len(term.Namespaces) > 0 || term.NamespaceSelector != nil {
+			continue
+		}
+		selector, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err != nil || selector.Empty() || !selector.Matches(labels.Set(template.Labels)) {
+			continue
+		}
+		out = append(out, "anti-affinity/"+selector.String())
+	}
+	return out
 }
 
 // constraintKey serializes what decides which nodes a component's pods may use (nodeName is its template's

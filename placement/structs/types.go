@@ -182,9 +182,11 @@ type PodGroup struct {
 	Tolerations          []corev1.Toleration
 	// NodeName is the template's spec.nodeName: its pods bypass the scheduler and run on that node only.
 	NodeName string
-	// HostPorts are the host ports each pod takes, as "<protocol>/<port>" (hostNetwork makes every
-	// containerPort one); two pods that take the same port cannot share a node (kube-scheduler's NodePorts).
-	HostPorts []string
+	// NodeExclusive are what each pod holds on its node alone: host ports, as "<protocol>/<port>" (hostNetwork
+	// makes every containerPort one; kube-scheduler's NodePorts), and "anti-affinity/<selector>" for a required
+	// pod anti-affinity on the node's hostname that the pod's own labels match (InterPodAffinity). Two pods
+	// holding the same entry cannot share a node.
+	NodeExclusive []string
 	// ConstraintKey identifies NodeSelector, RequiredNodeAffinity and Tolerations together ("" when all are
 	// empty), so node eligibility can be memoized per chunk across cycles.
 	ConstraintKey string
