@@ -106,6 +106,9 @@ type Placer struct {
 	leaving  map[string]struct{}
 	clusters map[string]*clusterEntry
 	policies map[string]*policyEntry
+	// refusedRIs are the RIs whose newest version was refused, by name: their subject and UID, for a rebuild
+	// to look up their last valid version in the history (recoverLastValid).
+	refusedRIs map[string]refusedObject
 	// batch holds the publishes awaiting acknowledgement, staged the events that caused them, and batchErr
 	// the failure of an acknowledgement awaited before Flush, which fails the whole batch.
 	batch    *publishBatch
@@ -227,6 +230,13 @@ type policyEntry struct {
 	// refused is the version refused with err, kept to compile again when an RI changes what it may name (a
 	// Divide over a kind whose RI is applied after the policy, as `kubectl apply -f dir/` orders them).
 	refused *v1alpha1.SchedulePolicy
+	// object is where the policy's versions are in the events stream: its subject and UID.
+	object refusedObject
+}
+
+// refusedObject locates an object's versions in the events stream's history.
+type refusedObject struct {
+	subject, uid string
 }
 
 // NewPlacer returns a placer with an empty fleet view and the given RIs (normally the built-ins).
@@ -241,7 +251,7 @@ func NewPlacer(publisher EventPublisher, ris *karta.Registry, config PlacerConfi
 		store: store, upsertAndPlan: store.UpsertWorkloadAndPlan, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris,
 		seen: map[string]uint64{}, workloads: map[string]*workloadEntry{}, byUID: map[string]string{},
 		pending: map[string]struct{}{}, leaving: map[string]struct{}{},
-		clusters: map[string]*clusterEntry{}, policies: map[string]*policyEntry{},
+		clusters: map[string]*clusterEntry{}, policies: map[string]*policyEntry{}, refusedRIs: map[string]refusedObject{},
 	}, nil
 }
 

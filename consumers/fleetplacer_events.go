@@ -203,17 +203,19 @@ func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touche
 		return nil
 	}
 	sp.Name = name
-	return p.compilePolicy(name, &sp, touched, rebuilding)
+	ref := payload.Ref()
+	return p.compilePolicy(name, refusedObject{subject: schemas.PolicySubject(ref), uid: ref.UID}, &sp, touched, rebuilding)
 }
 
 // compilePolicy puts a version of a policy in force, or keeps the last valid version and says why not.
-func (p *Placer) compilePolicy(name string, sp *v1alpha1.SchedulePolicy, touched *touchedSet, rebuilding bool) error {
+func (p *Placer) compilePolicy(name string, object refusedObject, sp *v1alpha1.SchedulePolicy, touched *touchedSet, rebuilding bool) error {
 	compiled, err := policy.Compile(sp, kindInfo(p.registry))
 	if err != nil {
 		// Like an admission webhook would, keep the last valid version and say why the new one is refused.
-		// Only one seen since the placer started can be kept: the state stream holds the newest version alone.
+		// The state stream holds the newest version alone: a rebuild looks the last valid one up in the
+		// events stream's history (recoverLastValid).
 		last := p.policyOrNil(name)
-		p.policies[name] = &policyEntry{name: name, compiled: last, err: err, refused: sp}
+		p.policies[name] = &policyEntry{name: name, compiled: last, err: err, refused: sp, object: object}
 		if last != nil {
 			p.log.Warn("policy rejected; keeping its last valid version", "policy", name, "error", err)
 		} else {
@@ -236,7 +238,7 @@ func (p *Placer) compilePolicy(name string, sp *v1alpha1.SchedulePolicy, touched
 func (p *Placer) recompileRefusedPolicies(touched *touchedSet, rebuilding bool) error {
 	for _, name := range slices.Sorted(maps.Keys(p.policies)) {
 		if e := p.policies[name]; e.refused != nil {
-			if err := p.compilePolicy(name, e.refused, touched, rebuilding); err != nil {
+			if err := p.compilePolicy(name, e.object, e.refused, touched, rebuilding); err != nil {
 				return err
 			}
 		}
@@ -298,8 +300,11 @@ func (p *Placer) onResourceInterfaceChanged(payload *schemas.ObjectChanged, touc
 	if err != nil {
 		// An invalid RI never affects the ones already loaded.
 		p.log.Warn("ResourceInterface rejected", "ri", name, "error", err)
+		ref := payload.Ref()
+		p.refusedRIs[name] = refusedObject{subject: schemas.ResourceInterfaceSubject(ref), uid: ref.UID}
 		return nil
 	}
+	delete(p.refusedRIs, name)
 	if len(compiled.Warnings) > 0 {
 		p.log.Warn("ResourceInterface has fields the engine ignores", "ri", name, "warnings", compiled.Warnings)
 	}
@@ -321,6 +326,7 @@ func (p *Placer) onResourceInterfaceDeleted(payload *schemas.ObjectDeleted, touc
 			gvkGroup, gvkKind = ri.GVK.Group, ri.GVK.Kind
 		}
 	}
+	delete(p.refusedRIs, payload.Workload.Name)
 	p.registry = p.registry.Without(payload.Workload.Name)
 	if err := p.store.DeleteResourceInterface(p.seq, payload.Workload.Name); err != nil {
 		return err

@@ -67,6 +67,9 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	}
 	p.now = time.Now()
 	touched := newTouched()
+	if err := p.recoverLastValid(ctx, js, touched); err != nil {
+		return fmt.Errorf("placer rebuild: %w", err)
+	}
 	if err := p.restore(touched); err != nil {
 		return err
 	}

@@ -310,3 +310,65 @@ func TestRebuiltPlacerSkipsTheEventsTheStateStreamCopied(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildKeepsTheLastValidPolicyAndRI: a policy and an RI whose newest versions are refused keep their
+// last valid versions in force across a restart. The state stream holds only the refused newest versions, so
+// the rebuild finds the valid ones in the events stream's history.
+func TestRebuildKeepsTheLastValidPolicyAndRI(t *testing.T) {
+	f := newRebuildFixture(t)
+	publish := func(eventType, subject, id string, payload schemas.Payload) {
+		t.Helper()
+		e, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := bus.NewPublisher(f.js).Publish(f.ctx, subject, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	widgetRI := func(replicasPath string) *schemas.ObjectChanged {
+		return objectChanged("optimization.nvidia.com/v1alpha1", "ResourceInterface", "", "widget-ri", map[string]any{
+			"spec": map[string]any{"structureDefinition": map[string]any{"rootComponent": map[string]any{
+				"name": "widget", "kind": map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"},
+				"specDefinition":  map[string]any{"podTemplateSpecPath": ".spec.template"},
+				"scaleDefinition": map[string]any{"replicasPath": replicasPath}}}}})
+	}
+	ri := widgetRI(".spec.replicas")
+	publish(schemas.TypeResourceInterfaceChanged, schemas.ResourceInterfaceSubject(ri.Ref()), "ri-1", ri)
+	publish(schemas.TypeResourceInterfaceChanged, schemas.ResourceInterfaceSubject(ri.Ref()), "ri-2", widgetRI(".spec.replicas | ]["))
+	spread := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{"scoring": "Spread"}})
+	publish(schemas.TypePolicyChanged, schemas.PolicySubject(spread.Ref()), "policy-2", spread)
+	bogus := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{"scoring": "Bogus"}})
+	publish(schemas.TypePolicyChanged, schemas.PolicySubject(bogus.Ref()), "policy-3", bogus)
+	state, err := f.js.Stream(f.ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		info, err := state.Info(f.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.State.Msgs == published+1 && info.State.LastSeq >= published+4 { // the RI's subject is new; the rest replaced
+			break
+		}
+		select {
+		case <-f.ctx.Done():
+			t.Fatalf("the state stream holds %d messages up to %d", info.State.Msgs, info.State.LastSeq)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+
+	p := f.rebuild(t, f.srv.ClientURL())
+	e := p.policies["all"]
+	if e == nil || e.err == nil || e.compiled == nil || e.compiled.Scoring() != "Spread" {
+		t.Errorf("policy entry %+v, want the refused Bogus version noted and the Spread version in force", e)
+	}
+	if got := p.store.Snapshot().Policies(); len(got) != 1 || got[0].Scoring() != "Spread" {
+		t.Errorf("store policies %+v, want the Spread version of all", got)
+	}
+	c, ok := p.registry.Lookup(karta.GVKOf(map[string]any{"apiVersion": "example.com/v1", "kind": "Widget"}))
+	if !ok || c.Name != "widget-ri" {
+		t.Errorf("no RI in force for Widget after the rebuild, want widget-ri's last valid version")
+	}
+}
