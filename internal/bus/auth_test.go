@@ -126,7 +126,7 @@ func TestEmbeddedServerSaysItsPortIsTaken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	srv, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir(), Listen: l.Addr().String()})
 	if err == nil {
 		srv.Shutdown()
