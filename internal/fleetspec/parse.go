@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -21,6 +22,9 @@ import (
 // path) in error messages.
 func Parse(data []byte, source string) (*Fleet, error) {
 	if err := OneDocument(data); err != nil {
+		return nil, fmt.Errorf("fleet %s: %w", source, err)
+	}
+	if err := CheckQuantities(data); err != nil {
 		return nil, fmt.Errorf("fleet %s: %w", source, err)
 	}
 	var fleet Fleet
@@ -66,6 +70,34 @@ func stripComments(doc []byte) []byte {
 		}
 	}
 	return out
+}
+
+// CheckQuantities reports, with their paths, the node groups' quantities that do not parse: decoding would
+// refuse them without saying where. It returns nil when all parse (decoding reports the rest).
+func CheckQuantities(data []byte) error {
+	var doc struct {
+		Clusters []struct {
+			Nodes []map[string]any `json:"nodes"`
+		} `json:"clusters"`
+	}
+	if yaml.Unmarshal(data, &doc) != nil {
+		return nil
+	}
+	var v validator
+	for i, c := range doc.Clusters {
+		for j, group := range c.Nodes {
+			for _, field := range []string{"allocatable", "requested"} {
+				quantities, _ := group[field].(map[string]any)
+				for _, name := range sortedKeys(quantities) {
+					if _, err := resource.ParseQuantity(fmt.Sprint(quantities[name])); err != nil {
+						v.add(fmt.Sprintf("clusters[%d].nodes[%d].%s[%s]", i, j, field, name),
+							fmt.Sprintf("%v is no quantity: %v", quantities[name], err))
+					}
+				}
+			}
+		}
+	}
+	return v.err()
 }
 
 // MaxGroupNodes bounds a node group's count: a fleet file describes a fleet to simulate or start, and a

@@ -95,7 +95,7 @@ func TestParseRejects(t *testing.T) {
 		{"negative quantity", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: -1}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "must not be negative"},
 		{"requested beyond allocatable", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 4}, requested: {cpu: 5}}]}]", "clusters[0].nodes[0].requested[cpu]", "exceeds allocatable 4"},
 		{"requested resource not allocatable", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 4}, requested: {nvidia.com/gpu: 1}}]}]", "clusters[0].nodes[0].requested[nvidia.com/gpu]", "not in allocatable"},
-		{"bad quantity", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: lots}}]}]", "", "quantities must match"},
+		{"bad quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: lots}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "lots is no quantity"},
 		{"bad taint effect", "clusters: [{name: a, taints: [{key: k, effect: Sometimes}]}]", "clusters[0].taints[0].effect", "must be one of"},
 		{"taint without key", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 1}, taints: [{effect: NoSchedule}]}]}]", "clusters[0].nodes[0].taints[0].key", "required"},
 		{"bad label value", "clusters: [{name: a, labels: {zone: 'not ok'}}]", "clusters[0].labels[zone]", "invalid label value"},

@@ -16,10 +16,13 @@ import (
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
-// File is a fleet file for simulate: a fleetspec.Fleet extended with what placement needs.
+// File is a fleet file for simulate: a fleetspec.Fleet extended with what placement needs. The fleet's
+// fields are spelt out rather than embedded: YAML decoding reads a field by its Go type only through named
+// fields, and an embedded one turned a node named n into the boolean false.
 type File struct {
-	fleetspec.Fleet `json:",inline"`
-	Policies        []v1alpha1.SchedulePolicy `json:"policies,omitempty"`
+	Namespaces map[string]fleetspec.Namespace `json:"namespaces,omitempty"`
+	Clusters   []fleetspec.Cluster            `json:"clusters"`
+	Policies   []v1alpha1.SchedulePolicy      `json:"policies,omitempty"`
 	// ResourceInterfaces are extra RI objects; they override the built-ins for their kinds.
 	ResourceInterfaces []map[string]any `json:"resourceInterfaces,omitempty"`
 	// Workloads are placed in this order.
@@ -39,6 +42,11 @@ type FieldError struct {
 }
 
 func (e *FieldError) Error() string { return e.Path + ": " + e.Reason }
+
+// Fleet is the fleet part of the file.
+func (f *File) Fleet() fleetspec.Fleet {
+	return fleetspec.Fleet{Namespaces: f.Namespaces, Clusters: f.Clusters}
+}
 
 // Input is a loaded fleet file: the file itself and each workload object, resolved.
 type Input struct {
@@ -63,12 +71,16 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 	if err := fleetspec.OneDocument(data); err != nil {
 		return nil, fmt.Errorf("fleet file %s: %w", source, err)
 	}
+	if err := fleetspec.CheckQuantities(data); err != nil {
+		return nil, fmt.Errorf("fleet file %s: %w", source, err)
+	}
 	var f File
 	if err := yaml.UnmarshalStrict(data, &f); err != nil {
 		return nil, fmt.Errorf("fleet file %s: %w", source, err)
 	}
 	var errs []error
-	if err := f.Validate(); err != nil {
+	fleet := f.Fleet()
+	if err := fleet.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if len(f.Workloads) == 0 {

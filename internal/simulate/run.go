@@ -93,7 +93,7 @@ func Run(in *Input, logger *slog.Logger) ([]Result, error) {
 		return nil, fmt.Errorf("fleet file %s: %w", in.Source, errors.Join(errs...))
 	}
 
-	h, err := newHarness(in.File.Fleet, policies, registry)
+	h, err := newHarness(in.File.Fleet(), policies, registry)
 	if err != nil {
 		return nil, err
 	}

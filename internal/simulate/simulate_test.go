@@ -103,6 +103,8 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 			return strings.Replace(s, "metadata: {name: web}", "metadata: {name: training}", 1)
 		},
 			`policies[1].metadata.name: "training" is also the name of policies[0]`},
+		{"a quantity that does not parse", func(s string) string { return strings.Replace(s, `cpu: "64"`, `cpu: lots`, 1) },
+			"clusters[0].nodes[0].allocatable[cpu]: lots is no quantity"},
 		{"a label YAML reads as a boolean", func(s string) string {
 			return strings.Replace(s, "metadata: {name: frontend, namespace: team-a}", "metadata: {name: frontend, namespace: team-a, labels: {canary: y}}", 1)
 		}, "workloads[1].metadata.labels[canary]: want a string, got bool true (quote it"},
@@ -125,7 +127,8 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 }
 
 // TestSimulateDefaultsTheNamespace: a workload without a namespace goes to "default", as kubectl apply puts
-// it, so a policy selecting namespaces by label takes it when the fleet file labels "default".
+// it, so a policy selecting namespaces by label takes it when the fleet file labels "default". (Its node is
+// named n, which the fleet's fields read as a string, as kubectl would.)
 func TestSimulateDefaultsTheNamespace(t *testing.T) {
 	fleet := `
 namespaces:
@@ -133,7 +136,7 @@ namespaces:
 clusters:
 - name: c1
   apis: [apps/v1/Deployment]
-  nodes: [{name: node, allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}]
+  nodes: [{name: n, allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}] # n, unquoted, as YAML 1.1 would read false
 policies:
 - metadata: {name: gold}
   spec:
