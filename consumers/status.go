@@ -406,11 +406,17 @@ func (s *StatusWriter) showStatus(ctx context.Context, client dynamic.ResourceIn
 // writeStatus replaces obj's status with p's, unless it is that already, and returns obj as written.
 func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
 	p *schemas.WorkloadStatus) (*unstructured.Unstructured, error) {
-	if p.Status == nil || sameJSON(obj.Object["status"], p.Status) {
+	// A copy without a status yet (just created, as after a move) shows none: the status shown is replaced as
+	// a whole, and another cluster's old one would tell of a copy that no longer runs.
+	status := p.Status
+	if status == nil {
+		status = map[string]any{}
+	}
+	if current, _ := obj.Object["status"].(map[string]any); sameJSON(obj.Object["status"], status) || (p.Status == nil && len(current) == 0) {
 		return obj, nil
 	}
 	withStatus := obj.DeepCopy()
-	withStatus.Object["status"] = p.Status
+	withStatus.Object["status"] = status
 	updated, err := client.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{FieldManager: FieldManager})
 	switch {
 	case isStale(err):
@@ -431,6 +437,8 @@ func (s *StatusWriter) phaseOf(obj *unstructured.Unstructured, p *schemas.Worklo
 	withStatus := obj.DeepCopy()
 	if p.Status != nil {
 		withStatus.Object["status"] = p.Status
+	} else {
+		delete(withStatus.Object, "status")
 	}
 	s.mu.RLock()
 	ri, ok := s.ris.Lookup(withStatus.GroupVersionKind())

@@ -59,6 +59,14 @@ func TestStatusShownIsTheClustersWhole(t *testing.T) {
 		_, active := worker["active"]
 		return worker["succeeded"] != nil && !active
 	})
+	// A copy with no status yet (created again, as after a move) shows none, not the old one.
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "whole-3",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref})
+	e2eenv.Eventually(t, e2eenv.Settle, "no status shown for a copy without one", func() bool {
+		shown := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-whole", ref.Name)
+		status, _, _ := unstructured.NestedMap(shown.Object, "status")
+		return len(status) == 0 && shown.GetAnnotations()[schemas.AnnotationPhase] == "Undefined"
+	})
 }
 
 // TestStatusComesFromTheClustersTheVerdictShows: once the control plane shows the job placed on cluster-a, a
