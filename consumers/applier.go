@@ -289,9 +289,12 @@ func (a *Applier) resourceInAnyVersion(ref schemas.ObjectRef) (dynamic.ResourceI
 	return a.Clients.Dynamic.Resource(mapping.Resource).Namespace(ref.Namespace), nil
 }
 
-// checkOwnership refuses to overwrite an object fleetflow did not create.
+// checkOwnership refuses to overwrite an object fleetflow did not create. A copy that still carries the
+// workload's UID label is fleetflow's even if someone removed its managed-by label: the apply puts it back,
+// instead of the running job being given up on and started again elsewhere.
 func (a *Applier) checkOwnership(existing *unstructured.Unstructured, ref schemas.ObjectRef) error {
-	if existing.GetLabels()[LabelManagedBy] == FieldManager {
+	labels := existing.GetLabels()
+	if labels[LabelManagedBy] == FieldManager || (ref.UID != "" && labels[LabelWorkloadUID] == ref.UID) {
 		return nil
 	}
 	return bus.Permanent(fmt.Errorf("%s already exists on cluster %s and is not managed by fleetflow (label %s); refusing to overwrite it",

@@ -249,3 +249,40 @@ func widgetCRD(plural string, servingV1 bool) *unstructured.Unstructured {
 			"versions": []any{version("v2", true, true), version("v1", servingV1, false)}},
 	}}
 }
+
+// TestApplierTakesBackItsCopyThatLostItsManagedByLabel: a copy someone removed fleetflow's managed-by label
+// from still carries the workload's UID label, so the next Apply puts the label back instead of refusing it
+// as someone else's object (which gave the running job up and started it elsewhere). An object of that name
+// that is neither is still refused.
+func TestApplierTakesBackItsCopyThatLostItsManagedByLabel(t *testing.T) {
+	f := newApplierFixture(t)
+	cm := configMap("team-applier", "unlabelled", "uid-own")
+	if err := f.decide(schemas.ActionApply, cm, "uid-own"); err != nil {
+		t.Fatal(err)
+	}
+	copied := f.get(cm)
+	labels := copied.GetLabels()
+	delete(labels, schemas.LabelManagedBy)
+	copied.SetLabels(labels)
+	gvr := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	if _, err := f.cluster.Dynamic.Resource(gvr).Namespace("team-applier").Update(t.Context(), copied, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.decide(schemas.ActionApply, cm, "uid-own"); err != nil {
+		t.Fatalf("the Apply over its own unlabelled copy: %v", err)
+	}
+	if got := f.get(cm).GetLabels()[schemas.LabelManagedBy]; got != consumers.FieldManager {
+		t.Errorf("managed-by label = %q after the Apply, want it back", got)
+	}
+
+	foreign := configMap("team-applier", "foreign", "")
+	if _, err := f.cluster.Dynamic.Resource(gvr).Namespace("team-applier").Create(t.Context(), foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = f.cluster.Dynamic.Resource(gvr).Namespace("team-applier").Delete(context.Background(), "foreign", metav1.DeleteOptions{})
+	})
+	if err := f.decide(schemas.ActionApply, configMap("team-applier", "foreign", "x"), "uid-other"); err == nil || !bus.IsPermanent(err) {
+		t.Errorf("an Apply over an object fleetflow never made: error = %v, want a permanent refusal", err)
+	}
+}
