@@ -182,9 +182,18 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 		}
 		addResources(free, n.Allocatable)
 		for r, q := range n.Requested {
+			if r == corev1.ResourcePods && n.Pods > 0 {
+				continue // counted below, as the placer counts it
+			}
 			left := free[r]
 			left.Sub(q)
 			free[r] = left
+		}
+		if n.Pods > 0 {
+			// Every pod bound to the node takes a pod slot, whatever it requests, as the placer counts it.
+			left := free[corev1.ResourcePods]
+			left.Sub(*resource.NewQuantity(int64(n.Pods), resource.DecimalSI))
+			free[corev1.ResourcePods] = left
 		}
 	}
 	ready := metav1.Condition{Type: v1alpha1.ClusterConditionReady, Status: metav1.ConditionFalse,

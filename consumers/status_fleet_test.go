@@ -239,3 +239,21 @@ func TestClusterNotHeardFromIsShownNotReady(t *testing.T) {
 		t.Errorf("the Joined condition went when Ready was written: %+v", status.Conditions)
 	}
 }
+
+// TestClusterStatusCountsBoundPodsAgainstPodSlots: every pod bound to a node takes one of its pod slots,
+// whatever it requests, in the free totals as in the placer's view.
+func TestClusterStatusCountsBoundPodsAgainstPodSlots(t *testing.T) {
+	f := newFleetStatusFixture(t)
+	node := &schemas.NodeState{Cluster: "east", Name: "cpu-1", Ready: true, Pods: 3, Allocatable: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+		Requested: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}
+	f.must(schemas.TypeNodeChanged, schemas.NodeSubject("east", "cpu-1"), node)
+	f.must(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"), &schemas.ClusterHeartbeat{Cluster: "east", Time: time.Now()})
+	shown := f.shown()
+	if q := shown.Free[corev1.ResourcePods]; q.Cmp(resource.MustParse("107")) != 0 {
+		t.Errorf("free pods = %s, want 107 (110 less the 3 bound)", q.String())
+	}
+	if q := shown.Free[corev1.ResourceCPU]; q.Cmp(resource.MustParse("7")) != 0 {
+		t.Errorf("free cpu = %s, want 7", q.String())
+	}
+}
