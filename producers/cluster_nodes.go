@@ -108,7 +108,7 @@ func (p *ClusterProducer) queueMissedNodeDeletions(ctx context.Context) {
 	if err != nil {
 		if ctx.Err() == nil {
 			p.Log.Warn("cannot read the nodes the streams hold; nodes removed while no producer ran are not published deleted",
-				"cluster", p.Cluster, "error", err)
+				"error", err)
 		}
 		return
 	}
@@ -131,7 +131,7 @@ func (p *ClusterProducer) queueMissedNodeDeletions(ctx context.Context) {
 	for _, name := range missed {
 		p.nodeQueue.Add(name)
 	}
-	p.Log.Info("publishing the deletion of nodes removed while no producer ran", "cluster", p.Cluster, "nodes", len(missed))
+	p.Log.Info("publishing the deletion of nodes removed while no producer ran", "nodes", len(missed))
 }
 
 func (p *ClusterProducer) addPodHandlers() error {

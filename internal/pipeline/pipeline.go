@@ -516,7 +516,7 @@ func lastMessage(ctx context.Context, stream jetstream.Stream, subject string) (
 // reported no status and no pending pods.
 func RunClusterProducer(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, kinds []schema.GroupVersionKind,
 	heartbeat time.Duration, log *slog.Logger) error {
-	log = log.With("component", "cluster-producer", "cluster", cluster)
+	log = log.With("component", "cluster-producer") // the producer adds the cluster itself
 	p := &producers.ClusterProducer{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
 		KnownNodes: KnownNodes(b.JetStream, cluster), Heartbeat: heartbeat, Log: log}
 	ctx, cancel := context.WithCancel(ctx)
@@ -526,7 +526,7 @@ func RunClusterProducer(ctx context.Context, b *Bus, cluster string, clients *ku
 	err := p.Run(ctx)
 	cancel()
 	if ferr := <-followed; ferr != nil && ctx.Err() == nil {
-		log.Warn("stopped following the kinds ResourceInterfaces describe", "error", ferr)
+		log.Warn("stopped following the kinds ResourceInterfaces describe", "cluster", cluster, "error", ferr)
 	}
 	return err
 }
