@@ -194,3 +194,41 @@ func TestAutoscaledDynamoServiceReservesItsSmallestScale(t *testing.T) {
 		t.Errorf("analysis = %d pods, %s GPUs; want one group of %d pods of %d GPUs", analysis.TotalPods, gpuTotal.String(), nodes, gpus)
 	}
 }
+
+// TestEmptyStatusMatcherMatches: a status matcher with no byPhase, byConditions or byExpression is valid for
+// Karta's CRD, and Karta's engine takes it as matching; the RI loads and maps every object to that status.
+func TestEmptyStatusMatcherMatches(t *testing.T) {
+	ris, err := ParseResourceInterfaces([]byte(`
+apiVersion: optimization.nvidia.com/v1alpha1
+kind: ResourceInterface
+metadata: {name: widget}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: widget
+      kind: {group: example.com, version: v1, kind: Widget}
+      specDefinition:
+        podTemplateSpecPath: .spec.template
+      statusDefinition:
+        statusMappings:
+          running:
+          - {}
+`), "widget.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := Compile(ris[0], "widget.yaml")
+	if err != nil {
+		t.Fatalf("an RI with an empty matcher: %v", err)
+	}
+	obj := jsonRoundTrip(t, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "namespace": "team"},
+		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "w"}}}}}})
+	analysis, err := ri.Analyze(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if analysis.Status != PhaseRunning {
+		t.Errorf("status %s, want Running", analysis.Status)
+	}
+}

@@ -96,10 +96,8 @@ func (cp *compiler) statusDefinition(component string, sd *StatusDefinition, eva
 				cm.expression = mark(cp.jq(component, field+".byExpression.expression", &e.Expression))
 				cm.expected = e.ExpectedResult
 			}
-			if sm.ByPhase == "" && len(sm.ByConditions) == 0 && sm.ByExpression == nil {
-				cp.fail(component, field, "", errors.New("matcher has no byPhase, byConditions or byExpression"))
-				return nil
-			}
+			// A matcher with no byPhase, byConditions or byExpression checks nothing and matches, as in Karta,
+			// whose CRD requires none of them.
 			rule.matchers = append(rule.matchers, cm)
 		}
 		cs.byPriority = append(cs.byPriority, rule)
