@@ -97,7 +97,7 @@ func newPredictor(t *testing.T, fleetPath, policyPath string) predictFunc {
 	}
 	return func(t *testing.T, crs []*unstructured.Unstructured) simulate.Result {
 		t.Helper()
-		in := &simulate.Input{Source: fleetPath, File: &simulate.File{Fleet: *spec, Policies: policies}}
+		in := &simulate.Input{Source: fleetPath, File: &simulate.File{Namespaces: spec.Namespaces, Clusters: spec.Clusters, Policies: policies}}
 		for _, cr := range crs {
 			in.Objects = append(in.Objects, cr.DeepCopy().Object)
 			in.ObjectSources = append(in.ObjectSources, fmt.Sprintf("%s %s/%s", cr.GetKind(), cr.GetNamespace(), cr.GetName()))
