@@ -2,11 +2,12 @@ package consumers
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -16,19 +17,7 @@ import (
 // server when the audit returns, or audits run in a loop would fill the streams' consumer limit.
 func TestAuditTailLeavesNoConsumers(t *testing.T) {
 	ctx := context.Background()
-	server, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Shutdown()
-	nc, js, err := bus.Connect(server.ClientURL(), t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		t.Fatal(err)
-	}
+	js := auditStreams(t)
 	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ns", Name: "job", UID: "u1"}
 	verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: 1, Status: schemas.VerdictPlaced, Clusters: []string{"a"}}
 	event, err := schemas.NewEvent(schemas.TypePlacementVerdict, "/test", schemas.VerdictSubject(ref), "v1", verdict)
@@ -102,19 +91,7 @@ func TestAuditSummaryOfAVerdictTellsTheAnalysis(t *testing.T) {
 // the order the server stored it, whatever time an event claims.
 func TestAuditTailShowsWhatIsNoEvent(t *testing.T) {
 	ctx := t.Context()
-	server, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer server.Shutdown()
-	nc, js, err := bus.Connect(server.ClientURL(), t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
+	js := auditStreams(t)
 	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ns", Name: "job", UID: "u1"}
 	verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: 1, Status: schemas.VerdictPlaced, Clusters: []string{"a"}}
 	event, err := schemas.NewEvent(schemas.TypePlacementVerdict, "/test", schemas.VerdictSubject(ref), "v1", verdict)
@@ -161,4 +138,23 @@ func TestAuditSummaryOfFleetEvents(t *testing.T) {
 			t.Errorf("Summary() = %q, want %q", got, tt.want)
 		}
 	}
+}
+
+// auditStreams starts an embedded server with fleetflow's streams, stopped when the test ends.
+func auditStreams(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	server, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(server.Shutdown)
+	nc, js, err := bus.Connect(server.ClientURL(), t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	if err := bus.ProvisionStreams(t.Context(), js, schemas.DefaultStreamOptions(), slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	return js
 }

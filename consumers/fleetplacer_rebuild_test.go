@@ -78,7 +78,10 @@ func newRebuildFixture(t *testing.T) *rebuildFixture {
 const published = 6
 
 // waitForState waits until the state stream holds every published event.
-func (f *rebuildFixture) waitForState(t *testing.T) {
+func (f *rebuildFixture) waitForState(t *testing.T) { f.waitForStateOf(t, published, 0) }
+
+// waitForStateOf waits until the state stream holds msgs messages, the last of them at lastSeq or later.
+func (f *rebuildFixture) waitForStateOf(t *testing.T, msgs, lastSeq uint64) {
 	t.Helper()
 	state, err := f.js.Stream(f.ctx, schemas.StreamState)
 	if err != nil {
@@ -89,12 +92,12 @@ func (f *rebuildFixture) waitForState(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if info.State.Msgs == published {
+		if info.State.Msgs == msgs && info.State.LastSeq >= lastSeq {
 			return
 		}
 		select {
 		case <-f.ctx.Done():
-			t.Fatalf("the state stream holds %d messages, want the %d published", info.State.Msgs, published)
+			t.Fatalf("the state stream holds %d messages up to %d, want %d up to %d", info.State.Msgs, info.State.LastSeq, msgs, lastSeq)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -340,24 +343,7 @@ func TestRebuildKeepsTheLastValidPolicyAndRI(t *testing.T) {
 	publish(schemas.TypePolicyChanged, schemas.PolicySubject(spread.Ref()), "policy-2", spread)
 	bogus := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{"scoring": "Bogus"}})
 	publish(schemas.TypePolicyChanged, schemas.PolicySubject(bogus.Ref()), "policy-3", bogus)
-	state, err := f.js.Stream(f.ctx, schemas.StreamState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		info, err := state.Info(f.ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.Msgs == published+1 && info.State.LastSeq >= published+4 { // the RI's subject is new; the rest replaced
-			break
-		}
-		select {
-		case <-f.ctx.Done():
-			t.Fatalf("the state stream holds %d messages up to %d", info.State.Msgs, info.State.LastSeq)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	f.waitForStateOf(t, published+1, published+4) // the RI's subject is new; the policy's versions replace each other
 
 	p := f.rebuild(t, f.srv.ClientURL())
 	e := p.policies["all"]
