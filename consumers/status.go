@@ -220,6 +220,13 @@ func (s *StatusWriter) resource(ref schemas.ObjectRef) (dynamic.ResourceInterfac
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(gv.WithKind(ref.Kind))
 	gvr, namespaced, err := s.ControlPlane.ResourceFor(obj)
+	if kube.IsNoMatch(err) {
+		// The workload cluster reported the kind in a version the control plane does not serve (its CRD is
+		// newer there): the control-plane object is the same one, in a version the control plane serves.
+		if mapping, mapErr := s.ControlPlane.Mapper.RESTMapping(gv.WithKind(ref.Kind).GroupKind()); mapErr == nil {
+			gvr, namespaced, err = mapping.Resource, mapping.Scope.Name() == "namespace", nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

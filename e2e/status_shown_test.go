@@ -250,3 +250,20 @@ func TestSpreadShowsEachClustersPhase(t *testing.T) {
 		t.Errorf("%s = %q, want cluster-c", schemas.AnnotationCluster, a[schemas.AnnotationCluster])
 	}
 }
+
+// TestStatusInAVersionTheControlPlaneDoesNotServe: a workload cluster whose CRD is newer reports the copy's
+// status in a version the control plane does not serve; the status is still shown, on the control-plane object
+// in the version the control plane serves.
+func TestStatusInAVersionTheControlPlaneDoesNotServe(t *testing.T) {
+	e := newEnv(t)
+	ref, _, _ := placedJob(t, e, "team-newer")
+	newer := ref
+	newer.APIVersion = "kubeflow.org/v9"
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", newer), "newer-1",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: newer, Status: workerStatus(map[string]any{"active": int64(3)}, "Running")})
+	e2eenv.Eventually(t, e2eenv.Settle, "the status reported in kubeflow.org/v9 shown", func() bool {
+		active, _, _ := unstructured.NestedInt64(e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-newer", ref.Name).Object,
+			"status", "replicaStatuses", "Worker", "active")
+		return active == 3
+	})
+}
