@@ -2,14 +2,14 @@ package consumers
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/bus/bustest"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -17,14 +17,9 @@ import (
 // server when the audit returns, or audits run in a loop would fill the streams' consumer limit.
 func TestAuditTailLeavesNoConsumers(t *testing.T) {
 	ctx := context.Background()
-	js := auditStreams(t)
-	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ns", Name: "job", UID: "u1"}
-	verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: 1, Status: schemas.VerdictPlaced, Clusters: []string{"a"}}
-	event, err := schemas.NewEvent(schemas.TypePlacementVerdict, "/test", schemas.VerdictSubject(ref), "v1", verdict)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := bus.NewPublisher(js).Publish(ctx, schemas.VerdictSubject(ref), event); err != nil {
+	js := bustest.JetStream(t)
+	subject, event := placedVerdictOfJob(t)
+	if _, err := bus.NewPublisher(js).Publish(ctx, subject, event); err != nil {
 		t.Fatal(err)
 	}
 	sel := &WorkloadSelector{Group: "kubeflow.org", Kind: "PyTorchJob", Namespace: "ns", Name: "job"}
@@ -91,18 +86,13 @@ func TestAuditSummaryOfAVerdictTellsTheAnalysis(t *testing.T) {
 // the order the server stored it, whatever time an event claims.
 func TestAuditTailShowsWhatIsNoEvent(t *testing.T) {
 	ctx := t.Context()
-	js := auditStreams(t)
-	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ns", Name: "job", UID: "u1"}
-	verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: 1, Status: schemas.VerdictPlaced, Clusters: []string{"a"}}
-	event, err := schemas.NewEvent(schemas.TypePlacementVerdict, "/test", schemas.VerdictSubject(ref), "v1", verdict)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := bustest.JetStream(t)
+	subject, event := placedVerdictOfJob(t)
 	event.SetTime(time.Now().Add(100 * 365 * 24 * time.Hour)) // a producer's clock far off
-	if _, err := bus.NewPublisher(js).Publish(ctx, schemas.VerdictSubject(ref), event); err != nil {
+	if _, err := bus.NewPublisher(js).Publish(ctx, subject, event); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := js.Publish(ctx, schemas.VerdictSubject(ref), []byte("not a cloudevent")); err != nil {
+	if _, err := js.Publish(ctx, subject, []byte("not a cloudevent")); err != nil {
 		t.Fatal(err)
 	}
 
@@ -140,21 +130,14 @@ func TestAuditSummaryOfFleetEvents(t *testing.T) {
 	}
 }
 
-// auditStreams starts an embedded server with fleetflow's streams, stopped when the test ends.
-func auditStreams(t *testing.T) jetstream.JetStream {
+// placedVerdictOfJob is the Placed verdict of PyTorchJob ns/job, as an event, and its subject.
+func placedVerdictOfJob(t *testing.T) (string, cloudevents.Event) {
 	t.Helper()
-	server, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ns", Name: "job", UID: "u1"}
+	verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: 1, Status: schemas.VerdictPlaced, Clusters: []string{"a"}}
+	event, err := schemas.NewEvent(schemas.TypePlacementVerdict, "/test", schemas.VerdictSubject(ref), "v1", verdict)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(server.Shutdown)
-	nc, js, err := bus.Connect(server.ClientURL(), t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	if err := bus.ProvisionStreams(t.Context(), js, schemas.DefaultStreamOptions(), slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
-	return js
+	return schemas.VerdictSubject(ref), event
 }

@@ -52,13 +52,7 @@ func newRebuildFixture(t *testing.T) *rebuildFixture {
 	}
 	publish := func(eventType, subject string, payload schemas.Payload) {
 		t.Helper()
-		e, err := schemas.NewEvent(eventType, "/test", subject, subject, payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := bus.NewPublisher(js).Publish(ctx, subject, e); err != nil {
-			t.Fatal(err)
-		}
+		f.publish(t, eventType, subject, subject, payload)
 	}
 	policy := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{}})
 	publish(schemas.TypePolicyChanged, schemas.PolicySubject(policy.Ref()), policy)
@@ -72,6 +66,18 @@ func newRebuildFixture(t *testing.T) *rebuildFixture {
 	f.web = oneCPUDeployment("web")
 	publish(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(f.web.Ref()), f.web)
 	return f
+}
+
+// publish publishes an event as a producer would, with id as its dedupe id.
+func (f *rebuildFixture) publish(t *testing.T, eventType, subject, id string, payload schemas.Payload) {
+	t.Helper()
+	e, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.NewPublisher(f.js).Publish(f.ctx, subject, e); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // published is how many events newRebuildFixture published.
@@ -319,16 +325,6 @@ func TestRebuiltPlacerSkipsTheEventsTheStateStreamCopied(t *testing.T) {
 // the rebuild finds the valid ones in the events stream's history.
 func TestRebuildKeepsTheLastValidPolicyAndRI(t *testing.T) {
 	f := newRebuildFixture(t)
-	publish := func(eventType, subject, id string, payload schemas.Payload) {
-		t.Helper()
-		e, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := bus.NewPublisher(f.js).Publish(f.ctx, subject, e); err != nil {
-			t.Fatal(err)
-		}
-	}
 	widgetRI := func(replicasPath string) *schemas.ObjectChanged {
 		return objectChanged("optimization.nvidia.com/v1alpha1", "ResourceInterface", "", "widget-ri", map[string]any{
 			"spec": map[string]any{"structureDefinition": map[string]any{"rootComponent": map[string]any{
@@ -337,12 +333,12 @@ func TestRebuildKeepsTheLastValidPolicyAndRI(t *testing.T) {
 				"scaleDefinition": map[string]any{"replicasPath": replicasPath}}}}})
 	}
 	ri := widgetRI(".spec.replicas")
-	publish(schemas.TypeResourceInterfaceChanged, schemas.ResourceInterfaceSubject(ri.Ref()), "ri-1", ri)
-	publish(schemas.TypeResourceInterfaceChanged, schemas.ResourceInterfaceSubject(ri.Ref()), "ri-2", widgetRI(".spec.replicas | ]["))
+	f.publish(t, schemas.TypeResourceInterfaceChanged, schemas.ResourceInterfaceSubject(ri.Ref()), "ri-1", ri)
+	f.publish(t, schemas.TypeResourceInterfaceChanged, schemas.ResourceInterfaceSubject(ri.Ref()), "ri-2", widgetRI(".spec.replicas | ]["))
 	spread := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{"scoring": "Spread"}})
-	publish(schemas.TypePolicyChanged, schemas.PolicySubject(spread.Ref()), "policy-2", spread)
+	f.publish(t, schemas.TypePolicyChanged, schemas.PolicySubject(spread.Ref()), "policy-2", spread)
 	bogus := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{"scoring": "Bogus"}})
-	publish(schemas.TypePolicyChanged, schemas.PolicySubject(bogus.Ref()), "policy-3", bogus)
+	f.publish(t, schemas.TypePolicyChanged, schemas.PolicySubject(bogus.Ref()), "policy-3", bogus)
 	f.waitForStateOf(t, published+1, published+4) // the RI's subject is new; the policy's versions replace each other
 
 	p := f.rebuild(t, f.srv.ClientURL())

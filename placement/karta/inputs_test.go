@@ -93,35 +93,12 @@ func TestRayGroupsWithTheDefaultMaxReplicas(t *testing.T) {
 // rather than failing the analysis, which would keep the workload from ever being placed; Phase still says
 // what failed.
 func TestStatusPathThatFailsLeavesTheAnalysis(t *testing.T) {
-	ris, err := ParseResourceInterfaces([]byte(`
-apiVersion: optimization.nvidia.com/v1alpha1
-kind: ResourceInterface
-metadata: {name: widget}
-spec:
-  structureDefinition:
-    rootComponent:
-      name: widget
-      kind: {group: example.com, version: v1, kind: Widget}
-      specDefinition:
-        podTemplateSpecPath: .spec.template
-      statusDefinition:
-        statusMappings:
+	ri := compileWidgetRI(t, `
           running:
           - byExpression:
               expression: .status.conditions[] | select(.type == "Available") | .status
-              expectedResult: "True"
-`), "widget.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ri, err := Compile(ris[0], "widget.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj := jsonRoundTrip(t, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
-		"metadata": map[string]any{"name": "w", "namespace": "team"},
-		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
-			map[string]any{"name": "w", "resources": map[string]any{"requests": map[string]any{"cpu": "2"}}}}}}}})
+              expectedResult: "True"`)
+	obj := widgetWithoutStatus(t)
 	analysis, err := ri.Analyze(obj)
 	if err != nil {
 		t.Fatalf("analysis of a Widget without status: %v", err)
@@ -198,6 +175,23 @@ func TestAutoscaledDynamoServiceReservesItsSmallestScale(t *testing.T) {
 // TestEmptyStatusMatcherMatches: a status matcher with no byPhase, byConditions or byExpression is valid for
 // Karta's CRD, and Karta's engine takes it as matching; the RI loads and maps every object to that status.
 func TestEmptyStatusMatcherMatches(t *testing.T) {
+	ri := compileWidgetRI(t, `
+          running:
+          - {}`)
+	obj := widgetWithoutStatus(t)
+	analysis, err := ri.Analyze(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if analysis.Status != PhaseRunning {
+		t.Errorf("status %s, want Running", analysis.Status)
+	}
+}
+
+// compileWidgetRI compiles an RI of example.com/v1 Widget, one pod per spec.template, whose root's
+// statusMappings are the given YAML (indented under statusMappings).
+func compileWidgetRI(t *testing.T, statusMappings string) *Compiled {
+	t.Helper()
 	ris, err := ParseResourceInterfaces([]byte(`
 apiVersion: optimization.nvidia.com/v1alpha1
 kind: ResourceInterface
@@ -210,25 +204,22 @@ spec:
       specDefinition:
         podTemplateSpecPath: .spec.template
       statusDefinition:
-        statusMappings:
-          running:
-          - {}
-`), "widget.yaml")
+        statusMappings:`+statusMappings+"\n"), "widget.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	ri, err := Compile(ris[0], "widget.yaml")
 	if err != nil {
-		t.Fatalf("an RI with an empty matcher: %v", err)
-	}
-	obj := jsonRoundTrip(t, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
-		"metadata": map[string]any{"name": "w", "namespace": "team"},
-		"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "w"}}}}}})
-	analysis, err := ri.Analyze(obj)
-	if err != nil {
 		t.Fatal(err)
 	}
-	if analysis.Status != PhaseRunning {
-		t.Errorf("status %s, want Running", analysis.Status)
-	}
+	return ri
+}
+
+// widgetWithoutStatus is a Widget of one pod asking for 2 CPUs, with no status yet.
+func widgetWithoutStatus(t *testing.T) map[string]any {
+	t.Helper()
+	return jsonRoundTrip(t, map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "w", "namespace": "team"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
+			map[string]any{"name": "w", "resources": map[string]any{"requests": map[string]any{"cpu": "2"}}}}}}}})
 }
