@@ -180,7 +180,7 @@ func AuditTail(ctx context.Context, js jetstream.JetStream, q AuditQuery, emit f
 			if s.messages != nil {
 				s.messages.Stop()
 			}
-			deleteOrderedConsumer(js, s.name, s.consumer)
+			bus.DeleteOrderedConsumer(js, s.name, s.consumer)
 		}
 	}()
 	for _, st := range streams {
@@ -258,20 +258,6 @@ func AuditTail(ctx context.Context, js jetstream.JetStream, q AuditQuery, emit f
 			}
 		}
 	}
-}
-
-// deleteOrderedConsumer removes an audit's ordered consumer from the server at once. Stopping it is not
-// enough: the server keeps it for its inactive threshold (5 minutes), and a stream takes at most 1000
-// consumers by default, so audits polled in a loop would lock out every new consumer of the stream,
-// the placer's and appliers' included.
-func deleteOrderedConsumer(js jetstream.JetStream, stream string, consumer jetstream.Consumer) {
-	info := consumer.CachedInfo()
-	if info == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = js.DeleteConsumer(ctx, stream, info.Name) // best effort: the server reaps it after the threshold anyway
 }
 
 func toRecord(stream string, msg jetstream.Msg) (AuditRecord, *jetstream.MsgMetadata) {

@@ -95,40 +95,16 @@ func (p *Placer) recoverLastValid(ctx context.Context, js jetstream.JetStream, t
 // do not count.
 func lastValidVersion(ctx context.Context, js jetstream.JetStream, object refusedObject,
 	valid func(*schemas.ObjectChanged) bool) (*schemas.ObjectChanged, error) {
-	consumer, err := js.OrderedConsumer(ctx, schemas.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{object.subject}, DeliverPolicy: jetstream.DeliverAllPolicy})
-	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", object.subject, err)
-	}
-	defer deleteOrderedConsumer(js, schemas.StreamEvents, consumer)
-	info, err := consumer.Info(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", object.subject, err)
-	}
-	if info.NumPending == 0 {
-		return nil, nil
-	}
-	messages, err := consumer.Messages(bus.PullOptions()...)
-	if err != nil {
-		return nil, fmt.Errorf("history of %s: %w", object.subject, err)
-	}
-	defer messages.Stop()
 	var last *schemas.ObjectChanged
-	for {
-		msg, err := messages.Next()
-		if err != nil {
-			return nil, fmt.Errorf("history of %s: %w", object.subject, err)
-		}
-		if event, err := bus.Decode(msg.Headers(), msg.Data()); err == nil {
-			if payload, err := schemas.DecodePayload(event); err == nil {
-				if changed, ok := payload.(*schemas.ObjectChanged); ok && changed.Ref().UID == object.uid && valid(changed) {
-					last = changed
-				}
+	err := bus.ReadEvents(ctx, js, schemas.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{object.subject}, DeliverPolicy: jetstream.DeliverAllPolicy},
+		func(_ string, payload schemas.Payload) {
+			if changed, ok := payload.(*schemas.ObjectChanged); ok && changed.Ref().UID == object.uid && valid(changed) {
+				last = changed
 			}
-		}
-		meta, err := msg.Metadata()
-		if err != nil || meta.NumPending == 0 {
-			return last, nil
-		}
+		})
+	if err != nil {
+		return nil, fmt.Errorf("history of %s: %w", object.subject, err)
 	}
+	return last, nil
 }

@@ -164,38 +164,8 @@ func KnownNodes(js jetstream.JetStream, cluster string) func(ctx context.Context
 // lastEvents hands each last event the state stream holds on the subjects filters select to take, skipping
 // what does not decode.
 func lastEvents(ctx context.Context, js jetstream.JetStream, take func(eventType string, payload schemas.Payload), filters ...string) error {
-	stream, err := js.Stream(ctx, schemas.StreamState)
-	if err != nil {
-		return fmt.Errorf("last events on %v: %w", filters, err)
-	}
-	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: filters,
-		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
-	if err != nil {
-		return fmt.Errorf("last events on %v: %w", filters, err)
-	}
-	info, err := consumer.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("last events on %v: %w", filters, err)
-	}
-	for pending := info.NumPending; pending > 0; {
-		msg, err := consumer.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			return fmt.Errorf("last events on %v: %w", filters, err)
-		}
-		if meta, err := msg.Metadata(); err == nil {
-			pending = meta.NumPending
-		} else {
-			pending--
-		}
-		event, err := bus.Decode(msg.Headers(), msg.Data())
-		if err != nil {
-			continue
-		}
-		if payload, err := schemas.DecodePayload(event); err == nil {
-			take(event.Type(), payload)
-		}
-	}
-	return nil
+	return bus.ReadEvents(ctx, js, schemas.StreamState, jetstream.OrderedConsumerConfig{FilterSubjects: filters,
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy}, take)
 }
 
 // BuiltinKinds are the kinds the built-in RIs describe.
