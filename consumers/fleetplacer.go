@@ -125,6 +125,10 @@ type Placer struct {
 	goneCommitted int
 	// goneFleet lists the nodes and clusters deleted, for TakeGoneFleet.
 	goneFleet GoneFleet
+	// goneCopies holds, while rebuilding, the copies whose last state is gone with no Apply to their cluster
+	// after it, by control-plane uid and cluster: a restarted placer applies them again (reapplyGoneCopies), as
+	// a running one does on the Gone.
+	goneCopies map[string]map[string]*schemas.WorkloadStatus
 	// scratch is reused to encode objects on the placer's goroutine.
 	scratch []byte
 }

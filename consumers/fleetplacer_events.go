@@ -523,6 +523,9 @@ func (p *Placer) onNodeDeleted(n *schemas.NodeDeleted, touched *touchedSet, rebu
 }
 
 func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuilding bool) error {
+	if rebuilding {
+		p.noteGoneCopy(s.Workload.UID, s.Cluster, s)
+	}
 	id, ok := p.byUID[s.Workload.UID]
 	if !ok {
 		return nil
@@ -540,27 +543,40 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 	if e.objectJSON == nil {
 		return nil
 	}
+	// A Gone carries the copy's last status, which says whether it finished before it went.
+	phase, known, err := p.notePhase(e, s)
+	if err != nil {
+		return err
+	}
 	if s.Gone {
 		if !rebuilding {
 			p.reapplyDeletedCopy(e, s.Cluster, touched)
 		}
 		return nil
 	}
-	if s.Status == nil {
+	if !known || rebuilding || phase != karta.PhaseFailed || !p.reschedulesOnFailure(id) {
 		return nil
+	}
+	return p.moveOff(e, s.Cluster, "the workload failed there and its policy reschedules on failure", false, touched)
+}
+
+// notePhase records whether the copy s reports on finished (e.finished), from its status mapped through the
+// workload's RI; known is false when s has no status or the RI maps none.
+func (p *Placer) notePhase(e *workloadEntry, s *schemas.WorkloadStatus) (phase karta.Phase, known bool, err error) {
+	if s.Status == nil {
+		return "", false, nil
 	}
 	withStatus, err := e.object()
 	if err != nil {
-		return err
+		return "", false, err
 	}
 	ri, ok := p.registry.Lookup(karta.GVKOf(withStatus))
 	if !ok {
-		return nil
+		return "", false, nil
 	}
 	withStatus["status"] = s.Status
-	phase, err := ri.Phase(withStatus)
-	if err != nil {
-		return nil
+	if phase, err = ri.Phase(withStatus); err != nil {
+		return "", false, nil
 	}
 	finished := phase == karta.PhaseCompleted || phase == karta.PhaseFailed
 	if finished != e.finished[s.Cluster] {
@@ -569,10 +585,52 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 		}
 		e.finished[s.Cluster] = finished
 	}
-	if rebuilding || phase != karta.PhaseFailed || !p.reschedulesOnFailure(id) {
-		return nil
+	return phase, true, nil
+}
+
+// noteGoneCopy keeps, while rebuilding, the copies of workload uid whose last state read is gone (status
+// s) and that no Apply to their cluster followed; status nil forgets one, as an Apply does.
+func (p *Placer) noteGoneCopy(uid, cluster string, s *schemas.WorkloadStatus) {
+	if s != nil && s.Gone {
+		if p.goneCopies == nil {
+			p.goneCopies = map[string]map[string]*schemas.WorkloadStatus{}
+		}
+		if p.goneCopies[uid] == nil {
+			p.goneCopies[uid] = map[string]*schemas.WorkloadStatus{}
+		}
+		p.goneCopies[uid][cluster] = s
+		return
 	}
-	return p.moveOff(e, s.Cluster, "the workload failed there and its policy reschedules on failure", false, touched)
+	delete(p.goneCopies[uid], cluster)
+	if len(p.goneCopies[uid]) == 0 {
+		delete(p.goneCopies, uid)
+	}
+}
+
+// reapplyGoneCopies applies again, once a rebuild has restored where each workload is placed, the copies
+// deleted in their clusters while no placer ran (or before it handled their Gone), on the terms a running
+// placer applies them again (reapplyDeletedCopy), whether the copy had finished read from the status the
+// Gone carries (a copy that reported none had not).
+func (p *Placer) reapplyGoneCopies(touched *touchedSet) error {
+	for _, uid := range slices.Sorted(maps.Keys(p.goneCopies)) {
+		id, ok := p.byUID[uid]
+		if !ok {
+			continue
+		}
+		e := p.workloads[id]
+		for _, cluster := range slices.Sorted(maps.Keys(p.goneCopies[uid])) {
+			s := p.goneCopies[uid][cluster]
+			if e.objectJSON == nil {
+				continue
+			}
+			if _, _, err := p.notePhase(e, s); err != nil {
+				return err
+			}
+			p.reapplyDeletedCopy(e, cluster, touched)
+		}
+	}
+	p.goneCopies = nil
+	return nil
 }
 
 // reapplyBackoff is how soon a copy deleted in its cluster again is not applied again.
@@ -851,6 +909,9 @@ func (p *Placer) movePending(touched *touchedSet) error {
 
 func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 	e := p.entry(d.Workload)
+	if d.Action == schemas.ActionApply {
+		p.noteGoneCopy(d.Workload.UID, d.Cluster, nil)
+	}
 	if d.Verdict != nil {
 		p.onVerdict(d.Verdict)
 	}

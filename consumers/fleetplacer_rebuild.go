@@ -73,6 +73,9 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	if err := p.restore(touched); err != nil {
 		return err
 	}
+	if err := p.reapplyGoneCopies(touched); err != nil {
+		return fmt.Errorf("placer rebuild: %w", err)
+	}
 	p.log.Info("placer view rebuilt from the state stream", "messages", read, "workloads", len(p.workloads),
 		"clusters", len(p.clusters), "policies", len(p.policies), "view_sequence", p.store.Snapshot().Index())
 	return p.reconcileAndAwait(ctx, touched)

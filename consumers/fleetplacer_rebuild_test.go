@@ -3,6 +3,7 @@ package consumers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"slices"
@@ -352,5 +353,90 @@ func TestRebuildKeepsTheLastValidPolicyAndRI(t *testing.T) {
 	c, ok := p.registry.Lookup(karta.GVKOf(map[string]any{"apiVersion": "example.com/v1", "kind": "Widget"}))
 	if !ok || c.Name != "widget-ri" {
 		t.Errorf("no RI in force for Widget after the rebuild, want widget-ri's last valid version")
+	}
+}
+
+// TestRebuildAppliesAgainACopyGoneMeanwhile: a copy whose last state in the streams is gone, with no Apply to
+// its cluster after it (deleted in its cluster while no placer ran, or before the placer handled the Gone),
+// is applied again by a restarted placer, on the terms a running placer applies it again: not when the status
+// the Gone carries says it had finished.
+func TestRebuildAppliesAgainACopyGoneMeanwhile(t *testing.T) {
+	failed := map[string]any{"conditions": []any{map[string]any{"type": "Progressing", "status": "False",
+		"reason": "ProgressDeadlineExceeded"}}}
+	running := map[string]any{"replicas": int64(1), "availableReplicas": int64(1)}
+	tests := []struct {
+		name      string
+		gone      *schemas.WorkloadStatus // nil: no Gone
+		applyMore bool                    // another Apply to east after the Gone
+		wantAgain bool
+	}{
+		{name: "gone while running", gone: &schemas.WorkloadStatus{Status: running}, wantAgain: true},
+		{name: "gone once it had failed", gone: &schemas.WorkloadStatus{Status: failed}},
+		{name: "gone having reported no status", gone: &schemas.WorkloadStatus{}, wantAgain: true},
+		{name: "applied again since", gone: &schemas.WorkloadStatus{Status: running}, applyMore: true},
+		{name: "never gone"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newRebuildFixture(t)
+			f.rebuild(t, f.srv.ClientURL())
+			first := f.lastDecision(t, "east", f.web.Ref())
+			if first == nil || first.Action != schemas.ActionApply {
+				t.Fatalf("the first placer's decision on east = %+v, want an Apply", first)
+			}
+			f.waitForSubject(t, schemas.DecisionSubject("east", f.web.Ref()))
+			if tt.gone != nil {
+				tt.gone.Cluster, tt.gone.Workload, tt.gone.Gone = "east", f.web.Ref(), true
+				f.publishState(t, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", f.web.Ref()), tt.gone)
+			}
+			if tt.applyMore {
+				again := *first
+				again.Sequence++
+				again.DecisionID = fmt.Sprintf("%s/%d/Apply/east", f.web.Ref().UID, again.Sequence)
+				f.publishState(t, schemas.TypePlacementDecided, schemas.DecisionSubject("east", f.web.Ref()), &again)
+				f.waitForSequence(t, schemas.DecisionSubject("east", f.web.Ref()), again.Sequence)
+				first = &again
+			}
+			f.rebuild(t, f.srv.ClientURL())
+			last := f.lastDecision(t, "east", f.web.Ref())
+			if again := last.Sequence > first.Sequence && last.Action == schemas.ActionApply; again != tt.wantAgain {
+				t.Errorf("last decision on east: %s #%d after #%d; applied again = %v, want %v",
+					last.Action, last.Sequence, first.Sequence, again, tt.wantAgain)
+			}
+		})
+	}
+}
+
+// waitForSubject waits until the state stream holds a message on subject.
+func (f *rebuildFixture) waitForSubject(t *testing.T, subject string) {
+	t.Helper()
+	f.waitForSequence(t, subject, 0)
+}
+
+// waitForSequence waits until the state stream's last message on a decision subject is decision seq or later.
+func (f *rebuildFixture) waitForSequence(t *testing.T, subject string, seq uint64) {
+	t.Helper()
+	state, err := f.js.Stream(f.ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if msg, err := state.GetLastMsgForSubject(f.ctx, subject); err == nil {
+			if seq == 0 {
+				return
+			}
+			if event, err := bus.Decode(msg.Header, msg.Data); err == nil {
+				if payload, err := schemas.DecodePayload(event); err == nil {
+					if d, ok := payload.(*schemas.PlacementDecided); ok && d.Sequence >= seq {
+						return
+					}
+				}
+			}
+		}
+		select {
+		case <-f.ctx.Done():
+			t.Fatalf("%s never reached the state stream at sequence %d", subject, seq)
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 }

@@ -1060,8 +1060,8 @@ func TestNodePodsCountAgainstItsPodLimit(t *testing.T) {
 }
 
 // A copy deleted in its cluster, though the placer sent no Delete, is applied there again, once: one deleted
-// again right after is left gone, as is one that finished first (a job cleaned up after it ran), and a copy
-// going from a cluster the workload is not placed on changes nothing.
+// again right after is left gone, as is one that finished first (a job cleaned up after it ran, which its last
+// status or the Gone's own says), and a copy going from a cluster the workload is not placed on changes nothing.
 func TestCopyDeletedInItsClusterIsAppliedAgain(t *testing.T) {
 	failed := map[string]any{"conditions": []any{map[string]any{"type": "Progressing", "status": "False",
 		"reason": "ProgressDeadlineExceeded"}}}
@@ -1074,6 +1074,9 @@ func TestCopyDeletedInItsClusterIsAppliedAgain(t *testing.T) {
 		{"deleted twice in a row", []*schemas.WorkloadStatus{{Cluster: "east", Gone: true}, {Cluster: "east", Gone: true}},
 			[]string{"Apply east"}},
 		{"deleted after it failed", []*schemas.WorkloadStatus{{Cluster: "east", Status: failed}, {Cluster: "east", Gone: true}}, nil},
+		{"gone, saying it had failed", []*schemas.WorkloadStatus{{Cluster: "east", Gone: true, Status: failed}}, nil},
+		{"gone, saying it ran", []*schemas.WorkloadStatus{{Cluster: "east", Gone: true, Status: map[string]any{"replicas": int64(1)}}},
+			[]string{"Apply east"}},
 		{"gone from a cluster it is not placed on", []*schemas.WorkloadStatus{{Cluster: "west", Gone: true}}, nil},
 	}
 	for _, tt := range tests {

@@ -249,6 +249,39 @@ func TestCopyDeletedInItsClusterComesBack(t *testing.T) {
 	})
 }
 
+// TestCopyDeletedWhileFleetflowWasDownComesBack: a copy deleted in its workload cluster while no part of
+// fleetflow ran is seen deleted by no informer; the restarted cluster producer finds it missing against the
+// streams' state, and the placer applies it again.
+func TestCopyDeletedWhileFleetflowWasDownComesBack(t *testing.T) {
+	e := newEnv(t)
+	placed := placeJob(t, e, "team-drift-down")
+	cluster := e.Clusters["cluster-a"]
+	gvr, _, err := cluster.ResourceFor(placed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := schemas.ObjectRef{APIVersion: placed.GetAPIVersion(), Kind: placed.GetKind(), Namespace: placed.GetNamespace(),
+		Name: placed.GetName(), UID: placed.GetLabels()[schemas.LabelWorkloadUID]}
+	state, err := e.Bus.JetStream.Stream(t.Context(), schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the copy's state in the streams", func() bool {
+		_, err := state.GetLastMsgForSubject(t.Context(), schemas.WorkloadStatusSubject("cluster-a", ref))
+		return err == nil
+	})
+	e.Restart(func() {
+		if err := cluster.Dynamic.Resource(gvr).Namespace("team-drift-down").Delete(t.Context(), placed.GetName(),
+			metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	e2eenv.Eventually(t, e2eenv.Settle, "a new copy on cluster-a", func() bool {
+		again := e2eenv.Get(t, cluster, pytorchJobKind, "team-drift-down", placed.GetName())
+		return again != nil && again.GetUID() != placed.GetUID()
+	})
+}
+
 // TestDeletedClusterLeavesNoCopy: deleting the Cluster a job runs on moves the job to the other cluster and
 // deletes its copy from the one that left: the cluster's applier is kept until it carried that Delete out.
 func TestDeletedClusterLeavesNoCopy(t *testing.T) {

@@ -61,6 +61,11 @@ type ClusterProducer struct {
 	// deletion published: a node removed while no producer ran is seen deleted by no informer, and the placer
 	// would keep its capacity for good.
 	KnownNodes func(ctx context.Context) ([]string, error)
+	// KnownPlaced, when set, returns the last state the streams hold of each copy placed in the cluster
+	// (gone ones included). Once the watch of a kind has synced, each copy of that kind the cluster no longer
+	// has, though its last state says it is there, is published gone: a copy deleted while no producer ran
+	// is seen deleted by no informer, and the placer would never apply it again.
+	KnownPlaced func(ctx context.Context) ([]schemas.WorkloadStatus, error)
 
 	mu          sync.Mutex
 	running     bool
@@ -80,7 +85,7 @@ type ClusterProducer struct {
 	podQueue   workqueue.TypedRateLimitingInterface[podKey]
 	podLatest  map[podKey]*corev1.Pod
 	statusQ    workqueue.TypedRateLimitingInterface[statusKey]
-	statusTomb map[statusKey]schemas.ObjectRef
+	statusTomb map[statusKey]*placedTomb
 	byWorkload map[string]map[statusKey]bool // workload uid -> placed objects carrying it
 	statusUID  map[statusKey]string          // placed object -> its workload uid
 	watchMu    sync.Mutex                    // serializes starting and stopping kind watches
@@ -223,7 +228,7 @@ func (p *ClusterProducer) init(ctx context.Context) error {
 		workqueue.TypedRateLimitingQueueConfig[statusKey]{Name: "cluster-status-" + p.Cluster})
 	p.nodeTombs = map[string]string{}
 	p.podLatest = map[podKey]*corev1.Pod{}
-	p.statusTomb = map[statusKey]schemas.ObjectRef{}
+	p.statusTomb = map[statusKey]*placedTomb{}
 	p.byWorkload = map[string]map[statusKey]bool{}
 	p.statusUID = map[statusKey]string{}
 	p.apisTrigger = make(chan struct{}, 1)

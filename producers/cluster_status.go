@@ -20,6 +20,14 @@ import (
 // placedSelector selects the objects the applier placed: managed by fleetflow and tied to a workload.
 const placedSelector = schemas.ManagedSelector + "," + schemas.LabelWorkloadUID
 
+// placedTomb is what a deleted copy's Gone event says: its identity and the last status it had, so a
+// reader that missed that status (a placer rebuilding from the state stream, where the Gone took the status's
+// place) still knows whether the copy had finished before it went.
+type placedTomb struct {
+	ref    schemas.ObjectRef
+	status map[string]any
+}
+
 type statusKey struct {
 	gvr       schema.GroupVersionResource
 	namespace string
@@ -137,8 +145,57 @@ func (p *ClusterProducer) startKindWatch(ctx context.Context, gvk schema.GroupVe
 	p.kindWatches[gvk] = &kindWatch{gvr: gvr, informer: informer, cancel: cancel}
 	p.mu.Unlock()
 	p.kindsWG.Go(func() { informer.Run(watchCtx.Done()) })
+	p.kindsWG.Go(func() {
+		if cache.WaitForCacheSync(watchCtx.Done(), informer.HasSynced) {
+			p.queueMissedGone(watchCtx, gvk, gvr, informer)
+		}
+	})
 	p.Log.Info("watching placed objects", "kind", gvk.String(), "resource", gvr.String())
 	return nil
+}
+
+// queueMissedGone queues a Gone for every copy of gvk whose last state in the streams says it is in the
+// cluster, though the synced cache of the kind does not have it (see KnownPlaced).
+func (p *ClusterProducer) queueMissedGone(ctx context.Context, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource,
+	informer cache.SharedIndexInformer) {
+	if p.KnownPlaced == nil {
+		return
+	}
+	known, err := p.KnownPlaced(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.Log.Warn("cannot read the placed copies the streams hold; copies deleted while no producer ran are not published gone",
+				"kind", gvk.String(), "error", err)
+		}
+		return
+	}
+	var missed []statusKey
+	p.mu.Lock()
+	for i := range known {
+		st := &known[i]
+		if st.Gone || st.Cluster != p.Cluster || st.Workload.UID == "" {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(st.Workload.APIVersion)
+		if err != nil || gv.WithKind(st.Workload.Kind).GroupKind() != gvk.GroupKind() {
+			continue
+		}
+		key := statusKey{gvr: gvr, namespace: st.Workload.Namespace, name: st.Workload.Name}
+		if _, exists, err := informer.GetStore().GetByKey(key.storeKey()); err != nil || exists {
+			continue
+		}
+		if _, tomb := p.statusTomb[key]; !tomb {
+			p.statusTomb[key] = &placedTomb{ref: st.Workload, status: st.Status}
+		}
+		missed = append(missed, key)
+	}
+	p.mu.Unlock()
+	for _, key := range missed {
+		p.statusQ.Add(key)
+	}
+	if len(missed) > 0 {
+		p.Log.Info("publishing copies deleted while no producer ran as gone", "kind", gvk.String(), "copies", len(missed))
+	}
 }
 
 func asUnstructured(obj any) *unstructured.Unstructured {
@@ -169,9 +226,10 @@ func (p *ClusterProducer) statusDeleted(gvr schema.GroupVersionResource, obj any
 		return
 	}
 	key := statusKey{gvr: gvr, namespace: u.GetNamespace(), name: u.GetName()}
-	ref := placedRef(u)
+	tomb := &placedTomb{ref: placedRef(u)}
+	tomb.status, _ = u.Object["status"].(map[string]any)
 	p.mu.Lock()
-	p.statusTomb[key] = ref
+	p.statusTomb[key] = tomb
 	p.indexWorkload(key, "")
 	p.mu.Unlock()
 	p.statusQ.Add(key)
@@ -250,12 +308,12 @@ func (p *ClusterProducer) publishStatus(ctx context.Context, key statusKey) erro
 		}
 	}
 	if u == nil {
-		if !deleted || tomb.UID == "" {
+		if !deleted || tomb.ref.UID == "" {
 			return nil
 		}
-		subject := schemas.WorkloadStatusSubject(p.Cluster, tomb)
-		payload := &schemas.WorkloadStatus{Cluster: p.Cluster, Workload: tomb, Gone: true}
-		if err := p.publisher.publish(ctx, schemas.TypeWorkloadStatus, subject, "status", p.Cluster+"/"+tomb.Key(), payload); err != nil {
+		subject := schemas.WorkloadStatusSubject(p.Cluster, tomb.ref)
+		payload := &schemas.WorkloadStatus{Cluster: p.Cluster, Workload: tomb.ref, Status: tomb.status, Gone: true}
+		if err := p.publisher.publish(ctx, schemas.TypeWorkloadStatus, subject, "status", p.Cluster+"/"+tomb.ref.Key(), payload); err != nil {
 			return err
 		}
 		p.publisher.markGone(subject)

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -165,6 +166,9 @@ func TestPlacedWorkloadStatusAndPendingPods(t *testing.T) {
 	if got.Workload != ref {
 		t.Errorf("gone status for %+v, want %+v", got.Workload, ref)
 	}
+	if got.Status["phase"] != "Running" {
+		t.Errorf("gone status carries status %v, want the copy's last one (phase Running)", got.Status)
+	}
 
 	handmade := schemas.ObjectRef{APIVersion: "status.producers.test/v1", Kind: "Trainer", Namespace: ns, Name: "handmade"}
 	if n := len(b.messages(schemas.WorkloadStatusSubject(testCluster, handmade))); n != 0 {
@@ -199,5 +203,65 @@ func TestOneWatchPerKindAcrossServedVersions(t *testing.T) {
 	eventually(t, "Trainer watched", func() bool { return slices.Contains(p.WatchedKinds(), trainerGVK) })
 	if got := gadgets(); len(got) != 1 || got[0] != v1 {
 		t.Fatalf("Gadget watched as %v, want once, as v1 (the first wanted version in order)", got)
+	}
+}
+
+// TestCopiesDeletedWhileNoProducerRanArePublishedGone: a copy deleted while no cluster producer ran is seen
+// deleted by no informer; once the watch of its kind has synced, the producer publishes it gone, with the
+// last status the streams hold of it, and leaves alone the copies that are there, those already gone, and
+// those of kinds it does not watch.
+func TestCopiesDeletedWhileNoProducerRanArePublishedGone(t *testing.T) {
+	b := newBench(t)
+	const ns = "missed"
+	b.namespace(ns)
+	applyYAML(t, b.clients, trainerCRD)
+	ctx := context.Background()
+	trainers := b.clients.Dynamic.Resource(trainerGVR).Namespace(ns)
+	if _, err := trainers.Create(ctx, placedObject(trainerGVK, ns, "kept", "uid-kept"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ref := func(kind, name string) schemas.ObjectRef {
+		return schemas.ObjectRef{APIVersion: "status.producers.test/v1", Kind: kind, Namespace: ns, Name: name, UID: "uid-" + name}
+	}
+	running := map[string]any{"phase": "Running"}
+	earlier := []*schemas.WorkloadStatus{ // what an earlier producer published before it stopped
+		{Workload: ref("Trainer", "kept"), Status: running},
+		{Workload: ref("Trainer", "deleted"), Status: running},
+		{Workload: ref("Trainer", "gone-before"), Gone: true},
+		{Workload: ref("Server", "unwatched"), Status: running},
+	}
+	for _, st := range earlier {
+		st.Cluster = testCluster
+		b.publishToState(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(testCluster, st.Workload), "earlier-"+st.Workload.Name, st)
+	}
+
+	b.start(func(p *producers.ClusterProducer) {
+		p.Kinds = []schema.GroupVersionKind{trainerGVK}
+		p.KnownPlaced = pipeline.KnownPlaced(b.js, testCluster)
+	})
+	deleted := schemas.WorkloadStatusSubject(testCluster, ref("Trainer", "deleted"))
+	eventually(t, "the copy deleted meanwhile published gone", func() bool {
+		last, ok := b.last(deleted)
+		return ok && last.payload.(*schemas.WorkloadStatus).Gone
+	})
+	last, _ := b.last(deleted)
+	if got := last.payload.(*schemas.WorkloadStatus); got.Workload != ref("Trainer", "deleted") || got.Status["phase"] != "Running" {
+		t.Errorf("gone event %+v, want the deleted copy with its last status (phase Running)", got)
+	}
+	kept := schemas.WorkloadStatusSubject(testCluster, ref("Trainer", "kept"))
+	eventually(t, "the copy that is there published as it is", func() bool {
+		last, ok := b.last(kept)
+		return ok && last.id != "earlier-kept"
+	})
+	for _, st := range earlier {
+		if st.Workload.Name == "deleted" {
+			continue
+		}
+		msgs := b.messages(schemas.WorkloadStatusSubject(testCluster, st.Workload))
+		for _, m := range msgs[1:] {
+			if m.payload.(*schemas.WorkloadStatus).Gone {
+				t.Errorf("%s published gone again: %+v", st.Workload.Name, m.payload)
+			}
+		}
 	}
 }

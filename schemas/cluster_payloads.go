@@ -106,7 +106,8 @@ func (p *ClusterAPIs) Validate() error {
 type WorkloadStatus struct {
 	Cluster  string    `json:"cluster"`
 	Workload ObjectRef `json:"workload"`
-	// Status is the object's status in the workload cluster, copied verbatim.
+	// Status is the object's status in the workload cluster, copied verbatim; with Gone, the last status the
+	// copy had, which says whether it had finished before it went.
 	Status map[string]any `json:"status,omitempty"`
 	// PendingPods counts the workload's pods that are not yet scheduled or running.
 	PendingPods int `json:"pendingPods"`

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,6 +69,9 @@ type Env struct {
 	Bus          *pipeline.Bus
 	Logs         *logbuf.Buffer
 	Log          *slog.Logger
+
+	all  *pipeline.AllInOne
+	stop func() // stops the running pipeline and reports how it ended
 }
 
 // New connects to the package's fleet, installs fleetflow's CRDs and the given framework CRDs, registers
@@ -145,14 +149,11 @@ func New(t *testing.T, opts Options) *Env {
 			t.Fatal(err)
 		}
 	}
-	all := &pipeline.AllInOne{ControlPlane: controlPlane, Placer: placer, NoPlacer: opts.NoPlacer}
-	done := make(chan error, 1)
-	go func() { done <- all.Run(runCtx, b, e.Log) }()
+	e.all = &pipeline.AllInOne{ControlPlane: controlPlane, Placer: placer, NoPlacer: opts.NoPlacer}
+	e.start(runCtx)
 	t.Cleanup(func() {
+		e.stop()
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("pipeline ended with %v", err)
-		}
 		b.Close()
 		if t.Failed() {
 			t.Logf("pipeline log:\n%s", e.Logs.String())
@@ -164,6 +165,31 @@ func New(t *testing.T, opts Options) *Env {
 		t.Fatal(err)
 	}
 	return e
+}
+
+// start runs the pipeline on e.Bus until ctx is done or e.stop is called.
+func (e *Env) start(ctx context.Context) {
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- e.all.Run(runCtx, e.Bus, e.Log) }()
+	var once sync.Once
+	e.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				e.T.Errorf("pipeline ended with %v", err)
+			}
+		})
+	}
+}
+
+// Restart stops every part of the pipeline, runs meanwhile while none runs, and starts them all again on the
+// same streams, as a restarted fleetflow finds them.
+func (e *Env) Restart(meanwhile func()) {
+	e.T.Helper()
+	e.stop()
+	meanwhile()
+	e.start(context.Background())
 }
 
 // impersonating rewrites a kubeconfig so that every user in it acts as as.

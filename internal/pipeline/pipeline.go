@@ -161,6 +161,20 @@ func KnownNodes(js jetstream.JetStream, cluster string) func(ctx context.Context
 	}
 }
 
+// KnownPlaced returns the last state the state stream holds of each copy placed in cluster (see
+// producers.ClusterProducer.KnownPlaced).
+func KnownPlaced(js jetstream.JetStream, cluster string) func(ctx context.Context) ([]schemas.WorkloadStatus, error) {
+	return func(ctx context.Context) ([]schemas.WorkloadStatus, error) {
+		var known []schemas.WorkloadStatus
+		err := lastEvents(ctx, js, func(_ string, payload schemas.Payload) {
+			if status, ok := payload.(*schemas.WorkloadStatus); ok {
+				known = append(known, *status)
+			}
+		}, schemas.SubjectEventsPrefix+".status."+schemas.Token(cluster)+".>")
+		return known, err
+	}
+}
+
 // lastEvents hands each last event the state stream holds on the subjects filters select to take, skipping
 // what does not decode.
 func lastEvents(ctx context.Context, js jetstream.JetStream, take func(eventType string, payload schemas.Payload), filters ...string) error {
@@ -488,7 +502,7 @@ func RunClusterProducer(ctx context.Context, b *Bus, cluster string, clients *ku
 	heartbeat time.Duration, log *slog.Logger) error {
 	log = log.With("component", "cluster-producer") // the producer adds the cluster itself
 	p := &producers.ClusterProducer{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Kinds: kinds,
-		KnownNodes: KnownNodes(b.JetStream, cluster), Heartbeat: heartbeat, Log: log}
+		KnownNodes: KnownNodes(b.JetStream, cluster), KnownPlaced: KnownPlaced(b.JetStream, cluster), Heartbeat: heartbeat, Log: log}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	followed := make(chan error, 1)
