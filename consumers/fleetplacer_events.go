@@ -477,12 +477,26 @@ func (p *Placer) onAPIs(apis *schemas.ClusterAPIs, touched *touchedSet, rebuildi
 
 func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bool) error {
 	var pods map[string]int64
+	var requestedBy map[string]corev1.ResourceList
 	if len(n.WorkloadPods) > 0 {
 		pods = map[string]int64{}
 		for uid, count := range n.WorkloadPods {
-			if id, ok := p.byUID[uid]; ok {
-				pods[structs.WorkloadLabelValue(id)] += int64(count)
+			id, ok := p.byUID[uid]
+			if !ok {
+				continue
 			}
+			label := structs.WorkloadLabelValue(id)
+			pods[label] += int64(count)
+			// Each pod also takes one of the node's pods, as the node's own requested counts it.
+			list := maps.Clone(n.WorkloadRequested[uid])
+			if list == nil {
+				list = corev1.ResourceList{}
+			}
+			list[corev1.ResourcePods] = *resource.NewQuantity(int64(count), resource.DecimalSI)
+			if requestedBy == nil {
+				requestedBy = map[string]corev1.ResourceList{}
+			}
+			requestedBy[label] = list
 		}
 	}
 	taints := internTaints(n.Taints)
@@ -501,7 +515,7 @@ func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bo
 	}
 	err := p.store.UpsertNodes(p.seq, structs.NodeInfo{Cluster: internString(n.Cluster), Name: n.Name,
 		Labels: internLabels(n.Labels, n.Name), Taints: taints, Unschedulable: n.Unschedulable,
-		Allocatable: n.Allocatable, Requested: requested, PodsByWorkload: pods})
+		Allocatable: n.Allocatable, Requested: requested, PodsByWorkload: pods, RequestedByWorkload: requestedBy})
 	if err != nil || rebuilding {
 		return err
 	}

@@ -1166,3 +1166,45 @@ func TestRefusedPolicyInForceOnceItsKindHasAnRI(t *testing.T) {
 		t.Fatalf("policy entry %+v, want it in force once Widget has an RI", e)
 	}
 }
+
+// A placed workload's new version is packed where it runs with that cluster's room for it: what the cluster
+// has free plus what the workload's own running pods take there. Grown, it stays while its old pods plus the
+// new ones fit, and moves once they no longer do.
+func TestGrownWorkloadCountsItsOwnPodsAsRoom(t *testing.T) {
+	tests := []struct {
+		name      string
+		otherCPU  int64 // requested on east's node by pods of no placed workload
+		grownTo   int64
+		wantAfter []string
+	}{
+		{name: "still fits with its own pods' room", grownTo: 7, wantAfter: []string{"Apply east"}},
+		{name: "fits only where it does not run", otherCPU: 3, grownTo: 6, wantAfter: []string{"Apply west"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWest()
+			generation := func(g int64) func(map[string]any) {
+				return func(o map[string]any) { o["metadata"].(map[string]any)["generation"] = g }
+			}
+			web := deploymentVersion("web", "1", 4, generation(1))
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			if got := f.decisions(0); !equal(got, []string{"Apply east"}) {
+				t.Fatalf("decisions = %v, want web on east", got)
+			}
+			f.confirm("east", web)
+			// east reports web's four pods running on its node, beside the other pods.
+			f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+				Requested:   corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(4+tt.otherCPU, resource.DecimalSI)},
+				Pods:        4 + int(tt.otherCPU), WorkloadPods: map[string]int{web.Ref().UID: 4},
+				WorkloadRequested: map[string]corev1.ResourceList{web.Ref().UID: {corev1.ResourceCPU: resource.MustParse("4")}}})
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			grown := deploymentVersion("web", "2", tt.grownTo, generation(2))
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
+			if got := f.decisions(mark); !equal(got, tt.wantAfter) {
+				t.Errorf("decisions after growing to %d = %v, want %v", tt.grownTo, got, tt.wantAfter)
+			}
+		})
+	}
+}

@@ -308,6 +308,7 @@ func (p *ClusterProducer) nodeState(ctx context.Context, node *corev1.Node) (*sc
 	})
 	requested := corev1.ResourceList{}
 	workloadPods := map[string]int{}
+	workloadRequested := map[string]corev1.ResourceList{}
 	count := 0
 	for _, obj := range pods {
 		pod := obj.(*corev1.Pod)
@@ -315,13 +316,18 @@ func (p *ClusterProducer) nodeState(ctx context.Context, node *corev1.Node) (*sc
 			continue
 		}
 		count++
-		addResources(requested, karta.EffectivePodRequests(&pod.Spec))
+		podRequests := karta.EffectivePodRequests(&pod.Spec)
+		addResources(requested, podRequests)
 		uid, err := p.owners.workloadOf(ctx, pod)
 		if err != nil {
 			return nil, fmt.Errorf("workload of pod %s/%s on node %s: %w", pod.Namespace, pod.Name, node.Name, err)
 		}
 		if uid != "" {
 			workloadPods[uid]++
+			if workloadRequested[uid] == nil {
+				workloadRequested[uid] = corev1.ResourceList{}
+			}
+			addResources(workloadRequested[uid], podRequests)
 		}
 	}
 	facts := nodeFacts(node)
@@ -342,6 +348,14 @@ func (p *ClusterProducer) nodeState(ctx context.Context, node *corev1.Node) (*sc
 	}
 	if len(workloadPods) > 0 {
 		state.WorkloadPods = workloadPods
+		for uid, list := range workloadRequested {
+			if list = canonicalResources(list); list != nil {
+				if state.WorkloadRequested == nil {
+					state.WorkloadRequested = map[string]corev1.ResourceList{}
+				}
+				state.WorkloadRequested[uid] = list
+			}
+		}
 	}
 	return state, nil
 }

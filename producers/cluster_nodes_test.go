@@ -87,6 +87,10 @@ func TestNodeStateSumsEffectiveRequestsOfNonTerminalPods(t *testing.T) {
 	if want := map[string]int{"wl-direct": 1, "wl-chain": 1}; fmt.Sprint(got.WorkloadPods) != fmt.Sprint(want) {
 		t.Errorf("workload pods = %v, want %v", got.WorkloadPods, want)
 	}
+	if !sameQuantities(got.WorkloadRequested["wl-direct"], resources("cpu=1500m,memory=3Gi")) ||
+		!sameQuantities(got.WorkloadRequested["wl-chain"], resources("cpu=100m")) || len(got.WorkloadRequested) != 2 {
+		t.Errorf("workload requested = %v, want wl-direct cpu=1500m,memory=3Gi and wl-chain cpu=100m", got.WorkloadRequested)
+	}
 
 	// B finishing frees its 4.35 cpu and 1280Mi: cpu 1.6, memory 3Gi remain.
 	b.setPhase(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}}, corev1.PodSucceeded)

@@ -25,6 +25,9 @@ type NodeState struct {
 	// WorkloadPods counts, per control-plane workload uid, the pods of placed workloads on this node, so
 	// the placer can release the reservations those pods now occupy.
 	WorkloadPods map[string]int `json:"workloadPods,omitempty"`
+	// WorkloadRequested sums, per control-plane workload uid, what those pods request, so the placer can count a
+	// placed workload's own pods as room for its next version (a grown CR that still fits where it runs stays).
+	WorkloadRequested map[string]corev1.ResourceList `json:"workloadRequested,omitempty"`
 }
 
 // Validate implements Payload.
@@ -48,6 +51,13 @@ func (p *NodeState) Validate() error {
 	}
 	if p.Pods < 0 {
 		errs = append(errs, errors.New("pods: negative"))
+	}
+	for uid, list := range p.WorkloadRequested {
+		for name, q := range list {
+			if q.Sign() < 0 {
+				errs = append(errs, fmt.Errorf("workloadRequested.%s.%s: negative quantity %s", uid, name, q.String()))
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

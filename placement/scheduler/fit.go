@@ -38,23 +38,48 @@ type gang struct {
 	cordonTolerant bool
 }
 
-// ownReservations collects the reservations the given workloads hold, per cluster and node. Only placed
-// workloads hold any, so fresh workloads cost no lookup.
+// ownReservations collects what the given workloads hold, per cluster and node: their reservations, and what
+// their pods running on the clusters they are placed on request. Both count against a node's free capacity, and
+// a workload packed again (a new version of it) takes their place: a grown CR whose old pods plus the new ones
+// fit where it runs stays there. Only placed workloads hold any, so fresh workloads cost no lookup.
 func ownReservations(st State, workloads []*structs.Workload) map[string]map[string]structs.Vector {
 	var own map[string]map[string]structs.Vector
+	add := func(cluster, node string, v structs.Vector) {
+		if own == nil {
+			own = map[string]map[string]structs.Vector{}
+		}
+		if own[cluster] == nil {
+			own[cluster] = map[string]structs.Vector{}
+		}
+		own[cluster][node] = own[cluster][node].Add(v)
+	}
+	var capacities []*structs.ClusterCapacity
 	for _, wl := range workloads {
 		if wl.Placement == nil {
 			continue
 		}
 		for _, r := range st.ReservationsOf(wl.ID) {
 			for _, n := range r.Nodes {
-				if own == nil {
-					own = map[string]map[string]structs.Vector{}
+				add(n.Cluster, n.Node, n.Request)
+			}
+		}
+		label := structs.WorkloadLabelValue(wl.ID)
+		for _, cluster := range wl.Placement.Clusters {
+			if capacities == nil {
+				capacities = st.Capacities()
+			}
+			i, found := slices.BinarySearchFunc(capacities, cluster, func(cc *structs.ClusterCapacity, name string) int {
+				return strings.Compare(cc.Name, name)
+			})
+			if !found {
+				continue
+			}
+			for _, chunk := range capacities[i].Chunks {
+				for _, nc := range chunk.Nodes {
+					if v := nc.Node.RequestedByWorkload[label]; v != nil {
+						add(cluster, nc.Node.Name, v)
+					}
 				}
-				if own[n.Cluster] == nil {
-					own[n.Cluster] = map[string]structs.Vector{}
-				}
-				own[n.Cluster][n.Node] = own[n.Cluster][n.Node].Add(n.Request)
 			}
 		}
 	}

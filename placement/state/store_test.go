@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -149,6 +150,49 @@ func TestReservationLifecycle(t *testing.T) {
 	// By hand: 4 GPUs − 2 requested by the observed pod, nothing reserved.
 	if free := s.Snapshot().Capacity("c1").Node("b").Free.Get(gpu); free != 2 {
 		t.Errorf("free gpu on b = %d, want 2", free)
+	}
+}
+
+// TestReservationLeavesOutTheWorkloadsRunningPods: a decision packing pods of a workload onto a node where
+// some of its pods already run (a grown workload kept where it runs) reserves only what those pods do not
+// already take, so the node is neither counted twice for them nor refused as over-committed; the
+// reservation still goes once as many of the workload's pods run there as were packed.
+func TestReservationLeavesOutTheWorkloadsRunningPods(t *testing.T) {
+	s := newTestStore(t)
+	wl := addWorkload(t, s, 3, "grown", "1")
+	label := structs.WorkloadLabelValue(wl.ID)
+	running := func(seq uint64, pods int64) {
+		t.Helper()
+		gpus := qty(strconv.FormatInt(pods, 10))
+		if err := s.UpsertNodes(seq, structs.NodeInfo{Cluster: "c1", Name: "b",
+			Allocatable:         corev1.ResourceList{"cpu": qty("4"), "nvidia.com/gpu": qty("4")},
+			Requested:           corev1.ResourceList{"nvidia.com/gpu": gpus},
+			PodsByWorkload:      map[string]int64{label: pods},
+			RequestedByWorkload: map[string]corev1.ResourceList{label: {"nvidia.com/gpu": gpus}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	running(4, 2)
+	plan := placeOn(wl, s.Snapshot(), "b")
+	plan.Decisions[0].Assignments[0].Pods = 3 // 2 running and 1 more
+	if err := s.ApplyPlan(5, time.Unix(1000, 0), plan); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	snap := s.Snapshot()
+	gpu := gpuIndex(t, snap)
+	reservations := snap.ReservationsOf(wl.ID)
+	if len(reservations) != 1 || reservations[0].On("c1", "b") == nil {
+		t.Fatalf("reservations = %+v, want one on b", reservations)
+	}
+	if on := reservations[0].On("c1", "b"); on.Request.Get(gpu) != 1 || on.Pods != 3 {
+		t.Errorf("reservation on b holds %d GPUs for %d pods, want 1 GPU (2 of 3 pods run) for 3", on.Request.Get(gpu), on.Pods)
+	}
+	if free := snap.Capacity("c1").Node("b").Free.Get(gpu); free != 1 {
+		t.Errorf("free gpu on b = %d, want 4 − 2 running − 1 reserved = 1", free)
+	}
+	running(6, 3)
+	if n := len(s.Snapshot().ReservationsOf(wl.ID)); n != 0 {
+		t.Errorf("%d reservations left once the three pods run, want none", n)
 	}
 }
 

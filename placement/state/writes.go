@@ -136,9 +136,21 @@ func (w *writeTxn) upsertNode(info *structs.NodeInfo) error {
 	if err != nil {
 		return fmt.Errorf("state: node %s/%s %w", info.Cluster, info.Name, err)
 	}
+	var byWorkload map[string]structs.Vector
+	for label, list := range info.RequestedByWorkload {
+		w.resources = w.resources.With(list)
+		v, err := w.resources.Request(list)
+		if err != nil {
+			return fmt.Errorf("state: node %s/%s: requested by workload %s: %w", info.Cluster, info.Name, label, err)
+		}
+		if byWorkload == nil {
+			byWorkload = make(map[string]structs.Vector, len(info.RequestedByWorkload))
+		}
+		byWorkload[label] = v
+	}
 	node := &structs.Node{Cluster: info.Cluster, Name: info.Name, Labels: structs.NewNodeLabels(info.Labels), Taints: info.Taints,
 		Unschedulable: info.Unschedulable, Allocatable: alloc, Requested: requested,
-		PodsByWorkload: info.PodsByWorkload, ModifyIndex: w.seq}
+		PodsByWorkload: info.PodsByWorkload, RequestedByWorkload: byWorkload, ModifyIndex: w.seq}
 	w.setNode(node.Cluster, node.Name, node)
 	if len(node.PodsByWorkload) > 0 {
 		reservations, err := w.reservationsOn(node.Cluster, node.Name)
@@ -470,6 +482,21 @@ func (w *writeTxn) reserve(d *structs.Decision, wl *structs.Workload, expires in
 		}
 		on.Pods += a.Pods
 		on.Request.AddInPlace(a.PodRequest, a.Pods)
+	}
+	// The workload's pods already running on a node (a grown workload's old pods) count in its requested
+	// resources, so the reservation holds only the rest; Pods stays the whole count, which releases it once
+	// that many of the workload's pods run there.
+	for i := range r.Nodes {
+		on := &r.Nodes[i]
+		node := w.node(on.Cluster, on.Node)
+		if node == nil {
+			continue
+		}
+		for j, x := range node.RequestedByWorkload[r.WorkloadLabel] {
+			if j < len(on.Request) {
+				on.Request[j] = max(0, on.Request[j]-x)
+			}
+		}
 	}
 	slices.SortFunc(r.Nodes, func(a, b structs.NodeReservation) int {
 		return cmp.Or(strings.Compare(a.Cluster, b.Cluster), strings.Compare(a.Node, b.Node))

@@ -62,6 +62,9 @@ type NodeInfo struct {
 	Requested corev1.ResourceList
 	// PodsByWorkload counts the node's pods per value of WorkloadLabel; it releases reservations.
 	PodsByWorkload map[string]int64
+	// RequestedByWorkload is what those pods request (pods included), per value of WorkloadLabel: a placed
+	// workload repacked where it runs counts it as room, as it does its own reservations.
+	RequestedByWorkload map[string]corev1.ResourceList
 }
 
 // Node is one node of a cluster, with its resources as vectors of the store's ResourceTable.
@@ -74,7 +77,9 @@ type Node struct {
 	Allocatable    Vector
 	Requested      Vector
 	PodsByWorkload map[string]int64
-	ModifyIndex    uint64
+	// RequestedByWorkload is NodeInfo.RequestedByWorkload as vectors, nil when no placed workload runs here.
+	RequestedByWorkload map[string]Vector
+	ModifyIndex         uint64
 }
 
 // NodeLabels are a node's labels as keys and values in one sorted run: key, value, key, value. A fleet view
