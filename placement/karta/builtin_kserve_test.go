@@ -39,17 +39,17 @@ func TestBuiltinInferenceServiceMultiNode(t *testing.T) {
 		requests       map[string]string
 	}{
 		{
-			name:           "no workerSpec: the predictor alone, as the CR asks",
+			name:           "no workerSpec: the predictor alone, as the CR asks, with KServe's default memory",
 			modelResources: `{requests: {cpu: "4", nvidia.com/gpu: "2"}}`,
 			pods:           1,
-			requests:       map[string]string{"cpu": "4", "nvidia.com/gpu": "2"},
+			requests:       map[string]string{"cpu": "4", "memory": "2Gi", "nvidia.com/gpu": "2"},
 		},
 		{
 			name:           "empty workerSpec: both sizes default to 1, so one head with one GPU and no worker",
 			modelResources: `{requests: {cpu: "4"}}`,
 			workerSpec:     `{}`,
 			pods:           1,
-			requests:       map[string]string{"cpu": "4", "nvidia.com/gpu": "1"},
+			requests:       map[string]string{"cpu": "4", "memory": "2Gi", "nvidia.com/gpu": "1"},
 		},
 		{
 			name:           "pipeline 3 x tensor 4: the head and two workers, 4 GPUs each, replacing the model's own count",
@@ -70,14 +70,14 @@ tensorParallelSize: 2
 containers:
 - resources: {limits: {amd.com/gpu: "1"}}`,
 			pods:     2,
-			requests: map[string]string{"amd.com/gpu": "4"},
+			requests: map[string]string{"amd.com/gpu": "4", "cpu": "1", "memory": "2Gi"},
 		},
 		{
 			name:           "a worker without containers still gets its GPUs",
 			modelResources: `{}`,
 			workerSpec:     "pipelineParallelSize: 2\ntensorParallelSize: 8",
 			pods:           2,
-			requests:       map[string]string{"nvidia.com/gpu": "16"},
+			requests:       map[string]string{"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "16"},
 		},
 	}
 	for _, tt := range tests {
@@ -101,7 +101,7 @@ func TestBuiltinInferenceServiceReplicas(t *testing.T) {
   predictor: {minReplicas: 0, containers: [{name: kserve-container, resources: {requests: {nvidia.com/gpu: "1"}}}]}
   transformer: {minReplicas: 0, containers: [{name: t, resources: {requests: {cpu: "1"}}}]}`,
 			pods:     2,
-			requests: map[string]string{"cpu": "1", "nvidia.com/gpu": "1"},
+			requests: map[string]string{"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"},
 		},
 		{
 			name: "a canary from its traffic share: ceil(3 x 20 / 100) = 1 pod with its own model's GPUs, the stable predictor keeps 2",
@@ -111,7 +111,7 @@ func TestBuiltinInferenceServiceReplicas(t *testing.T) {
   - trafficPercent: 20
     predictor: {name: v2, model: {resources: {requests: {nvidia.com/gpu: "2"}}}}`,
 			pods:     3,
-			requests: map[string]string{"cpu": "6", "nvidia.com/gpu": "4"},
+			requests: map[string]string{"cpu": "6", "memory": "6Gi", "nvidia.com/gpu": "4"},
 		},
 		{
 			name: "canaries with their own minReplicas, and a stable predictor left to its floor of one",
@@ -121,14 +121,23 @@ func TestBuiltinInferenceServiceReplicas(t *testing.T) {
   - {trafficPercent: 10, predictor: {minReplicas: 2}}
   - {trafficPercent: 10, predictor: {minReplicas: 1, containers: [{name: kserve-container, resources: {requests: {cpu: "3"}}}]}}`,
 			pods:     4,
-			requests: map[string]string{"cpu": "6"},
+			requests: map[string]string{"cpu": "6", "memory": "8Gi"},
 		},
 		{
 			name: "no canary and no minReplicas: one predictor pod",
 			spec: `
   predictor: {containers: [{name: kserve-container, resources: {requests: {memory: 2Gi}}}]}`,
 			pods:     1,
-			requests: map[string]string{"memory": "2Gi"},
+			requests: map[string]string{"cpu": "1", "memory": "2Gi"},
+		},
+		{
+			name: "KServe's webhook fills in the main container's cpu and memory requests: from its limits, else 1 and 2Gi; a sidecar gets none",
+			spec: `
+  predictor: {containers: [{name: kserve-container, resources: {limits: {cpu: "3"}}}, {name: proxy, resources: {requests: {cpu: 100m}}}]}
+  transformer: {minReplicas: 2, containers: [{name: t, resources: {limits: {memory: 4Gi}}}]}
+  explainer: {alibi: {type: AnchorTabular, resources: {requests: {cpu: 500m}}}}`,
+			pods:     4,
+			requests: map[string]string{"cpu": "5600m", "memory": "12Gi"}, // 3.1 + 2 × 1 + 0.5 cpu; 2 + 2 × 4 + 2 Gi
 		},
 	}
 	for _, tt := range tests {

@@ -128,8 +128,9 @@ func TestBuiltinCorpusSamples(t *testing.T) {
 		{"kserve", "isvc-sklearn-alibi-explainer.yaml", 2, map[string]string{"cpu": "200m", "memory": "2Gi"}},
 		// KServe: huggingface model container requests 6 CPU, 24Gi, 1 GPU.
 		{"kserve", "isvc-huggingface-llama2-gpu.yaml", 1, map[string]string{"cpu": "6", "memory": "24Gi", "nvidia.com/gpu": "1"}},
-		// KServe: predictor (triton, no resources) + custom transformer container: 2 pods.
-		{"kserve", "isvc-triton-torchscript-transformer.yaml", 2, map[string]string{}},
+		// KServe: predictor (triton, no resources) + custom transformer container: 2 pods, each main container
+		// given KServe's default requests of 1 cpu and 2Gi.
+		{"kserve", "isvc-triton-torchscript-transformer.yaml", 2, map[string]string{"cpu": "2", "memory": "4Gi"}},
 		// Dynamo: Frontend 1 + Decode 2 x gpu 1 + Prefill 1 x gpu 1 ("gpu" is nvidia.com/gpu).
 		{"dynamo", "dgd-vllm-disagg-router.yaml", 4, map[string]string{"nvidia.com/gpu": "3"}},
 		// Dynamo: three services of 1 replica; requests 16/10Gi, 16/20Gi/1, 16/20Gi/1.

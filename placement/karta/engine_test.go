@@ -43,6 +43,16 @@ spec:
   headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "2"}}}]}}}
   workerGroupSpecs: [{groupName: g, replicas: 2, template: {spec: {containers: [{name: w}]}}}]
 `, 0, map[string]string{}},
+		{"suspended rayservice", `
+apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: rs}
+spec:
+  suspend: true
+  rayClusterConfig:
+    headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "2"}}}]}}}
+    workerGroupSpecs: [{groupName: g, replicas: 2, template: {spec: {containers: [{name: w}]}}}]
+`, 0, map[string]string{}},
 		{"rayservice nested cluster", `
 apiVersion: ray.io/v1
 kind: RayService
