@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -73,6 +74,10 @@ type ControlPlaneProducer struct {
 	// plane no longer holds gets its deletion published: an object deleted while no producer ran is seen
 	// deleted by no informer, and consumers would keep it (and the placer its copies) for good.
 	Known func(ctx context.Context, filter string) ([]schemas.ObjectRef, error)
+	// SkippedNamespaces, when set, matches the namespaces whose workloads are not published: the control
+	// plane's own (kube-system's Deployments, fleetflow's) are no framework workloads to place, and no policy
+	// may copy them to the fleet or have them annotated.
+	SkippedNamespaces *regexp.Regexp
 
 	mu  sync.Mutex
 	ctx context.Context
@@ -276,7 +281,8 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 }
 
 // publishMissedDeletions queues the deletion of every object of the kind the streams' state holds as existing
-// that the control plane does not hold, once the informer has synced (see Known).
+// that the control plane does not hold, or holds in a namespace now skipped, once the informer has synced (see
+// Known).
 func (p *ControlPlaneProducer) publishMissedDeletions(ctx context.Context, ik informerKey, gvk schema.GroupVersionKind,
 	family Family, informer cache.SharedIndexInformer, registration cache.ResourceEventHandlerRegistration) {
 	if !cache.WaitForCacheSync(ctx.Done(), registration.HasSynced) {
@@ -301,12 +307,12 @@ func (p *ControlPlaneProducer) publishMissedDeletions(ctx context.Context, ik in
 		if err != nil {
 			continue
 		}
-		if exists && string(item.(*unstructured.Unstructured).GetUID()) == ref.UID {
-			continue
-		}
 		gone := &unstructured.Unstructured{Object: map[string]any{"apiVersion": ref.APIVersion, "kind": ref.Kind,
 			"metadata": map[string]any{"name": ref.Name, "namespace": ref.Namespace, "uid": ref.UID}}}
-		p.enqueueDeleted(ik, gone)
+		if exists && string(item.(*unstructured.Unstructured).GetUID()) == ref.UID && !p.skipped(ik, gone) {
+			continue
+		}
+		p.tombstone(ik, gone)
 		missed++
 	}
 	if missed > 0 {
@@ -369,9 +375,14 @@ func relevantUpdate(family Family, oldObj, newObj any) bool {
 		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
 }
 
+// skipped reports whether obj, of the family ik watches, is in a namespace whose workloads are not published.
+func (p *ControlPlaneProducer) skipped(ik informerKey, u *unstructured.Unstructured) bool {
+	return ik.family == WorkloadFamily.Name && p.SkippedNamespaces != nil && p.SkippedNamespaces.MatchString(u.GetNamespace())
+}
+
 func (p *ControlPlaneProducer) enqueue(ik informerKey, obj any) {
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	if !ok || p.skipped(ik, u) {
 		return
 	}
 	key := objectKey{informerKey: ik, namespace: u.GetNamespace(), name: u.GetName()}
@@ -390,9 +401,14 @@ func (p *ControlPlaneProducer) enqueueDeleted(ik informerKey, obj any) {
 		obj = tomb.Obj
 	}
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
+	if !ok || p.skipped(ik, u) {
 		return
 	}
+	p.tombstone(ik, u)
+}
+
+// tombstone queues the deletion of u.
+func (p *ControlPlaneProducer) tombstone(ik informerKey, u *unstructured.Unstructured) {
 	key := objectKey{informerKey: ik, namespace: u.GetNamespace(), name: u.GetName()}
 	p.mu.Lock()
 	p.tombstones[key] = schemas.RefOf(u.Object)
@@ -437,6 +453,10 @@ func (p *ControlPlaneProducer) publish(ctx context.Context, key objectKey) error
 		return fmt.Errorf("read informer cache: %w", err)
 	}
 	family := w.family
+	if exists && p.skipped(key.informerKey, item.(*unstructured.Unstructured)) {
+		// A workload the streams hold from before its namespace was skipped goes as if deleted.
+		exists = false
+	}
 	if exists {
 		u := item.(*unstructured.Unstructured)
 		if deleted && tomb.UID != string(u.GetUID()) {

@@ -153,3 +153,61 @@ func TestControlPlaneProducerPublishesDeletionsMadeWhileItWasDown(t *testing.T) 
 		}
 	}
 }
+
+// TestControlPlaneProducerSkipsNamespaces: workloads in a skipped namespace (the control plane's own) are not
+// published, one the streams hold from before its namespace was skipped is published deleted, and the other
+// namespaces' workloads are published as ever.
+func TestControlPlaneProducerSkipsNamespaces(t *testing.T) {
+	b := newBench(t)
+	ctx := t.Context()
+	const skippedNS, ns = "kube-skipped", "team-skip"
+	b.namespace(skippedNS)
+	b.namespace(ns)
+	create := func(namespace, name string) *corev1.ConfigMap {
+		t.Helper()
+		cm, err := b.clients.Core.CoreV1().ConfigMaps(namespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cm
+	}
+	ref := func(cm *corev1.ConfigMap) schemas.ObjectRef {
+		return schemas.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name, UID: string(cm.UID)}
+	}
+	earlier := create(skippedNS, "earlier")
+	// What a producer that did not skip the namespace published.
+	b.publishToState(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(ref(earlier)), "earlier", &schemas.ObjectChanged{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": earlier.Name, "namespace": skippedNS,
+			"uid": string(earlier.UID), "resourceVersion": earlier.ResourceVersion}}})
+
+	skipped, err := pipeline.SkippedNamespaces([]string{"kube-.*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Known: pipeline.KnownObjects(b.js), SkippedNamespaces: skipped}
+	p.AddKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, producers.WorkloadFamily)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("producer ended with %v", err)
+		}
+	}()
+	later := create(skippedNS, "later")
+	placed := create(ns, "placed")
+	eventually(t, "the workload of an unskipped namespace published", func() bool {
+		_, ok := b.last(schemas.WorkloadSubject(ref(placed)))
+		return ok
+	})
+	eventually(t, "the workload held from before its namespace was skipped published deleted", func() bool {
+		last, ok := b.last(schemas.WorkloadSubject(ref(earlier)))
+		return ok && last.eventType == schemas.TypeWorkloadDeleted
+	})
+	if msgs := b.messages(schemas.WorkloadSubject(ref(later))); len(msgs) != 0 {
+		t.Errorf("a workload of the skipped namespace was published: %+v", msgs)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -203,7 +204,7 @@ func newRunCommand() *cobra.Command {
 	var bf busFlags
 	var pf placerFlags
 	var controlPlane string
-	var clusterFlags, watch []string
+	var clusterFlags, watch, skip []string
 	installCRDs := true
 	cmd := &cobra.Command{
 		Use:   "run [--control-plane KUBECONFIG] [--cluster NAME=KUBECONFIG...]",
@@ -223,6 +224,10 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 				return err
 			}
 			kinds, err := parseKinds(watch)
+			if err != nil {
+				return err
+			}
+			skipped, err := skippedNamespaces(skip)
 			if err != nil {
 				return err
 			}
@@ -251,7 +256,7 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 			defer b.Close()
 			slog.Info("fleetflow running", "nats", b.URL)
 			pf.tuneGC()
-			all := &pipeline.AllInOne{ControlPlane: cp, Kinds: kinds, Placer: pf.config()}
+			all := &pipeline.AllInOne{ControlPlane: cp, Kinds: kinds, Placer: pf.config(), SkippedNamespaces: skipped}
 			return all.Run(ctx, b, slog.Default())
 		},
 	}
@@ -261,13 +266,33 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 	cmd.Flags().BoolVar(&installCRDs, "install-crds", true, "apply fleetflow's CRDs to the control plane at start (the Helm chart installs them itself)")
 	cmd.Flags().StringArrayVar(&clusterFlags, "cluster", nil, "register a workload cluster as NAME=KUBECONFIG (repeatable)")
 	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds to place, as group/version/Kind (built-in RI kinds and kinds named by policies or RIs are watched anyway)")
+	registerSkipNamespaces(cmd, &skip)
 	return cmd
+}
+
+// registerSkipNamespaces adds --skip-namespaces to a command that runs the control-plane producer.
+func registerSkipNamespaces(cmd *cobra.Command, skip *[]string) {
+	cmd.Flags().StringSliceVar(skip, "skip-namespaces", pipeline.DefaultSkippedNamespaces,
+		"control-plane namespaces whose workloads fleetflow leaves alone (never placed nor annotated), as regular expressions matching whole names; \"\" for none")
+}
+
+// skippedNamespaces compiles --skip-namespaces; nil patterns skip nothing.
+func skippedNamespaces(patterns []string) (*regexp.Regexp, error) {
+	re, err := pipeline.SkippedNamespaces(patterns)
+	if err != nil {
+		return nil, fmt.Errorf("--skip-namespaces: %w", err)
+	}
+	if re == nil {
+		// A matcher that matches nothing: a nil one would mean the default namespaces to AllInOne.
+		return regexp.MustCompile(`a^`), nil
+	}
+	return re, nil
 }
 
 func newProducerCommand() *cobra.Command {
 	var bf busFlags
 	var controlPlane, cluster string
-	var watch []string
+	var watch, skip []string
 	var heartbeat time.Duration
 	cmd := &cobra.Command{
 		Use:   "producer [--control-plane KUBECONFIG | --cluster NAME=KUBECONFIG]",
@@ -290,6 +315,10 @@ func newProducerCommand() *cobra.Command {
 				return err
 			}
 			kinds = append(builtin, kinds...)
+			skipped, err := skippedNamespaces(skip)
+			if err != nil {
+				return err
+			}
 			// Flags are checked and clients built before the bus opens, so a mistake starts no server.
 			var name string
 			var clients *kube.Clients
@@ -307,7 +336,7 @@ func newProducerCommand() *cobra.Command {
 			}
 			defer b.Close()
 			if cluster == "" {
-				return pipeline.RunProducer(ctx, b, clients, kinds, slog.Default())
+				return pipeline.RunProducer(ctx, b, clients, kinds, skipped, slog.Default())
 			}
 			return pipeline.RunClusterProducer(ctx, b, name, clients, kinds, heartbeat, slog.Default())
 		},
@@ -316,6 +345,7 @@ func newProducerCommand() *cobra.Command {
 	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver (default, without --cluster: the pod's service account)")
 	cmd.Flags().StringVar(&cluster, "cluster", "", "a workload cluster as NAME=KUBECONFIG")
 	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds, as group/version/Kind")
+	registerSkipNamespaces(cmd, &skip)
 	cmd.Flags().DurationVar(&heartbeat, "heartbeat", producers.DefaultHeartbeat,
 		"interval between a cluster's heartbeats; keep it well under the placer's --heartbeat-timeout (a fifth or less)")
 	return cmd

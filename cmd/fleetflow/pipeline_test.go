@@ -41,6 +41,10 @@ func TestPipelineCommandsRefuseBadFlags(t *testing.T) {
 			`cluster name "c>"`},
 		{"cluster name that is no DNS label, applier", newApplierCommand, []string{"--cluster", "East_1=DATA/kubeconfig", "--data-dir", "DATA"},
 			`cluster name "East_1"`},
+		{"run skipping namespaces by a broken pattern", newRunCommand, []string{"--skip-namespaces", "kube-.*,team-[", "--data-dir", "DATA"},
+			`--skip-namespaces: namespace pattern "team-["`},
+		{"producer skipping namespaces by a broken pattern", newProducerCommand, []string{"--skip-namespaces", "(", "--data-dir", "DATA"},
+			`--skip-namespaces: namespace pattern "("`},
 		{"run with a negative reservation TTL", newRunCommand, []string{"--reservation-ttl", "-5m", "--data-dir", "DATA"},
 			"--reservation-ttl -5m0s: must be positive"},
 	}

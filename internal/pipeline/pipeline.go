@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -120,9 +122,10 @@ func (b *Bus) Close() {
 
 // RunProducer publishes control-plane changes until ctx is done: namespaces, clusters, policies, RIs,
 // and workloads of the given kinds, of every built-in RI's kind, and of every kind a policy or an RI names.
-func RunProducer(ctx context.Context, b *Bus, controlPlane *kube.Clients, kinds []schema.GroupVersionKind, log *slog.Logger) error {
+func RunProducer(ctx context.Context, b *Bus, controlPlane *kube.Clients, kinds []schema.GroupVersionKind, skipped *regexp.Regexp,
+	log *slog.Logger) error {
 	p := &producers.ControlPlaneProducer{Clients: controlPlane, Publisher: b.Publisher, Log: log.With("component", "producer"),
-		Known: KnownObjects(b.JetStream)}
+		Known: KnownObjects(b.JetStream), SkippedNamespaces: skipped}
 	p.AddKind(producers.NamespaceKind, producers.NamespaceFamily)
 	p.AddKind(producers.ClusterKind, producers.ClusterFamily)
 	p.AddKind(producers.SchedulePolicyKind, producers.PolicyFamily)
@@ -131,6 +134,30 @@ func RunProducer(ctx context.Context, b *Bus, controlPlane *kube.Clients, kinds 
 		p.AddKind(gvk, producers.WorkloadFamily)
 	}
 	return p.Run(ctx)
+}
+
+// DefaultSkippedNamespaces are the control-plane namespaces whose workloads fleetflow leaves alone unless told
+// otherwise: Kubernetes' own and fleetflow's, whose Deployments are the control plane's, not the fleet's.
+var DefaultSkippedNamespaces = []string{"kube-.*", SystemNamespace}
+
+// SkippedNamespaces compiles namespace patterns (regular expressions, each matching a whole name) into one
+// matcher; nil when there are none.
+func SkippedNamespaces(patterns []string) (*regexp.Regexp, error) {
+	var parts []string
+	for _, p := range patterns {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		if _, err := regexp.Compile(p); err != nil {
+			return nil, fmt.Errorf("namespace pattern %q: %w", p, err)
+		}
+		parts = append(parts, "(?:"+p+")")
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	return regexp.Compile("^(?:" + strings.Join(parts, "|") + ")$")
 }
 
 // KnownObjects returns the objects whose last event in the state stream, on the subjects filter selects, is a
@@ -609,6 +636,9 @@ type AllInOne struct {
 	Placer consumers.PlacerConfig
 	// NoPlacer leaves the placer out, for a placer that runs elsewhere.
 	NoPlacer bool
+	// SkippedNamespaces match the control-plane namespaces whose workloads are left alone (RunProducer); nil
+	// means DefaultSkippedNamespaces.
+	SkippedNamespaces *regexp.Regexp
 }
 
 // Run runs every part on b until ctx is done or one of them fails.
@@ -628,7 +658,13 @@ func (a *AllInOne) Run(ctx context.Context, b *Bus, log *slog.Logger) error {
 			}
 		})
 	}
-	start("producer", func() error { return RunProducer(ctx, b, a.ControlPlane, kinds, log) })
+	skipped := a.SkippedNamespaces
+	if skipped == nil {
+		if skipped, err = SkippedNamespaces(DefaultSkippedNamespaces); err != nil {
+			return err
+		}
+	}
+	start("producer", func() error { return RunProducer(ctx, b, a.ControlPlane, kinds, skipped, log) })
 	if !a.NoPlacer {
 		start("placer", func() error { return RunPlacer(ctx, b, a.Placer, log) })
 	}
