@@ -46,8 +46,12 @@ func (p *Placer) process(id string, touched *touchedSet) error {
 	return nil
 }
 
-// reevaluate runs cycles for placed workloads and records the ones that move.
+// reevaluate runs cycles for placed workloads and records the ones that move. A workload whose copies all
+// finished (Completed or Failed) is left where it is: moved, a job that already ran would run again, and its
+// result would give way to a new copy's empty status. One that failed moves only by its policy's
+// rescheduleOnFailure, when it fails.
 func (p *Placer) reevaluate(ids []string, touched *touchedSet) error {
+	ids = slices.DeleteFunc(slices.Clone(ids), p.finishedEverywhere)
 	if len(ids) == 0 {
 		return nil
 	}
@@ -76,6 +80,25 @@ func (p *Placer) wake(ev scheduler.Event, touched *touchedSet) {
 	if err := p.reevaluate(widen, touched); err != nil {
 		p.log.Warn("widening placed workloads failed", "workloads", widen, "error", err)
 	}
+}
+
+// finishedEverywhere reports whether workload id is placed and its copy on every cluster it is placed on last
+// reported a finished phase.
+func (p *Placer) finishedEverywhere(id string) bool {
+	e := p.workloads[id]
+	if e == nil || len(e.finished) == 0 {
+		return false
+	}
+	wl := p.store.Snapshot().Workload(id)
+	if wl == nil || wl.Placement == nil || len(wl.Placement.Clusters) == 0 {
+		return false
+	}
+	for _, c := range wl.Placement.Clusters {
+		if !e.finished[c] {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *Placer) record(d *structs.Decision, touched *touchedSet) {

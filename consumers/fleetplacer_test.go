@@ -1208,3 +1208,32 @@ func TestGrownWorkloadCountsItsOwnPodsAsRoom(t *testing.T) {
 		})
 	}
 }
+
+// A workload whose copy finished stays where it ran when a policy change would move it: moved, a job that
+// already ran would run again, and its result would give way to the new copy's empty status.
+func TestFinishedWorkloadIsNotMoved(t *testing.T) {
+	failed := map[string]any{"conditions": []any{map[string]any{"type": "Progressing", "status": "False",
+		"reason": "ProgressDeadlineExceeded"}}}
+	tests := []struct {
+		name   string
+		status map[string]any
+		want   []string
+	}{
+		{"running: moves", map[string]any{"replicas": int64(1)}, []string{"Apply west"}},
+		{"finished: stays", failed, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWest()
+			web, _ := f.placedWebOnEast()
+			f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+				&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Status: tt.status})
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			f.policy("any", map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"name": "west"}}})
+			if got := f.decisions(mark); !equal(got, tt.want) {
+				t.Errorf("decisions after the policy left east = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
