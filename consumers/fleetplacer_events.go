@@ -588,6 +588,19 @@ func (p *Placer) notePhase(e *workloadEntry, s *schemas.WorkloadStatus) (phase k
 	if !ok {
 		return "", false, nil
 	}
+	// A Divide's copy runs its cluster's share, and its status is judged against that share.
+	if share := e.published[s.Cluster]; share.action == schemas.ActionApply && share.replicas > 0 {
+		if wl := p.store.Snapshot().Workload(e.id); wl != nil {
+			for _, g := range wl.PodGroups {
+				if g.Scalable && len(g.ReplicasFieldPath) > 0 {
+					if err := unstructured.SetNestedField(withStatus, share.replicas, g.ReplicasFieldPath...); err != nil {
+						return "", false, fmt.Errorf("set %v of %s: %w", g.ReplicasFieldPath, e.ref, err)
+					}
+					break
+				}
+			}
+		}
+	}
 	withStatus["status"] = s.Status
 	if phase, err = ri.Phase(withStatus); err != nil {
 		return "", false, nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -432,6 +433,12 @@ func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceI
 		// The CRD has no status subresource (or the object is gone): the phase annotation still tells the story.
 		s.Log.Debug("workload kind has no status subresource; status not copied", "workload", p.Workload.Key(), "cluster", p.Cluster)
 		return obj, nil
+	case apierrors.IsInvalid(err):
+		// The control plane's schema refuses the cluster's status (its CRD differs, or the status breaks a rule
+		// of the kind): the verdict and phase annotations are still shown, which a failed write would take along.
+		s.Log.Warn("the control plane refuses the workload's status from its cluster; status not copied",
+			"workload", p.Workload.Key(), "cluster", p.Cluster, "error", err)
+		return obj, nil
 	case err != nil:
 		return nil, classify(fmt.Errorf("copy status of %s from %s: %w", p.Workload, p.Cluster, err))
 	default:
@@ -439,14 +446,39 @@ func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceI
 	}
 }
 
+// clusterReplicas renders a Divide verdict's shares as AnnotationClusterReplicas; "" when it has none.
+func clusterReplicas(v *schemas.PlacementVerdict) string {
+	if len(v.Replicas) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(v.Clusters))
+	for _, c := range v.Clusters {
+		if n, ok := v.Replicas[c]; ok {
+			parts = append(parts, c+"="+strconv.Itoa(int(n)))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// shownShare is cluster's share of obj's replicas as AnnotationClusterReplicas shows it, 0 when none is shown.
+func shownShare(obj *unstructured.Unstructured, cluster string) int64 {
+	for part := range strings.SplitSeq(obj.GetAnnotations()[schemas.AnnotationClusterReplicas], ",") {
+		if name, n, ok := strings.Cut(part, "="); ok && name == cluster {
+			share, err := strconv.ParseInt(n, 10, 64)
+			if err == nil && share > 0 {
+				return share
+			}
+		}
+	}
+	return 0
+}
+
 // phaseOf maps p's status through obj's RI (Undefined without one), and warns when the workload newly failed.
+// A status from a cluster that runs a Divide share is mapped against that share, as the copy there has it: a
+// rule comparing ready replicas with spec.replicas would otherwise never see the copy ready.
 func (s *StatusWriter) phaseOf(obj *unstructured.Unstructured, p *schemas.WorkloadStatus) karta.Phase {
 	withStatus := obj.DeepCopy()
-	if p.Status != nil {
-		withStatus.Object["status"] = p.Status
-	} else {
-		delete(withStatus.Object, "status")
-	}
+	delete(withStatus.Object, "status")
 	s.mu.RLock()
 	ri, ok := s.ris.Lookup(withStatus.GroupVersionKind())
 	s.mu.RUnlock()
@@ -454,6 +486,14 @@ func (s *StatusWriter) phaseOf(obj *unstructured.Unstructured, p *schemas.Worklo
 		return karta.PhaseUndefined
 	}
 	log := s.Log.With("workload", p.Workload.Key(), "cluster", p.Cluster, "ri", ri.Name)
+	if share := shownShare(obj, p.Cluster); share > 0 {
+		if err := withShare(ri, withStatus.Object, share); err != nil {
+			log.Warn("cannot read the cluster's share of replicas; its status is mapped against the whole workload", "error", err)
+		}
+	}
+	if p.Status != nil {
+		withStatus.Object["status"] = p.Status
+	}
 	phase, err := ri.Phase(withStatus.Object)
 	if err != nil {
 		log.Warn("status mapping failed", "error", err)
@@ -463,6 +503,20 @@ func (s *StatusWriter) phaseOf(obj *unstructured.Unstructured, p *schemas.Worklo
 		log.Warn("workload failed in its cluster")
 	}
 	return phase
+}
+
+// withShare sets, in obj, the replicas of the first component ri can divide to share, as a Divide's copy has it.
+func withShare(ri *karta.Compiled, obj map[string]any, share int64) error {
+	analysis, err := ri.Analyze(obj)
+	if err != nil {
+		return err
+	}
+	for _, c := range analysis.Components {
+		if c.Scalable && len(c.ReplicasFieldPath) > 0 {
+			return unstructured.SetNestedField(obj, share, c.ReplicasFieldPath...)
+		}
+	}
+	return fmt.Errorf("%s: no component has a plain replicas path", ri.Name)
 }
 
 // annotateVerdict shows a verdict on the workload, unless the workload already shows a newer one: verdicts
@@ -491,6 +545,7 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 	}
 	if p.Status == schemas.VerdictPlaced {
 		annotations[schemas.AnnotationCluster] = strings.Join(p.Clusters, ",")
+		annotations[schemas.AnnotationClusterReplicas] = nilIfEmpty(clusterReplicas(p))
 	}
 	// For a placed workload the reasons say why the other clusters were passed over.
 	var lines []string

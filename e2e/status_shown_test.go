@@ -267,3 +267,76 @@ func TestStatusInAVersionTheControlPlaneDoesNotServe(t *testing.T) {
 		return active == 3
 	})
 }
+
+// TestDivideShareJudgesEachClustersPhase: a workload a Divide spread splits shows each cluster's share of its
+// replicas, and each copy's status is judged against that share, as the copy has it: a cluster running all 6
+// of its 6 replicas is Running, though the whole Deployment asks for 10.
+func TestDivideShareJudgesEachClustersPhase(t *testing.T) {
+	e := newEnv(t)
+	ref, epoch, seq := shownDeployment(t, e, "team-share")
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "divided", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 1000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "divide",
+		Clusters: []string{"cluster-a", "cluster-b"}, Replicas: map[string]int32{"cluster-a": 6, "cluster-b": 4}})
+	for cluster, ready := range map[string][2]int64{"cluster-a": {6, 6}, "cluster-b": {4, 2}} {
+		publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(cluster, ref), "share-"+cluster,
+			&schemas.WorkloadStatus{Cluster: cluster, Workload: ref, Status: map[string]any{"replicas": ready[0], "readyReplicas": ready[1]}})
+	}
+	var a map[string]string
+	e2eenv.Eventually(t, e2eenv.Settle, "each cluster's phase judged against its share", func() bool {
+		a = e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name).GetAnnotations()
+		return a[schemas.AnnotationClusterPhases] == "cluster-a=Running,cluster-b=Initializing"
+	})
+	if got := a[schemas.AnnotationClusterReplicas]; got != "cluster-a=6,cluster-b=4" {
+		t.Errorf("%s = %q, want cluster-a=6,cluster-b=4", schemas.AnnotationClusterReplicas, got)
+	}
+}
+
+// TestStatusTheControlPlaneRefusesLeavesTheVerdictShown: a status the control plane's schema refuses (here one
+// breaking a Deployment's rule, readyReplicas above replicas) is not copied, but the verdict that shows the
+// workload placed, and its phase, still are.
+func TestStatusTheControlPlaneRefusesLeavesTheVerdictShown(t *testing.T) {
+	e := newEnv(t)
+	ref, epoch, seq := shownDeployment(t, e, "team-refused")
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "refused-status",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: map[string]any{"replicas": int64(1), "readyReplicas": int64(3)}})
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "placed-on-a", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 1000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "pin", Clusters: []string{"cluster-a"}})
+	e2eenv.Eventually(t, e2eenv.Settle, "the verdict shown", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name).GetAnnotations()
+		return a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced) && a[schemas.AnnotationCluster] == "cluster-a" &&
+			a[schemas.AnnotationPhase] != ""
+	})
+	if status, _, _ := unstructured.NestedMap(e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name).Object, "status"); len(status) != 0 {
+		t.Errorf("the refused status was shown: %v", status)
+	}
+}
+
+var deploymentKind = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+
+// shownDeployment submits a Deployment of 10 replicas, which no policy of the package selects, and returns it
+// once its NoPolicy verdict is shown, with that verdict's epoch and sequence for a test's own verdicts to follow.
+func shownDeployment(t *testing.T, e *e2eenv.Env, ns string) (schemas.ObjectRef, string, uint64) {
+	t.Helper()
+	if err := e.ControlPlane.EnsureNamespace(t.Context(), ns, e2eenv.FieldManager, nil); err != nil {
+		t.Fatal(err)
+	}
+	deployment := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": ns},
+		"spec": map[string]any{"replicas": int64(10), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
+				"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "example.com/web:1"}}}}}}}
+	if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, deployment); err != nil {
+		t.Fatal(err)
+	}
+	var shown string
+	e2eenv.Eventually(t, e2eenv.Settle, "the placer's verdict on the Deployment shown", func() bool {
+		shown = e2eenv.Get(t, e.ControlPlane, deploymentKind, ns, "web").GetAnnotations()[schemas.AnnotationVerdictSequence]
+		return shown != ""
+	})
+	epoch, seqText, _ := strings.Cut(shown, "/")
+	seq, err := strconv.ParseUint(seqText, 10, 64)
+	if err != nil {
+		t.Fatalf("verdict sequence %q: %v", shown, err)
+	}
+	return schemas.RefOf(e2eenv.Get(t, e.ControlPlane, deploymentKind, ns, "web").Object), epoch, seq
+}

@@ -17,6 +17,9 @@ const (
 	// AnnotationClusterPhases is, for a workload spread over several clusters, each one's phase:
 	// "cluster-a=Running,cluster-b=Initializing", in the order of AnnotationCluster.
 	AnnotationClusterPhases = AnnotationPrefix + "cluster-phases"
+	// AnnotationClusterReplicas is, for a workload a Divide spread splits, each cluster's share of its replicas:
+	// "cluster-a=5,cluster-b=3", in the order of AnnotationCluster.
+	AnnotationClusterReplicas = AnnotationPrefix + "cluster-replicas"
 	// AnnotationPlacement is the latest verdict: Placed, Unschedulable, NoPolicy or Invalid.
 	AnnotationPlacement = AnnotationPrefix + "placement"
 	// AnnotationPolicy is the SchedulePolicy that governs the workload.
