@@ -97,7 +97,13 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 				schemas.AnnotationPlacementError: fmt.Sprintf("%s on %s: %s", f.Action, f.Cluster, f.Error),
 			})
 		}
-		return s.clearPlacementError(ctx, p.(*schemas.PlacementApplied))
+		applied := p.(*schemas.PlacementApplied)
+		if applied.Action == schemas.ActionDelete {
+			if err := s.forgetDeletedCopy(ctx, applied); err != nil {
+				return err
+			}
+		}
+		return s.clearPlacementError(ctx, applied)
 	case *schemas.ObjectChanged:
 		if d.Event.Type() == schemas.TypeResourceInterfaceChanged {
 			compiled, err := s.upsertRI(p)
@@ -578,6 +584,36 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 		}
 	}
 	return s.annotateObject(ctx, client, obj, p.Workload, annotations)
+}
+
+// forgetDeletedCopy stops showing a cluster whose copy was deleted, when no Placed verdict shows it: a workload
+// that turned Unschedulable keeps showing where it still runs, until its copy there goes (its Cluster was
+// deleted, say). With no cluster left, its phase and status, which told of that copy, go too.
+func (s *StatusWriter) forgetDeletedCopy(ctx context.Context, p *schemas.PlacementApplied) error {
+	return s.withCurrent(ctx, p.Workload, func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+		a := obj.GetAnnotations()
+		if a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced) || a[schemas.AnnotationCluster] == "" {
+			return nil
+		}
+		shown := strings.Split(a[schemas.AnnotationCluster], ",")
+		if !slices.Contains(shown, p.Cluster) {
+			return nil
+		}
+		left := slices.DeleteFunc(shown, func(c string) bool { return c == p.Cluster })
+		annotations := map[string]any{schemas.AnnotationCluster: nilIfEmpty(strings.Join(left, ","))}
+		if len(left) == 0 {
+			annotations[schemas.AnnotationPhase] = nil
+			annotations[schemas.AnnotationClusterPhases] = nil
+			annotations[schemas.AnnotationClusterReplicas] = nil
+			if current, _ := obj.Object["status"].(map[string]any); len(current) > 0 {
+				var err error
+				if obj, err = s.writeStatus(ctx, client, obj, &schemas.WorkloadStatus{Cluster: p.Cluster, Workload: p.Workload}); err != nil {
+					return err
+				}
+			}
+		}
+		return s.annotateObject(ctx, client, obj, p.Workload, annotations)
+	})
 }
 
 // clearPlacementError removes the placement error shown once the cluster it names carried out a decision: a

@@ -340,3 +340,31 @@ func shownDeployment(t *testing.T, e *e2eenv.Env, ns string) (schemas.ObjectRef,
 	}
 	return schemas.RefOf(e2eenv.Get(t, e.ControlPlane, deploymentKind, ns, "web").Object), epoch, seq
 }
+
+// TestUnschedulableWorkloadStopsShowingACopyThatWent: a workload that turned Unschedulable keeps showing the
+// cluster its copy still runs on, with that copy's phase and status, until the copy is deleted there (its
+// Cluster left the fleet, say); then none of them is shown any more.
+func TestUnschedulableWorkloadStopsShowingACopyThatWent(t *testing.T) {
+	e := newEnv(t)
+	ref, epoch, seq := placedJob(t, e, "team-went")
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "went-running",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: workerStatus(map[string]any{"active": int64(1)}, "Running")})
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "went-unschedulable", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 1000, Epoch: epoch, Status: schemas.VerdictUnschedulable, Policy: "a-then-b",
+		Reasons: map[string]string{"cluster-b": "does not fit"}})
+	e2eenv.Eventually(t, e2eenv.Settle, "Unschedulable, still shown on cluster-a where it runs", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, ref.Namespace, ref.Name).GetAnnotations()
+		return a[schemas.AnnotationPlacement] == string(schemas.VerdictUnschedulable) && a[schemas.AnnotationCluster] == "cluster-a" &&
+			a[schemas.AnnotationPhase] == "Running"
+	})
+	publishDelivery(t, e, schemas.TypePlacementApplied, schemas.PlacementSubject("cluster-a", ref), "went-deleted", &schemas.PlacementApplied{
+		DecisionID: "went/Delete/cluster-a", Workload: ref, Cluster: "cluster-a", Action: schemas.ActionDelete, Sequence: seq + 1001})
+	e2eenv.Eventually(t, e2eenv.Settle, "no cluster, phase or status shown once the copy went", func() bool {
+		obj := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, ref.Namespace, ref.Name)
+		a := obj.GetAnnotations()
+		status, _, _ := unstructured.NestedMap(obj.Object, "status")
+		_, hasCluster := a[schemas.AnnotationCluster]
+		_, hasPhase := a[schemas.AnnotationPhase]
+		return !hasCluster && !hasPhase && len(status) == 0 && a[schemas.AnnotationPlacement] == string(schemas.VerdictUnschedulable)
+	})
+}
