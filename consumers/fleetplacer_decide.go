@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"strconv"
 
 	"github.com/cespare/xxhash/v2"
@@ -132,6 +133,13 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 				held[id] = &heldVerdict{v: v, key: key}
 			}
 			continue
+		}
+		note, err := p.stillRunning(e)
+		if err != nil {
+			return err
+		}
+		if note != "" {
+			v.Message = strings.TrimPrefix(v.Message+"; "+note, "; ")
 		}
 		if err := p.publishVerdict(ctx, e, v); err != nil {
 			return err
@@ -303,6 +311,38 @@ func (e *workloadEntry) setAnalysis(a *karta.Analysis, analysisErr string) {
 		}
 	}
 	e.verdictAnalysis, e.verdictAnalysisKey = out, analysisKey(out)
+}
+
+// stillRunning says where a workload no cluster takes now still runs, and whether that copy is of an earlier
+// version, which stays until a cluster fits this one: "" when it runs nowhere. Without it, a user whose edit
+// made a running workload Unschedulable would not know the edit is not carried out.
+func (p *Placer) stillRunning(e *workloadEntry) (string, error) {
+	if e.deleted || e.objectJSON == nil {
+		return "", nil
+	}
+	var clusters []string
+	earlier := false
+	for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
+		prev := e.published[cluster]
+		if prev.action != schemas.ActionApply || !p.clusterRegistered(cluster) {
+			continue
+		}
+		clusters = append(clusters, cluster)
+		same, err := e.appliedNow(&prev)
+		if err != nil {
+			return "", err
+		}
+		e.published[cluster] = prev
+		earlier = earlier || !same
+	}
+	if len(clusters) == 0 {
+		return "", nil
+	}
+	note := "the copy on " + strings.Join(clusters, ", ") + " keeps running"
+	if earlier {
+		note += " the version applied before; this version is applied once a cluster fits it"
+	}
+	return note, nil
 }
 
 // publishDecisions makes the published decisions of one workload match its placement in the store: an

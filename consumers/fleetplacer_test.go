@@ -1237,3 +1237,24 @@ func TestFinishedWorkloadIsNotMoved(t *testing.T) {
 		})
 	}
 }
+
+// A verdict that no cluster takes a running workload says where it still runs, and whether that copy is of an
+// earlier version: an edit that made the workload Unschedulable is not carried out until a cluster fits it.
+func TestUnschedulableVerdictSaysWhatStillRuns(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	f.placedWebOnEast()
+	grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
+		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
+	})
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
+	verdicts := f.pub.ofType(schemas.TypePlacementVerdict)
+	if len(verdicts) == 0 {
+		t.Fatal("no verdict for the grown workload")
+	}
+	v := verdicts[len(verdicts)-1].payload(t).(*schemas.PlacementVerdict)
+	if want := "the copy on east keeps running the version applied before"; v.Status != schemas.VerdictUnschedulable ||
+		!strings.Contains(v.Message, want) {
+		t.Errorf("verdict %s %q, want Unschedulable saying %q", v.Status, v.Message, want)
+	}
+}
