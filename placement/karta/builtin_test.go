@@ -72,7 +72,7 @@ func TestBuiltinsCoverRequiredKinds(t *testing.T) {
 		"kubeflow.org/v1/MPIJob", "kubeflow.org/v2beta1/MPIJob", "jobset.x-k8s.io/v1alpha2/JobSet",
 		"leaderworkerset.x-k8s.io/v1/LeaderWorkerSet", "serving.kserve.io/v1beta1/InferenceService",
 		"nvidia.com/v1alpha1/DynamoGraphDeployment", "apps.nvidia.com/v1alpha1/NIMService",
-		"milvus.io/v1beta1/Milvus", "apps/v1/Deployment", "apps/v1/StatefulSet",
+		"milvus.io/v1beta1/Milvus", "apps/v1/Deployment", "apps/v1/StatefulSet", "batch/v1/Job",
 	} {
 		i := len(gvk) - 1
 		for gvk[i] != '/' {

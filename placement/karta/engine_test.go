@@ -126,6 +126,48 @@ spec:
     Worker: {replicas: 2, resources: {requests: {cpu: "4"}, limits: {gpu: "2"}},
              extraPodSpec: {mainContainer: {image: img, resources: {requests: {cpu: "1"}, limits: {ephemeral-storage: 10Gi}}}}}
 `, 2, map[string]string{"cpu": "8", "nvidia.com/gpu": "4", "ephemeral-storage": "20Gi"}},
+		{"dynamographdeployment init and sidecar containers of extraPodSpec", `
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: dgd}
+spec:
+  services:
+    # a pod needs max(init 8 CPU / 64Gi, main 10 CPU / 40Gi + sidecar 2 CPU / 4Gi) plus its overhead
+    Worker:
+      replicas: 2
+      resources: {limits: {gpu: "2"}}
+      extraPodSpec:
+        overhead: {cpu: 500m}
+        initContainers: [{name: download, image: dl, resources: {requests: {cpu: "8", memory: 64Gi}}}]
+        containers: [{name: sidecar, image: proxy, resources: {requests: {cpu: "2", memory: 4Gi}}}]
+        mainContainer: {image: dynamo, resources: {requests: {cpu: "10", memory: 40Gi}}}
+`, 2, map[string]string{"cpu": "25", "memory": "128Gi", "nvidia.com/gpu": "4"}},
+		{"job runs min(parallelism, completions) pods at once", `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: job}
+spec:
+  parallelism: 4
+  completions: 3
+  template: {spec: {restartPolicy: Never, containers: [{name: c, resources: {limits: {nvidia.com/gpu: "1"}}}]}}
+`, 3, map[string]string{"nvidia.com/gpu": "3"}},
+		{"job without parallelism", `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: job}
+spec:
+  completions: 5
+  template: {spec: {restartPolicy: Never, containers: [{name: c, resources: {requests: {cpu: "2"}}}]}}
+`, 1, map[string]string{"cpu": "2"}},
+		{"suspended job", `
+apiVersion: batch/v1
+kind: Job
+metadata: {name: job}
+spec:
+  suspend: true
+  parallelism: 4
+  template: {spec: {restartPolicy: Never, containers: [{name: c, resources: {requests: {cpu: "2"}}}]}}
+`, 0, map[string]string{}},
 		{"nimservice autoscaled multi-node", `
 apiVersion: apps.nvidia.com/v1alpha1
 kind: NIMService
@@ -465,6 +507,18 @@ apiVersion: apps/v1
 kind: Deployment
 spec: {replicas: 2}
 status: {readyReplicas: 2}`, PhaseRunning},
+		{"job complete", `
+apiVersion: batch/v1
+kind: Job
+status: {succeeded: 3, conditions: [{type: SuccessCriteriaMet, status: "True"}, {type: Complete, status: "True"}]}`, PhaseCompleted},
+		{"job failed", `
+apiVersion: batch/v1
+kind: Job
+status: {failed: 7, conditions: [{type: FailureTarget, status: "True"}, {type: Failed, status: "True"}]}`, PhaseFailed},
+		{"job running", `
+apiVersion: batch/v1
+kind: Job
+status: {active: 2, succeeded: 1}`, PhaseRunning},
 		{"deployment progress deadline by reason", `
 apiVersion: apps/v1
 kind: Deployment
