@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"strconv"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
