@@ -536,6 +536,12 @@ func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.Placement
 
 func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
 	p *schemas.PlacementVerdict) error {
+	if _, shown := obj.GetAnnotations()[schemas.AnnotationPlacement]; p.Status == schemas.VerdictNoPolicy && !shown {
+		// An object no policy selects, and never did, is not fleetflow's: it is left as it is (a Duplicate
+		// policy for some ConfigMaps would otherwise mark every ConfigMap of the control plane). The verdict is
+		// in the streams for the audit. One that was selected before shows that it no longer is.
+		return nil
+	}
 	place := streamPlace{epoch: p.Epoch, seq: p.Sequence}
 	if shown := obj.GetAnnotations()[schemas.AnnotationVerdictSequence]; place.before(shown) {
 		s.Log.Info("verdict older than the one shown; not shown", "workload", p.Workload.Key(),

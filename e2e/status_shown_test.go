@@ -313,15 +313,29 @@ func TestStatusTheControlPlaneRefusesLeavesTheVerdictShown(t *testing.T) {
 
 var deploymentKind = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
 
-// shownDeployment submits a Deployment of 10 replicas, which no policy of the package selects, and returns it
-// once its NoPolicy verdict is shown, with that verdict's epoch and sequence for a test's own verdicts to follow.
+// shownDeployment submits a Deployment of 10 replicas, which a policy of its own sends to no cluster, and returns
+// it once its Unschedulable verdict is shown, with that verdict's epoch and sequence for a test's own verdicts
+// to follow.
 func shownDeployment(t *testing.T, e *e2eenv.Env, ns string) (schemas.ObjectRef, string, uint64) {
 	t.Helper()
 	if err := e.ControlPlane.EnsureNamespace(t.Context(), ns, e2eenv.FieldManager, nil); err != nil {
 		t.Fatal(err)
 	}
+	policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
+		"metadata": map[string]any{"name": ns + "-nowhere"},
+		"spec": map[string]any{"resourceSelectors": map[string]any{
+			"kinds":          []any{map[string]any{"group": "apps", "kind": "Deployment"}},
+			"labelSelectors": []any{map[string]any{"matchLabels": map[string]any{"e2e-policy": ns + "-nowhere"}}}},
+			"clusterSelector": map[string]any{"matchLabels": map[string]any{"e2e-no-such-label": "x"}}}}}
+	if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, policy); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		policies := e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "schedulepolicies"})
+		_ = policies.Delete(context.Background(), policy.GetName(), metav1.DeleteOptions{})
+	})
 	deployment := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
-		"metadata": map[string]any{"name": "web", "namespace": ns},
+		"metadata": map[string]any{"name": "web", "namespace": ns, "labels": map[string]any{"e2e-policy": ns + "-nowhere"}},
 		"spec": map[string]any{"replicas": int64(10), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
 			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{"app": "web"}},
 				"spec": map[string]any{"containers": []any{map[string]any{"name": "web", "image": "example.com/web:1"}}}}}}}
@@ -330,8 +344,9 @@ func shownDeployment(t *testing.T, e *e2eenv.Env, ns string) (schemas.ObjectRef,
 	}
 	var shown string
 	e2eenv.Eventually(t, e2eenv.Settle, "the placer's verdict on the Deployment shown", func() bool {
-		shown = e2eenv.Get(t, e.ControlPlane, deploymentKind, ns, "web").GetAnnotations()[schemas.AnnotationVerdictSequence]
-		return shown != ""
+		a := e2eenv.Get(t, e.ControlPlane, deploymentKind, ns, "web").GetAnnotations()
+		shown = a[schemas.AnnotationVerdictSequence]
+		return a[schemas.AnnotationPlacement] == string(schemas.VerdictUnschedulable)
 	})
 	epoch, seqText, _ := strings.Cut(shown, "/")
 	seq, err := strconv.ParseUint(seqText, 10, 64)
@@ -367,4 +382,53 @@ func TestUnschedulableWorkloadStopsShowingACopyThatWent(t *testing.T) {
 		_, hasPhase := a[schemas.AnnotationPhase]
 		return !hasCluster && !hasPhase && len(status) == 0 && a[schemas.AnnotationPlacement] == string(schemas.VerdictUnschedulable)
 	})
+}
+
+// TestObjectNoPolicySelectsIsLeftAlone: an object of a workload kind that no policy selects, and never did (a
+// Deployment of the control plane's own), gets no fleetflow annotation; its NoPolicy verdict is in the
+// streams for the audit.
+func TestObjectNoPolicySelectsIsLeftAlone(t *testing.T) {
+	e := newEnv(t)
+	ref, _, _ := placedJob(t, e, "team-bystander")
+	bystander := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "settings", "namespace": "team-bystander"}, "data": map[string]any{"k": "v"}}}
+	if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, bystander); err != nil {
+		t.Fatal(err)
+	}
+	// A Duplicate policy for some ConfigMaps makes the placer watch and judge them all.
+	policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
+		"metadata": map[string]any{"name": "bystander-configmaps"},
+		"spec": map[string]any{"resourceSelectors": map[string]any{
+			"kinds":          []any{map[string]any{"kind": "ConfigMap"}},
+			"labelSelectors": []any{map[string]any{"matchLabels": map[string]any{"share": "yes"}}}},
+			"spreadConstraints": map[string]any{"spreadMode": "Duplicate"}}}}
+	if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, policy); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		policies := e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "schedulepolicies"})
+		_ = policies.Delete(context.Background(), policy.GetName(), metav1.DeleteOptions{})
+	})
+	configMapKind := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	bystanderRef := schemas.RefOf(e2eenv.Get(t, e.ControlPlane, configMapKind, "team-bystander", "settings").Object)
+	events, err := e.Bus.JetStream.Stream(t.Context(), schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the placer's NoPolicy verdict on the ConfigMap", func() bool {
+		_, err := events.GetLastMsgForSubject(t.Context(), schemas.VerdictSubject(bystanderRef))
+		return err == nil
+	})
+	// The status writer handles the events stream in order: once a report published after the verdict is
+	// shown, the verdict was handled.
+	publishDelivery(t, e, schemas.TypePlacementFailed, schemas.PlacementSubject("cluster-a", ref), "bystander-marker",
+		&schemas.PlacementFailed{DecisionID: "marker", Workload: ref, Cluster: "cluster-a", Action: schemas.ActionApply, Sequence: 1, Error: "marker"})
+	e2eenv.Eventually(t, e2eenv.Settle, "the report after the verdict shown", func() bool {
+		return e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-bystander", ref.Name).GetAnnotations()[schemas.AnnotationPlacementError] != ""
+	})
+	for key := range e2eenv.Get(t, e.ControlPlane, configMapKind, "team-bystander", "settings").GetAnnotations() {
+		if strings.HasPrefix(key, schemas.AnnotationPrefix) {
+			t.Errorf("the ConfigMap no policy selects carries %s", key)
+		}
+	}
 }
