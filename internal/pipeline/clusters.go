@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -207,9 +209,9 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	if current != nil {
 		m.stop(name)
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	cfg, err := restConfigOf(kubeconfig)
 	if err != nil {
-		m.cannotRun(ctx, log, name, "KubeconfigInvalid", "cannot reach cluster: kubeconfig does not parse",
+		m.cannotRun(ctx, log, name, "KubeconfigInvalid", "cannot reach cluster: kubeconfig is not usable",
 			fmt.Errorf("%s: %w", secretKeyOf(cluster), err))
 		return
 	}
@@ -250,6 +252,31 @@ func (m *ClusterManager) cannotRun(ctx context.Context, log *slog.Logger, name, 
 		log.Error(what+"; trying again at each resync", "error", err)
 		m.setJoined(ctx, log, name, metav1.ConditionFalse, reason, message+"; tried again at each resync")
 	}
+}
+
+// restConfigOf reads a kubeconfig, saying what is wrong with one that is not usable: client-go's own error for
+// an empty or context-less one talks of KUBERNETES_MASTER, which a Cluster's Secret has nothing to do with.
+func restConfigOf(kubeconfig []byte) (*rest.Config, error) {
+	cfg, err := clientcmd.Load(kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("does not parse: %w", err)
+	}
+	switch {
+	case len(cfg.Clusters) == 0:
+		return nil, errors.New("names no cluster")
+	case cfg.CurrentContext == "":
+		return nil, errors.New("has no current-context")
+	case cfg.Contexts[cfg.CurrentContext] == nil:
+		return nil, fmt.Errorf("current-context %q is not one of its contexts", cfg.CurrentContext)
+	case cfg.Clusters[cfg.Contexts[cfg.CurrentContext].Cluster] == nil:
+		return nil, fmt.Errorf("context %q names cluster %q, which it does not define", cfg.CurrentContext,
+			cfg.Contexts[cfg.CurrentContext].Cluster)
+	}
+	rc, err := clientcmd.NewDefaultClientConfig(*cfg, nil).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	return rc, nil
 }
 
 // secretKeyOf names where a Cluster's kubeconfig is read from, for messages.

@@ -30,3 +30,34 @@ func TestClusterManagerLogsEachReasonOnce(t *testing.T) {
 		t.Errorf("the new reason was logged %d times, want once:\n%s", got, logs.String())
 	}
 }
+
+// TestUnusableKubeconfigSaysWhatIsWrong: a Cluster's kubeconfig that parses but cannot be used is refused with
+// what it lacks, not with client-go's advice to set KUBERNETES_MASTER.
+func TestUnusableKubeconfigSaysWhatIsWrong(t *testing.T) {
+	const cluster = `clusters: [{name: east, cluster: {server: "https://east:6443"}}]
+`
+	tests := []struct {
+		name, kubeconfig, want string
+	}{
+		{"empty", ``, "names no cluster"},
+		{"garbage", `{[`, "does not parse"},
+		{"no current context", cluster + `contexts: [{name: east, context: {cluster: east}}]`, "has no current-context"},
+		{"unknown current context", cluster + `contexts: [{name: east, context: {cluster: east}}]
+current-context: west`, `current-context "west" is not one of its contexts`},
+		{"context naming no cluster", cluster + `contexts: [{name: east, context: {cluster: west}}]
+current-context: east`, `context "east" names cluster "west", which it does not define`},
+		{"usable", cluster + `contexts: [{name: east, context: {cluster: east}}]
+current-context: east`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := restConfigOf([]byte(tt.kubeconfig))
+			switch {
+			case tt.want == "" && (err != nil || cfg.Host != "https://east:6443"):
+				t.Errorf("got %v, %v; want the config of https://east:6443", cfg, err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want) || strings.Contains(err.Error(), "KUBERNETES_MASTER")):
+				t.Errorf("got %v, want an error saying %q", err, tt.want)
+			}
+		})
+	}
+}
