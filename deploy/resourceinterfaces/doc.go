@@ -5,9 +5,10 @@
 //
 // The files are Karta ResourceInterfaces with one documented extension, understood by our engine
 // only: fragmentedPodSpecDefinition.nodeSelectorPath and .tolerationsPath, because placement must
-// honour node constraints that frameworks such as NIMService, Dynamo and Milvus keep outside any pod
-// template. Everything else, including Dynamo's "gpu" resource key (rewritten to nvidia.com/gpu)
-// and the multi-host pod multipliers, is plain jq.
+// honour node constraints that a framework such as NIMService keeps outside any pod template. Dynamo's
+// and Milvus's component specs carry enough of a PodSpec that jq assembles one (podSpecPath), with their
+// init and sidecar containers. Everything else, including Dynamo's "gpu" resource key (rewritten to
+// nvidia.com/gpu) and the multi-host pod multipliers, is plain jq.
 package resourceinterfaces
 
 import "embed"

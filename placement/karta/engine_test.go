@@ -142,6 +142,21 @@ spec:
         containers: [{name: sidecar, image: proxy, resources: {requests: {cpu: "2", memory: 4Gi}}}]
         mainContainer: {image: dynamo, resources: {requests: {cpu: "10", memory: 40Gi}}}
 `, 2, map[string]string{"cpu": "25", "memory": "128Gi", "nvidia.com/gpu": "4"}},
+		{"milvus component sidecars and init containers", `
+apiVersion: milvus.io/v1beta1
+kind: Milvus
+metadata: {name: mv}
+spec:
+  mode: cluster
+  components:
+    resources: {requests: {cpu: "1", memory: 4Gi}}
+    # a queryNode pod needs max(init 16 CPU / 8Gi, main 8 CPU / 64Gi + sidecar 2 CPU / 2Gi) and a GPU
+    queryNode:
+      replicas: 2
+      resources: {limits: {cpu: "8", memory: 64Gi, nvidia.com/gpu: "1"}}
+      sidecars: [{name: exporter, image: exporter, resources: {requests: {cpu: "2", memory: 2Gi}}}]
+      initContainers: [{name: warm, image: warm, resources: {requests: {cpu: "16", memory: 8Gi}}}]
+`, 2 + 4, map[string]string{"cpu": "36", "memory": "148Gi", "nvidia.com/gpu": "2"}},
 		{"job runs min(parallelism, completions) pods at once", `
 apiVersion: batch/v1
 kind: Job
