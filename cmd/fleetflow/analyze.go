@@ -51,6 +51,16 @@ func runAnalyze(w, warnings io.Writer, riFiles []string, crFile, output string) 
 	gvk := karta.GVKOf(obj)
 	ri, ok := registry.Lookup(gvk)
 	if !ok {
+		// An older version a CRD still serves (ray.io/v1alpha1 beside v1): fleetflow watches the kind in the
+		// version its RI names, so the apiserver hands it such an object in that version.
+		if other, found := registry.LookupOtherVersion(gvk); found {
+			_, _ = fmt.Fprintf(warnings, "fleetflow analyze: %s: no ResourceInterface for %s; read as %s, the version %s describes\n",
+				crFile, gvk.GroupVersion(), other.GVK.GroupVersion(), other.Name)
+			obj["apiVersion"] = other.GVK.GroupVersion().String()
+			ri, ok = other, true
+		}
+	}
+	if !ok {
 		where := "the built-in ResourceInterfaces"
 		if fromFiles {
 			where = "the --ri files"

@@ -149,6 +149,26 @@ func TestAnalyzeErrors(t *testing.T) {
 	}
 }
 
+// TestAnalyzeReadsAnOlderVersionThroughTheRIOfAnother: a CR in a version no RI names (ray.io/v1alpha1, which
+// KubeRay's CRD still serves) is read through the RI of the one version that has one, with a warning saying so;
+// a kind no version of which has an RI is still refused.
+func TestAnalyzeReadsAnOlderVersionThroughTheRIOfAnother(t *testing.T) {
+	cr := writeFile(t, "rc.yaml", strings.Replace(testRayCluster, "apiVersion: ray.io/v1", "apiVersion: ray.io/v1alpha1", 1))
+	var out, warnings bytes.Buffer
+	if err := runAnalyze(&out, &warnings, nil, cr, "json"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(warnings.String(), "no ResourceInterface for ray.io/v1alpha1; read as ray.io/v1") {
+		t.Errorf("warnings %q, want one saying the CR was read as ray.io/v1", warnings.String())
+	}
+	var analysis struct {
+		TotalPods int64 `json:"totalPods"`
+	}
+	if err := json.Unmarshal(out.Bytes(), &analysis); err != nil || analysis.TotalPods != 5 {
+		t.Errorf("analysis %s (%v), want the head and 4 workers", out.String(), err)
+	}
+}
+
 func TestAnalyzeTable(t *testing.T) {
 	cr := writeFile(t, "rc.yaml", testRayCluster)
 	var out bytes.Buffer

@@ -102,6 +102,16 @@ func (r *Registry) versionsOf(group, kind string) []schema.GroupVersionKind {
 	return out
 }
 
+// LookupOtherVersion returns the RI of another version of gvk's group and kind when exactly one version has
+// one, for a reader that holds an object in a version no RI names.
+func (r *Registry) LookupOtherVersion(gvk schema.GroupVersionKind) (*Compiled, bool) {
+	gvks := r.versionsOf(gvk.Group, gvk.Kind)
+	if len(gvks) != 1 {
+		return nil, false
+	}
+	return r.Lookup(gvks[0])
+}
+
 // HasGroupKind reports whether some RI, built-in or not, analyzes a kind of group in any version.
 func (r *Registry) HasGroupKind(group, kind string) bool { return len(r.versionsOf(group, kind)) > 0 }
 
