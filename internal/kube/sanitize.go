@@ -23,7 +23,39 @@ const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 // SanitizeForCopy returns a deep copy of object without server-set metadata and without status, ready
 // to be server-side applied to another cluster.
 func SanitizeForCopy(object map[string]any) map[string]any {
-	return runtimeDeepCopy(SanitizedView(object))
+	out := runtimeDeepCopy(SanitizedView(object))
+	dropGeneratedJobSelector(out)
+	return out
+}
+
+// jobControllerUIDLabels are the labels the apiserver gives a Job's pod template from the Job's uid, with the
+// selector it generates on them: a copy applied to another cluster, where the Job gets another uid, would be
+// refused for them.
+var jobControllerUIDLabels = []string{"controller-uid", "batch.kubernetes.io/controller-uid"}
+
+// dropGeneratedJobSelector removes, from a batch/v1 Job whose selector the apiserver generated (no
+// spec.manualSelector), that selector and the uid labels it selects, so the target cluster generates its own.
+func dropGeneratedJobSelector(object map[string]any) {
+	if object["apiVersion"] != "batch/v1" || object["kind"] != "Job" {
+		return
+	}
+	spec, ok := object["spec"].(map[string]any)
+	if !ok || spec["manualSelector"] == true {
+		return
+	}
+	delete(spec, "selector")
+	labels, _, _ := unstructured.NestedMap(spec, "template", "metadata", "labels")
+	if labels == nil {
+		return
+	}
+	for _, key := range jobControllerUIDLabels {
+		delete(labels, key)
+	}
+	if len(labels) == 0 {
+		unstructured.RemoveNestedField(spec, "template", "metadata", "labels")
+	} else {
+		_ = unstructured.SetNestedMap(spec, labels, "template", "metadata", "labels")
+	}
 }
 
 // SanitizedView is SanitizeForCopy without the deep copy: only the maps it removes fields from (the object,

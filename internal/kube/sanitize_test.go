@@ -1,8 +1,11 @@
 package kube
 
 import (
+	"maps"
 	"reflect"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestSanitizedView(t *testing.T) {
@@ -47,5 +50,38 @@ func TestSanitizedView(t *testing.T) {
 	}
 	if SanitizedView(nil) != nil {
 		t.Error("SanitizedView(nil) should be nil")
+	}
+}
+
+// TestSanitizeForCopyDropsAJobsGeneratedSelector: the selector and uid labels the apiserver generated for a
+// Job go, so the target cluster generates its own; a selector the user set (manualSelector) stays, and so do
+// the template's other labels.
+func TestSanitizeForCopyDropsAJobsGeneratedSelector(t *testing.T) {
+	job := func(manual bool) map[string]any {
+		spec := map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"batch.kubernetes.io/controller-uid": "cp-uid"}},
+			"template": map[string]any{"metadata": map[string]any{"labels": map[string]any{
+				"batch.kubernetes.io/controller-uid": "cp-uid", "controller-uid": "cp-uid", "job-name": "pi", "app": "pi"}}},
+		}
+		if manual {
+			spec["manualSelector"] = true
+		}
+		return map[string]any{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "pi"}, "spec": spec}
+	}
+	original := job(false)
+	generated := SanitizeForCopy(original)
+	if _, found, _ := unstructured.NestedMap(generated, "spec", "selector"); found {
+		t.Error("the generated selector was copied")
+	}
+	labels, _, _ := unstructured.NestedStringMap(generated, "spec", "template", "metadata", "labels")
+	if want := map[string]string{"job-name": "pi", "app": "pi"}; !maps.Equal(labels, want) {
+		t.Errorf("template labels %v, want %v", labels, want)
+	}
+	manual := SanitizeForCopy(job(true))
+	if _, found, _ := unstructured.NestedMap(manual, "spec", "selector"); !found {
+		t.Error("the selector the user set was dropped")
+	}
+	if original["spec"].(map[string]any)["selector"] == nil {
+		t.Error("the control-plane object itself lost its selector")
 	}
 }
