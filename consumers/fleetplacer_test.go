@@ -1258,3 +1258,44 @@ func TestUnschedulableVerdictSaysWhatStillRuns(t *testing.T) {
 		t.Errorf("verdict %s %q, want Unschedulable saying %q", v.Status, v.Message, want)
 	}
 }
+
+// A grown workload whose new pods each ask for more (4 pods of 1 cpu, then 4 pods of 2 cpu) is kept where it
+// runs, its old pods counted as room, and its reservation holds the 4 cpu the old pods do not take until its
+// pods there request the 8 cpu packed: the node reporting 4 pods of it, which the old version's pods already
+// are, does not release it, so the next workload does not take those 4 cpu.
+func TestGrownReservationHoldsUntilItsBiggerPodsRun(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	generation := func(g int64, cpu string) func(map[string]any) {
+		return func(o map[string]any) {
+			o["metadata"].(map[string]any)["generation"] = g
+			firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": cpu}}
+		}
+	}
+	web := deploymentVersion("web", "1", 4, generation(1, "1"))
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	f.confirm("east", web)
+	node := func(pods int) *schemas.NodeState {
+		return &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+			Requested:   corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(pods), resource.DecimalSI)},
+			Pods:        pods, WorkloadPods: map[string]int{web.Ref().UID: pods},
+			WorkloadRequested: map[string]corev1.ResourceList{web.Ref().UID: {corev1.ResourceCPU: *resource.NewQuantity(int64(pods), resource.DecimalSI)}}}
+	}
+	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node(4))
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	bigger := deploymentVersion("web", "2", 4, generation(2, "2"))
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(bigger.Ref()), bigger)
+	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+		t.Fatalf("decisions for the bigger version = %v, want it kept on east (4 cpu free + its own 4)", got)
+	}
+	f.confirm("east", bigger)
+	// east reports its node again, unchanged: the old version's 4 pods still run (the controller has not rolled them yet).
+	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node(4))
+	mark = len(f.pub.ofType(schemas.TypePlacementDecided))
+	other := deploymentVersion("other", "1", 1, generation(1, "4"))
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(other.Ref()), other)
+	if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
+		t.Errorf("decisions for other (4 cpu) = %v, want [Apply west]: east's 8 cpu are web's once its 2-cpu pods run", got)
+	}
+}

@@ -168,7 +168,7 @@ func TestReservationLeavesOutTheWorkloadsRunningPods(t *testing.T) {
 			Allocatable:         corev1.ResourceList{"cpu": qty("4"), "nvidia.com/gpu": qty("4")},
 			Requested:           corev1.ResourceList{"nvidia.com/gpu": gpus},
 			PodsByWorkload:      map[string]int64{label: pods},
-			RequestedByWorkload: map[string]corev1.ResourceList{label: {"nvidia.com/gpu": gpus}}}); err != nil {
+			RequestedByWorkload: map[string]corev1.ResourceList{label: {"nvidia.com/gpu": gpus, "pods": qty(strconv.FormatInt(pods, 10))}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -158,7 +158,8 @@ func (w *writeTxn) upsertNode(info *structs.NodeInfo) error {
 			return err
 		}
 		for _, r := range reservations {
-			if on := r.On(node.Cluster, node.Name); on != nil && node.PodsByWorkload[r.WorkloadLabel] >= on.Pods {
+			if on := r.On(node.Cluster, node.Name); on != nil && node.PodsByWorkload[r.WorkloadLabel] >= on.Pods &&
+				(on.Packed == nil || on.Packed.FitsIn(node.RequestedByWorkload[r.WorkloadLabel])) {
 				if err := w.releaseNode(r, node.Cluster, node.Name); err != nil {
 					return err
 				}
@@ -484,15 +485,20 @@ func (w *writeTxn) reserve(d *structs.Decision, wl *structs.Workload, expires in
 		on.Request.AddInPlace(a.PodRequest, a.Pods)
 	}
 	// The workload's pods already running on a node (a grown workload's old pods) count in its requested
-	// resources, so the reservation holds only the rest; Pods stays the whole count, which releases it once
-	// that many of the workload's pods run there.
+	// resources, so the reservation holds only the rest. It goes once the workload's pods there are as many as
+	// packed and request as much (Packed): its old pods alone may be as many.
 	for i := range r.Nodes {
 		on := &r.Nodes[i]
 		node := w.node(on.Cluster, on.Node)
 		if node == nil {
 			continue
 		}
-		for j, x := range node.RequestedByWorkload[r.WorkloadLabel] {
+		running := node.RequestedByWorkload[r.WorkloadLabel]
+		if running == nil {
+			continue
+		}
+		on.Packed = slices.Clone(on.Request)
+		for j, x := range running {
 			if j < len(on.Request) {
 				on.Request[j] = max(0, on.Request[j]-x)
 			}

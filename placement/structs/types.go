@@ -249,8 +249,13 @@ type NodeReservation struct {
 	Cluster string
 	Node    string
 	Pods    int64
-	// Request is what all the reserved pods on the node ask for together.
+	// Request is what all the reserved pods on the node ask for together, less what the workload's pods
+	// already running there take (a grown workload kept where it runs).
 	Request Vector
+	// Packed, set only when running pods were taken off Request, is what the packed pods ask for in full: the
+	// reservation holds until the workload's pods there request that much, not only until there are Pods of
+	// them, since its old pods alone may be as many.
+	Packed Vector
 }
 
 // NodeIDs lists the reserved nodes' keys.
