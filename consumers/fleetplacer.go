@@ -183,6 +183,9 @@ type workloadEntry struct {
 	// finished lists clusters whose copy last reported a Completed or Failed phase: such a copy that goes
 	// (a TTL after finishing, a user's cleanup) is not applied again, which would run the job again.
 	finished map[string]bool
+	// completed lists clusters whose copy last reported Completed: a job that ran to its end there, which
+	// re-evaluation leaves where it is (completedEverywhere).
+	completed map[string]bool
 	// reapplied is when a copy deleted in its cluster was last applied again, per cluster, to hold back a
 	// loop with something that keeps deleting it.
 	reapplied map[string]time.Time

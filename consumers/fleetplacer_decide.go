@@ -14,6 +14,7 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/jsondec"
 	"github.com/fleetflow/fleetflow/internal/jsonenc"
 	"github.com/fleetflow/fleetflow/internal/kube"
@@ -48,11 +49,11 @@ func (p *Placer) process(id string, touched *touchedSet) error {
 }
 
 // reevaluate runs cycles for placed workloads and records the ones that move. A workload whose copies all
-// finished (Completed or Failed) is left where it is: moved, a job that already ran would run again, and its
-// result would give way to a new copy's empty status. One that failed moves only by its policy's
-// rescheduleOnFailure, when it fails.
+// completed is left where it is: moved, a job that already ran would run again, and its result would give way
+// to a new copy's empty status. A failed one is re-evaluated as any other: Failed is also a service whose
+// rollout stalled, which should fail over.
 func (p *Placer) reevaluate(ids []string, touched *touchedSet) error {
-	ids = slices.DeleteFunc(slices.Clone(ids), p.finishedEverywhere)
+	ids = slices.DeleteFunc(slices.Clone(ids), p.completedEverywhere)
 	if len(ids) == 0 {
 		return nil
 	}
@@ -83,19 +84,23 @@ func (p *Placer) wake(ev scheduler.Event, touched *touchedSet) {
 	}
 }
 
-// finishedEverywhere reports whether workload id is placed and its copy on every cluster it is placed on last
-// reported a finished phase.
-func (p *Placer) finishedEverywhere(id string) bool {
+// completedEverywhere reports whether workload id is placed, not by a Duplicate spread (whose copies follow the
+// fleet whatever they did), and its copy on every cluster it is placed on last reported Completed.
+func (p *Placer) completedEverywhere(id string) bool {
 	e := p.workloads[id]
-	if e == nil || len(e.finished) == 0 {
+	if e == nil || len(e.completed) == 0 {
 		return false
 	}
 	wl := p.store.Snapshot().Workload(id)
 	if wl == nil || wl.Placement == nil || len(wl.Placement.Clusters) == 0 {
 		return false
 	}
+	if pe := p.policies[wl.Placement.Policy]; pe != nil && pe.compiled != nil && pe.compiled.Spec.SpreadConstraints != nil &&
+		pe.compiled.Spec.SpreadConstraints.SpreadMode == v1alpha1.SpreadModeDuplicate {
+		return false
+	}
 	for _, c := range wl.Placement.Clusters {
-		if !e.finished[c] {
+		if !e.completed[c] {
 			return false
 		}
 	}

@@ -443,6 +443,11 @@ func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touch
 	if rebuilding {
 		return nil
 	}
+	// Every copy on the cluster that left is deleted, also one re-evaluation leaves where it ran (a completed
+	// job): fleetflow no longer watches that cluster.
+	for _, id := range affected {
+		touched.add(id)
+	}
 	return p.reevaluate(affected, touched)
 }
 
@@ -611,6 +616,12 @@ func (p *Placer) notePhase(e *workloadEntry, s *schemas.WorkloadStatus) (phase k
 			e.finished = map[string]bool{}
 		}
 		e.finished[s.Cluster] = finished
+	}
+	if completed := phase == karta.PhaseCompleted; completed != e.completed[s.Cluster] {
+		if e.completed == nil {
+			e.completed = map[string]bool{}
+		}
+		e.completed[s.Cluster] = completed
 	}
 	return phase, true, nil
 }

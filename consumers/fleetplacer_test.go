@@ -1209,32 +1209,114 @@ func TestGrownWorkloadCountsItsOwnPodsAsRoom(t *testing.T) {
 	}
 }
 
-// A workload whose copy finished stays where it ran when a policy change would move it: moved, a job that
-// already ran would run again, and its result would give way to the new copy's empty status.
-func TestFinishedWorkloadIsNotMoved(t *testing.T) {
-	failed := map[string]any{"conditions": []any{map[string]any{"type": "Progressing", "status": "False",
+// servesJobs makes the fixture's clusters serve batch/v1 Jobs besides Deployments.
+func (f *placerFixture) servesJobs(clusters ...string) {
+	f.t.Helper()
+	for _, c := range clusters {
+		f.deliver(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject(c), &schemas.ClusterAPIs{Cluster: c,
+			APIs: []string{"apps/v1/Deployment", "batch/v1/Job"}})
+	}
+}
+
+// oneCPUJob is a batch/v1 Job of one pod asking for 1 cpu.
+func oneCPUJob(name string) *schemas.ObjectChanged {
+	return object("batch/v1", "Job", "team", name, nil, map[string]any{"spec": map[string]any{
+		"template": map[string]any{"spec": map[string]any{"restartPolicy": "Never", "containers": []any{map[string]any{
+			"name": "job", "resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}}}}}})
+}
+
+var (
+	jobComplete = map[string]any{"succeeded": int64(1), "conditions": []any{map[string]any{"type": "Complete", "status": "True"}}}
+	jobActive   = map[string]any{"active": int64(1)}
+	// progressDeadlineExceeded is a Deployment status the built-in RI maps to Failed: a service whose rollout
+	// stalled, not a job that ran.
+	progressDeadlineExceeded = map[string]any{"conditions": []any{map[string]any{"type": "Progressing", "status": "False",
 		"reason": "ProgressDeadlineExceeded"}}}
+)
+
+// A job whose copy completed stays where it ran when a policy change would move it: moved, a job that already
+// ran would run again, and its result would give way to the new copy's empty status. Running, it moves.
+func TestCompletedWorkloadIsNotMoved(t *testing.T) {
 	tests := []struct {
 		name   string
 		status map[string]any
 		want   []string
 	}{
-		{"running: moves", map[string]any{"replicas": int64(1)}, []string{"Apply west"}},
-		{"finished: stays", failed, nil},
+		{"running: moves", jobActive, []string{"Apply west"}},
+		{"completed: stays", jobComplete, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newPlacerFixture(t, PlacerConfig{})
 			f.eastThenWest()
-			web, _ := f.placedWebOnEast()
-			f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
-				&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Status: tt.status})
+			f.servesJobs("east", "west")
+			job := oneCPUJob("train")
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(job.Ref()), job)
+			f.confirm("east", job)
+			f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", job.Ref()),
+				&schemas.WorkloadStatus{Cluster: "east", Workload: job.Ref(), Status: tt.status})
 			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
 			f.policy("any", map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"name": "west"}}})
 			if got := f.decisions(mark); !equal(got, tt.want) {
 				t.Errorf("decisions after the policy left east = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A Deployment that last reported Failed (its rollout stalled) on a cluster that goes silent fails over like any
+// other: it is a service, not a job that ran.
+func TestFailedServiceStillFailsOver(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
+	f.eastThenWest()
+	web, _ := f.placedWebOnEast()
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Status: progressDeadlineExceeded})
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	later := f.now.Add(15 * time.Second)
+	f.heartbeat("west", later)
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: later})
+	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
+		t.Errorf("decisions after east went silent = %v, want [Apply west Delete east]", got)
+	}
+}
+
+// A Cluster object deleted takes every copy on it along, also a completed job's, which is not run again
+// elsewhere: fleetflow no longer watches that cluster.
+func TestDeletedClusterTakesACompletedCopyAlong(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	f.servesJobs("east", "west")
+	job := oneCPUJob("train")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(job.Ref()), job)
+	f.confirm("east", job)
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", job.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: job.Ref(), Status: jobComplete})
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	east := object("fleetflow.io/v1alpha1", "Cluster", "", "east", nil, nil).Ref()
+	f.deliver(schemas.TypeClusterDeleted, schemas.ClusterSpecSubject("east"), &schemas.ObjectDeleted{Workload: east})
+	if got := f.decisions(mark); !equal(got, []string{"Delete east"}) {
+		t.Errorf("decisions after east's Cluster was deleted = %v, want [Delete east]", got)
+	}
+}
+
+// A Duplicate spread follows the fleet whatever its copies did: a cluster that registers later gets its copy
+// of a workload whose copies completed.
+func TestDuplicateCompletedCopiesStillFollowTheFleet(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.policy("dup", map[string]any{"spreadConstraints": map[string]any{"spreadMode": "Duplicate"}})
+	f.cluster("east", map[string]any{"name": "east"})
+	f.servesJobs("east")
+	job := oneCPUJob("setup")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(job.Ref()), job)
+	f.confirm("east", job)
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", job.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: job.Ref(), Status: jobComplete})
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	f.cluster("west", map[string]any{"name": "west"})
+	f.servesJobs("west")
+	if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
+		t.Errorf("decisions after west registered = %v, want [Apply west]", got)
 	}
 }
 
