@@ -50,6 +50,39 @@ type StatusWriter struct {
 	clusters map[string]*clusterView
 	// deletedClusters names clusters deleted since their last registration, whose late events are ignored.
 	deletedClusters map[string]bool
+	// unshown remembers the NoPolicy verdicts not shown on objects that show no verdict (skipped, not written),
+	// by workload uid, so an older verdict handled after one (a Placed verdict carried by an Apply, read by the
+	// other consumer) is not shown either. The race is short, so only the latest unshownLimit are kept.
+	unshown      map[string]string
+	unshownOrder []string
+}
+
+// unshownLimit bounds the NoPolicy verdicts remembered as not shown.
+const unshownLimit = 4096
+
+// rememberUnshown records a NoPolicy verdict at mark that was not shown on the workload of uid.
+func (s *StatusWriter) rememberUnshown(uid, mark string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unshown == nil {
+		s.unshown = map[string]string{}
+	}
+	if _, known := s.unshown[uid]; !known {
+		s.unshownOrder = append(s.unshownOrder, uid)
+		if len(s.unshownOrder) > unshownLimit {
+			delete(s.unshown, s.unshownOrder[0])
+			s.unshownOrder = s.unshownOrder[1:]
+		}
+	}
+	s.unshown[uid] = mark
+}
+
+// unshownAfter reports whether a NoPolicy verdict after place was not shown on the workload of uid.
+func (s *StatusWriter) unshownAfter(uid string, place streamPlace) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	mark, ok := s.unshown[uid]
+	return ok && place.before(mark)
 }
 
 // NewStatusWriter starts with the given RIs (normally the built-ins); RI events update them.
@@ -371,7 +404,7 @@ func (s *StatusWriter) showSpreadStatus(ctx context.Context, client dynamic.Reso
 	for i, status := range statuses {
 		phase := karta.PhaseUndefined
 		if status != nil {
-			phase = s.phaseOf(obj, status)
+			phase = s.phaseOf(obj, status, annotations)
 		}
 		phases[i] = clusters[i] + "=" + string(phase)
 		if spreadPhaseRank(phase) < spreadPhaseRank(overall) {
@@ -410,7 +443,7 @@ func (s *StatusWriter) showStatus(ctx context.Context, client dynamic.ResourceIn
 	if err != nil {
 		return err
 	}
-	annotations[schemas.AnnotationPhase] = string(s.phaseOf(obj, p))
+	annotations[schemas.AnnotationPhase] = string(s.phaseOf(obj, p, annotations))
 	if _, verdict := annotations[schemas.AnnotationPlacement]; !verdict && shownClusters(obj) == nil {
 		annotations[schemas.AnnotationCluster] = p.Cluster
 	}
@@ -466,9 +499,14 @@ func clusterReplicas(v *schemas.PlacementVerdict) string {
 	return strings.Join(parts, ",")
 }
 
-// shownShare is cluster's share of obj's replicas as AnnotationClusterReplicas shows it, 0 when none is shown.
-func shownShare(obj *unstructured.Unstructured, cluster string) int64 {
-	for part := range strings.SplitSeq(obj.GetAnnotations()[schemas.AnnotationClusterReplicas], ",") {
+// shownShare is cluster's share of obj's replicas as AnnotationClusterReplicas shows it, or will once the
+// pending annotations are written (a verdict shown with the statuses handled before it); 0 when none is.
+func shownShare(obj *unstructured.Unstructured, pending map[string]any, cluster string) int64 {
+	shares := obj.GetAnnotations()[schemas.AnnotationClusterReplicas]
+	if v, ok := pending[schemas.AnnotationClusterReplicas]; ok {
+		shares, _ = v.(string)
+	}
+	for part := range strings.SplitSeq(shares, ",") {
 		if name, n, ok := strings.Cut(part, "="); ok && name == cluster {
 			share, err := strconv.ParseInt(n, 10, 64)
 			if err == nil && share > 0 {
@@ -479,10 +517,11 @@ func shownShare(obj *unstructured.Unstructured, cluster string) int64 {
 	return 0
 }
 
-// phaseOf maps p's status through obj's RI (Undefined without one), and warns when the workload newly failed.
+// phaseOf maps p's status through obj's RI (Undefined without one), and warns when the workload newly failed;
+// pending are the annotations about to be written with it.
 // A status from a cluster that runs a Divide share is mapped against that share, as the copy there has it: a
 // rule comparing ready replicas with spec.replicas would otherwise never see the copy ready.
-func (s *StatusWriter) phaseOf(obj *unstructured.Unstructured, p *schemas.WorkloadStatus) karta.Phase {
+func (s *StatusWriter) phaseOf(obj *unstructured.Unstructured, p *schemas.WorkloadStatus, pending map[string]any) karta.Phase {
 	withStatus := obj.DeepCopy()
 	delete(withStatus.Object, "status")
 	s.mu.RLock()
@@ -492,7 +531,7 @@ func (s *StatusWriter) phaseOf(obj *unstructured.Unstructured, p *schemas.Worklo
 		return karta.PhaseUndefined
 	}
 	log := s.Log.With("workload", p.Workload.Key(), "cluster", p.Cluster, "ri", ri.Name)
-	if share := shownShare(obj, p.Cluster); share > 0 {
+	if share := shownShare(obj, pending, p.Cluster); share > 0 {
 		if err := withShare(ri, withStatus.Object, share); err != nil {
 			log.Warn("cannot read the cluster's share of replicas; its status is mapped against the whole workload", "error", err)
 		}
@@ -536,13 +575,21 @@ func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.Placement
 
 func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
 	p *schemas.PlacementVerdict) error {
-	if _, shown := obj.GetAnnotations()[schemas.AnnotationPlacement]; p.Status == schemas.VerdictNoPolicy && !shown {
-		// An object no policy selects, and never did, is not fleetflow's: it is left as it is (a Duplicate
-		// policy for some ConfigMaps would otherwise mark every ConfigMap of the control plane). The verdict is
-		// in the streams for the audit. One that was selected before shows that it no longer is.
-		return nil
-	}
 	place := streamPlace{epoch: p.Epoch, seq: p.Sequence}
+	if _, shown := obj.GetAnnotations()[schemas.AnnotationPlacement]; !shown {
+		if p.Status == schemas.VerdictNoPolicy {
+			// An object no policy selects, and never did, is not fleetflow's: it is left as it is (a Duplicate
+			// policy for some ConfigMaps would otherwise mark every ConfigMap of the control plane). The verdict
+			// is in the streams for the audit. One that was selected before shows that it no longer is.
+			s.rememberUnshown(p.Workload.UID, place.mark())
+			return nil
+		}
+		if s.unshownAfter(p.Workload.UID, place) {
+			s.Log.Info("verdict older than a NoPolicy one not shown; not shown", "workload", p.Workload.Key(),
+				"verdict_sequence", place.mark())
+			return nil
+		}
+	}
 	if shown := obj.GetAnnotations()[schemas.AnnotationVerdictSequence]; place.before(shown) {
 		s.Log.Info("verdict older than the one shown; not shown", "workload", p.Workload.Key(),
 			"verdict_sequence", place.mark(), "shown_sequence", shown)

@@ -432,3 +432,59 @@ func TestObjectNoPolicySelectsIsLeftAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestDivideShareStatusBeforeVerdict: the statuses of a Divide's copies handled before the verdict that places
+// them (verdicts ride the Apply on the decisions stream, statuses come on the events stream, to another
+// consumer) are mapped, when the verdict is shown, against the shares that verdict shows.
+func TestDivideShareStatusBeforeVerdict(t *testing.T) {
+	e := newEnv(t)
+	ref, epoch, seq := shownDeployment(t, e, "team-share-first")
+	for cluster, ready := range map[string][2]int64{"cluster-a": {6, 6}, "cluster-b": {4, 2}} {
+		publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(cluster, ref), "share-first-"+cluster,
+			&schemas.WorkloadStatus{Cluster: cluster, Workload: ref, Status: map[string]any{"replicas": ready[0], "readyReplicas": ready[1]}})
+	}
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "divided-after", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 1000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "divide",
+		Clusters: []string{"cluster-a", "cluster-b"}, Replicas: map[string]int32{"cluster-a": 6, "cluster-b": 4}})
+	var a map[string]string
+	e2eenv.Eventually(t, e2eenv.Settle, "the divided verdict shown with cluster phases", func() bool {
+		a = e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name).GetAnnotations()
+		return a[schemas.AnnotationClusterReplicas] != "" && a[schemas.AnnotationClusterPhases] != ""
+	})
+	if got := a[schemas.AnnotationClusterPhases]; got != "cluster-a=Running,cluster-b=Initializing" {
+		t.Errorf("%s = %q, want cluster-a=Running,cluster-b=Initializing (cluster-a runs 6 of its share of 6)",
+			schemas.AnnotationClusterPhases, got)
+	}
+}
+
+// TestNoPolicyVerdictNotShownStillOutranksAnOlderOne: a NoPolicy verdict not shown (the object never showed one)
+// still keeps an older verdict handled after it (a Placed one riding an Apply, read by the writer's other
+// consumer) from being shown.
+func TestNoPolicyVerdictNotShownStillOutranksAnOlderOne(t *testing.T) {
+	e := newEnv(t)
+	const ns = "team-order"
+	job, _, _ := placedJob(t, e, ns)
+	late := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "late", "namespace": ns}, "data": map[string]any{"k": "v"}}}
+	if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, late); err != nil {
+		t.Fatal(err)
+	}
+	configMapKind := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	ref := schemas.RefOf(e2eenv.Get(t, e.ControlPlane, configMapKind, ns, "late").Object)
+	// The newest verdict first (NoPolicy, sequence 2000), then the older Placed one (sequence 1000).
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "order-nopolicy", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: 2000, Epoch: "order-epoch", Status: schemas.VerdictNoPolicy})
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "order-placed", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: 1000, Epoch: "order-epoch", Status: schemas.VerdictPlaced, Policy: "p", Clusters: []string{"cluster-a"}})
+	// The status writer handles the events stream in order: once a report published after both is shown,
+	// both were handled.
+	publishDelivery(t, e, schemas.TypePlacementFailed, schemas.PlacementSubject("cluster-a", job), "order-marker",
+		&schemas.PlacementFailed{DecisionID: "marker", Workload: job, Cluster: "cluster-a", Action: schemas.ActionApply, Sequence: 1, Error: "marker"})
+	e2eenv.Eventually(t, e2eenv.Settle, "the report after both verdicts shown", func() bool {
+		return e2eenv.Get(t, e.ControlPlane, pytorchJobKind, ns, job.Name).GetAnnotations()[schemas.AnnotationPlacementError] != ""
+	})
+	if a := e2eenv.Get(t, e.ControlPlane, configMapKind, ns, "late").GetAnnotations(); a[schemas.AnnotationPlacement] != "" {
+		t.Errorf("shown %s at %s, want nothing: the newest verdict, NoPolicy, is not shown", a[schemas.AnnotationPlacement],
+			a[schemas.AnnotationVerdictSequence])
+	}
+}
