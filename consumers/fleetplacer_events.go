@@ -647,9 +647,11 @@ func (p *Placer) noteGoneCopy(uid, cluster string, s *schemas.WorkloadStatus) {
 
 // reapplyGoneCopies applies again, once a rebuild has restored where each workload is placed, the copies
 // deleted in their clusters while no placer ran (or before it handled their Gone), on the terms a running
-// placer applies them again (reapplyDeletedCopy), whether the copy had finished read from the status the
-// Gone carries (a copy that reported none had not).
-func (p *Placer) reapplyGoneCopies(touched *touchedSet) error {
+// placer applies them again (reapplyDeletedCopy). Whether the copy had finished is read from the status the
+// Gone carries, else from the last status with one in the subject's history (a Gone from a producer that did
+// not carry it); a copy that reported none had not.
+func (p *Placer) reapplyGoneCopies(ctx context.Context, history func(ctx context.Context, subject string) (*schemas.WorkloadStatus, error),
+	touched *touchedSet) error {
 	for _, uid := range slices.Sorted(maps.Keys(p.goneCopies)) {
 		id, ok := p.byUID[uid]
 		if !ok {
@@ -660,6 +662,15 @@ func (p *Placer) reapplyGoneCopies(touched *touchedSet) error {
 			s := p.goneCopies[uid][cluster]
 			if e.objectJSON == nil {
 				continue
+			}
+			if s.Status == nil && history != nil {
+				last, err := history(ctx, schemas.WorkloadStatusSubject(cluster, s.Workload))
+				if err != nil {
+					return err
+				}
+				if last != nil {
+					s = last
+				}
 			}
 			if _, _, err := p.notePhase(e, s); err != nil {
 				return err

@@ -73,7 +73,7 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	if err := p.restore(touched); err != nil {
 		return err
 	}
-	if err := p.reapplyGoneCopies(touched); err != nil {
+	if err := p.reapplyGoneCopies(ctx, lastStatusWithOne(js), touched); err != nil {
 		return fmt.Errorf("placer rebuild: %w", err)
 	}
 	p.log.Info("placer view rebuilt from the state stream", "messages", read, "workloads", len(p.workloads),
@@ -325,4 +325,23 @@ func (p *Placer) restore(touched *touchedSet) error {
 		}
 	}
 	return nil
+}
+
+// lastStatusWithOne returns the newest workload status on subject in the events stream's history that carries
+// a status, nil when there is none.
+func lastStatusWithOne(js jetstream.JetStream) func(ctx context.Context, subject string) (*schemas.WorkloadStatus, error) {
+	return func(ctx context.Context, subject string) (*schemas.WorkloadStatus, error) {
+		var last *schemas.WorkloadStatus
+		err := bus.ReadEvents(ctx, js, schemas.StreamEvents, jetstream.OrderedConsumerConfig{
+			FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy},
+			func(_ string, payload schemas.Payload) {
+				if s, ok := payload.(*schemas.WorkloadStatus); ok && s.Status != nil {
+					last = s
+				}
+			})
+		if err != nil {
+			return nil, fmt.Errorf("history of %s: %w", subject, err)
+		}
+		return last, nil
+	}
 }

@@ -366,6 +366,7 @@ func TestRebuildAppliesAgainACopyGoneMeanwhile(t *testing.T) {
 	running := map[string]any{"replicas": int64(1), "availableReplicas": int64(1)}
 	tests := []struct {
 		name      string
+		earlier   map[string]any          // a status published before the Gone, nil for none
 		gone      *schemas.WorkloadStatus // nil: no Gone
 		applyMore bool                    // another Apply to east after the Gone
 		wantAgain bool
@@ -373,6 +374,10 @@ func TestRebuildAppliesAgainACopyGoneMeanwhile(t *testing.T) {
 		{name: "gone while running", gone: &schemas.WorkloadStatus{Status: running}, wantAgain: true},
 		{name: "gone once it had failed", gone: &schemas.WorkloadStatus{Status: failed}},
 		{name: "gone having reported no status", gone: &schemas.WorkloadStatus{}, wantAgain: true},
+		// A Gone that carries no status (from a producer that did not carry it) is judged by the last status in
+		// the subject's history.
+		{name: "gone saying nothing, having failed before", earlier: failed, gone: &schemas.WorkloadStatus{}},
+		{name: "gone saying nothing, running before", earlier: running, gone: &schemas.WorkloadStatus{}, wantAgain: true},
 		{name: "applied again since", gone: &schemas.WorkloadStatus{Status: running}, applyMore: true},
 		{name: "never gone"},
 	}
@@ -385,9 +390,18 @@ func TestRebuildAppliesAgainACopyGoneMeanwhile(t *testing.T) {
 				t.Fatalf("the first placer's decision on east = %+v, want an Apply", first)
 			}
 			f.waitForSubject(t, schemas.DecisionSubject("east", f.web.Ref()))
+			statusSubject := schemas.WorkloadStatusSubject("east", f.web.Ref())
+			if tt.earlier != nil {
+				f.publishState(t, schemas.TypeWorkloadStatus, statusSubject,
+					&schemas.WorkloadStatus{Cluster: "east", Workload: f.web.Ref(), Status: tt.earlier})
+			}
 			if tt.gone != nil {
 				tt.gone.Cluster, tt.gone.Workload, tt.gone.Gone = "east", f.web.Ref(), true
-				f.publishState(t, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", f.web.Ref()), tt.gone)
+				f.publish(t, schemas.TypeWorkloadStatus, statusSubject, "gone", tt.gone)
+				f.waitForLast(t, statusSubject, "the Gone", func(p schemas.Payload) bool {
+					s, ok := p.(*schemas.WorkloadStatus)
+					return ok && s.Gone
+				})
 			}
 			if tt.applyMore {
 				again := *first
@@ -416,26 +430,30 @@ func (f *rebuildFixture) waitForSubject(t *testing.T, subject string) {
 // waitForSequence waits until the state stream's last message on a decision subject is decision seq or later.
 func (f *rebuildFixture) waitForSequence(t *testing.T, subject string, seq uint64) {
 	t.Helper()
+	f.waitForLast(t, subject, fmt.Sprintf("sequence %d", seq), func(p schemas.Payload) bool {
+		d, ok := p.(*schemas.PlacementDecided)
+		return seq == 0 || (ok && d.Sequence >= seq)
+	})
+}
+
+// waitForLast waits until the state stream's last message on subject carries a payload ok accepts.
+func (f *rebuildFixture) waitForLast(t *testing.T, subject, what string, ok func(schemas.Payload) bool) {
+	t.Helper()
 	state, err := f.js.Stream(f.ctx, schemas.StreamState)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
 		if msg, err := state.GetLastMsgForSubject(f.ctx, subject); err == nil {
-			if seq == 0 {
-				return
-			}
 			if event, err := bus.Decode(msg.Header, msg.Data); err == nil {
-				if payload, err := schemas.DecodePayload(event); err == nil {
-					if d, ok := payload.(*schemas.PlacementDecided); ok && d.Sequence >= seq {
-						return
-					}
+				if payload, err := schemas.DecodePayload(event); err == nil && ok(payload) {
+					return
 				}
 			}
 		}
 		select {
 		case <-f.ctx.Done():
-			t.Fatalf("%s never reached the state stream at sequence %d", subject, seq)
+			t.Fatalf("%s never reached the state stream with %s", subject, what)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
