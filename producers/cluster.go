@@ -67,6 +67,10 @@ type ClusterProducer struct {
 	// is seen deleted by no informer, and the placer would never apply it again.
 	KnownPlaced func(ctx context.Context) ([]schemas.WorkloadStatus, error)
 
+	// knownMu guards known, what KnownPlaced returned at the first kind watch's sync (knownPlaced).
+	knownMu sync.Mutex
+	known   []schemas.WorkloadStatus
+
 	mu          sync.Mutex
 	running     bool
 	wantedKinds map[schema.GroupVersionKind]bool
@@ -229,6 +233,9 @@ func (p *ClusterProducer) init(ctx context.Context) error {
 	p.nodeTombs = map[string]string{}
 	p.podLatest = map[podKey]*corev1.Pod{}
 	p.statusTomb = map[statusKey]*placedTomb{}
+	p.knownMu.Lock()
+	p.known = nil
+	p.knownMu.Unlock()
 	p.byWorkload = map[string]map[statusKey]bool{}
 	p.statusUID = map[statusKey]string{}
 	p.apisTrigger = make(chan struct{}, 1)

@@ -154,6 +154,26 @@ func (p *ClusterProducer) startKindWatch(ctx context.Context, gvk schema.GroupVe
 	return nil
 }
 
+// knownPlaced reads KnownPlaced once per run, for the first kind watch that syncs: what the streams held
+// when the producer started is what a later watch compares with too (a kind it did not watch then has no
+// status of this run in them), and each read walks every status of the cluster.
+func (p *ClusterProducer) knownPlaced(ctx context.Context) ([]schemas.WorkloadStatus, error) {
+	p.knownMu.Lock()
+	defer p.knownMu.Unlock()
+	if p.known != nil {
+		return p.known, nil
+	}
+	known, err := p.KnownPlaced(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if known == nil {
+		known = []schemas.WorkloadStatus{}
+	}
+	p.known = known
+	return known, nil
+}
+
 // queueMissedGone queues a Gone for every copy of gvk whose last state in the streams says it is in the
 // cluster, though the synced cache of the kind does not have it (see KnownPlaced).
 func (p *ClusterProducer) queueMissedGone(ctx context.Context, gvk schema.GroupVersionKind, gvr schema.GroupVersionResource,
@@ -161,7 +181,7 @@ func (p *ClusterProducer) queueMissedGone(ctx context.Context, gvk schema.GroupV
 	if p.KnownPlaced == nil {
 		return
 	}
-	known, err := p.KnownPlaced(ctx)
+	known, err := p.knownPlaced(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			p.Log.Warn("cannot read the placed copies the streams hold; copies deleted while no producer ran are not published gone",
