@@ -1381,3 +1381,45 @@ func TestGrownReservationHoldsUntilItsBiggerPodsRun(t *testing.T) {
 		t.Errorf("decisions for other (4 cpu) = %v, want [Apply west]: east's 8 cpu are web's once its 2-cpu pods run", got)
 	}
 }
+
+// A Divide copy's status is judged against its cluster's share, as the copy runs it: a workload whose copies
+// each completed their share is left where it ran when its policy changes, which it would not be were each
+// copy judged against the whole replica count.
+func TestDivideCopyJudgedAgainstItsShare(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	ri := object("optimization.nvidia.com/v1alpha1", "ResourceInterface", "", "widget-ri", nil, map[string]any{
+		"spec": map[string]any{"structureDefinition": map[string]any{"rootComponent": map[string]any{
+			"name": "widget", "kind": map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"},
+			"specDefinition":  map[string]any{"podTemplateSpecPath": ".spec.template"},
+			"scaleDefinition": map[string]any{"replicasPath": ".spec.replicas"},
+			"statusDefinition": map[string]any{"statusMappings": map[string]any{"completed": []any{map[string]any{
+				"byExpression": map[string]any{"expression": "(.status.done // 0) >= .spec.replicas", "expectedResult": "true"}}}}}}}}})
+	f.deliver(schemas.TypeResourceInterfaceChanged, schemas.ResourceInterfaceSubject(ri.Ref()), ri)
+	divide := func(east, west int64) map[string]any {
+		return map[string]any{"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "example.com", "kind": "Widget"}}},
+			"spreadConstraints": map[string]any{"spreadMode": "Divide", "topologyKey": "name", "percentageSplit": []any{
+				map[string]any{"topologyValue": "east", "percentage": east}, map[string]any{"topologyValue": "west", "percentage": west}}}}
+	}
+	f.policy("split", divide(50, 50))
+	for _, c := range []string{"east", "west"} {
+		f.cluster(c, map[string]any{"name": c})
+		f.deliver(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject(c), &schemas.ClusterAPIs{Cluster: c, APIs: []string{"example.com/v1/Widget"}})
+	}
+	widget := object("example.com/v1", "Widget", "team", "w", nil, map[string]any{"spec": map[string]any{"replicas": int64(4),
+		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "w",
+			"resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}}}}}})
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(widget.Ref()), widget)
+	if got := f.decisions(0); !equal(got, []string{"Apply east", "Apply west"}) {
+		t.Fatalf("decisions = %v, want the widget divided over east and west", got)
+	}
+	for _, c := range []string{"east", "west"} {
+		f.confirm(c, widget)
+		f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(c, widget.Ref()),
+			&schemas.WorkloadStatus{Cluster: c, Workload: widget.Ref(), Status: map[string]any{"done": int64(2)}})
+	}
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	f.policy("split", divide(100, 0))
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Errorf("decisions after the split changed = %v, want none: each copy completed its share of 2", got)
+	}
+}
