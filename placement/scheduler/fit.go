@@ -58,20 +58,13 @@ func ownReservations(st State, workloads []*structs.Workload) map[string]map[str
 		if wl.Placement == nil {
 			continue
 		}
-		var reservedOn []string
 		for _, r := range st.ReservationsOf(wl.ID) {
 			for _, n := range r.Nodes {
 				add(n.Cluster, n.Node, n.Request)
-				reservedOn = append(reservedOn, n.Cluster)
 			}
 		}
 		label := structs.WorkloadLabelValue(wl.ID)
 		for _, cluster := range wl.Placement.Clusters {
-			// The version placed there, holding no reservation there, runs as is (cycle.runsAsIs) and is not
-			// packed there again: its pods need no looking for, which would walk every node of the cluster.
-			if wl.Placement.Generation == wl.Generation && !slices.Contains(reservedOn, cluster) {
-				continue
-			}
 			if capacities == nil {
 				capacities = st.Capacities()
 			}
