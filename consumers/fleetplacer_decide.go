@@ -53,7 +53,12 @@ func (p *Placer) process(id string, touched *touchedSet) error {
 // to a new copy's empty status. A failed one is re-evaluated as any other: Failed is also a service whose
 // rollout stalled, which should fail over.
 func (p *Placer) reevaluate(ids []string, touched *touchedSet) error {
-	ids = slices.DeleteFunc(slices.Clone(ids), p.completedEverywhere)
+	return p.reevaluateAll(slices.DeleteFunc(slices.Clone(ids), p.completedEverywhere), touched)
+}
+
+// reevaluateAll is reevaluate for completed workloads too: those on a cluster that left the fleet, whose copy
+// there is deleted with the cluster's results, go elsewhere as any other.
+func (p *Placer) reevaluateAll(ids []string, touched *touchedSet) error {
 	if len(ids) == 0 {
 		return nil
 	}

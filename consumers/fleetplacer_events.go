@@ -443,12 +443,9 @@ func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touch
 	if rebuilding {
 		return nil
 	}
-	// Every copy on the cluster that left is deleted, also one re-evaluation leaves where it ran (a completed
-	// job): fleetflow no longer watches that cluster.
-	for _, id := range affected {
-		touched.add(id)
-	}
-	return p.reevaluate(affected, touched)
+	// Every workload on the cluster that left goes elsewhere, a completed one too: fleetflow no longer watches
+	// that cluster, and would otherwise send its copy there again were it registered again.
+	return p.reevaluateAll(affected, touched)
 }
 
 func (p *Placer) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, rebuilding bool) error {
@@ -648,9 +645,10 @@ func (p *Placer) noteGoneCopy(uid, cluster string, s *schemas.WorkloadStatus) {
 // reapplyGoneCopies applies again, once a rebuild has restored where each workload is placed, the copies
 // deleted in their clusters while no placer ran (or before it handled their Gone), on the terms a running
 // placer applies them again (reapplyDeletedCopy). Whether the copy had finished is read from the status the
-// Gone carries, else from the last status with one in the subject's history (a Gone from a producer that did
-// not carry it); a copy that reported none had not.
-func (p *Placer) reapplyGoneCopies(ctx context.Context, history func(ctx context.Context, subject string) (*schemas.WorkloadStatus, error),
+// Gone carries, else from the last status with one in the subject's history of the same workload (a Gone
+// from a producer that did not carry it; the subject names the workload, which may have been created again
+// under its name); a copy that reported none had not.
+func (p *Placer) reapplyGoneCopies(ctx context.Context, history func(ctx context.Context, subject, uid string) (*schemas.WorkloadStatus, error),
 	touched *touchedSet) error {
 	for _, uid := range slices.Sorted(maps.Keys(p.goneCopies)) {
 		id, ok := p.byUID[uid]
@@ -664,7 +662,7 @@ func (p *Placer) reapplyGoneCopies(ctx context.Context, history func(ctx context
 				continue
 			}
 			if s.Status == nil && history != nil {
-				last, err := history(ctx, schemas.WorkloadStatusSubject(cluster, s.Workload))
+				last, err := history(ctx, schemas.WorkloadStatusSubject(cluster, s.Workload), uid)
 				if err != nil {
 					return err
 				}

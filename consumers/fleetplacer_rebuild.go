@@ -328,14 +328,14 @@ func (p *Placer) restore(touched *touchedSet) error {
 }
 
 // lastStatusWithOne returns the newest workload status on subject in the events stream's history that carries
-// a status, nil when there is none.
-func lastStatusWithOne(js jetstream.JetStream) func(ctx context.Context, subject string) (*schemas.WorkloadStatus, error) {
-	return func(ctx context.Context, subject string) (*schemas.WorkloadStatus, error) {
+// a status and is of the workload of uid, nil when there is none.
+func lastStatusWithOne(js jetstream.JetStream) func(ctx context.Context, subject, uid string) (*schemas.WorkloadStatus, error) {
+	return func(ctx context.Context, subject, uid string) (*schemas.WorkloadStatus, error) {
 		var last *schemas.WorkloadStatus
 		err := bus.ReadEvents(ctx, js, schemas.StreamEvents, jetstream.OrderedConsumerConfig{
 			FilterSubjects: []string{subject}, DeliverPolicy: jetstream.DeliverAllPolicy},
 			func(_ string, payload schemas.Payload) {
-				if s, ok := payload.(*schemas.WorkloadStatus); ok && s.Status != nil {
+				if s, ok := payload.(*schemas.WorkloadStatus); ok && s.Status != nil && s.Workload.UID == uid {
 					last = s
 				}
 			})

@@ -367,6 +367,7 @@ func TestRebuildAppliesAgainACopyGoneMeanwhile(t *testing.T) {
 	tests := []struct {
 		name      string
 		earlier   map[string]any          // a status published before the Gone, nil for none
+		earlierOf string                  // the uid of the workload earlier is of, when not web's
 		gone      *schemas.WorkloadStatus // nil: no Gone
 		applyMore bool                    // another Apply to east after the Gone
 		wantAgain bool
@@ -378,6 +379,9 @@ func TestRebuildAppliesAgainACopyGoneMeanwhile(t *testing.T) {
 		// the subject's history.
 		{name: "gone saying nothing, having failed before", earlier: failed, gone: &schemas.WorkloadStatus{}},
 		{name: "gone saying nothing, running before", earlier: running, gone: &schemas.WorkloadStatus{}, wantAgain: true},
+		// The subject names the workload, which may have been created again under its name since.
+		{name: "gone saying nothing, an earlier workload of its name failed", earlier: failed, earlierOf: "uid-of-an-earlier-web",
+			gone: &schemas.WorkloadStatus{}, wantAgain: true},
 		{name: "applied again since", gone: &schemas.WorkloadStatus{Status: running}, applyMore: true},
 		{name: "never gone"},
 	}
@@ -392,8 +396,12 @@ func TestRebuildAppliesAgainACopyGoneMeanwhile(t *testing.T) {
 			f.waitForSubject(t, schemas.DecisionSubject("east", f.web.Ref()))
 			statusSubject := schemas.WorkloadStatusSubject("east", f.web.Ref())
 			if tt.earlier != nil {
+				of := f.web.Ref()
+				if tt.earlierOf != "" {
+					of.UID = tt.earlierOf
+				}
 				f.publishState(t, schemas.TypeWorkloadStatus, statusSubject,
-					&schemas.WorkloadStatus{Cluster: "east", Workload: f.web.Ref(), Status: tt.earlier})
+					&schemas.WorkloadStatus{Cluster: "east", Workload: of, Status: tt.earlier})
 			}
 			if tt.gone != nil {
 				tt.gone.Cluster, tt.gone.Workload, tt.gone.Gone = "east", f.web.Ref(), true

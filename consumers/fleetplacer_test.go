@@ -1281,8 +1281,8 @@ func TestFailedServiceStillFailsOver(t *testing.T) {
 	}
 }
 
-// A Cluster object deleted takes every copy on it along, also a completed job's, which is not run again
-// elsewhere: fleetflow no longer watches that cluster.
+// A Cluster object deleted takes every workload on it along to other clusters, also a completed job: fleetflow
+// no longer watches that cluster, and would otherwise send the copy there again were it registered again.
 func TestDeletedClusterTakesACompletedCopyAlong(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{})
 	f.eastThenWest()
@@ -1295,8 +1295,8 @@ func TestDeletedClusterTakesACompletedCopyAlong(t *testing.T) {
 	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
 	east := object("fleetflow.io/v1alpha1", "Cluster", "", "east", nil, nil).Ref()
 	f.deliver(schemas.TypeClusterDeleted, schemas.ClusterSpecSubject("east"), &schemas.ObjectDeleted{Workload: east})
-	if got := f.decisions(mark); !equal(got, []string{"Delete east"}) {
-		t.Errorf("decisions after east's Cluster was deleted = %v, want [Delete east]", got)
+	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
+		t.Errorf("decisions after east's Cluster was deleted = %v, want [Apply west Delete east]", got)
 	}
 }
 
@@ -1421,5 +1421,44 @@ func TestDivideCopyJudgedAgainstItsShare(t *testing.T) {
 	f.policy("split", divide(100, 0))
 	if got := f.decisions(mark); len(got) != 0 {
 		t.Errorf("decisions after the split changed = %v, want none: each copy completed its share of 2", got)
+	}
+}
+
+// A grown workload's new pods all run but each requests less than the analysis packed (lowered at admission by
+// a VPA or a webhook): its reservation goes once they request more than the old pods did, though not what was
+// packed, so the room they leave is free for the next workload rather than held until the reservation's TTL.
+func TestGrownReservationGoesOnceNewPodsRunSmallerThanPacked(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	generation := func(g int64, cpu string) func(map[string]any) {
+		return func(o map[string]any) {
+			o["metadata"].(map[string]any)["generation"] = g
+			firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": cpu}}
+		}
+	}
+	web := deploymentVersion("web", "1", 4, generation(1, "1"))
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	f.confirm("east", web)
+	node := func(pods int, each string) *schemas.NodeState {
+		q := resource.MustParse(each)
+		total := q.MilliValue() * int64(pods)
+		req := *resource.NewMilliQuantity(total, resource.DecimalSI)
+		return &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+			Requested:   corev1.ResourceList{corev1.ResourceCPU: req},
+			Pods:        pods, WorkloadPods: map[string]int{web.Ref().UID: pods},
+			WorkloadRequested: map[string]corev1.ResourceList{web.Ref().UID: {corev1.ResourceCPU: req}}}
+	}
+	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node(4, "1"))
+	bigger := deploymentVersion("web", "2", 4, generation(2, "2"))
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(bigger.Ref()), bigger)
+	f.confirm("east", bigger)
+	// The new version rolled out: 4 pods, each requesting 1500m (lowered at admission).
+	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node(4, "1500m"))
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	other := deploymentVersion("other", "1", 1, generation(1, "2"))
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(other.Ref()), other)
+	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+		t.Errorf("decisions for other (2 cpu) = %v, want [Apply east]: east has 2 cpu free once web's 4 new pods run", got)
 	}
 }

@@ -159,7 +159,7 @@ func (w *writeTxn) upsertNode(info *structs.NodeInfo) error {
 		}
 		for _, r := range reservations {
 			if on := r.On(node.Cluster, node.Name); on != nil && node.PodsByWorkload[r.WorkloadLabel] >= on.Pods &&
-				(on.Packed == nil || on.Packed.FitsIn(node.RequestedByWorkload[r.WorkloadLabel])) {
+				newPodsRun(on, node.RequestedByWorkload[r.WorkloadLabel]) {
 				if err := w.releaseNode(r, node.Cluster, node.Name); err != nil {
 					return err
 				}
@@ -167,6 +167,21 @@ func (w *writeTxn) upsertNode(info *structs.NodeInfo) error {
 		}
 	}
 	return nil
+}
+
+// newPodsRun reports whether the pods a reservation announced run on its node, as far as requested (what the
+// workload's pods there request now) tells: always for a reservation that took no running pods off, else once
+// they request what was packed or more than what was taken off of some resource.
+func newPodsRun(on *structs.NodeReservation, requested structs.Vector) bool {
+	if on.Packed == nil || on.Packed.FitsIn(requested) {
+		return true
+	}
+	for i, x := range requested {
+		if i != structs.ResourcePods && x > on.Credit.Get(i) {
+			return true
+		}
+	}
+	return false
 }
 
 // DeleteNode removes a node and the reservations on it.
@@ -497,7 +512,7 @@ func (w *writeTxn) reserve(d *structs.Decision, wl *structs.Workload, expires in
 		if running == nil {
 			continue
 		}
-		on.Packed = slices.Clone(on.Request)
+		on.Packed, on.Credit = slices.Clone(on.Request), slices.Clone(running)
 		for j, x := range running {
 			if j < len(on.Request) {
 				on.Request[j] = max(0, on.Request[j]-x)

@@ -252,10 +252,12 @@ type NodeReservation struct {
 	// Request is what all the reserved pods on the node ask for together, less what the workload's pods
 	// already running there take (a grown workload kept where it runs).
 	Request Vector
-	// Packed, set only when running pods were taken off Request, is what the packed pods ask for in full: the
-	// reservation holds until the workload's pods there request that much, not only until there are Pods of
-	// them, since its old pods alone may be as many.
+	// Packed, set only when running pods were taken off Request, is what the packed pods ask for in full, and
+	// Credit what was taken off. The reservation holds until the workload's pods there are Pods many and request
+	// Packed, or more than Credit of some resource (new pods run, smaller than packed): its old pods alone may
+	// be as many.
 	Packed Vector
+	Credit Vector
 }
 
 // NodeIDs lists the reserved nodes' keys.
