@@ -1341,47 +1341,6 @@ func TestUnschedulableVerdictSaysWhatStillRuns(t *testing.T) {
 	}
 }
 
-// A grown workload whose new pods each ask for more (4 pods of 1 cpu, then 4 pods of 2 cpu) is kept where it
-// runs, its old pods counted as room, and its reservation holds the 4 cpu the old pods do not take until its
-// pods there request the 8 cpu packed: the node reporting 4 pods of it, which the old version's pods already
-// are, does not release it, so the next workload does not take those 4 cpu.
-func TestGrownReservationHoldsUntilItsBiggerPodsRun(t *testing.T) {
-	f := newPlacerFixture(t, PlacerConfig{})
-	f.eastThenWest()
-	generation := func(g int64, cpu string) func(map[string]any) {
-		return func(o map[string]any) {
-			o["metadata"].(map[string]any)["generation"] = g
-			firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": cpu}}
-		}
-	}
-	web := deploymentVersion("web", "1", 4, generation(1, "1"))
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
-	f.confirm("east", web)
-	node := func(pods int) *schemas.NodeState {
-		return &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
-			Requested:   corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(int64(pods), resource.DecimalSI)},
-			Pods:        pods, WorkloadPods: map[string]int{web.Ref().UID: pods},
-			WorkloadRequested: map[string]corev1.ResourceList{web.Ref().UID: {corev1.ResourceCPU: *resource.NewQuantity(int64(pods), resource.DecimalSI)}}}
-	}
-	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node(4))
-	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-	bigger := deploymentVersion("web", "2", 4, generation(2, "2"))
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(bigger.Ref()), bigger)
-	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
-		t.Fatalf("decisions for the bigger version = %v, want it kept on east (4 cpu free + its own 4)", got)
-	}
-	f.confirm("east", bigger)
-	// east reports its node again, unchanged: the old version's 4 pods still run (the controller has not rolled them yet).
-	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node(4))
-	mark = len(f.pub.ofType(schemas.TypePlacementDecided))
-	other := deploymentVersion("other", "1", 1, generation(1, "4"))
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(other.Ref()), other)
-	if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
-		t.Errorf("decisions for other (4 cpu) = %v, want [Apply west]: east's 8 cpu are web's once its 2-cpu pods run", got)
-	}
-}
-
 // A Divide copy's status is judged against its cluster's share, as the copy runs it: a workload whose copies
 // each completed their share is left where it ran when its policy changes, which it would not be were each
 // copy judged against the whole replica count.
@@ -1424,41 +1383,59 @@ func TestDivideCopyJudgedAgainstItsShare(t *testing.T) {
 	}
 }
 
-// A grown workload's new pods all run but each requests less than the analysis packed (lowered at admission by
-// a VPA or a webhook): its reservation goes once they request more than the old pods did, though not what was
-// packed, so the room they leave is free for the next workload rather than held until the reservation's TTL.
-func TestGrownReservationGoesOnceNewPodsRunSmallerThanPacked(t *testing.T) {
-	f := newPlacerFixture(t, PlacerConfig{})
-	f.eastThenWest()
-	generation := func(g int64, cpu string) func(map[string]any) {
-		return func(o map[string]any) {
-			o["metadata"].(map[string]any)["generation"] = g
-			firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": cpu}}
-		}
+// A grown workload whose new pods each ask for more (4 pods of 1 cpu, then 4 of 2 cpu) is kept where it runs,
+// its old pods counted as room, and its reservation holds the 4 cpu the old pods do not take:
+//   - while only the old pods run, though they are as many as were packed, so the next workload does not take
+//     the room the new pods need;
+//   - until the new pods run, also when they request less than was packed (lowered at admission by a VPA or a
+//     webhook), so the room they leave is free for the next workload rather than held until the TTL.
+func TestGrownReservationHoldsUntilItsNewPodsRun(t *testing.T) {
+	tests := []struct {
+		name      string
+		running   string // what each of web's 4 pods on east's node requests after the rollout
+		otherCPU  string
+		wantOther []string
+	}{
+		{name: "old pods only", running: "1", otherCPU: "4", wantOther: []string{"Apply west"}},
+		{name: "new pods smaller than packed", running: "1500m", otherCPU: "2", wantOther: []string{"Apply east"}},
 	}
-	web := deploymentVersion("web", "1", 4, generation(1, "1"))
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
-	f.confirm("east", web)
-	node := func(pods int, each string) *schemas.NodeState {
-		q := resource.MustParse(each)
-		total := q.MilliValue() * int64(pods)
-		req := *resource.NewMilliQuantity(total, resource.DecimalSI)
-		return &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
-			Requested:   corev1.ResourceList{corev1.ResourceCPU: req},
-			Pods:        pods, WorkloadPods: map[string]int{web.Ref().UID: pods},
-			WorkloadRequested: map[string]corev1.ResourceList{web.Ref().UID: {corev1.ResourceCPU: req}}}
-	}
-	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node(4, "1"))
-	bigger := deploymentVersion("web", "2", 4, generation(2, "2"))
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(bigger.Ref()), bigger)
-	f.confirm("east", bigger)
-	// The new version rolled out: 4 pods, each requesting 1500m (lowered at admission).
-	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node(4, "1500m"))
-	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-	other := deploymentVersion("other", "1", 1, generation(1, "2"))
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(other.Ref()), other)
-	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
-		t.Errorf("decisions for other (2 cpu) = %v, want [Apply east]: east has 2 cpu free once web's 4 new pods run", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWest()
+			version := func(g int64, cpu string) func(map[string]any) {
+				return func(o map[string]any) {
+					o["metadata"].(map[string]any)["generation"] = g
+					firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": cpu}}
+				}
+			}
+			web := deploymentVersion("web", "1", 4, version(1, "1"))
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			f.confirm("east", web)
+			node := func(each string) *schemas.NodeState {
+				q := resource.MustParse(each)
+				total := *resource.NewMilliQuantity(q.MilliValue()*4, resource.DecimalSI)
+				return &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
+					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+					Requested:   corev1.ResourceList{corev1.ResourceCPU: total},
+					Pods:        4, WorkloadPods: map[string]int{web.Ref().UID: 4},
+					WorkloadRequested: map[string]corev1.ResourceList{web.Ref().UID: {corev1.ResourceCPU: total}}}
+			}
+			f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node("1"))
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			bigger := deploymentVersion("web", "2", 4, version(2, "2"))
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(bigger.Ref()), bigger)
+			if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+				t.Fatalf("decisions for the bigger version = %v, want it kept on east (4 cpu free + its own 4)", got)
+			}
+			f.confirm("east", bigger)
+			f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), node(tt.running))
+			mark = len(f.pub.ofType(schemas.TypePlacementDecided))
+			other := deploymentVersion("other", "1", 1, version(1, tt.otherCPU))
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(other.Ref()), other)
+			if got := f.decisions(mark); !equal(got, tt.wantOther) {
+				t.Errorf("decisions for other (%s cpu) = %v, want %v", tt.otherCPU, got, tt.wantOther)
+			}
+		})
 	}
 }

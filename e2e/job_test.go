@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"context"
 	"testing"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -21,18 +19,9 @@ func TestBatchJobIsPlaced(t *testing.T) {
 	if err := e.ControlPlane.EnsureNamespace(t.Context(), ns, e2eenv.FieldManager, nil); err != nil {
 		t.Fatal(err)
 	}
-	policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
-		"metadata": map[string]any{"name": "jobs-on-cluster-a"},
-		"spec": map[string]any{"resourceSelectors": map[string]any{
-			"kinds": []any{map[string]any{"group": "batch", "kind": "Job"}}},
-			"clusterSelector": map[string]any{"matchLabels": map[string]any{"fleetflow.io/name": "cluster-a"}}}}}
-	if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, policy); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		policies := e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "schedulepolicies"})
-		_ = policies.Delete(context.Background(), policy.GetName(), metav1.DeleteOptions{})
-	})
+	applyPolicy(t, e, "jobs-on-cluster-a", map[string]any{"resourceSelectors": map[string]any{
+		"kinds": []any{map[string]any{"group": "batch", "kind": "Job"}}},
+		"clusterSelector": map[string]any{"matchLabels": map[string]any{"fleetflow.io/name": "cluster-a"}}})
 	job := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job",
 		"metadata": map[string]any{"name": "pi", "namespace": ns},
 		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"restartPolicy": "Never",

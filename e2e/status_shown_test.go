@@ -321,19 +321,10 @@ func shownDeployment(t *testing.T, e *e2eenv.Env, ns string) (schemas.ObjectRef,
 	if err := e.ControlPlane.EnsureNamespace(t.Context(), ns, e2eenv.FieldManager, nil); err != nil {
 		t.Fatal(err)
 	}
-	policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
-		"metadata": map[string]any{"name": ns + "-nowhere"},
-		"spec": map[string]any{"resourceSelectors": map[string]any{
-			"kinds":          []any{map[string]any{"group": "apps", "kind": "Deployment"}},
-			"labelSelectors": []any{map[string]any{"matchLabels": map[string]any{"e2e-policy": ns + "-nowhere"}}}},
-			"clusterSelector": map[string]any{"matchLabels": map[string]any{"e2e-no-such-label": "x"}}}}}
-	if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, policy); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		policies := e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "schedulepolicies"})
-		_ = policies.Delete(context.Background(), policy.GetName(), metav1.DeleteOptions{})
-	})
+	applyPolicy(t, e, ns+"-nowhere", map[string]any{"resourceSelectors": map[string]any{
+		"kinds":          []any{map[string]any{"group": "apps", "kind": "Deployment"}},
+		"labelSelectors": []any{map[string]any{"matchLabels": map[string]any{"e2e-policy": ns + "-nowhere"}}}},
+		"clusterSelector": map[string]any{"matchLabels": map[string]any{"e2e-no-such-label": "x"}}})
 	deployment := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": ns, "labels": map[string]any{"e2e-policy": ns + "-nowhere"}},
 		"spec": map[string]any{"replicas": int64(10), "selector": map[string]any{"matchLabels": map[string]any{"app": "web"}},
@@ -396,19 +387,10 @@ func TestObjectNoPolicySelectsIsLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A Duplicate policy for some ConfigMaps makes the placer watch and judge them all.
-	policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
-		"metadata": map[string]any{"name": "bystander-configmaps"},
-		"spec": map[string]any{"resourceSelectors": map[string]any{
-			"kinds":          []any{map[string]any{"kind": "ConfigMap"}},
-			"labelSelectors": []any{map[string]any{"matchLabels": map[string]any{"share": "yes"}}}},
-			"spreadConstraints": map[string]any{"spreadMode": "Duplicate"}}}}
-	if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, policy); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		policies := e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "schedulepolicies"})
-		_ = policies.Delete(context.Background(), policy.GetName(), metav1.DeleteOptions{})
-	})
+	applyPolicy(t, e, "bystander-configmaps", map[string]any{"resourceSelectors": map[string]any{
+		"kinds":          []any{map[string]any{"kind": "ConfigMap"}},
+		"labelSelectors": []any{map[string]any{"matchLabels": map[string]any{"share": "yes"}}}},
+		"spreadConstraints": map[string]any{"spreadMode": "Duplicate"}})
 	configMapKind := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	bystanderRef := schemas.RefOf(e2eenv.Get(t, e.ControlPlane, configMapKind, "team-bystander", "settings").Object)
 	events, err := e.Bus.JetStream.Stream(t.Context(), schemas.StreamEvents)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -130,18 +131,7 @@ func TestControlPlaneProducerPublishesDeletionsMadeWhileItWasDown(t *testing.T) 
 		b.publishToState(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(obj.Ref()), "earlier-"+obj.Ref().Name, obj)
 	}
 
-	p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Known: pipeline.KnownObjects(b.js)}
-	p.AddKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, producers.WorkloadFamily)
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("producer ended with %v", err)
-		}
-	}()
+	runConfigMapProducer(t, b, nil)
 	gone := configMap("gone", "uid-gone").Ref()
 	eventually(t, "the deletion of the ConfigMap deleted while no producer ran", func() bool {
 		last, ok := b.last(schemas.WorkloadSubject(gone))
@@ -185,18 +175,7 @@ func TestControlPlaneProducerSkipsNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Known: pipeline.KnownObjects(b.js), SkippedNamespaces: skipped}
-	p.AddKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, producers.WorkloadFamily)
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("producer ended with %v", err)
-		}
-	}()
+	runConfigMapProducer(t, b, skipped)
 	later := create(skippedNS, "later")
 	placed := create(ns, "placed")
 	eventually(t, "the workload of an unskipped namespace published", func() bool {
@@ -210,4 +189,22 @@ func TestControlPlaneProducerSkipsNamespaces(t *testing.T) {
 	if msgs := b.messages(schemas.WorkloadSubject(ref(later))); len(msgs) != 0 {
 		t.Errorf("a workload of the skipped namespace was published: %+v", msgs)
 	}
+}
+
+// runConfigMapProducer runs a control-plane producer that publishes ConfigMaps as workloads, skipping the
+// namespaces skipped matches, until the test ends.
+func runConfigMapProducer(t *testing.T, b *bench, skipped *regexp.Regexp) {
+	t.Helper()
+	p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Known: pipeline.KnownObjects(b.js), SkippedNamespaces: skipped}
+	p.AddKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, producers.WorkloadFamily)
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("producer ended with %v", err)
+		}
+	})
 }
