@@ -155,6 +155,16 @@ func splitDecisionID(id string) [2]string {
 	return [2]string{fields[len(fields)-2], fields[len(fields)-1]}
 }
 
+// lastVerdictSent is the last verdict published as an event of its own; the test fails when there is none.
+func (f *placerFixture) lastVerdictSent() *schemas.PlacementVerdict {
+	f.t.Helper()
+	verdicts := f.pub.ofType(schemas.TypePlacementVerdict)
+	if len(verdicts) == 0 {
+		f.t.Fatal("no verdict sent")
+	}
+	return verdicts[len(verdicts)-1].payload(f.t).(*schemas.PlacementVerdict)
+}
+
 func (f *placerFixture) confirm(cluster string, w *schemas.ObjectChanged) {
 	f.t.Helper()
 	ref := w.Ref()
@@ -1105,11 +1115,7 @@ func TestNegativeQuantityMakesTheWorkloadInvalid(t *testing.T) {
 		firstContainer(object)["resources"] = map[string]any{"requests": map[string]any{"cpu": "-4"}}
 	})
 	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(bad.Ref()), bad)
-	verdicts := f.pub.ofType(schemas.TypePlacementVerdict)
-	if len(verdicts) == 0 {
-		t.Fatal("no verdict for the workload with a negative cpu request")
-	}
-	v := verdicts[len(verdicts)-1].payload(t).(*schemas.PlacementVerdict)
+	v := f.lastVerdictSent()
 	if v.Status != schemas.VerdictInvalid || !strings.Contains(v.Message, "resources.requests.cpu: -4 is negative") {
 		t.Errorf("verdict %s %q, want Invalid naming resources.requests.cpu", v.Status, v.Message)
 	}
@@ -1330,11 +1336,7 @@ func TestUnschedulableVerdictSaysWhatStillRuns(t *testing.T) {
 		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
 	})
 	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
-	verdicts := f.pub.ofType(schemas.TypePlacementVerdict)
-	if len(verdicts) == 0 {
-		t.Fatal("no verdict for the grown workload")
-	}
-	v := verdicts[len(verdicts)-1].payload(t).(*schemas.PlacementVerdict)
+	v := f.lastVerdictSent()
 	if want := "the copy on east keeps running the version applied before"; v.Status != schemas.VerdictUnschedulable ||
 		!strings.Contains(v.Message, want) {
 		t.Errorf("verdict %s %q, want Unschedulable saying %q", v.Status, v.Message, want)
