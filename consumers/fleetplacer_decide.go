@@ -382,6 +382,7 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 			}
 			delete(e.redelete, cluster)
 			delete(e.finished, cluster)
+			delete(e.completed, cluster)
 		}
 		return nil
 	}
@@ -431,6 +432,7 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		}
 		delete(e.redelete, cluster)
 		delete(e.finished, cluster) // a copy applied there later is a new one
+		delete(e.completed, cluster)
 	}
 	if e.deleted || len(desired) == 0 {
 		for cluster, prev := range e.published {

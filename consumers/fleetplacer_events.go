@@ -576,8 +576,9 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 	return p.moveOff(e, s.Cluster, "the workload failed there and its policy reschedules on failure", false, touched)
 }
 
-// notePhase records whether the copy s reports on finished (e.finished), from its status mapped through the
-// workload's RI; known is false when s has no status or the RI maps none.
+// notePhase records whether the copy s reports on finished (e.finished) and completed (e.completed), from its
+// status mapped through the workload's RI, against its cluster's share for a Divide; known is false when s has
+// no status or the RI maps none.
 func (p *Placer) notePhase(e *workloadEntry, s *schemas.WorkloadStatus) (phase karta.Phase, known bool, err error) {
 	if s.Status == nil {
 		return "", false, nil
