@@ -620,9 +620,10 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 		lines = append(lines, c+": "+p.Reasons[c])
 	}
 	annotations[schemas.AnnotationReasons] = nilIfEmpty(strings.Join(lines, "\n"))
-	if p.Status == schemas.VerdictPlaced && !slices.Equal(shownClusters(obj), p.Clusters) && s.LastStatus != nil {
+	newShares := obj.GetAnnotations()[schemas.AnnotationClusterReplicas] != clusterReplicas(p)
+	if p.Status == schemas.VerdictPlaced && (!slices.Equal(shownClusters(obj), p.Clusters) || newShares) && s.LastStatus != nil {
 		// Newly placed: the status shown comes from its clusters from now on, and one of theirs may have been
-		// handled before this verdict.
+		// handled before this verdict. New Divide shares judge each cluster's status anew.
 		if len(p.Clusters) > 1 {
 			return s.showSpreadStatus(ctx, client, obj, p.Clusters, nil, annotations)
 		}

@@ -289,6 +289,16 @@ func TestDivideShareJudgesEachClustersPhase(t *testing.T) {
 	if got := a[schemas.AnnotationClusterReplicas]; got != "cluster-a=6,cluster-b=4" {
 		t.Errorf("%s = %q, want cluster-a=6,cluster-b=4", schemas.AnnotationClusterReplicas, got)
 	}
+	// New shares over the same clusters judge the statuses already reported anew: cluster-b's 2 ready replicas
+	// are all of its new share of 2.
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "divided-again", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 2000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "divide",
+		Clusters: []string{"cluster-a", "cluster-b"}, Replicas: map[string]int32{"cluster-a": 8, "cluster-b": 2}})
+	e2eenv.Eventually(t, e2eenv.Settle, "each cluster's phase judged against its new share", func() bool {
+		a = e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name).GetAnnotations()
+		return a[schemas.AnnotationClusterReplicas] == "cluster-a=8,cluster-b=2" &&
+			a[schemas.AnnotationClusterPhases] == "cluster-a=Initializing,cluster-b=Running"
+	})
 }
 
 // TestStatusTheControlPlaneRefusesLeavesTheVerdictShown: a status the control plane's schema refuses (here one
