@@ -500,8 +500,9 @@ func (w *writeTxn) reserve(d *structs.Decision, wl *structs.Workload, expires in
 		on.Request.AddInPlace(a.PodRequest, a.Pods)
 	}
 	// The workload's pods already running on a node (a grown workload's old pods) count in its requested
-	// resources, so the reservation holds only the rest. It goes once the workload's pods there are as many as
-	// packed and request as much (Packed): its old pods alone may be as many.
+	// resources, so the reservation holds only the rest (Credit is what they took off). It goes once the
+	// workload's pods there are as many as packed and its new pods run (newPodsRun): its old pods alone may be
+	// as many.
 	for i := range r.Nodes {
 		on := &r.Nodes[i]
 		node := w.node(on.Cluster, on.Node)
