@@ -659,7 +659,8 @@ func (p *Placer) reapplyGoneCopies(ctx context.Context, history func(ctx context
 		e := p.workloads[id]
 		for _, cluster := range slices.Sorted(maps.Keys(p.goneCopies[uid])) {
 			s := p.goneCopies[uid][cluster]
-			if e.objectJSON == nil {
+			// The history is read only for a copy that could be applied again.
+			if e.objectJSON == nil || !p.placedAndAppliedOn(e, cluster) {
 				continue
 			}
 			if s.Status == nil && history != nil {
@@ -681,6 +682,17 @@ func (p *Placer) reapplyGoneCopies(ctx context.Context, history func(ctx context
 	return nil
 }
 
+// placedAndAppliedOn reports whether e is placed on cluster and its copy there was applied, not deleted on
+// purpose: a copy gone from such a cluster is one reapplyDeletedCopy may apply again.
+func (p *Placer) placedAndAppliedOn(e *workloadEntry, cluster string) bool {
+	prev, ok := e.published[cluster]
+	if !ok || prev.action != schemas.ActionApply || e.deleted {
+		return false // never applied there, or deleted on purpose
+	}
+	wl := p.store.Snapshot().Workload(e.id)
+	return wl != nil && wl.Placement != nil && slices.Contains(wl.Placement.Clusters, cluster)
+}
+
 // reapplyBackoff is how soon a copy deleted in its cluster again is not applied again.
 const reapplyBackoff = 30 * time.Second
 
@@ -690,12 +702,7 @@ const reapplyBackoff = 30 * time.Second
 // after it completed must not run again. One deleted again within reapplyBackoff is left gone too, with
 // a warning, rather than fight whatever keeps deleting it; the next change of the workload applies it.
 func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *touchedSet) {
-	prev, ok := e.published[cluster]
-	if !ok || prev.action != schemas.ActionApply || e.deleted {
-		return // never applied there, or deleted on purpose
-	}
-	wl := p.store.Snapshot().Workload(e.id)
-	if wl == nil || wl.Placement == nil || !slices.Contains(wl.Placement.Clusters, cluster) {
+	if !p.placedAndAppliedOn(e, cluster) {
 		return
 	}
 	log := p.log.With("workload", e.ref.Key(), "cluster", cluster)
