@@ -158,11 +158,17 @@ func splitDecisionID(id string) [2]string {
 // lastVerdictSent is the last verdict published as an event of its own; the test fails when there is none.
 func (f *placerFixture) lastVerdictSent() *schemas.PlacementVerdict {
 	f.t.Helper()
-	verdicts := f.pub.ofType(schemas.TypePlacementVerdict)
-	if len(verdicts) == 0 {
-		f.t.Fatal("no verdict sent")
+	return f.lastSent(schemas.TypePlacementVerdict).(*schemas.PlacementVerdict)
+}
+
+// lastSent is the payload of the last event of eventType published; the test fails when there is none.
+func (f *placerFixture) lastSent(eventType string) schemas.Payload {
+	f.t.Helper()
+	all := f.pub.ofType(eventType)
+	if len(all) == 0 {
+		f.t.Fatalf("no %s published", eventType)
 	}
-	return verdicts[len(verdicts)-1].payload(f.t).(*schemas.PlacementVerdict)
+	return all[len(all)-1].payload(f.t)
 }
 
 func (f *placerFixture) confirm(cluster string, w *schemas.ObjectChanged) {
@@ -855,11 +861,7 @@ func (f *placerFixture) applyGaveUp(cluster string, w *schemas.ObjectChanged, se
 // lastDecision is the last decision published.
 func (f *placerFixture) lastDecision() *schemas.PlacementDecided {
 	f.t.Helper()
-	all := f.pub.ofType(schemas.TypePlacementDecided)
-	if len(all) == 0 {
-		f.t.Fatal("no decision published")
-	}
-	return all[len(all)-1].payload(f.t).(*schemas.PlacementDecided)
+	return f.lastSent(schemas.TypePlacementDecided).(*schemas.PlacementDecided)
 }
 
 // TestApplyAnApplierGaveUpOnMovesOnlyWhenThePolicyAsks: an applier that gives up on an Apply (forbidden,

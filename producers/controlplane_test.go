@@ -58,15 +58,8 @@ func TestControlPlaneWatchFollowsTheServedVersion(t *testing.T) {
 	p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	p.AddKind(v1, producers.WorkloadFamily)
 	p.AddKind(v2, producers.WorkloadFamily)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("producer: %v", err)
-		}
-	})
+	runUntilTestEnds(t, p)
+	ctx := t.Context()
 
 	published := func(gvk schema.GroupVersionKind, name string) {
 		t.Helper()
@@ -198,9 +191,15 @@ func runConfigMapProducer(t *testing.T, b *bench, skipped *regexp.Regexp) {
 	p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Known: pipeline.KnownObjects(b.js), SkippedNamespaces: skipped}
 	p.AddKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, producers.WorkloadFamily)
-	runCtx, cancel := context.WithCancel(context.Background())
+	runUntilTestEnds(t, p)
+}
+
+// runUntilTestEnds runs p until the test ends, failing the test if it ends with an error.
+func runUntilTestEnds(t *testing.T, p *producers.ControlPlaneProducer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- p.Run(runCtx) }()
+	go func() { done <- p.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

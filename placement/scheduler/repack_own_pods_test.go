@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -31,14 +32,8 @@ func TestDivideRepackCountsItsOwnPodsAsRoom(t *testing.T) {
 	if d.Status != structs.StatusPlaced || d.Replicas["eu"] != 2 || d.Replicas["us"] != 2 {
 		t.Fatalf("first placement %s %v", d.Status, d.Replicas)
 	}
-	label := structs.WorkloadLabelValue(id)
 	for _, c := range []string{"eu", "us"} {
-		if err := h.Store.UpsertNodes(h.NextSeq(), structs.NodeInfo{Cluster: c, Name: "n",
-			Allocatable: res("cpu", "8", "memory", "64Gi"), Requested: res("cpu", "4", "pods", "2"),
-			PodsByWorkload:      map[string]int64{label: 2},
-			RequestedByWorkload: map[string]corev1.ResourceList{label: res("cpu", "4", "pods", "2")}}); err != nil {
-			t.Fatal(err)
-		}
+		reportRunning(t, h, c, id, 2, "4")
 	}
 	if r := h.Store.Snapshot().ReservationsOf(id); len(r) != 0 {
 		t.Fatalf("reservations still held: %+v", r)
@@ -67,14 +62,8 @@ func TestDuplicateTakenOverCountsItsOwnPodsAsRoom(t *testing.T) {
 	if d := h.Place(id); d.Status != structs.StatusPlaced || len(d.Clusters) != 2 {
 		t.Fatalf("first placement %s %v", d.Status, d.Clusters)
 	}
-	label := structs.WorkloadLabelValue(id)
 	for _, c := range []string{"a", "b"} {
-		if err := h.Store.UpsertNodes(h.NextSeq(), structs.NodeInfo{Cluster: c, Name: "n",
-			Allocatable: res("cpu", "8", "memory", "64Gi"), Requested: res("cpu", "8", "pods", "1"),
-			PodsByWorkload:      map[string]int64{label: 1},
-			RequestedByWorkload: map[string]corev1.ResourceList{label: res("cpu", "8", "pods", "1")}}); err != nil {
-			t.Fatal(err)
-		}
+		reportRunning(t, h, c, id, 1, "8")
 	}
 	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
 	moves := reevaluate(t, h, scheduler.AffectedByPolicy)
@@ -85,5 +74,18 @@ func TestDuplicateTakenOverCountsItsOwnPodsAsRoom(t *testing.T) {
 		if m.Status != structs.StatusPlaced {
 			t.Errorf("re-evaluation: %s %v %q %v, want Placed on a or b where its copy runs", m.Status, m.Clusters, m.Message, m.Reasons)
 		}
+	}
+}
+
+// reportRunning has cluster report, on its 8-cpu node "n", pods of workload id running and requesting cpu in
+// all, and nothing else.
+func reportRunning(t *testing.T, h *placementtest.Harness, cluster, id string, pods int, cpu string) {
+	t.Helper()
+	label := structs.WorkloadLabelValue(id)
+	running := res("cpu", cpu, "pods", strconv.Itoa(pods))
+	if err := h.Store.UpsertNodes(h.NextSeq(), structs.NodeInfo{Cluster: cluster, Name: "n",
+		Allocatable: res("cpu", "8", "memory", "64Gi"), Requested: running,
+		PodsByWorkload: map[string]int64{label: int64(pods)}, RequestedByWorkload: map[string]corev1.ResourceList{label: running}}); err != nil {
+		t.Fatal(err)
 	}
 }
