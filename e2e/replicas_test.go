@@ -22,14 +22,10 @@ func TestProducerReplicasAreDeduplicated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	skipped, err := pipeline.SkippedNamespaces(pipeline.DefaultSkippedNamespaces)
-	if err != nil {
-		t.Fatal(err)
-	}
 	replicaCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- pipeline.RunProducer(replicaCtx, e.Bus, e.ControlPlane, kinds, skipped, e.Log.With("replica", "second"))
+		done <- pipeline.RunProducer(replicaCtx, e.Bus, e.ControlPlane, kinds, pipeline.DefaultSkipped(), e.Log.With("replica", "second"))
 	}()
 	defer func() {
 		stop()

@@ -154,7 +154,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	if err != nil {
 		return err
 	}
-	all := &pipeline.AllInOne{ControlPlane: controlPlane, Kinds: kinds}
+	all := &pipeline.AllInOne{ControlPlane: controlPlane, Kinds: kinds, SkippedNamespaces: pipeline.DefaultSkipped()}
 	pipelineCtx, stopPipeline := context.WithCancel(ctx)
 	pipelineDone := make(chan error, 1)
 	go func() { pipelineDone <- all.Run(pipelineCtx, b, slog.Default()) }()

@@ -276,15 +276,11 @@ func registerSkipNamespaces(cmd *cobra.Command, skip *[]string) {
 		"control-plane namespaces whose workloads fleetflow leaves alone (never placed nor annotated), as regular expressions matching whole names; \"\" for none")
 }
 
-// skippedNamespaces compiles --skip-namespaces; nil patterns skip nothing.
+// skippedNamespaces compiles --skip-namespaces; nil, for no pattern, skips nothing.
 func skippedNamespaces(patterns []string) (*regexp.Regexp, error) {
 	re, err := pipeline.SkippedNamespaces(patterns)
 	if err != nil {
 		return nil, fmt.Errorf("--skip-namespaces: %w", err)
-	}
-	if re == nil {
-		// A matcher that matches nothing: a nil one would mean the default namespaces to AllInOne.
-		return regexp.MustCompile(`a^`), nil
 	}
 	return re, nil
 }

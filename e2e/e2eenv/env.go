@@ -149,7 +149,8 @@ func New(t *testing.T, opts Options) *Env {
 			t.Fatal(err)
 		}
 	}
-	e.all = &pipeline.AllInOne{ControlPlane: controlPlane, Placer: placer, NoPlacer: opts.NoPlacer}
+	e.all = &pipeline.AllInOne{ControlPlane: controlPlane, Placer: placer, NoPlacer: opts.NoPlacer,
+		SkippedNamespaces: pipeline.DefaultSkipped()}
 	e.start(runCtx)
 	t.Cleanup(func() {
 		e.stop()

@@ -160,6 +160,15 @@ func SkippedNamespaces(patterns []string) (*regexp.Regexp, error) {
 	return regexp.Compile("^(?:" + strings.Join(parts, "|") + ")$")
 }
 
+// DefaultSkipped is DefaultSkippedNamespaces compiled.
+func DefaultSkipped() *regexp.Regexp {
+	re, err := SkippedNamespaces(DefaultSkippedNamespaces)
+	if err != nil {
+		panic(err) // the defaults are constant patterns, checked by the tests
+	}
+	return re
+}
+
 // KnownObjects returns the objects whose last event in the state stream, on the subjects filter selects, is a
 // change: the objects the streams hold as existing (see producers.ControlPlaneProducer.Known).
 func KnownObjects(js jetstream.JetStream) func(ctx context.Context, filter string) ([]schemas.ObjectRef, error) {
@@ -637,7 +646,7 @@ type AllInOne struct {
 	// NoPlacer leaves the placer out, for a placer that runs elsewhere.
 	NoPlacer bool
 	// SkippedNamespaces match the control-plane namespaces whose workloads are left alone (RunProducer); nil
-	// means DefaultSkippedNamespaces.
+	// skips none. DefaultSkipped is what fleetflow run skips unless told otherwise.
 	SkippedNamespaces *regexp.Regexp
 }
 
@@ -658,13 +667,7 @@ func (a *AllInOne) Run(ctx context.Context, b *Bus, log *slog.Logger) error {
 			}
 		})
 	}
-	skipped := a.SkippedNamespaces
-	if skipped == nil {
-		if skipped, err = SkippedNamespaces(DefaultSkippedNamespaces); err != nil {
-			return err
-		}
-	}
-	start("producer", func() error { return RunProducer(ctx, b, a.ControlPlane, kinds, skipped, log) })
+	start("producer", func() error { return RunProducer(ctx, b, a.ControlPlane, kinds, a.SkippedNamespaces, log) })
 	if !a.NoPlacer {
 		start("placer", func() error { return RunPlacer(ctx, b, a.Placer, log) })
 	}
