@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -180,7 +181,12 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 		}
 	}
 	if ref.Namespace != "" {
-		err := a.Clients.EnsureNamespace(ctx, ref.Namespace, FieldManager, map[string]string{LabelManagedBy: FieldManager})
+		labels := maps.Clone(decided.NamespaceLabels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[LabelManagedBy] = FieldManager
+		err := a.Clients.EnsureLabeledNamespace(ctx, ref.Namespace, FieldManager, labels, createdForCopies)
 		if err != nil {
 			return "", classify(fmt.Errorf("cluster %s: %w", a.Cluster, err))
 		}
@@ -204,6 +210,13 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 		return "", classify(fmt.Errorf("server-side apply %s on cluster %s: %w", ref, a.Cluster, err))
 	}
 	return applied.GetResourceVersion(), nil
+}
+
+// createdForCopies reports whether an applier created the namespace for the copies it holds, so it carries the
+// control-plane namespace's labels. Not so for one fleetflow did not create, nor for the copy of a control-plane
+// Namespace (a Duplicate spreads it), whose own Apply sets its labels.
+func createdForCopies(ns *corev1.Namespace) bool {
+	return ns.Labels[LabelManagedBy] == FieldManager && ns.Labels[LabelWorkloadUID] == ""
 }
 
 // replaceEarlierCopy deletes the copy of an earlier workload of the same name and returns the retryable error

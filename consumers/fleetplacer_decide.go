@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
@@ -495,6 +496,9 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 	if action == schemas.ActionApply {
 		policyName = wl.Placement.Policy
 		d.Policy, d.Clusters, d.Avoid = policyName, wl.Placement.Clusters, wl.Avoid
+		if e.ref.Namespace != "" {
+			d.NamespaceLabels = propagatedNamespaceLabels(p.store.Snapshot().Namespace(e.ref.Namespace))
+		}
 	}
 	if verdict != nil {
 		verdict.v.Epoch = p.epoch
@@ -523,6 +527,25 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 		p.verdictSaid(e, verdict.v, verdict.key)
 	}
 	return nil
+}
+
+// propagatedNamespaceLabels are the labels of a control-plane namespace that its copies in the workload clusters
+// get: all but the name label every cluster sets itself, and fleetflow's own mark, which the applier sets.
+func propagatedNamespaceLabels(ns *structs.Namespace) map[string]string {
+	if ns == nil {
+		return nil
+	}
+	var out map[string]string
+	for k, v := range ns.Labels {
+		if k == corev1.LabelMetadataName || k == LabelManagedBy || k == LabelWorkloadUID {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(ns.Labels))
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // contentKey is contentOf the workload's current object, hashed once per version.

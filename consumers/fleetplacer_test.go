@@ -1443,3 +1443,32 @@ func TestGrownReservationHoldsUntilItsNewPodsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyCarriesItsNamespaceLabels: an Apply carries the labels of the workload's control-plane namespace as
+// they are when it is decided, but the name label every cluster sets itself; a namespace without other labels
+// adds nothing to it.
+func TestApplyCarriesItsNamespaceLabels(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.policy("any", map[string]any{})
+	f.cluster("east", nil)
+	namespace := func(labels map[string]any) {
+		ns := object("v1", "Namespace", "", "team", labels, nil)
+		f.deliver(schemas.TypeNamespaceChanged, schemas.NamespaceSubject("team"), ns)
+	}
+	namespace(map[string]any{corev1.LabelMetadataName: "team"})
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	if got := f.lastDecision().NamespaceLabels; got != nil {
+		t.Errorf("namespace labels = %v, want none beside the name label", got)
+	}
+
+	namespace(map[string]any{corev1.LabelMetadataName: "team", "pod-security.kubernetes.io/enforce": "restricted"})
+	web = deployment("web")
+	web.Object["metadata"].(map[string]any)["resourceVersion"] = "2"
+	firstContainer(web.Object)["image"] = "web:2"
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	want := map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
+	if got := f.lastDecision(); got.Action != schemas.ActionApply || !maps.Equal(got.NamespaceLabels, want) {
+		t.Errorf("the next Apply (%s) carries namespace labels %v, want %v", got.Action, got.NamespaceLabels, want)
+	}
+}

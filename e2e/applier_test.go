@@ -27,6 +27,8 @@ type applierFixture struct {
 	applier *consumers.Applier
 	cluster *kube.Clients
 	seq     uint64
+	// namespaceLabels are what the next Applies say the control-plane namespace carries.
+	namespaceLabels map[string]string
 }
 
 func newApplierFixture(t *testing.T) *applierFixture {
@@ -55,7 +57,7 @@ func (f *applierFixture) decide(action schemas.DecisionAction, object *unstructu
 	decided := &schemas.PlacementDecided{DecisionID: uid + "/" + strconv.FormatUint(f.seq, 10) + "/" + string(action),
 		Workload: ref, Cluster: "cluster-a", Action: action, Sequence: f.seq, Epoch: "e2e"}
 	if action == schemas.ActionApply {
-		decided.Object = object.Object
+		decided.Object, decided.NamespaceLabels = object.Object, f.namespaceLabels
 	}
 	event, err := schemas.NewEvent(schemas.TypePlacementDecided, "/e2e", subject, decided.DecisionID, decided)
 	if err != nil {
@@ -284,5 +286,64 @@ func TestApplierTakesBackItsCopyThatLostItsManagedByLabel(t *testing.T) {
 	})
 	if err := f.decide(schemas.ActionApply, configMap("team-applier", "foreign", "x"), "uid-other"); err == nil || !bus.IsPermanent(err) {
 		t.Errorf("an Apply over an object fleetflow never made: error = %v, want a permanent refusal", err)
+	}
+}
+
+// TestApplierGivesNamespacesTheControlPlaneLabels: the namespace an applier creates for a copy carries the
+// control-plane namespace's labels (a Pod Security level enforced there is enforced in the workload cluster
+// too), and follows them when they change: a label taken off there goes, a label someone added in the
+// workload cluster stays. A namespace fleetflow did not create is not relabelled.
+func TestApplierGivesNamespacesTheControlPlaneLabels(t *testing.T) {
+	f := newApplierFixture(t)
+	ctx := t.Context()
+	namespaces := f.cluster.Core.CoreV1().Namespaces()
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
+	created, foreign := "team-labels-"+suffix, "team-own-"+suffix
+	labelsOf := func(name string) map[string]string {
+		t.Helper()
+		ns, err := namespaces.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ns.Labels
+	}
+	const enforce, mesh = "pod-security.kubernetes.io/enforce", "istio-injection"
+
+	f.namespaceLabels = map[string]string{enforce: "restricted", mesh: "enabled"}
+	if err := f.decide(schemas.ActionApply, configMap(created, "first", "uid-first"), "uid-first"); err != nil {
+		t.Fatal(err)
+	}
+	got := labelsOf(created)
+	if got[enforce] != "restricted" || got[mesh] != "enabled" || got[schemas.LabelManagedBy] != consumers.FieldManager {
+		t.Fatalf("created namespace labels = %v, want the control plane's and fleetflow's mark", got)
+	}
+	ns, err := namespaces.Get(ctx, created, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns.Labels["team"] = "added-in-the-cluster"
+	if _, err := namespaces.Update(ctx, ns, metav1.UpdateOptions{FieldManager: "someone"}); err != nil {
+		t.Fatal(err)
+	}
+
+	f.namespaceLabels = map[string]string{enforce: "baseline"}
+	if err := f.decide(schemas.ActionApply, configMap(created, "second", "uid-second"), "uid-second"); err != nil {
+		t.Fatal(err)
+	}
+	got = labelsOf(created)
+	if _, stays := got[mesh]; stays || got[enforce] != "baseline" || got["team"] != "added-in-the-cluster" ||
+		got[schemas.LabelManagedBy] != consumers.FieldManager {
+		t.Errorf("namespace labels = %v after the control plane's changed, want %s=baseline, no %s, the cluster's own "+
+			"team label and fleetflow's mark", got, enforce, mesh)
+	}
+
+	if _, err := namespaces.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: foreign}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.decide(schemas.ActionApply, configMap(foreign, "third", "uid-third"), "uid-third"); err != nil {
+		t.Fatal(err)
+	}
+	if got := labelsOf(foreign); got[enforce] != "" || got[schemas.LabelManagedBy] != "" {
+		t.Errorf("labels of a namespace fleetflow did not create = %v, want them left alone", got)
 	}
 }

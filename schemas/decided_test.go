@@ -59,7 +59,8 @@ func TestPlacementDecidedApplyNeedsAnObject(t *testing.T) {
 
 // TestPlacementDecidedCarriesOnlyWhatAnApplyMay: a verdict rides only with an Apply, only when Placed, only
 // for the decision's own workload and a cluster the verdict names; the placement in force (clusters and
-// clusters to avoid) comes only with an Apply, and includes its cluster. What is valid reads back as sent.
+// clusters to avoid) and the namespace's labels come only with an Apply, and the clusters include its own.
+// What is valid reads back as sent.
 func TestPlacementDecidedCarriesOnlyWhatAnApplyMay(t *testing.T) {
 	ref := ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "u"}
 	placed := func() *PlacementVerdict {
@@ -70,7 +71,8 @@ func TestPlacementDecidedCarriesOnlyWhatAnApplyMay(t *testing.T) {
 		d := &PlacementDecided{DecisionID: "u/7/Apply/east", Workload: ref, Cluster: "east", Action: ActionApply, Sequence: 7,
 			Epoch: "e1", Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 				"metadata": map[string]any{"name": "web", "namespace": "team"}}, Verdict: placed(),
-			Clusters: []string{"east"}, Avoid: map[string]string{"west": "its pods stayed Pending there"}}
+			Clusters: []string{"east"}, Avoid: map[string]string{"west": "its pods stayed Pending there"},
+			NamespaceLabels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}}
 		change(d)
 		return d
 	}
@@ -82,7 +84,10 @@ func TestPlacementDecidedCarriesOnlyWhatAnApplyMay(t *testing.T) {
 		{"a placed verdict with its Apply", decision(func(*PlacementDecided) {}), ""},
 		{"with a Delete", decision(func(d *PlacementDecided) { d.Action, d.Object = ActionDelete, nil }), "only Apply carries one"},
 		{"placement with a Delete", decision(func(d *PlacementDecided) { d.Action, d.Object, d.Verdict = ActionDelete, nil, nil }),
-			"clusters, avoid: set on action Delete"},
+			"clusters, avoid, namespaceLabels: set on action Delete"},
+		{"namespace labels with a Delete", decision(func(d *PlacementDecided) {
+			d.Action, d.Object, d.Verdict, d.Clusters, d.Avoid = ActionDelete, nil, nil, nil, nil
+		}), "namespaceLabels: set on action Delete"},
 		{"placement without its cluster", decision(func(d *PlacementDecided) { d.Clusters = []string{"west"} }),
 			"clusters: [west] do not include the decision's cluster east"},
 		{"unschedulable", decision(func(d *PlacementDecided) { d.Verdict.Status = VerdictUnschedulable }), "only a Placed verdict"},
@@ -106,9 +111,10 @@ func TestPlacementDecidedCarriesOnlyWhatAnApplyMay(t *testing.T) {
 					t.Fatal(err)
 				}
 				if !reflect.DeepEqual(back.Verdict, tc.d.Verdict) || !reflect.DeepEqual(back.Clusters, tc.d.Clusters) ||
-					!reflect.DeepEqual(back.Avoid, tc.d.Avoid) {
-					t.Errorf("read back verdict %+v, clusters %v, avoid %v; want %+v, %v, %v", back.Verdict, back.Clusters,
-						back.Avoid, tc.d.Verdict, tc.d.Clusters, tc.d.Avoid)
+					!reflect.DeepEqual(back.Avoid, tc.d.Avoid) || !reflect.DeepEqual(back.NamespaceLabels, tc.d.NamespaceLabels) {
+					t.Errorf("read back verdict %+v, clusters %v, avoid %v, namespace labels %v; want %+v, %v, %v, %v",
+						back.Verdict, back.Clusters, back.Avoid, back.NamespaceLabels, tc.d.Verdict, tc.d.Clusters, tc.d.Avoid,
+						tc.d.NamespaceLabels)
 				}
 				return
 			}

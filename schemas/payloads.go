@@ -204,6 +204,11 @@ type PlacementDecided struct {
 	// Apply to the same cluster) gave way to it in the state stream.
 	Clusters []string          `json:"clusters,omitempty"`
 	Avoid    map[string]string `json:"avoid,omitempty"`
+	// NamespaceLabels, for an Apply of a namespaced workload, are the labels of its namespace on the control
+	// plane (but kubernetes.io/metadata.name, which every cluster sets itself). The applier gives them to the
+	// namespace it creates for the copy, and to one it created before: a namespace that enforces a Pod
+	// Security level, or opts in to a mesh, does so in every cluster its workloads run in.
+	NamespaceLabels map[string]string `json:"namespaceLabels,omitempty"`
 	// Verdict is the Placed verdict this Apply carries out, when the placer reached it in the same cycle: it
 	// rides with the first Apply of that cycle instead of as an event of its own, which would cost the
 	// streams two more stored messages (the event and its state copy) per placed workload. Verdicts that
@@ -240,8 +245,8 @@ func (p *PlacementDecided) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("action: %q is not one of Apply, Delete", p.Action))
 	}
-	if p.Action != ActionApply && (len(p.Clusters) > 0 || len(p.Avoid) > 0) {
-		errs = append(errs, fmt.Errorf("clusters, avoid: set on action %s, only Apply carries them", p.Action))
+	if p.Action != ActionApply && (len(p.Clusters) > 0 || len(p.Avoid) > 0 || len(p.NamespaceLabels) > 0) {
+		errs = append(errs, fmt.Errorf("clusters, avoid, namespaceLabels: set on action %s, only Apply carries them", p.Action))
 	}
 	if len(p.Clusters) > 0 && !slices.Contains(p.Clusters, p.Cluster) {
 		errs = append(errs, fmt.Errorf("clusters: %v do not include the decision's cluster %s", p.Clusters, p.Cluster))

@@ -181,6 +181,9 @@ func (p *PlacementDecided) appendJSON(b []byte) ([]byte, error) {
 	if len(p.Avoid) > 0 {
 		b = appendStringMap(append(b, `,"avoid":`...), p.Avoid, sortedKeys(p.Avoid))
 	}
+	if len(p.NamespaceLabels) > 0 {
+		b = appendStringMap(append(b, `,"namespaceLabels":`...), p.NamespaceLabels, sortedKeys(p.NamespaceLabels))
+	}
 	if p.Verdict != nil {
 		var err error
 		if b, err = p.Verdict.appendJSON(append(b, `,"verdict":`...)); err != nil {

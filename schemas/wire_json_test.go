@@ -103,6 +103,7 @@ func TestDecidedJSONMatchesEncodingJSON(t *testing.T) {
 		if rapid.Bool().Draw(t, "placement") {
 			d.Clusters = append([]string{d.Cluster}, wireString(t, "otherCluster"))
 			d.Avoid = wireStringMap(t, "avoid")
+			d.NamespaceLabels = wireStringMap(t, "namespaceLabels")
 		}
 		if rapid.Bool().Draw(t, "carriesVerdict") {
 			d.Verdict = &PlacementVerdict{Workload: d.Workload, Sequence: d.Sequence, Epoch: d.Epoch, Status: VerdictPlaced,

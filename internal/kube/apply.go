@@ -3,9 +3,11 @@ package kube
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 )
 
 // DecodeYAML splits a multi-document YAML or JSON stream into objects; empty documents are skipped.
@@ -112,6 +115,79 @@ func (c *Clients) EnsureNamespace(ctx context.Context, name, fieldManager string
 	default:
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
+}
+
+// EnsureLabeledNamespace is EnsureNamespace for a namespace that should carry labels: it creates a missing one
+// with them, and gives them to an existing one that mayRelabel says is fleetflow's to change, by server-side
+// apply as fieldManager. Labels that fieldManager applied before and labels no longer has are taken off; labels
+// others set stay. A namespace being deleted is left alone: the object's own write then says why it cannot go
+// there.
+func (c *Clients) EnsureLabeledNamespace(ctx context.Context, name, fieldManager string, labels map[string]string,
+	mayRelabel func(*corev1.Namespace) bool) error {
+	namespaces := c.Core.CoreV1().Namespaces()
+	existing, err := namespaces.Get(ctx, name, metav1.GetOptions{})
+	mayNotRead := apierrors.IsForbidden(err)
+	switch {
+	case err == nil:
+		if existing.DeletionTimestamp != nil || !mayRelabel(existing) || !relabelNeeded(existing, fieldManager, labels) {
+			return nil
+		}
+	case !apierrors.IsNotFound(err) && !mayNotRead:
+		return fmt.Errorf("read namespace %s: %w", name, err)
+	}
+	_, err = namespaces.Apply(ctx, corev1ac.Namespace(name).WithLabels(labels),
+		metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+	switch {
+	case err == nil, existing == nil && mayNotRead && apierrors.IsForbidden(err):
+		return nil
+	case existing != nil:
+		return fmt.Errorf("apply the labels %v to namespace %s: %w", labels, name, err)
+	default:
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+}
+
+// relabelNeeded reports whether ns lacks one of labels, or carries a label fieldManager applied that labels no
+// longer has.
+func relabelNeeded(ns *corev1.Namespace, fieldManager string, labels map[string]string) bool {
+	for k, v := range labels {
+		if got, ok := ns.Labels[k]; !ok || got != v {
+			return true
+		}
+	}
+	for _, k := range appliedLabelKeys(ns, fieldManager) {
+		if _, keep := labels[k]; !keep {
+			if _, present := ns.Labels[k]; present {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// appliedLabelKeys are the label keys fieldManager owns on obj through server-side apply, read from its managed
+// fields ({"f:metadata":{"f:labels":{"f:KEY":{}}}}).
+func appliedLabelKeys(ns *corev1.Namespace, fieldManager string) []string {
+	var keys []string
+	for _, entry := range ns.ManagedFields {
+		if entry.Manager != fieldManager || entry.Operation != metav1.ManagedFieldsOperationApply || entry.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Labels map[string]json.RawMessage `json:"f:labels"`
+			} `json:"f:metadata"`
+		}
+		if json.Unmarshal(entry.FieldsV1.GetRawBytes(), &fields) != nil {
+			continue
+		}
+		for k := range fields.Metadata.Labels {
+			if key, ok := strings.CutPrefix(k, "f:"); ok {
+				keys = append(keys, key)
+			}
+		}
+	}
+	return keys
 }
 
 func (c *Clients) waitCRDServed(ctx context.Context, crd *unstructured.Unstructured) error {

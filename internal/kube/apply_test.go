@@ -62,3 +62,52 @@ func TestEnsureNamespaceWithoutTheRightToReadNamespaces(t *testing.T) {
 		})
 	}
 }
+
+// TestRelabelNeeded: a namespace is relabelled when it lacks one of the labels or has another value, or when it
+// still carries a label the field manager applied before and no longer applies; labels others set, and the
+// field manager's labels set by a plain update, never call for it.
+func TestRelabelNeeded(t *testing.T) {
+	applied := func(manager string, operation metav1.ManagedFieldsOperationType, keys ...string) metav1.ManagedFieldsEntry {
+		raw := `{"f:metadata":{"f:labels":{`
+		for i, k := range keys {
+			if i > 0 {
+				raw += ","
+			}
+			raw += `"f:` + k + `":{}`
+		}
+		raw += `}}}`
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: operation, FieldsType: "FieldsV1",
+			FieldsV1: metav1.NewFieldsV1(raw)}
+	}
+	tests := []struct {
+		name     string
+		labels   map[string]string
+		managed  []metav1.ManagedFieldsEntry
+		desired  map[string]string
+		relabels bool
+	}{
+		{name: "carries them all", labels: map[string]string{"a": "1", "b": "2"}, desired: map[string]string{"a": "1"}},
+		{name: "lacks one", labels: map[string]string{"a": "1"}, desired: map[string]string{"a": "1", "b": "2"}, relabels: true},
+		{name: "another value", labels: map[string]string{"a": "0"}, desired: map[string]string{"a": "1"}, relabels: true},
+		{name: "applied before, taken off since", labels: map[string]string{"a": "1", "b": "2"},
+			managed: []metav1.ManagedFieldsEntry{applied("fleetflow", metav1.ManagedFieldsOperationApply, "a", "b")},
+			desired: map[string]string{"a": "1"}, relabels: true},
+		{name: "applied before by another manager", labels: map[string]string{"a": "1", "b": "2"},
+			managed: []metav1.ManagedFieldsEntry{applied("someone", metav1.ManagedFieldsOperationApply, "b")},
+			desired: map[string]string{"a": "1"}},
+		{name: "set by an update of the same manager", labels: map[string]string{"a": "1", "b": "2"},
+			managed: []metav1.ManagedFieldsEntry{applied("fleetflow", metav1.ManagedFieldsOperationUpdate, "b")},
+			desired: map[string]string{"a": "1"}},
+		{name: "applied before, already gone", labels: map[string]string{"a": "1"},
+			managed: []metav1.ManagedFieldsEntry{applied("fleetflow", metav1.ManagedFieldsOperationApply, "a", "b")},
+			desired: map[string]string{"a": "1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: tt.labels, ManagedFields: tt.managed}}
+			if got := relabelNeeded(ns, "fleetflow", tt.desired); got != tt.relabels {
+				t.Errorf("relabelNeeded = %v, want %v", got, tt.relabels)
+			}
+		})
+	}
+}
