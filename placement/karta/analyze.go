@@ -464,7 +464,7 @@ func (c *Compiled) fragmentedTemplates(ev *evaluation, cc *compiledComponent) ([
 			}
 			spec.Containers[0].Resources = *resources
 		}
-		if err := negativeResource(spec); err != nil {
+		if err := uncountableResource(spec); err != nil {
 			return nil, &AnalysisError{RI: c.label(), Component: cc.name, Object: objectLabel(ev.input),
 				Err: fmt.Errorf("pod %d: %w", i, err)}
 		}
@@ -514,7 +514,7 @@ func decodeTemplate(v any, form specForm) (*decodedTemplate, error) {
 			return nil, err
 		}
 	}
-	if err := negativeResource(&t.Spec); err != nil {
+	if err := uncountableResource(&t.Spec); err != nil {
 		return nil, err
 	}
 	d := &decodedTemplate{template: t, requests: EffectivePodRequests(&t.Spec)}
@@ -522,17 +522,23 @@ func decodeTemplate(v any, form specForm) (*decodedTemplate, error) {
 	return d, nil
 }
 
-// negativeResource names the first negative quantity a pod asks for: the API refuses such a pod, so the
-// workload could never run, and capacity cannot be reserved for it.
-func negativeResource(spec *corev1.PodSpec) error {
+// uncountableResource names the first negative quantity a pod asks for (the API refuses such a pod, so the
+// workload could never run, and capacity cannot be reserved for it), or the first larger than Largest (no node
+// has it, and counting it would overflow).
+func uncountableResource(spec *corev1.PodSpec) error {
 	check := func(where string, r *corev1.ResourceRequirements) error {
 		for _, list := range []struct {
 			name string
 			l    corev1.ResourceList
 		}{{"requests", r.Requests}, {"limits", r.Limits}} {
 			for _, name := range slices.Sorted(maps.Keys(list.l)) {
-				if q := list.l[name]; q.Sign() < 0 {
+				q := list.l[name]
+				if q.Sign() < 0 {
 					return fmt.Errorf("%sresources.%s.%s: %s is negative", where, list.name, name, q.String())
+				}
+				if largest := Largest(name); q.Cmp(largest) > 0 {
+					return fmt.Errorf("%sresources.%s.%s: %s is more than fleetflow counts (%s)", where, list.name, name,
+						q.String(), largest.String())
 				}
 			}
 		}

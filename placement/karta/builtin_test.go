@@ -155,9 +155,10 @@ func TestBuiltinCorpusSamples(t *testing.T) {
 	}
 }
 
-// A pod that asks for a negative quantity is refused by the analysis, naming the component and the field: the
-// API would refuse such a pod, and no capacity can be reserved for it.
-func TestNegativeQuantitiesAreRefused(t *testing.T) {
+// A pod that asks for a negative quantity, or for more than fleetflow counts, is refused by the analysis, naming
+// the component and the field: the API would refuse the first, no node has the second, and no capacity can be
+// reserved for either (past int64, amounts wrap around to negative ones).
+func TestUncountableQuantitiesAreRefused(t *testing.T) {
 	tests := []struct {
 		name, cr, want string
 	}{
@@ -186,6 +187,21 @@ spec:
   services:
     Worker: {replicas: 1, resources: {requests: {cpu: "-2"}}}`,
 			`resources.requests.cpu: -2 is negative`},
+		{"past int64", `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: neg, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, resources: {requests: {cpu: "9223372036854775807k"}}}]}}}`,
+			`containers[pytorch]: resources.requests.cpu: 9223372036854775807k is more than fleetflow counts (1T)`},
+		{"past float64", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: neg, namespace: ml}
+spec:
+  template: {spec: {containers: [{name: web, resources: {limits: {memory: 1e400}}}]}}`,
+			`containers[web]: resources.limits.memory: 10e399 is more than fleetflow counts (1Pi)`},
 	}
 	reg := builtinRegistry(t)
 	for _, tt := range tests {

@@ -158,6 +158,25 @@ func hasResources(c *corev1.Container) bool {
 	return len(c.Resources.Requests) > 0 || len(c.Resources.Limits) > 0
 }
 
+// CountableLimit bounds the amount of one resource fleetflow counts in one quantity, in the units it counts the
+// resource in (millicores for cpu, whole units for the rest): 2^50, a pebibyte of memory. Far beyond any node,
+// and low enough that sums over a whole fleet never overflow.
+const CountableLimit = 1 << 50
+
+var (
+	largestCPU   = *resource.NewMilliQuantity(1e15, resource.DecimalSI) // "1T": a trillion cores
+	largestOther = *resource.NewQuantity(CountableLimit, resource.BinarySI)
+)
+
+// Largest is the largest quantity of a resource fleetflow counts (at most CountableLimit in the resource's
+// units). A pod that asks for more is refused; a node that reports more is counted as having this much.
+func Largest(name corev1.ResourceName) resource.Quantity {
+	if name == corev1.ResourceCPU {
+		return largestCPU
+	}
+	return largestOther
+}
+
 // scaled returns q × n. It works in milli-units while they fit in an int64 and in whole units
 // beyond, which only rounds quantities far larger than any node has.
 func scaled(q resource.Quantity, n int64) resource.Quantity {

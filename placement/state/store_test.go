@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -456,6 +457,37 @@ func TestUpsertWorkloadAndPlanIsOneWrite(t *testing.T) {
 			// b had 4 free GPUs; the plan reserved 2 of them.
 			if free := snap.Capacity("c1").Node("b").Free.Get(gpuIndex(t, snap)); free != 2 {
 				t.Errorf("free gpu on b = %d, want 2", free)
+			}
+		})
+	}
+}
+
+// TestWorkloadAskingPastWhatIsCountedIsRefused: a workload whose pods ask, in all, for more than structs.MaxDemand
+// of a resource is refused with an error naming it, its component and the resource, instead of a total that
+// wraps around to a negative demand; as is a pod asking for more than karta.Largest.
+func TestWorkloadAskingPastWhatIsCountedIsRefused(t *testing.T) {
+	cases := []struct {
+		name     string
+		pods     int64
+		requests corev1.ResourceList
+		want     string
+	}{
+		{"many large pods", 1 << 20, corev1.ResourceList{"memory": qty("1Pi")}, "1048576 pods asking for 1Pi memory each"},
+		{"pod count past int64 when summed", 1 << 62, corev1.ResourceList{"cpu": qty("1")}, "cpu each are more than fleetflow counts"},
+		{"one pod past the limit", 1, corev1.ResourceList{"memory": qty("2Pi")}, "resource memory: 2Pi is more than fleetflow counts (1Pi)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestStore(t)
+			_, err := s.UpsertWorkload(2, structs.WorkloadInfo{Generation: 1, Analysis: &karta.Analysis{
+				APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ml", Name: "huge",
+				Components: []karta.ComponentInstance{{Name: "worker", Pods: tc.pods, PodRequests: tc.requests}}}})
+			if err == nil || !strings.Contains(err.Error(), "huge") || !strings.Contains(err.Error(), "component worker") ||
+				!strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("UpsertWorkload error = %v, want one naming the workload, its component and %q", err, tc.want)
+			}
+			if wl := s.Snapshot().Workload(structs.WorkloadID("kubeflow.org/v1", "PyTorchJob", "ml", "huge")); wl != nil {
+				t.Errorf("the refused workload was stored: %+v", wl)
 			}
 		})
 	}

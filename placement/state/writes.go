@@ -139,7 +139,7 @@ func (w *writeTxn) upsertNode(info *structs.NodeInfo) error {
 	var byWorkload map[string]structs.Vector
 	for label, list := range info.RequestedByWorkload {
 		w.resources = w.resources.With(list)
-		v, err := w.resources.Request(list)
+		v, err := w.resources.Observed(list)
 		if err != nil {
 			return fmt.Errorf("state: node %s/%s: requested by workload %s: %w", info.Cluster, info.Name, label, err)
 		}
@@ -334,6 +334,11 @@ func (w *writeTxn) upsertWorkload(info structs.WorkloadInfo) (*structs.Workload,
 			NodeSelector: c.NodeSelector, RequiredNodeAffinity: c.RequiredNodeAffinity, Tolerations: c.Tolerations,
 			NodeName: nodeName, NodeExclusive: exclusive,
 			ConstraintKey: constraintKey(&c, nodeName), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
+		if i, ok := structs.DemandOverflows(wl.Demand, req, c.Pods); ok {
+			return nil, fmt.Errorf("state: workload %s component %s: %d pods asking for %s %s each are more than fleetflow "+
+				"counts (%s in all)", wl.DisplayName(), name, c.Pods, w.resources.Quantity(i, req[i]), w.resources.Name(i),
+				w.resources.Quantity(i, structs.MaxDemand))
+		}
 		wl.Demand.AddInPlace(req, c.Pods)
 	}
 	raw, err := w.first(TableWorkloads, indexID, wl.ID)

@@ -2,13 +2,14 @@ package structs
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/fleetflow/fleetflow/placement/karta"
 )
 
 // Vector is an amount of every resource of a ResourceTable, indexed by the table's positions.
@@ -62,6 +63,20 @@ func (v Vector) Scale(n int64) Vector {
 		out[i] = x * n
 	}
 	return out
+}
+
+// MaxDemand is the most of one resource a workload may ask for in all, in the units of a Vector: 64 times
+// karta.CountableLimit, so a fleet's worth of such workloads still sums without overflow.
+const MaxDemand = 64 * karta.CountableLimit
+
+// DemandOverflows reports the first entry for which demand + w × n would pass MaxDemand.
+func DemandOverflows(demand, w Vector, n int64) (int, bool) {
+	for i, x := range w {
+		if x > 0 && n > 0 && n > (MaxDemand-demand.Get(i))/x {
+			return i, true
+		}
+	}
+	return 0, false
 }
 
 // AddInPlace adds w × n to v, which must be at least as long as w.
@@ -142,14 +157,21 @@ func (t *ResourceTable) With(lists ...corev1.ResourceList) *ResourceTable {
 	return next
 }
 
-// Request converts a request list, rounding up. Names missing from the table are reported in the error.
+// Request converts a request list, rounding up. Names missing from the table, and quantities larger than
+// karta.Largest, are reported in the error.
 func (t *ResourceTable) Request(list corev1.ResourceList) (Vector, error) {
-	return t.convert(list, true)
+	return t.convert(list, true, true)
 }
 
-// Capacity converts a capacity list, rounding down.
+// Observed converts what a cluster reports its pods request, rounding up; a quantity larger than karta.Largest
+// counts as that much. A cluster's report is what runs there, and refusing it would leave the node's view stale.
+func (t *ResourceTable) Observed(list corev1.ResourceList) (Vector, error) {
+	return t.convert(list, true, false)
+}
+
+// Capacity converts a capacity list, rounding down; a quantity larger than karta.Largest counts as that much.
 func (t *ResourceTable) Capacity(list corev1.ResourceList) (Vector, error) {
-	return t.convert(list, false)
+	return t.convert(list, false, false)
 }
 
 // NodeVectors converts a node's allocatable capacity (rounding down) and requested resources (rounding up) into
@@ -159,25 +181,27 @@ func (t *ResourceTable) NodeVectors(allocatable, requested corev1.ResourceList) 
 	n := t.Len()
 	both := make(Vector, 2*n)
 	alloc, req = both[:n:n], both[n:]
-	if err := t.convertInto(alloc, allocatable, false); err != nil {
+	if err := t.convertInto(alloc, allocatable, false, false); err != nil {
 		return nil, nil, fmt.Errorf("allocatable: %w", err)
 	}
-	if err := t.convertInto(req, requested, true); err != nil {
+	if err := t.convertInto(req, requested, true, false); err != nil {
 		return nil, nil, fmt.Errorf("requested: %w", err)
 	}
 	return alloc, req, nil
 }
 
-func (t *ResourceTable) convert(list corev1.ResourceList, roundUp bool) (Vector, error) {
+func (t *ResourceTable) convert(list corev1.ResourceList, roundUp, refuseUncountable bool) (Vector, error) {
 	v := make(Vector, t.Len())
-	if err := t.convertInto(v, list, roundUp); err != nil {
+	if err := t.convertInto(v, list, roundUp, refuseUncountable); err != nil {
 		return nil, err
 	}
 	return v, nil
 }
 
-// convertInto writes list into v, which has an entry for every resource of the table.
-func (t *ResourceTable) convertInto(v Vector, list corev1.ResourceList, roundUp bool) error {
+// convertInto writes list into v, which has an entry for every resource of the table. A quantity larger than
+// karta.Largest is refused, or counted as karta.Largest: past it, MilliValue and Value wrap around to
+// negative or zero amounts, which would count as room.
+func (t *ResourceTable) convertInto(v Vector, list corev1.ResourceList, roundUp, refuseUncountable bool) error {
 	for name, q := range list {
 		i, ok := t.index[name]
 		if !ok {
@@ -186,18 +210,22 @@ func (t *ResourceTable) convertInto(v Vector, list corev1.ResourceList, roundUp 
 		if q.Sign() < 0 {
 			return fmt.Errorf("resource %s: negative quantity %s", name, q.String())
 		}
+		if largest := karta.Largest(name); q.Cmp(largest) > 0 {
+			if refuseUncountable {
+				return fmt.Errorf("resource %s: %s is more than fleetflow counts (%s)", name, q.String(), largest.String())
+			}
+			q = largest
+		}
 		v[i] = canonical(i, q, roundUp)
 	}
 	return nil
 }
 
+// canonical is q, at most karta.Largest, in the units the table counts entry i in.
 func canonical(i int, q resource.Quantity, roundUp bool) int64 {
-	if i == ResourceCPU {
-		return q.MilliValue()
-	}
 	milli := q.MilliValue()
-	if milli == math.MaxInt64 || q.Value() > math.MaxInt64/1000 {
-		return q.Value()
+	if i == ResourceCPU {
+		return milli
 	}
 	whole := milli / 1000
 	if roundUp && milli%1000 != 0 {

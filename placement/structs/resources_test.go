@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,7 +45,7 @@ func TestQuantityRendering(t *testing.T) {
 	}
 }
 
-// TestNodeVectorsConvertAsCapacityAndRequest: NodeVectors gives what Capacity and Request give for the same
+// TestNodeVectorsConvertAsCapacityAndRequest: NodeVectors gives what Capacity and Observed give for the same
 // lists (capacity rounded down, requests up), in two vectors that share an allocation without overlapping.
 func TestNodeVectorsConvertAsCapacityAndRequest(t *testing.T) {
 	rt := NewResourceTable().With(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")})
@@ -69,7 +70,7 @@ func TestNodeVectorsConvertAsCapacityAndRequest(t *testing.T) {
 				return
 			}
 			wantAlloc, _ := rt.Capacity(tc.allocatable)
-			wantReq, _ := rt.Request(tc.requested)
+			wantReq, _ := rt.Observed(tc.requested)
 			if !slices.Equal(alloc, wantAlloc) || !slices.Equal(req, wantReq) {
 				t.Fatalf("NodeVectors = %v, %v; want %v, %v", alloc, req, wantAlloc, wantReq)
 			}
@@ -80,6 +81,79 @@ func TestNodeVectorsConvertAsCapacityAndRequest(t *testing.T) {
 			alloc[len(alloc)-1]++
 			if !slices.Equal(req, wantReq) {
 				t.Fatalf("writing the allocatable vector changed the requested one: %v", req)
+			}
+		})
+	}
+}
+
+// TestQuantitiesBeyondWhatIsCountedNeverCountAsRoom: a quantity past karta.Largest (which would wrap around to
+// a negative or zero amount) is refused in a pod's request, naming the resource, and counted as the limit in
+// what a node has or what its pods take; one at the limit counts as itself.
+func TestQuantitiesBeyondWhatIsCountedNeverCountAsRoom(t *testing.T) {
+	rt := NewResourceTable()
+	cases := []struct {
+		name     string
+		resource corev1.ResourceName
+		quantity string
+		want     int64 // as a capacity or an observed request, and as a request unless refused
+		refused  bool
+	}{
+		{"cpu wrapping to negative", "cpu", "9223372036854775807k", 1e15, true},
+		{"cpu in pebi", "cpu", "10Pi", 1e15, true},
+		{"cpu wrapping to zero", "cpu", "1e19", 1e15, true},
+		{"cpu past float64", "cpu", "1e400", 1e15, true},
+		{"memory wrapping to negative", "memory", "9223372036854775807k", 1 << 50, true},
+		{"memory in exbi", "memory", "2Ei", 1 << 50, true},
+		{"memory past float64", "memory", "1e400", 1 << 50, true},
+		{"cpu at the limit", "cpu", "1T", 1e15, false},
+		{"memory at the limit", "memory", "1Pi", 1 << 50, false},
+		{"a large real node's memory", "memory", "24Ti", 24 << 40, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			i, _ := rt.Index(tc.resource)
+			list := corev1.ResourceList{tc.resource: resource.MustParse(tc.quantity)}
+			for what, convert := range map[string]func(corev1.ResourceList) (Vector, error){
+				"capacity": rt.Capacity, "observed": rt.Observed} {
+				if v, err := convert(list); err != nil || v[i] != tc.want {
+					t.Errorf("%s of %s = %v, %v; want %d", what, tc.quantity, v, err, tc.want)
+				}
+			}
+			v, err := rt.Request(list)
+			q := list[tc.resource]
+			switch {
+			case tc.refused && (err == nil || !strings.Contains(err.Error(), "resource "+string(tc.resource)+": "+
+				q.String()+" is more than fleetflow counts")):
+				t.Errorf("request of %s = %v, %v; want an error naming the resource and the quantity", tc.quantity, v, err)
+			case !tc.refused && (err != nil || v[i] != tc.want):
+				t.Errorf("request of %s = %v, %v; want %d", tc.quantity, v, err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDemandOverflows: a workload's total demand may reach MaxDemand and not pass it, whatever its pod count.
+func TestDemandOverflows(t *testing.T) {
+	cases := []struct {
+		name    string
+		demand  Vector
+		request Vector
+		pods    int64
+		want    int
+		over    bool
+	}{
+		{"small", Vector{0, 0}, Vector{1000, 1 << 30}, 8, 0, false},
+		{"exactly the most", Vector{0}, Vector{MaxDemand / 4}, 4, 0, false},
+		{"one past", Vector{1}, Vector{MaxDemand / 4}, 4, 0, true},
+		{"many pods of a large request", Vector{0, 0}, Vector{1, 1 << 50}, 1 << 20, 1, true},
+		{"pod count alone past int64", Vector{0, 0}, Vector{1, 1}, 1 << 62, 0, true},
+		{"no pods", Vector{0}, Vector{1 << 50}, 0, 0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			i, over := DemandOverflows(tc.demand, tc.request, tc.pods)
+			if over != tc.over || (over && i != tc.want) {
+				t.Errorf("DemandOverflows = %d, %v; want %d, %v", i, over, tc.want, tc.over)
 			}
 		})
 	}
