@@ -1,6 +1,7 @@
 package karta
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -324,7 +325,7 @@ func (c *Compiled) podTemplates(ev *evaluation, cc *compiledComponent) ([]*decod
 			}
 			d, err := decodeTemplate(v, specPodTemplate)
 			if err != nil {
-				return nil, c.evalError(ev, cc.name, cc.podTemplate, fmt.Errorf("value %d is not a PodTemplateSpec: %w", i, err))
+				return nil, c.evalError(ev, cc.name, cc.podTemplate, templateError(i, "PodTemplateSpec", err))
 			}
 			res[i] = d
 		}
@@ -347,7 +348,7 @@ func (c *Compiled) podTemplates(ev *evaluation, cc *compiledComponent) ([]*decod
 			}
 			d, err := decodeTemplate(v, specPodSpec)
 			if err != nil {
-				return nil, c.evalError(ev, cc.name, cc.podSpec, fmt.Errorf("value %d is not a PodSpec: %w", i, err))
+				return nil, c.evalError(ev, cc.name, cc.podSpec, templateError(i, "PodSpec", err))
 			}
 			if i < len(metas) && metas[i] != nil {
 				var meta metav1.ObjectMeta
@@ -515,11 +516,26 @@ func decodeTemplate(v any, form specForm) (*decodedTemplate, error) {
 		}
 	}
 	if err := uncountableResource(&t.Spec); err != nil {
-		return nil, err
+		return nil, uncountableError{err}
 	}
 	d := &decodedTemplate{template: t, requests: EffectivePodRequests(&t.Spec)}
 	sharedTemplates.put(key, d)
 	return d, nil
+}
+
+// uncountableError is a template that decodes, and asks for a quantity fleetflow cannot count.
+type uncountableError struct{ error }
+
+func (e uncountableError) Unwrap() error { return e.error }
+
+// templateError says what is wrong with value i of a template path: it is no template of the form, or it asks
+// for a quantity fleetflow cannot count.
+func templateError(i int, form string, err error) error {
+	var uncountable uncountableError
+	if errors.As(err, &uncountable) {
+		return fmt.Errorf("value %d: %w", i, err)
+	}
+	return fmt.Errorf("value %d is not a %s: %w", i, form, err)
 }
 
 // uncountableResource names the first negative quantity a pod asks for (the API refuses such a pod, so the
