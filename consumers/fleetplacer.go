@@ -84,8 +84,9 @@ type Placer struct {
 	seq uint64
 	// epoch names the streams' lifetime that seq counts in (see schemas.PlacementDecided.Epoch).
 	epoch string
-	// now is the time of the event being handled (a tick's time, or the wall clock).
-	now time.Time
+	// now is the time of the event being handled (a tick's time, or the wall clock); stored is when its stream
+	// stored it, zero when unknown.
+	now, stored time.Time
 	// seen is the last sequence applied per subject, above the consumer's acknowledgement floor once
 	// ForgetAppliedThrough ran; applied lists what was recorded in seen, in the order it was, for
 	// ForgetAppliedThrough to go through from the oldest.
@@ -288,10 +289,13 @@ func (p *Placer) Stage(ctx context.Context, d bus.Delivery) error {
 	if p.batchErr != nil {
 		return p.batchErr // the batch already failed; it is retried as a whole
 	}
-	p.seq = d.StreamSequence
+	p.seq, p.stored = d.StreamSequence, d.Stored
 	p.now = time.Now()
 	if !d.Event.Time().IsZero() {
 		p.now = d.Event.Time()
+	}
+	if !d.Stored.IsZero() && p.now.After(d.Stored) {
+		p.now = d.Stored // a producer's clock running ahead does not age reservations and pending pods early
 	}
 	touched, err := p.apply(d.Event.Type(), d.Payload, false)
 	if err != nil {

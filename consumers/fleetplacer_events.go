@@ -450,8 +450,8 @@ func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touch
 
 func (p *Placer) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, rebuilding bool) error {
 	c := p.cluster(hb.Cluster)
-	if hb.Time.After(c.lastHeartbeat) {
-		c.lastHeartbeat = hb.Time
+	if at := hb.TimeAsOf(p.stored); at.After(c.lastHeartbeat) {
+		c.lastHeartbeat = at
 	}
 	if c.ready || !p.fresh(c) {
 		return nil

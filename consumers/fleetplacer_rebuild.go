@@ -155,7 +155,13 @@ func (p *Placer) rebuildOne(msg jetstream.Msg) {
 		p.markApplied(msg.Subject(), seq)
 		p.seq = seq
 	}
-	p.now = event.Time()
+	p.now, p.stored = event.Time(), time.Time{}
+	if meta, err := msg.Metadata(); err == nil {
+		p.stored = meta.Timestamp
+		if p.now.After(p.stored) {
+			p.now = p.stored
+		}
+	}
 	if _, err := p.apply(event.Type(), payload, true); err != nil {
 		p.log.Warn("rebuild: event not applied", "subject", msg.Subject(), "error", err)
 	}

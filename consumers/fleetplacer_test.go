@@ -240,6 +240,32 @@ func TestSilentClusterFailsOverOnTick(t *testing.T) {
 	}
 }
 
+// TestHeartbeatFromAClockRunningAheadCountsAsOfItsStoring: a heartbeat stamped later than the stream stored it
+// (its producer's clock runs ahead) counts as of its storing, so the cluster still fails over once silent.
+// Taken at its word, it would keep the cluster Ready for as long as the clock is ahead.
+func TestHeartbeatFromAClockRunningAheadCountsAsOfItsStoring(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
+	f.eastThenWest()
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	f.confirm("east", web)
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+
+	f.seq++
+	ahead := delivery(t, f.seq, schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
+		&schemas.ClusterHeartbeat{Cluster: "east", Time: f.now.Add(time.Hour)})
+	ahead.Stored = f.now.Add(time.Second)
+	if err := f.p.Handle(t.Context(), ahead); err != nil {
+		t.Fatal(err)
+	}
+	later := f.now.Add(15 * time.Second)
+	f.heartbeat("west", later)
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: later})
+	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
+		t.Fatalf("decisions once east was silent for 14 s = %v, want [Apply west Delete east]", got)
+	}
+}
+
 // TestRedeliveredEventDecidesNothingNew: the same event delivered again (same stream sequence) changes
 // nothing and publishes nothing.
 func TestRedeliveredEventDecidesNothingNew(t *testing.T) {

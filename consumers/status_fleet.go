@@ -66,8 +66,8 @@ func (s *StatusWriter) handleFleet(ctx context.Context, d bus.Delivery) (handled
 			return true, nil
 		}
 		c := s.clusterView(p.Cluster)
-		if p.Time.After(c.lastHeartbeat) {
-			c.lastHeartbeat = p.Time
+		if at := p.TimeAsOf(d.Stored); at.After(c.lastHeartbeat) {
+			c.lastHeartbeat = at
 		}
 		c.ready = s.fresh(c, d.Event.Time())
 		return true, s.writeClusterStatus(ctx, p.Cluster)
@@ -141,8 +141,9 @@ func (s *StatusWriter) handleFleet(ctx context.Context, d bus.Delivery) (handled
 func (s *StatusWriter) Restore(eventType string, payload schemas.Payload) {
 	switch p := payload.(type) {
 	case *schemas.ClusterHeartbeat:
-		if c := s.clusterView(p.Cluster); p.Time.After(c.lastHeartbeat) {
-			c.lastHeartbeat = p.Time
+		// Stored before now: a heartbeat from a clock running ahead is as old as now at most.
+		if c, at := s.clusterView(p.Cluster), p.TimeAsOf(time.Now()); at.After(c.lastHeartbeat) {
+			c.lastHeartbeat = at
 		}
 	case *schemas.ClusterAPIs:
 		s.clusterView(p.Cluster).apis = slices.Sorted(slices.Values(p.APIs))

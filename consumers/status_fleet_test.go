@@ -162,6 +162,28 @@ func TestClusterTurningNotReadyIsWrittenAgainAfterAFailedWrite(t *testing.T) {
 	}
 }
 
+// TestHeartbeatFromAClockRunningAheadShowsWhenStored: the Cluster's status shows a heartbeat stamped later than
+// the stream stored it as of its storing, and the cluster turns NotReady once silent past the timeout.
+func TestHeartbeatFromAClockRunningAheadShowsWhenStored(t *testing.T) {
+	f := newFleetStatusFixture(t)
+	f.s.HeartbeatTimeout = 30 * time.Second
+	stored := time.Now().Truncate(time.Second)
+	f.seq++
+	ahead := delivery(t, f.seq, schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
+		&schemas.ClusterHeartbeat{Cluster: "east", Time: stored.Add(time.Hour)})
+	ahead.Stored = stored
+	if err := f.s.Handle(t.Context(), ahead); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.shown().LastHeartbeatTime; got == nil || !got.Time.Equal(stored) {
+		t.Errorf("last heartbeat shown = %v, want %v, when it was stored", got, stored)
+	}
+	f.must(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: stored.Add(time.Minute)})
+	if got := readyOf(f.shown()); got != metav1.ConditionFalse {
+		t.Errorf("Ready = %s a minute after the heartbeat was stored, want False", got)
+	}
+}
+
 // TestLateEventsOfADeletedClusterAreIgnored: what a deleted cluster's producer still sends before it stops
 // does not bring its view back, until a Cluster of that name is registered again.
 func TestLateEventsOfADeletedClusterAreIgnored(t *testing.T) {

@@ -98,6 +98,16 @@ func (p *ClusterHeartbeat) Validate() error {
 	return errors.Join(errs...)
 }
 
+// TimeAsOf is Time, but no later than stored (when known): when the stream stored the heartbeat. A producer
+// whose clock runs ahead would otherwise keep its cluster Ready for as long as its clock is ahead, after
+// its last heartbeat.
+func (p *ClusterHeartbeat) TimeAsOf(stored time.Time) time.Time {
+	if !stored.IsZero() && p.Time.After(stored) {
+		return stored
+	}
+	return p.Time
+}
+
 // ClusterAPIs lists the kinds a workload cluster serves, as "group/version/Kind" ("v1/Pod" for core).
 type ClusterAPIs struct {
 	Cluster string   `json:"cluster"`

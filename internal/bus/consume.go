@@ -25,6 +25,8 @@ type Delivery struct {
 	StreamSequence uint64
 	// Attempt counts deliveries of this message, from 1.
 	Attempt uint64
+	// Stored is when the stream stored the message, by the server's clock; zero when unknown.
+	Stored time.Time
 }
 
 // Handler processes one delivery. A nil error acknowledges it. An error wrapped with Permanent terminates
@@ -230,7 +232,7 @@ func (l *ConsumeLoop) decode(msg jetstream.Msg) decodedMsg {
 	}
 	return decodedMsg{msg: msg, d: Delivery{
 		Event: event, Payload: payload, Subject: msg.Subject(),
-		StreamSequence: meta.Sequence.Stream, Attempt: meta.NumDelivered,
+		StreamSequence: meta.Sequence.Stream, Attempt: meta.NumDelivered, Stored: meta.Timestamp,
 	}}
 }
 
