@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -25,6 +26,9 @@ func Parse(data []byte, source string) (*Fleet, error) {
 		return nil, fmt.Errorf("fleet %s: %w", source, err)
 	}
 	if err := CheckQuantities(data); err != nil {
+		return nil, fmt.Errorf("fleet %s: %w", source, err)
+	}
+	if err := CheckStrings(data, reflect.TypeFor[Fleet]()); err != nil {
 		return nil, fmt.Errorf("fleet %s: %w", source, err)
 	}
 	var fleet Fleet

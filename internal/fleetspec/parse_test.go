@@ -82,22 +82,28 @@ func TestParseRejects(t *testing.T) {
 		wantText string
 	}{
 		{"unknown top-level field", "clusterz: []\nclusters: [{name: a}]", "", `unknown field "clusterz"`},
-		{"unknown node field", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 1}, gpus: 2}]}]", "", `unknown field "gpus"`},
+		{"unknown node field", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 1}, gpus: 2}]}]", "", `unknown field "gpus"`},
 		{"no clusters", "namespaces: {}", "clusters", "required"},
-		{"missing cluster name", "clusters: [{name: a}, {labels: {x: y}}]", "clusters[1].name", "required"},
+		{"missing cluster name", "clusters: [{name: a}, {labels: {x: z}}]", "clusters[1].name", "required"},
 		{"cluster name not a DNS label", "clusters: [{name: East_1}]", "clusters[0].name", "invalid cluster name"},
 		{"duplicate cluster", "clusters: [{name: a}, {name: b}, {name: a}]", "clusters[2].name", "duplicate cluster name"},
-		{"missing allocatable", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 1}}]}, {name: b, nodes: [{name: n}]}]", "clusters[1].nodes[0].allocatable", "required"},
+		{"missing allocatable", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 1}}]}, {name: b, nodes: [{name: n1}]}]", "clusters[1].nodes[0].allocatable", "required"},
 		{"missing node name", "clusters: [{name: a, nodes: [{allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].name", "required"},
-		{"negative count", "clusters: [{name: a, nodes: [{name: n, count: -1, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].count", "must be 0 to 100000, got -1"},
-		{"count past the bound", "clusters: [{name: a, nodes: [{name: n, count: 100000000, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].count", "must be 0 to 100000, got 100000000"},
+		{"negative count", "clusters: [{name: a, nodes: [{name: n1, count: -1, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].count", "must be 0 to 100000, got -1"},
+		{"count past the bound", "clusters: [{name: a, nodes: [{name: n1, count: 100000000, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].count", "must be 0 to 100000, got 100000000"},
 		{"second document", "clusters: [{name: a}]\n---\n# more\nclusters: [{name: b}]\n", "", "holds 2 YAML documents; a fleet file is one document"},
-		{"negative quantity", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: -1}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "must not be negative"},
-		{"requested beyond allocatable", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 4}, requested: {cpu: 5}}]}]", "clusters[0].nodes[0].requested[cpu]", "exceeds allocatable 4"},
-		{"requested resource not allocatable", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 4}, requested: {nvidia.com/gpu: 1}}]}]", "clusters[0].nodes[0].requested[nvidia.com/gpu]", "not in allocatable"},
+		{"negative quantity", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: -1}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "must not be negative"},
+		{"requested beyond allocatable", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 4}, requested: {cpu: 5}}]}]", "clusters[0].nodes[0].requested[cpu]", "exceeds allocatable 4"},
+		{"requested resource not allocatable", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 4}, requested: {nvidia.com/gpu: 1}}]}]", "clusters[0].nodes[0].requested[nvidia.com/gpu]", "not in allocatable"},
 		{"bad quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: lots}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "lots is no quantity"},
 		{"bad taint effect", "clusters: [{name: a, taints: [{key: k, effect: Sometimes}]}]", "clusters[0].taints[0].effect", "must be one of"},
-		{"taint without key", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 1}, taints: [{effect: NoSchedule}]}]}]", "clusters[0].nodes[0].taints[0].key", "required"},
+		{"taint without key", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 1}, taints: [{effect: NoSchedule}]}]}]", "clusters[0].nodes[0].taints[0].key", "required"},
+		{"node name YAML reads as a boolean", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].name",
+			"want a string, got bool false (quote it"},
+		{"label value YAML reads as a boolean", "clusters: [{name: a, labels: {gpu: on}}]", "clusters[0].labels[gpu]",
+			"want a string, got bool true (quote it"},
+		{"namespace label YAML reads as a boolean", "namespaces: {team: {labels: {gold: Yes}}}\nclusters: [{name: a}]",
+			"namespaces[team].labels[gold]", "got bool true"},
 		{"bad label value", "clusters: [{name: a, labels: {zone: 'not ok'}}]", "clusters[0].labels[zone]", "invalid label value"},
 		{"bad api", "clusters: [{name: a, apis: [PyTorchJob]}]", "clusters[0].apis[0]", "want group/version/Kind"},
 		{"api kind lower case", "clusters: [{name: a, apis: [kubeflow.org/v1/pytorchjob]}]", "clusters[0].apis[0]", "upper-case"},
@@ -132,7 +138,7 @@ func TestParseRejects(t *testing.T) {
 }
 
 func TestParseReportsAllProblems(t *testing.T) {
-	_, err := Parse([]byte("clusters: [{name: a, nodes: [{name: n}]}, {}]"), "two.yaml")
+	_, err := Parse([]byte("clusters: [{name: a, nodes: [{name: n1}]}, {}]"), "two.yaml")
 	for _, path := range []string{"clusters[0].nodes[0].allocatable", "clusters[1].name"} {
 		if !hasFieldError(err, path) {
 			t.Errorf("error %v: missing %s", err, path)

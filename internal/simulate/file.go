@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 
 	"sigs.k8s.io/yaml"
@@ -72,6 +73,9 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 		return nil, fmt.Errorf("fleet file %s: %w", source, err)
 	}
 	if err := fleetspec.CheckQuantities(data); err != nil {
+		return nil, fmt.Errorf("fleet file %s: %w", source, err)
+	}
+	if err := fleetspec.CheckStrings(data, reflect.TypeFor[File]()); err != nil {
 		return nil, fmt.Errorf("fleet file %s: %w", source, err)
 	}
 	var f File

@@ -108,6 +108,13 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 		{"a label YAML reads as a boolean", func(s string) string {
 			return strings.Replace(s, "metadata: {name: frontend, namespace: team-a}", "metadata: {name: frontend, namespace: team-a, labels: {canary: y}}", 1)
 		}, "workloads[1].metadata.labels[canary]: want a string, got bool true (quote it"},
+		{"a cluster label YAML reads as a boolean", func(s string) string {
+			return strings.Replace(s, "labels: {provider: onprem, region: eu}", "labels: {provider: onprem, region: eu, gpu: on}", 1)
+		},
+			"clusters[0].labels[gpu]: want a string, got bool true (quote it"},
+		{"a policy's selector value YAML reads as a boolean", func(s string) string {
+			return strings.Replace(s, "metadata: {name: web}", "metadata: {name: web, labels: {tier: off}}", 1)
+		}, "policies[1].metadata.labels[tier]: want a string, got bool false (quote it"},
 		{"one workload twice", func(s string) string {
 			return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n- file: train.yaml", 1)
 		},
@@ -127,8 +134,7 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 }
 
 // TestSimulateDefaultsTheNamespace: a workload without a namespace goes to "default", as kubectl apply puts
-// it, so a policy selecting namespaces by label takes it when the fleet file labels "default". (Its node is
-// named n, which the fleet's fields read as a string, as kubectl would.)
+// it, so a policy selecting namespaces by label takes it when the fleet file labels "default".
 func TestSimulateDefaultsTheNamespace(t *testing.T) {
 	fleet := `
 namespaces:
@@ -136,7 +142,7 @@ namespaces:
 clusters:
 - name: c1
   apis: [apps/v1/Deployment]
-  nodes: [{name: n, allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}] # n, unquoted, as YAML 1.1 would read false
+  nodes: [{name: "n", allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}] # quoted: YAML 1.1 reads n as false
 policies:
 - metadata: {name: gold}
   spec:
