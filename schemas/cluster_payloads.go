@@ -3,6 +3,8 @@ package schemas
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -51,6 +53,11 @@ func (p *NodeState) Validate() error {
 	}
 	if p.Pods < 0 {
 		errs = append(errs, errors.New("pods: negative"))
+	}
+	for _, uid := range slices.Sorted(maps.Keys(p.WorkloadPods)) {
+		if n := p.WorkloadPods[uid]; n < 0 {
+			errs = append(errs, fmt.Errorf("workloadPods.%s: negative count %d", uid, n))
+		}
 	}
 	for uid, list := range p.WorkloadRequested {
 		for name, q := range list {

@@ -133,6 +133,9 @@ func TestPayloadValidationNamesTheField(t *testing.T) {
 				"metadata": map[string]any{"name": "other", "namespace": "ns"}}}, []string{"does not match workload"}},
 		{"failed without error", &schemas.PlacementFailed{DecisionID: "d", Workload: ref, Cluster: "c", Sequence: 1},
 			[]string{"error: required"}},
+		{"node with negative counts", &schemas.NodeState{Cluster: "c", Name: "n", Pods: -1,
+			WorkloadPods: map[string]int{"uid-a": 2, "uid-b": -5}}, []string{"pods: negative", "workloadPods.uid-b: negative count -5"}},
+		{"node ok", &schemas.NodeState{Cluster: "c", Name: "n", Pods: 2, WorkloadPods: map[string]int{"uid-a": 2}}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
