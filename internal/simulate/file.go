@@ -131,8 +131,12 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 // reads an unquoted y, n, yes, no, on or off as a boolean, and a label silently dropped would change which
 // policy takes the workload.
 func stringMetadata(obj map[string]any) *FieldError {
-	meta, ok := obj["metadata"].(map[string]any)
-	if !ok {
+	raw, present := obj["metadata"]
+	meta, ok := raw.(map[string]any)
+	switch {
+	case present && !ok:
+		return &FieldError{Path: "metadata", Reason: fmt.Sprintf("want an object, got %T %v", raw, raw)}
+	case !ok:
 		return nil // resolve's analysis reports a missing name
 	}
 	for _, field := range []string{"name", "namespace"} {
@@ -143,7 +147,11 @@ func stringMetadata(obj map[string]any) *FieldError {
 		}
 	}
 	for _, field := range []string{"labels", "annotations"} {
-		values, _ := meta[field].(map[string]any)
+		raw, present := meta[field]
+		values, ok := raw.(map[string]any)
+		if present && raw != nil && !ok {
+			return &FieldError{Path: "metadata." + field, Reason: fmt.Sprintf("want a map of strings, got %T %v", raw, raw)}
+		}
 		for _, k := range slices.Sorted(maps.Keys(values)) {
 			if _, isString := values[k].(string); !isString {
 				return &FieldError{Path: "metadata." + field + "[" + k + "]", Reason: notAString(values[k])}

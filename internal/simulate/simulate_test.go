@@ -115,6 +115,12 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 		{"a policy's selector value YAML reads as a boolean", func(s string) string {
 			return strings.Replace(s, "metadata: {name: web}", "metadata: {name: web, labels: {tier: off}}", 1)
 		}, "policies[1].metadata.labels[tier]: want a string, got bool false (quote it"},
+		{"labels that are a list", func(s string) string {
+			return strings.Replace(s, "metadata: {name: frontend, namespace: team-a}", "metadata: {name: frontend, namespace: team-a, labels: [canary]}", 1)
+		}, "workloads[1].metadata.labels: want a map of strings, got []interface {} [canary]"},
+		{"metadata that is no object", func(s string) string {
+			return strings.Replace(s, "metadata: {name: frontend, namespace: team-a}", "metadata: 5", 1)
+		}, "workloads[1].metadata: want an object, got float64 5"},
 		{"one workload twice", func(s string) string {
 			return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n- file: train.yaml", 1)
 		},
