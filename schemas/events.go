@@ -94,6 +94,9 @@ func DecodePayload(e cloudevents.Event) (Payload, error) {
 		decode = func(data []byte, _ any) error { return d.decodeJSON(data) }
 	}
 	if err := decode(e.Data(), payload); err != nil {
+		if where := badQuantityPath(e.Data(), payload); where != "" {
+			return nil, fmt.Errorf("cloudevent %s (%s): invalid payload: %s", e.ID(), e.Type(), where)
+		}
 		return nil, fmt.Errorf("cloudevent %s (%s): payload is not valid JSON for this type: %w", e.ID(), e.Type(), err)
 	}
 	if err := payload.Validate(); err != nil {
