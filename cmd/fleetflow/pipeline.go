@@ -273,7 +273,8 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 // registerSkipNamespaces adds --skip-namespaces to a command that runs the control-plane producer.
 func registerSkipNamespaces(cmd *cobra.Command, skip *[]string) {
 	cmd.Flags().StringSliceVar(skip, "skip-namespaces", pipeline.DefaultSkippedNamespaces,
-		"control-plane namespaces whose workloads fleetflow leaves alone (never placed nor annotated), as regular expressions matching whole names; \"\" for none")
+		"control-plane namespaces whose workloads fleetflow leaves alone (never placed nor annotated), as regular expressions matching whole names, "+
+			"comma-separated or repeated; \"\" for none. Quote a pattern holding a comma: --skip-namespaces='\"team-[0-9]{1,3}\"'")
 }
 
 // skippedNamespaces compiles --skip-namespaces; nil, for no pattern, skips nothing.

@@ -72,3 +72,38 @@ func TestPipelineCommandsRefuseBadFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestSkipNamespacesTakesPatternsWithCommas: --skip-namespaces splits a value at its commas, so a pattern with
+// one (a repetition count) is given CSV-quoted, as the chart gives every pattern, one flag each.
+func TestSkipNamespacesTakesPatternsWithCommas(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		skipped map[string]bool
+	}{
+		{"the default", nil, map[string]bool{"kube-system": true, "fleetflow-system": true, "team-12": false}},
+		{"comma-separated", []string{"--skip-namespaces=kube-.*,infra"}, map[string]bool{"kube-system": true, "infra": true,
+			"fleetflow-system": false}},
+		{"as the chart gives them", []string{`--skip-namespaces="kube-.*"`, `--skip-namespaces="team-\d{1,3}"`},
+			map[string]bool{"kube-system": true, "team-12": true, "team-1234": false, "fleetflow-system": false}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := &cobra.Command{}
+			var skip []string
+			registerSkipNamespaces(cmd, &skip)
+			if err := cmd.ParseFlags(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			re, err := skippedNamespaces(skip)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for namespace, want := range tt.skipped {
+				if got := re.MatchString(namespace); got != want {
+					t.Errorf("namespace %s skipped = %v, want %v (patterns %q)", namespace, got, want, skip)
+				}
+			}
+		})
+	}
+}
