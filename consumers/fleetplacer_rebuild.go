@@ -307,14 +307,13 @@ func (p *Placer) restore(touched *touchedSet) error {
 			return fmt.Errorf("placer rebuild: restore placements: %w", err)
 		}
 	}
-	// Clusters that went silent while no placer ran: their workloads fail over now, as a tick would have
-	// done had the placer been running when the heartbeats stopped.
-	for _, name := range slices.Sorted(maps.Keys(p.clusters)) {
-		if c := p.clusters[name]; c.registered && !c.ready {
-			if err := p.reevaluate(scheduler.AffectedByCluster(p.store.Snapshot(), name), touched); err != nil {
-				return err
-			}
-		}
+	// What changed while no placer ran was only read into the view: a policy, a cluster's labels, taints or
+	// APIs, a namespace's labels, a cluster gone silent. Every placed workload is judged again now, as the
+	// change would have had it judged had a placer been running: those that no longer belong where they run
+	// move (a silent cluster's fail over), a Duplicate spreads to a cluster that joined; the rest produce
+	// nothing.
+	if err := p.reevaluate(scheduler.AffectedByPolicy(p.store.Snapshot()), touched); err != nil {
+		return err
 	}
 	snap = p.store.Snapshot()
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {

@@ -466,3 +466,83 @@ func (f *rebuildFixture) waitForLast(t *testing.T, subject, what string, ok func
 		}
 	}
 }
+
+// TestRebuildActsOnWhatChangedWhileNoPlacerRan: a policy or a cluster's labels changed while no placer ran
+// move the workloads that no longer belong where they run as soon as a placer rebuilds, as they would have
+// moved had a placer been running. Before, the rebuilt placer restored every placement as it was.
+func TestRebuildActsOnWhatChangedWhileNoPlacerRan(t *testing.T) {
+	cluster := func(name, tier string) *schemas.ObjectChanged {
+		c := objectChanged("fleetflow.io/v1alpha1", "Cluster", "", name, map[string]any{
+			"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": name, "namespace": "fleetflow-system"}}})
+		c.Object["metadata"].(map[string]any)["labels"] = map[string]any{"tier": tier}
+		c.Object["metadata"].(map[string]any)["resourceVersion"] = tier
+		return c
+	}
+	policy := func(tier string) *schemas.ObjectChanged {
+		p := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{
+			"clusterSelector": map[string]any{"matchLabels": map[string]any{"tier": tier}}}})
+		p.Object["metadata"].(map[string]any)["resourceVersion"] = tier
+		return p
+	}
+	tests := []struct {
+		name   string
+		change func(f *rebuildFixture, t *testing.T)
+	}{
+		{"the policy selects other clusters", func(f *rebuildFixture, t *testing.T) {
+			f.publishLast(t, schemas.TypePolicyChanged, schemas.PolicySubject(policy("silver").Ref()), "policy-silver", policy("silver"))
+		}},
+		{"the clusters were relabelled", func(f *rebuildFixture, t *testing.T) {
+			f.publishLast(t, schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), "east-silver", cluster("east", "silver"))
+			f.publishLast(t, schemas.TypeClusterChanged, schemas.ClusterSpecSubject("west"), "west-gold", cluster("west", "gold"))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newRebuildFixture(t)
+			f.publishLast(t, schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), "east-gold", cluster("east", "gold"))
+			f.publishLast(t, schemas.TypePolicyChanged, schemas.PolicySubject(policy("gold").Ref()), "policy-gold", policy("gold"))
+			f.publishLast(t, schemas.TypeClusterChanged, schemas.ClusterSpecSubject("west"), "west-silver", cluster("west", "silver"))
+			f.publishLast(t, schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("west"), "west-beat",
+				&schemas.ClusterHeartbeat{Cluster: "west", Time: time.Now()})
+			f.publishLast(t, schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject("west"), "west-apis",
+				&schemas.ClusterAPIs{Cluster: "west", APIs: []string{"apps/v1/Deployment"}})
+			f.publishLast(t, schemas.TypeNodeChanged, schemas.NodeSubject("west", "n1"), "west-n1", &schemas.NodeState{Cluster: "west",
+				Name: "n1", Ready: true, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"),
+					corev1.ResourcePods: resource.MustParse("110")}})
+			f.rebuild(t, f.srv.ClientURL())
+			if first := f.lastDecision(t, "east", f.web.Ref()); first == nil || first.Action != schemas.ActionApply {
+				t.Fatalf("the first placer's decision on east = %+v, want an Apply", first)
+			}
+			if west := f.lastDecision(t, "west", f.web.Ref()); west != nil {
+				t.Fatalf("the first placer decided %s on west, want nothing", west.Action)
+			}
+			f.waitForSubject(t, schemas.DecisionSubject("east", f.web.Ref()))
+
+			tt.change(f, t)
+			f.rebuild(t, f.srv.ClientURL())
+			if west := f.lastDecision(t, "west", f.web.Ref()); west == nil || west.Action != schemas.ActionApply {
+				t.Errorf("the rebuilt placer's decision on west = %+v, want the Apply that moves web there", west)
+			}
+		})
+	}
+}
+
+// publishLast publishes an event with dedupe id and waits until the state stream's last message on subject is it.
+func (f *rebuildFixture) publishLast(t *testing.T, eventType, subject, id string, payload schemas.Payload) {
+	t.Helper()
+	f.publish(t, eventType, subject, id, payload)
+	state, err := f.js.Stream(f.ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if msg, err := state.GetLastMsgForSubject(f.ctx, subject); err == nil && msg.Header.Get(jetstream.MsgIDHeader) == id {
+			return
+		}
+		select {
+		case <-f.ctx.Done():
+			t.Fatalf("%s %s never reached the state stream", subject, id)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
