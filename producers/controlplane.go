@@ -53,6 +53,18 @@ var (
 		Relevant: func(o, n *unstructured.Unstructured) bool { return !reflect.DeepEqual(o.GetLabels(), n.GetLabels()) }}
 )
 
+// KnownObject is an object the streams' state holds as existing, in the version its last change published.
+type KnownObject struct {
+	Ref             schemas.ObjectRef
+	ResourceVersion string
+}
+
+// tombstone is a deletion to publish: of ref, with the dedupe id id.
+type tombstone struct {
+	ref schemas.ObjectRef
+	id  string
+}
+
 // Well-known control-plane kinds.
 var (
 	NamespaceKind         = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
@@ -73,7 +85,7 @@ type ControlPlaneProducer struct {
 	// selects (their last event is a change). Once a kind's informer has synced, each of them the control
 	// plane no longer holds gets its deletion published: an object deleted while no producer ran is seen
 	// deleted by no informer, and consumers would keep it (and the placer its copies) for good.
-	Known func(ctx context.Context, filter string) ([]schemas.ObjectRef, error)
+	Known func(ctx context.Context, filter string) ([]KnownObject, error)
 	// SkippedNamespaces, when set, matches the namespaces whose workloads are not published: the control
 	// plane's own (kube-system's Deployments, fleetflow's) are no framework workloads to place, and no policy
 	// may copy them to the fleet or have them annotated.
@@ -91,7 +103,7 @@ type ControlPlaneProducer struct {
 	// serving two versions for which there are RIs (a built-in one and one applied later, say) would
 	// otherwise publish every object twice, once in each version.
 	versions   map[groupKindFamily]schema.GroupVersionResource
-	tombstones map[objectKey]schemas.ObjectRef
+	tombstones map[objectKey]tombstone
 	// groupKinds are the kinds named without a version that are watched, or waited for (addGroupKind).
 	groupKinds map[schema.GroupKind]bool
 	wg         sync.WaitGroup
@@ -172,7 +184,7 @@ func (p *ControlPlaneProducer) Run(ctx context.Context) error {
 	p.resources = map[schema.GroupVersionResource]*resourceInformer{}
 	p.informers = map[informerKey]watched{}
 	p.versions = map[groupKindFamily]schema.GroupVersionResource{}
-	p.tombstones = map[objectKey]schemas.ObjectRef{}
+	p.tombstones = map[objectKey]tombstone{}
 	for _, kf := range p.pending {
 		p.wg.Go(func() { p.watchKind(ctx, kf.gvk, kf.family) })
 	}
@@ -298,7 +310,8 @@ func (p *ControlPlaneProducer) publishMissedDeletions(ctx context.Context, ik in
 		return
 	}
 	missed := 0
-	for _, ref := range known {
+	for _, k := range known {
+		ref := k.Ref
 		storeKey := ref.Name
 		if ref.Namespace != "" {
 			storeKey = ref.Namespace + "/" + ref.Name
@@ -312,7 +325,10 @@ func (p *ControlPlaneProducer) publishMissedDeletions(ctx context.Context, ik in
 		if exists && string(item.(*unstructured.Unstructured).GetUID()) == ref.UID && !p.skipped(ik, gone) {
 			continue
 		}
-		p.tombstone(ik, gone)
+		// Not the deletion's usual id: the streams may hold the object again after its deletion was published (a
+		// server stopped uncleanly loses recent removals from the state stream), and JetStream would drop a
+		// second deletion of that id within its dedupe window. Replicas still agree on this one.
+		p.tombstoneWithID(ik, gone, schemas.ObjectDeletedID(family.Name, ref)+"/after/"+k.ResourceVersion)
 		missed++
 	}
 	if missed > 0 {
@@ -389,7 +405,7 @@ func (p *ControlPlaneProducer) enqueue(ik informerKey, obj any) {
 	p.mu.Lock()
 	// A new object of the name (deleted and created again before the key was handled) keeps the earlier
 	// one's deletion, which publish sends first.
-	if tomb, ok := p.tombstones[key]; ok && tomb.UID == string(u.GetUID()) {
+	if tomb, ok := p.tombstones[key]; ok && tomb.ref.UID == string(u.GetUID()) {
 		delete(p.tombstones, key)
 	}
 	p.mu.Unlock()
@@ -407,11 +423,16 @@ func (p *ControlPlaneProducer) enqueueDeleted(ik informerKey, obj any) {
 	p.tombstone(ik, u)
 }
 
-// tombstone queues the deletion of u.
+// tombstone queues the deletion of u, with the deletion's usual dedupe id.
 func (p *ControlPlaneProducer) tombstone(ik informerKey, u *unstructured.Unstructured) {
+	ref := schemas.RefOf(u.Object)
+	p.tombstoneWithID(ik, u, schemas.ObjectDeletedID(ik.family, ref))
+}
+
+func (p *ControlPlaneProducer) tombstoneWithID(ik informerKey, u *unstructured.Unstructured, id string) {
 	key := objectKey{informerKey: ik, namespace: u.GetNamespace(), name: u.GetName()}
 	p.mu.Lock()
-	p.tombstones[key] = schemas.RefOf(u.Object)
+	p.tombstones[key] = tombstone{ref: schemas.RefOf(u.Object), id: id}
 	p.mu.Unlock()
 	p.queue.Add(key)
 }
@@ -459,7 +480,7 @@ func (p *ControlPlaneProducer) publish(ctx context.Context, key objectKey) error
 	}
 	if exists {
 		u := item.(*unstructured.Unstructured)
-		if deleted && tomb.UID != string(u.GetUID()) {
+		if deleted && tomb.ref.UID != string(u.GetUID()) {
 			// The object the name held before was deleted: consumers must hear of it before the new one takes
 			// the name, or they take the new one for a new version of the old (the placer would keep the old
 			// one's copies on clusters the new one is not placed on).
@@ -484,9 +505,8 @@ func (p *ControlPlaneProducer) publish(ctx context.Context, key objectKey) error
 
 // sendDeletion publishes the deletion of tomb, and forgets it once published unless a later deletion of the
 // name took its place.
-func (p *ControlPlaneProducer) sendDeletion(ctx context.Context, key objectKey, family Family, tomb schemas.ObjectRef) error {
-	err := p.send(ctx, family.DeletedType, family.Subject(tomb), schemas.ObjectDeletedID(family.Name, tomb),
-		&schemas.ObjectDeleted{Workload: tomb})
+func (p *ControlPlaneProducer) sendDeletion(ctx context.Context, key objectKey, family Family, tomb tombstone) error {
+	err := p.send(ctx, family.DeletedType, family.Subject(tomb.ref), tomb.id, &schemas.ObjectDeleted{Workload: tomb.ref})
 	if err == nil {
 		p.mu.Lock()
 		if p.tombstones[key] == tomb {

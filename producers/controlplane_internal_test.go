@@ -32,7 +32,7 @@ func TestDeletionOfANameTakenAgainIsPublishedFirst(t *testing.T) {
 	ik := informerKey{gvr: schema.GroupVersionResource{Group: "kubeflow.org", Version: "v1", Resource: "pytorchjobs"}, family: WorkloadFamily.Name}
 	informer := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, cache.Indexers{})
 	p := &ControlPlaneProducer{Publisher: bus.NewPublisher(js), Log: log,
-		informers: map[informerKey]watched{ik: {informer: informer, family: WorkloadFamily}}, tombstones: map[objectKey]schemas.ObjectRef{},
+		informers: map[informerKey]watched{ik: {informer: informer, family: WorkloadFamily}}, tombstones: map[objectKey]tombstone{},
 		queue: workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[objectKey]())}
 	defer p.queue.ShutDown()
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -124,12 +125,29 @@ func TestControlPlaneProducerPublishesDeletionsMadeWhileItWasDown(t *testing.T) 
 		b.publishToState(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(obj.Ref()), "earlier-"+obj.Ref().Name, obj)
 	}
 
-	runConfigMapProducer(t, b, nil)
-	gone := configMap("gone", "uid-gone").Ref()
-	eventually(t, "the deletion of the ConfigMap deleted while no producer ran", func() bool {
-		last, ok := b.last(schemas.WorkloadSubject(gone))
-		return ok && last.eventType == schemas.TypeWorkloadDeleted
+	// "back" was deleted, its deletion published with the usual id moments ago, and the state stream holds it
+	// again as existing: what a server stopped uncleanly may recover. Its deletion must be stored again, past
+	// JetStream's dedupe of the usual id.
+	back := configMap("back", "uid-back")
+	b.publishToState(schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(back.Ref()),
+		schemas.ObjectDeletedID(producers.WorkloadFamily.Name, back.Ref()), &schemas.ObjectDeleted{Workload: back.Ref()})
+	b.publishToState(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(back.Ref()), "recovered-back", back)
+	state, err := b.js.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the state stream holding back as existing", func() bool {
+		msg, err := state.GetLastMsgForSubject(ctx, schemas.WorkloadSubject(back.Ref()))
+		return err == nil && msg.Header.Get(jetstream.MsgIDHeader) == "recovered-back"
 	})
+
+	runConfigMapProducer(t, b, nil)
+	for _, gone := range []schemas.ObjectRef{configMap("gone", "uid-gone").Ref(), back.Ref()} {
+		eventually(t, "the deletion of "+gone.Name+", deleted while no producer ran", func() bool {
+			last, ok := b.last(schemas.WorkloadSubject(gone))
+			return ok && last.eventType == schemas.TypeWorkloadDeleted
+		})
+	}
 	for _, e := range b.messages(schemas.WorkloadSubject(configMap("kept", "").Ref())) {
 		if e.eventType == schemas.TypeWorkloadDeleted {
 			t.Errorf("the ConfigMap that is there was published deleted: %+v", e)

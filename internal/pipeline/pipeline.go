@@ -16,6 +16,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fleetflow/fleetflow/consumers"
@@ -171,12 +172,13 @@ func DefaultSkipped() *regexp.Regexp {
 
 // KnownObjects returns the objects whose last event in the state stream, on the subjects filter selects, is a
 // change: the objects the streams hold as existing (see producers.ControlPlaneProducer.Known).
-func KnownObjects(js jetstream.JetStream) func(ctx context.Context, filter string) ([]schemas.ObjectRef, error) {
-	return func(ctx context.Context, filter string) ([]schemas.ObjectRef, error) {
-		var known []schemas.ObjectRef
+func KnownObjects(js jetstream.JetStream) func(ctx context.Context, filter string) ([]producers.KnownObject, error) {
+	return func(ctx context.Context, filter string) ([]producers.KnownObject, error) {
+		var known []producers.KnownObject
 		err := lastEvents(ctx, js, func(_ string, payload schemas.Payload) {
 			if changed, ok := payload.(*schemas.ObjectChanged); ok {
-				known = append(known, changed.Ref())
+				rv, _, _ := unstructured.NestedString(changed.Object, "metadata", "resourceVersion")
+				known = append(known, producers.KnownObject{Ref: changed.Ref(), ResourceVersion: rv})
 			}
 		}, filter)
 		return known, err
