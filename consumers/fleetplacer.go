@@ -181,6 +181,12 @@ type workloadEntry struct {
 	// redelete lists clusters whose applier gave up on a Delete (the cluster was down): the copy may
 	// still be there, so the Delete is sent again once the cluster is Ready.
 	redelete map[string]bool
+	// reapply holds the clusters whose applier gave up on the workload's last Apply there; set true once the
+	// cluster changed since (Ready again, new APIs, labels or taints), which has the Apply sent again the next
+	// time the workload is placed there: a cluster that did not answer for a while, or lacked the kind, may
+	// take it now. A workload placed where its Apply failed would otherwise keep its earlier version there
+	// for good. Not sent again before the cluster changed, or a refused Apply would come back every minute.
+	reapply map[string]bool
 	// finished lists clusters whose copy last reported a Completed or Failed phase: such a copy that goes
 	// (a TTL after finishing, a user's cleanup) is not applied again, which would run the job again.
 	finished map[string]bool

@@ -389,7 +389,7 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 	}
 	for _, cluster := range slices.Sorted(maps.Keys(desired)) {
 		replicas := desired[cluster]
-		if prev, ok := e.published[cluster]; ok && prev.action == schemas.ActionApply && prev.replicas == replicas {
+		if prev, ok := e.published[cluster]; ok && prev.action == schemas.ActionApply && prev.replicas == replicas && !e.reapply[cluster] {
 			same, err := e.appliedNow(&prev)
 			if err != nil {
 				return err
@@ -521,6 +521,7 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 		published.object, published.content = e.objectJSON, e.content
 	}
 	e.published[cluster] = published
+	delete(e.reapply, cluster) // what failed there is superseded
 	p.log.Info("decided", "workload", e.ref.Key(), "cluster", cluster, "action", action, "sequence", p.seq)
 	if verdict != nil {
 		verdict.carried = true

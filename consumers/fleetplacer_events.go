@@ -424,6 +424,10 @@ func (p *Placer) clusterChanged(name string, touched *touchedSet) error {
 		if e.redelete[name] {
 			touched.add(id) // a Delete that failed while the cluster was down can be sent again
 		}
+		if _, failed := e.reapply[name]; failed && !e.deleted {
+			e.reapply[name] = true
+			touched.add(id)
+		}
 	}
 	if err := p.reevaluate(scheduler.AffectedByClusterChange(p.store.Snapshot(), name), touched); err != nil {
 		return err
@@ -826,6 +830,12 @@ func (p *Placer) onApplyFailed(f *schemas.PlacementFailed, touched *touchedSet, 
 		}
 		e.applyFailed[f.Cluster] = failedApply{sequence: f.Sequence, err: f.Error}
 		p.leaving[e.id] = struct{}{}
+	}
+	if last := e.published[f.Cluster]; last.action == schemas.ActionApply && last.sequence == f.Sequence {
+		if e.reapply == nil {
+			e.reapply = map[string]bool{}
+		}
+		e.reapply[f.Cluster] = false
 	}
 	if rebuilding {
 		return nil

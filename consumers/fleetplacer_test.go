@@ -943,6 +943,46 @@ func TestApplyAnApplierGaveUpOnMovesOnlyWhenThePolicyAsks(t *testing.T) {
 	}
 }
 
+// TestApplyGivenUpIsSentAgainOnceTheClusterIsBack: an Apply its applier gave up on while the cluster did not
+// answer, for a workload that stays there (its policy does not reschedule on failure), is sent again once
+// the cluster is Ready again, and only then; without it the copy would keep the earlier version for good.
+func TestApplyGivenUpIsSentAgainOnceTheClusterIsBack(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
+	f.eastThenWestWith(nil)
+	web, _ := f.placedWebOnEast()
+	edited := deployment("web")
+	edited.Object["metadata"].(map[string]any)["resourceVersion"] = "2"
+	firstContainer(edited.Object)["image"] = "web:2"
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(edited.Ref()), edited)
+	given := f.lastDecision()
+	if given.Action != schemas.ActionApply || given.Cluster != "east" {
+		t.Fatalf("decision for the edit = %s on %s, want an Apply on east", given.Action, given.Cluster)
+	}
+	silent := f.now.Add(15 * time.Second)
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: silent})
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	f.applyGaveUp("east", web, given.Sequence, "dial tcp 10.0.0.1:6443: connect: connection refused")
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: silent.Add(2 * time.Second)})
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Fatalf("decisions while east is down = %v, want none", got)
+	}
+	back := silent.Add(5 * time.Second)
+	f.heartbeat("east", back)
+	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+		t.Fatalf("decisions once east is back = %v, want [Apply east]", got)
+	}
+	again := f.lastDecision()
+	if again.Sequence <= given.Sequence || !strings.Contains(string(again.ObjectJSON)+fmt.Sprint(again.Object), "web:2") {
+		t.Errorf("the Apply sent again = #%d %v, want a newer one of the edited version", again.Sequence, again.Object)
+	}
+	mark = len(f.pub.ofType(schemas.TypePlacementDecided))
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: back.Add(2 * time.Second)})
+	f.heartbeat("east", back.Add(3*time.Second))
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Errorf("decisions after the Apply was sent again = %v, want none", got)
+	}
+}
+
 // TestApplyAnApplierGaveUpOnMovesOnceAnotherClusterFits: when no other cluster fits at the time the applier
 // gives up, the workload stays, and a later tick moves it once one does.
 func TestApplyAnApplierGaveUpOnMovesOnceAnotherClusterFits(t *testing.T) {
