@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -459,6 +460,7 @@ func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceI
 	if status == nil {
 		status = map[string]any{}
 	}
+	status = inControlPlaneTerms(status, p, obj)
 	if current, _ := obj.Object["status"].(map[string]any); sameJSON(obj.Object["status"], status) || (p.Status == nil && len(current) == 0) {
 		return obj, nil
 	}
@@ -483,6 +485,42 @@ func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceI
 	default:
 		return updated, nil
 	}
+}
+
+// inControlPlaneTerms is status with its observedGeneration, which counts the copy's generations, turned into
+// the control-plane generation the copy's controller has acted on: obj's own generation once the controller
+// saw the copy's newest spec and that copy is of obj's current content; one behind it (or the generation the
+// copy was applied from, when lower) otherwise. Shown as it is, it would make tools that compare it with
+// metadata.generation (kubectl rollout status, GitOps health checks) wait for good, or call a copy of an
+// earlier version up to date. A content hash, and not the generation alone, says whether the copy is
+// current: a Deployment's generation also counts changes to its annotations, fleetflow's own among them.
+// Left alone when the copy does not say what it was applied from.
+func inControlPlaneTerms(status map[string]any, p *schemas.WorkloadStatus, obj *unstructured.Unstructured) map[string]any {
+	var observed int64
+	switch v := status["observedGeneration"].(type) {
+	case float64:
+		observed = int64(v)
+	case int64:
+		observed = v
+	default:
+		return status
+	}
+	if p.Generation <= 0 || p.SourceContent == "" || obj.GetGeneration() <= 0 {
+		return status
+	}
+	generation := obj.GetGeneration()
+	if observed < p.Generation || p.SourceContent != contentOf(obj.Object) {
+		generation--
+		if p.SourceGeneration > 0 && p.SourceGeneration <= generation {
+			generation = p.SourceGeneration
+			if observed < p.Generation {
+				generation--
+			}
+		}
+	}
+	translated := maps.Clone(status)
+	translated["observedGeneration"] = max(generation, 0)
+	return translated
 }
 
 // clusterReplicas renders a Divide verdict's shares as AnnotationClusterReplicas; "" when it has none.
@@ -711,14 +749,39 @@ func (s *StatusWriter) annotateObject(ctx context.Context, client dynamic.Resour
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	_, err = client.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	updated, err := client.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 	switch {
-	case err == nil, apierrors.IsNotFound(err):
+	case err == nil:
+		return s.keepObserved(ctx, client, obj, updated)
+	case apierrors.IsNotFound(err):
 		return nil
 	case isStale(err):
 		return errStale
 	default:
 		return classify(fmt.Errorf("annotate %s on the control plane: %w", ref, err))
+	}
+}
+
+// keepObserved keeps a workload shown observed (status.observedGeneration at its generation) so once
+// fleetflow's annotations moved its generation: a Deployment counts changes to its annotations as
+// generations, and its spec, all its controller acts on, did not change.
+func (s *StatusWriter) keepObserved(ctx context.Context, client dynamic.ResourceInterface, before, after *unstructured.Unstructured) error {
+	observed, found, _ := unstructured.NestedInt64(before.Object, "status", "observedGeneration")
+	if !found || observed != before.GetGeneration() || after.GetGeneration() <= observed {
+		return nil
+	}
+	next := after.DeepCopy()
+	if err := unstructured.SetNestedField(next.Object, after.GetGeneration(), "status", "observedGeneration"); err != nil {
+		return bus.Permanent(err)
+	}
+	_, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+	switch {
+	case err == nil, apierrors.IsNotFound(err), apierrors.IsInvalid(err):
+		return nil
+	case isStale(err):
+		return errStale
+	default:
+		return classify(fmt.Errorf("keep the status of %s observed on the control plane: %w", schemas.RefOf(after.Object), err))
 	}
 }
 

@@ -279,3 +279,48 @@ func TestClusterStatusCountsBoundPodsAgainstPodSlots(t *testing.T) {
 		t.Errorf("free cpu = %s, want 7", q.String())
 	}
 }
+
+// TestObservedGenerationInControlPlaneTerms: a copy's observedGeneration is shown as the control-plane
+// generation its controller acted on: the object's own once the copy is caught up and of the object's current
+// content, behind it otherwise; left alone when the copy does not say what it was applied from.
+func TestObservedGenerationInControlPlaneTerms(t *testing.T) {
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "team", "generation": int64(7)},
+		"spec":     map[string]any{"replicas": int64(2)}}}
+	current := contentOf(obj.Object)
+	tests := []struct {
+		name     string
+		status   map[string]any
+		copyOf   schemas.WorkloadStatus
+		observed any
+	}{
+		{"caught up, current", map[string]any{"observedGeneration": int64(3)},
+			schemas.WorkloadStatus{Generation: 3, SourceGeneration: 5, SourceContent: current}, int64(7)},
+		{"caught up, as decoded from an event", map[string]any{"observedGeneration": float64(3)},
+			schemas.WorkloadStatus{Generation: 3, SourceGeneration: 5, SourceContent: current}, int64(7)},
+		{"not caught up, current", map[string]any{"observedGeneration": int64(2)},
+			schemas.WorkloadStatus{Generation: 3, SourceGeneration: 7, SourceContent: current}, int64(6)},
+		{"caught up on an earlier version", map[string]any{"observedGeneration": int64(3)},
+			schemas.WorkloadStatus{Generation: 3, SourceGeneration: 4, SourceContent: "an earlier content"}, int64(4)},
+		{"not caught up on an earlier version", map[string]any{"observedGeneration": int64(2)},
+			schemas.WorkloadStatus{Generation: 3, SourceGeneration: 4, SourceContent: "an earlier content"}, int64(3)},
+		{"an earlier version, source generation unknown", map[string]any{"observedGeneration": int64(3)},
+			schemas.WorkloadStatus{Generation: 3, SourceContent: "an earlier content"}, int64(6)},
+		{"a copy that does not say", map[string]any{"observedGeneration": int64(3)},
+			schemas.WorkloadStatus{Generation: 3}, int64(3)},
+		{"no observedGeneration", map[string]any{"replicas": int64(2)},
+			schemas.WorkloadStatus{Generation: 3, SourceContent: current}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := tt.status["observedGeneration"]
+			got := inControlPlaneTerms(tt.status, &tt.copyOf, obj)
+			if got["observedGeneration"] != tt.observed {
+				t.Errorf("observedGeneration shown = %v (%T), want %v", got["observedGeneration"], got["observedGeneration"], tt.observed)
+			}
+			if tt.status["observedGeneration"] != before {
+				t.Errorf("the status handled was changed in place: observedGeneration %v, was %v", tt.status["observedGeneration"], before)
+			}
+		})
+	}
+}

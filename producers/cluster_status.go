@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -349,7 +350,11 @@ func (p *ClusterProducer) publishStatus(ctx context.Context, key statusKey) erro
 	if ref.UID == "" {
 		return nil // the selector requires the label; a cache racing a label removal may still hold it
 	}
-	payload := &schemas.WorkloadStatus{Cluster: p.Cluster, Workload: ref}
+	payload := &schemas.WorkloadStatus{Cluster: p.Cluster, Workload: ref, Generation: u.GetGeneration(),
+		SourceContent: u.GetAnnotations()[schemas.AnnotationSourceContent]}
+	if source, err := strconv.ParseInt(u.GetAnnotations()[schemas.AnnotationSourceGeneration], 10, 64); err == nil && source > 0 {
+		payload.SourceGeneration = source
+	}
 	if status, ok := u.Object["status"].(map[string]any); ok {
 		payload.Status = status
 	}

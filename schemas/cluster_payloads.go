@@ -142,6 +142,13 @@ type WorkloadStatus struct {
 	PendingSince *time.Time `json:"pendingSince,omitempty"`
 	// Gone is true when the object no longer exists in the workload cluster.
 	Gone bool `json:"gone,omitempty"`
+	// Generation is the copy's metadata.generation; SourceGeneration and SourceContent the control-plane
+	// generation and content hash it was applied from (AnnotationSourceGeneration, AnnotationSourceContent).
+	// 0 and "" when unknown. With them the status writer shows the copy's status.observedGeneration in the
+	// control plane's terms.
+	Generation       int64  `json:"generation,omitempty"`
+	SourceGeneration int64  `json:"sourceGeneration,omitempty"`
+	SourceContent    string `json:"sourceContent,omitempty"`
 }
 
 // Validate implements Payload.
@@ -153,6 +160,9 @@ func (p *WorkloadStatus) Validate() error {
 	errs = append(errs, p.Workload.validate("workload", true))
 	if p.PendingPods < 0 {
 		errs = append(errs, errors.New("pendingPods: negative"))
+	}
+	if p.Generation < 0 || p.SourceGeneration < 0 {
+		errs = append(errs, fmt.Errorf("generation, sourceGeneration: %d, %d, negative", p.Generation, p.SourceGeneration))
 	}
 	return errors.Join(errs...)
 }

@@ -10,6 +10,12 @@ const (
 	ManagedByFleetflow = "fleetflow"
 	// LabelWorkloadUID is the uid of the control-plane workload the object copies.
 	LabelWorkloadUID = "fleetflow.io/workload-uid"
+	// AnnotationSourceGeneration and AnnotationSourceContent, on a copy, are the control-plane workload's
+	// metadata.generation and content hash it was applied from: the copy's own generation counts its own
+	// changes, so its status.observedGeneration says nothing of the control plane's until translated with
+	// them (see WorkloadStatus).
+	AnnotationSourceGeneration = "fleetflow.io/source-generation"
+	AnnotationSourceContent    = "fleetflow.io/source-content"
 )
 
 // ManagedSelector selects the objects fleetflow placed in a workload cluster.
