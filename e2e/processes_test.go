@@ -64,7 +64,7 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := pipeline.RegisterCluster(ctx, controlPlane, c.Name, kubeconfig, c.Labels, e2eenv.FieldManager); err != nil {
+		if err := pipeline.RegisterCluster(ctx, controlPlane, c.Name, kubeconfig, c.Labels, c.Taints, e2eenv.FieldManager); err != nil {
 			t.Fatal(err)
 		}
 	}

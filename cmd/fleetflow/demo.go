@@ -132,7 +132,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		if err != nil {
 			return err
 		}
-		if err := pipeline.RegisterCluster(startCtx, controlPlane, c.Name, kubeconfig, c.Labels, "fleetflow-demo"); err != nil {
+		if err := pipeline.RegisterCluster(startCtx, controlPlane, c.Name, kubeconfig, c.Labels, c.Taints, "fleetflow-demo"); err != nil {
 			return err
 		}
 	}

@@ -15,7 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
+	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
+	"github.com/fleetflow/fleetflow/internal/pipeline"
 )
 
 func init() { registerCommand(newFleetCommand) }
@@ -36,6 +38,7 @@ func newFleetUpCommand() *cobra.Command {
 		fleetFile string
 		binDir    string
 		detach    bool
+		register  bool
 		timeout   time.Duration
 	)
 	cmd := &cobra.Command{
@@ -43,7 +46,8 @@ func newFleetUpCommand() *cobra.Command {
 		Short: "Start etcd and one apiserver per cluster, print their kubeconfigs, and run until interrupted",
 		Long: `Start one etcd and N+1 kube-apiservers on free loopback ports: a control plane ("control-plane") and
 N workload clusters named cluster-1..N, or named by the fleet file. With --fleet, the workload clusters get
-the file's nodes (plain Node objects, no kubelet) and the control plane its namespaces.
+the file's nodes (plain Node objects, no kubelet) and the control plane its namespaces, fleetflow's CRDs and
+a Cluster for each workload cluster, with the file's labels and taints (--register=false leaves those out).
 
 Everything lives under --dir: logs, kubeconfigs, pid files and fleet.json. The command stays in the
 foreground until SIGINT or SIGTERM and then stops the fleet; with --detach it returns once the fleet is
@@ -105,6 +109,13 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 				for _, c := range spec.Clusters {
 					fmt.Fprintf(errOut, "fleet: %s: seeded %d nodes\n", c.Name, len(c.AllNodes()))
 				}
+				if register {
+					if err := registerFleet(ctx, fleet, spec); err != nil {
+						return errors.Join(err, stopFleet())
+					}
+					fmt.Fprintf(errOut, "fleet: registered %d workload clusters on the control plane, with the fleet file's labels and taints\n",
+						len(spec.Clusters))
+				}
 			}
 			printClusters(out, fleet.State())
 			example := fleet.ControlPlane
@@ -130,8 +141,38 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 	cmd.Flags().StringVar(&fleetFile, "fleet", "", "fleet description (YAML) naming the clusters and the nodes to seed")
 	cmd.Flags().StringVar(&binDir, "bin-dir", "bin", "directory holding the etcd and kube-apiserver binaries")
 	cmd.Flags().BoolVar(&detach, "detach", false, "return once the fleet is ready and leave it running")
+	cmd.Flags().BoolVar(&register, "register", true, "with --fleet, install fleetflow's CRDs on the control plane and register each workload "+
+		"cluster there (a Cluster with the file's labels and taints, its kubeconfig in a Secret), so `fleetflow run --control-plane` "+
+		"needs no --cluster")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long startup may take")
 	return cmd
+}
+
+// registerFleet installs fleetflow's CRDs on the fleet's control plane and registers each workload cluster of spec
+// there, with the file's labels and taints: policies written against the fleet file's labels select them.
+func registerFleet(ctx context.Context, fleet *localfleet.Fleet, spec *fleetspec.Fleet) error {
+	controlPlane, err := kube.NewClients(fleet.ControlPlane.RESTConfig())
+	if err != nil {
+		return err
+	}
+	const fieldManager = "fleetflow-fleet"
+	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, fieldManager); err != nil {
+		return err
+	}
+	for _, c := range spec.Clusters {
+		target, ok := fleet.Cluster(c.Name)
+		if !ok {
+			return fmt.Errorf("cluster %s of the fleet file did not start", c.Name)
+		}
+		kubeconfig, err := os.ReadFile(target.KubeconfigPath)
+		if err != nil {
+			return err
+		}
+		if err := pipeline.RegisterCluster(ctx, controlPlane, c.Name, kubeconfig, c.Labels, c.Taints, fieldManager); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func newFleetDownCommand() *cobra.Command {

@@ -3,12 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+	"github.com/fleetflow/fleetflow/internal/pipeline"
 )
 
 // These tests stop before any process starts; the real fleet is covered by internal/localfleet's tests.
@@ -98,5 +107,81 @@ func TestFleetUpDetachThenDown(t *testing.T) {
 		if localfleet.ProcessAlive(pid) {
 			t.Errorf("pid %d still running after down", pid)
 		}
+	}
+}
+
+// TestFleetUpRegistersTheFleetFilesClusters: with a fleet file, up registers each workload cluster on the
+// control plane with the file's labels and taints (policies written against them select the clusters, and
+// `fleetflow run` needs no --cluster); --register=false leaves the control plane bare.
+func TestFleetUpRegistersTheFleetFilesClusters(t *testing.T) {
+	binDir := localfleettest.RequireBinaries(t)
+	unlock, err := localfleettest.Lock(func(path string) { t.Logf("waiting for another fleet to finish (%s)", path) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
+	const spec = `clusters:
+- name: gpu-east
+  labels: {fleetflow.io/accelerator: h100, region: east}
+  taints: [{key: maintenance, value: "true", effect: NoSchedule}]
+  nodes: [{name: gpu, allocatable: {cpu: "8", memory: 32Gi}}]
+`
+	if err := os.WriteFile(fleetFile, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, register := range []bool{true, false} {
+		t.Run(fmt.Sprintf("register=%v", register), func(t *testing.T) {
+			dir := t.TempDir()
+			t.Cleanup(func() { _, _ = localfleet.Down(context.Background(), dir, time.Second) })
+			up := newFleetCommand()
+			up.SetOut(&bytes.Buffer{})
+			up.SetErr(&bytes.Buffer{})
+			up.SetArgs([]string{"up", "--fleet", fleetFile, "--dir", dir, "--bin-dir", binDir, "--detach",
+				fmt.Sprintf("--register=%v", register)})
+			if err := up.Execute(); err != nil {
+				t.Fatalf("fleet up: %v", err)
+			}
+			state, err := localfleet.ReadState(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var kubeconfig string
+			for _, c := range state.Clusters {
+				if c.Role == localfleet.RoleControlPlane {
+					kubeconfig = c.Kubeconfig
+				}
+			}
+			cfg, err := kube.LoadConfig(kubeconfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			controlPlane, err := kube.NewClients(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clusters := controlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"})
+			cluster, err := clusters.Get(t.Context(), "gpu-east", metav1.GetOptions{})
+			if !register {
+				if err == nil {
+					t.Errorf("--register=false registered %s", cluster.GetName())
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("the Cluster gpu-east: %v", err)
+			}
+			if l := cluster.GetLabels(); l["fleetflow.io/accelerator"] != "h100" || l["region"] != "east" {
+				t.Errorf("Cluster labels = %v, want the fleet file's", l)
+			}
+			taints, _, _ := unstructured.NestedSlice(cluster.Object, "spec", "taints")
+			if len(taints) != 1 || taints[0].(map[string]any)["key"] != "maintenance" || taints[0].(map[string]any)["effect"] != "NoSchedule" {
+				t.Errorf("Cluster taints = %v, want the fleet file's", taints)
+			}
+			if _, err := controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Get(t.Context(),
+				"cluster-gpu-east-kubeconfig", metav1.GetOptions{}); err != nil {
+				t.Errorf("the kubeconfig Secret of gpu-east: %v", err)
+			}
+		})
 	}
 }

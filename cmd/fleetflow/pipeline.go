@@ -245,7 +245,7 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 				if err != nil {
 					return fmt.Errorf("--cluster %s: %w", c.Name, err)
 				}
-				if err := pipeline.RegisterCluster(ctx, cp, c.Name, data, nil, "fleetflow"); err != nil {
+				if err := pipeline.RegisterCluster(ctx, cp, c.Name, data, nil, nil, "fleetflow"); err != nil {
 					return err
 				}
 			}
@@ -264,7 +264,7 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 	pf.register(cmd.Flags())
 	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver (default: the pod's service account)")
 	cmd.Flags().BoolVar(&installCRDs, "install-crds", true, "apply fleetflow's CRDs to the control plane at start (the Helm chart installs them itself)")
-	cmd.Flags().StringArrayVar(&clusterFlags, "cluster", nil, "register a workload cluster as NAME=KUBECONFIG (repeatable)")
+	cmd.Flags().StringArrayVar(&clusterFlags, "cluster", nil, "register a workload cluster as NAME=KUBECONFIG (repeatable); its kubeconfig Secret is written again at every start")
 	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds to place, as group/version/Kind (built-in RI kinds and kinds named by policies or RIs are watched anyway)")
 	registerSkipNamespaces(cmd, &skip)
 	return cmd

@@ -114,7 +114,7 @@ func New(t *testing.T, opts Options) *Env {
 		if opts.ClusterAs.UserName != "" {
 			kubeconfig = impersonating(t, kubeconfig, opts.ClusterAs)
 		}
-		if err := pipeline.RegisterCluster(ctx, e.ControlPlane, c.Name, kubeconfig, c.Labels, FieldManager); err != nil {
+		if err := pipeline.RegisterCluster(ctx, e.ControlPlane, c.Name, kubeconfig, c.Labels, c.Taints, FieldManager); err != nil {
 			t.Fatal(err)
 		}
 	}

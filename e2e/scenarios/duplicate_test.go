@@ -62,7 +62,7 @@ func TestDuplicateReachesAClusterThatStartsToMatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pipeline.RegisterCluster(t.Context(), e.ControlPlane, "cluster-b", kubeconfig, labels, e2eenv.FieldManager); err != nil {
+	if err := pipeline.RegisterCluster(t.Context(), e.ControlPlane, "cluster-b", kubeconfig, labels, nil, e2eenv.FieldManager); err != nil {
 		t.Fatal(err)
 	}
 	e2eenv.Eventually(t, e2eenv.Settle, "the ConfigMap on cluster-b too", func() bool { return on("cluster-b") })

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,8 +62,10 @@ func InstallControlPlaneCRDs(ctx context.Context, controlPlane *kube.Clients, fi
 }
 
 // RegisterCluster stores a workload cluster's kubeconfig in a Secret and creates or updates its Cluster
-// object on the control plane.
-func RegisterCluster(ctx context.Context, controlPlane *kube.Clients, name string, kubeconfig []byte, labels map[string]string, fieldManager string) error {
+// object on the control plane, with labels and taints, by server-side apply as fieldManager: labels and
+// taints others set on it stay.
+func RegisterCluster(ctx context.Context, controlPlane *kube.Clients, name string, kubeconfig []byte, labels map[string]string,
+	taints []corev1.Taint, fieldManager string) error {
 	if _, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig); err != nil {
 		return fmt.Errorf("cluster %s: kubeconfig: %w", name, err)
 	}
@@ -80,12 +83,24 @@ func RegisterCluster(ctx context.Context, controlPlane *kube.Clients, name strin
 	for k, v := range labels {
 		labelMap[k] = v
 	}
+	spec := map[string]any{"kubeconfigSecretRef": map[string]any{
+		"name": secretName, "namespace": SystemNamespace, "key": DefaultKubeconfigKey,
+	}}
+	if len(taints) > 0 {
+		list := make([]any, 0, len(taints))
+		for _, t := range taints {
+			taint := map[string]any{"key": t.Key, "effect": string(t.Effect)}
+			if t.Value != "" {
+				taint["value"] = t.Value
+			}
+			list = append(list, taint)
+		}
+		spec["taints"] = list
+	}
 	cluster := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster",
 		"metadata": map[string]any{"name": name, "labels": labelMap},
-		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{
-			"name": secretName, "namespace": SystemNamespace, "key": DefaultKubeconfigKey,
-		}},
+		"spec":     spec,
 	}}
 	return controlPlane.Apply(ctx, fieldManager, secret, cluster)
 }
