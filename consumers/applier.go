@@ -189,7 +189,13 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 		}
 		labels[LabelManagedBy] = FieldManager
 		err := a.Clients.EnsureLabeledNamespace(ctx, ref.Namespace, FieldManager, labels, createdForCopies)
-		if err != nil {
+		var relabel *kube.RelabelError
+		switch {
+		case errors.As(err, &relabel):
+			// The namespace is there: the copy still goes in, and the next Apply into it tries the labels again.
+			a.Log.Warn("could not bring the labels of the copy's namespace up to date", "workload", ref.Key(),
+				"cluster", a.Cluster, "error", err)
+		case err != nil:
 			return "", classify(fmt.Errorf("cluster %s: %w", a.Cluster, err))
 		}
 	}

@@ -121,31 +121,55 @@ func (c *Clients) EnsureNamespace(ctx context.Context, name, fieldManager string
 // with them, and gives them to an existing one that mayRelabel says is fleetflow's to change, by server-side
 // apply as fieldManager. Labels that fieldManager applied before and labels no longer has are taken off; labels
 // others set stay. A namespace being deleted is left alone: the object's own write then says why it cannot go
-// there.
+// there. A client that may create namespaces but not patch them creates a missing one the plain way; one that
+// may neither read nor create them leaves the answer to the object's own write, as EnsureNamespace does. An
+// existing namespace whose labels could not be applied is a *RelabelError.
 func (c *Clients) EnsureLabeledNamespace(ctx context.Context, name, fieldManager string, labels map[string]string,
 	mayRelabel func(*corev1.Namespace) bool) error {
 	namespaces := c.Core.CoreV1().Namespaces()
 	existing, err := namespaces.Get(ctx, name, metav1.GetOptions{})
-	mayNotRead := apierrors.IsForbidden(err)
+	found, mayNotRead := err == nil, apierrors.IsForbidden(err)
 	switch {
-	case err == nil:
+	case found:
 		if existing.DeletionTimestamp != nil || !mayRelabel(existing) || !relabelNeeded(existing, fieldManager, labels) {
 			return nil
 		}
+		_, err := namespaces.Apply(ctx, corev1ac.Namespace(name).WithLabels(labels),
+			metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+		if err != nil {
+			return &RelabelError{Namespace: name, Labels: labels, Err: err}
+		}
+		return nil
 	case !apierrors.IsNotFound(err) && !mayNotRead:
 		return fmt.Errorf("read namespace %s: %w", name, err)
 	}
 	_, err = namespaces.Apply(ctx, corev1ac.Namespace(name).WithLabels(labels),
 		metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+	if apierrors.IsForbidden(err) {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+		_, err = namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: fieldManager})
+	}
 	switch {
-	case err == nil, existing == nil && mayNotRead && apierrors.IsForbidden(err):
+	case err == nil, apierrors.IsAlreadyExists(err), mayNotRead && apierrors.IsForbidden(err):
 		return nil
-	case existing != nil:
-		return fmt.Errorf("apply the labels %v to namespace %s: %w", labels, name, err)
 	default:
 		return fmt.Errorf("create namespace %s: %w", name, err)
 	}
 }
+
+// RelabelError is an existing namespace whose labels could not be brought up to date: the namespace is there,
+// so what goes into it can still be written.
+type RelabelError struct {
+	Namespace string
+	Labels    map[string]string
+	Err       error
+}
+
+func (e *RelabelError) Error() string {
+	return fmt.Sprintf("apply the labels %v to namespace %s: %v", e.Labels, e.Namespace, e.Err)
+}
+
+func (e *RelabelError) Unwrap() error { return e.Err }
 
 // relabelNeeded reports whether ns lacks one of labels, or carries a label fieldManager applied that labels no
 // longer has.

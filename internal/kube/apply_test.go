@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -107,6 +108,72 @@ func TestRelabelNeeded(t *testing.T) {
 			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", Labels: tt.labels, ManagedFields: tt.managed}}
 			if got := relabelNeeded(ns, "fleetflow", tt.desired); got != tt.relabels {
 				t.Errorf("relabelNeeded = %v, want %v", got, tt.relabels)
+			}
+		})
+	}
+}
+
+// TestEnsureLabeledNamespaceUnderEveryRole: the labelled variant keeps EnsureNamespace's answers for clients
+// whose role lacks rights on namespaces (a missing one is created with the labels, through a plain create when
+// the role may not patch; one the client may neither read nor create is left to the object's own write), and
+// relabels an existing one only when mayRelabel says it is fleetflow's and the role may patch it.
+func TestEnsureLabeledNamespaceUnderEveryRole(t *testing.T) {
+	forbidden := apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "team", nil)
+	labels := map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "app.kubernetes.io/managed-by": "fleetflow"}
+	tests := []struct {
+		name                         string
+		exists, ours                 bool
+		mayRead, mayCreate, mayPatch bool
+		wantErr                      bool
+		wantExists, wantLabels       bool
+	}{
+		{name: "all rights, missing", mayRead: true, mayCreate: true, mayPatch: true, wantExists: true, wantLabels: true},
+		{name: "no patch, missing", mayRead: true, mayCreate: true, wantExists: true, wantLabels: true},
+		{name: "may not read, may create, missing", mayCreate: true, wantExists: true, wantLabels: true},
+		{name: "may not read nor write, exists", exists: true, wantExists: true},
+		{name: "may read, missing, may not write", mayRead: true, wantErr: true},
+		{name: "ours, exists, may patch", exists: true, ours: true, mayRead: true, mayPatch: true, wantExists: true, wantLabels: true},
+		{name: "not ours, exists, may patch", exists: true, mayRead: true, mayPatch: true, wantExists: true},
+		{name: "ours, exists, may not patch", exists: true, ours: true, mayRead: true, wantErr: true, wantExists: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var objects []runtime.Object
+			if tt.exists {
+				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}
+				if tt.ours {
+					ns.Labels = map[string]string{"app.kubernetes.io/managed-by": "fleetflow"}
+				}
+				objects = append(objects, ns)
+			}
+			core := fake.NewClientset(objects...)
+			for verb, allowed := range map[string]bool{"get": tt.mayRead, "create": tt.mayCreate, "patch": tt.mayPatch} {
+				core.PrependReactor(verb, "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+					if allowed {
+						return false, nil, nil
+					}
+					return true, nil, forbidden
+				})
+			}
+			ours := func(ns *corev1.Namespace) bool { return ns.Labels["app.kubernetes.io/managed-by"] == "fleetflow" }
+			err := (&Clients{Core: core}).EnsureLabeledNamespace(context.Background(), "team", "fleetflow", labels, ours)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("EnsureLabeledNamespace error = %v, want error %v", err, tt.wantErr)
+			}
+			var relabel *RelabelError
+			if tt.wantErr && errors.As(err, &relabel) != tt.exists {
+				t.Errorf("error %v: a *RelabelError = %v, want it exactly for an existing namespace", err, !tt.exists)
+			}
+			got, getErr := core.Tracker().Get(schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "team")
+			if exists := getErr == nil; exists != tt.wantExists {
+				t.Fatalf("namespace exists = %v afterwards, want %v", exists, tt.wantExists)
+			}
+			if !tt.wantExists {
+				return
+			}
+			labelled := got.(*corev1.Namespace).Labels["pod-security.kubernetes.io/enforce"] == "restricted"
+			if labelled != tt.wantLabels {
+				t.Errorf("namespace labels = %v, want the control plane's: %v", got.(*corev1.Namespace).Labels, tt.wantLabels)
 			}
 		})
 	}
