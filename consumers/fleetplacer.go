@@ -300,9 +300,7 @@ func (p *Placer) Stage(ctx context.Context, d bus.Delivery) error {
 	if !d.Event.Time().IsZero() {
 		p.now = d.Event.Time()
 	}
-	if !d.Stored.IsZero() && p.now.After(d.Stored) {
-		p.now = d.Stored // a producer's clock running ahead does not age reservations and pending pods early
-	}
+	p.now = schemas.NoLaterThan(p.now, d.Stored)
 	touched, err := p.apply(d.Event.Type(), d.Payload, false)
 	if err != nil {
 		return err

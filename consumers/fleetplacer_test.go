@@ -100,6 +100,17 @@ func (f *placerFixture) eastThenWestWith(extra map[string]any) {
 	f.cluster("east", map[string]any{"name": "east"})
 }
 
+// deliverStored delivers an event its stream stored at stored, by the server's clock.
+func (f *placerFixture) deliverStored(eventType, subject string, payload schemas.Payload, stored time.Time) {
+	f.t.Helper()
+	f.seq++
+	d := delivery(f.t, f.seq, eventType, subject, payload)
+	d.Stored = stored
+	if err := f.p.Handle(f.t.Context(), d); err != nil {
+		f.t.Fatalf("%s: %v", subject, err)
+	}
+}
+
 func (f *placerFixture) heartbeat(cluster string, at time.Time) {
 	f.deliver(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject(cluster), &schemas.ClusterHeartbeat{Cluster: cluster, Time: at})
 }
@@ -251,18 +262,40 @@ func TestHeartbeatFromAClockRunningAheadCountsAsOfItsStoring(t *testing.T) {
 	f.confirm("east", web)
 	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
 
-	f.seq++
-	ahead := delivery(t, f.seq, schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
-		&schemas.ClusterHeartbeat{Cluster: "east", Time: f.now.Add(time.Hour)})
-	ahead.Stored = f.now.Add(time.Second)
-	if err := f.p.Handle(t.Context(), ahead); err != nil {
-		t.Fatal(err)
-	}
+	f.deliverStored(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
+		&schemas.ClusterHeartbeat{Cluster: "east", Time: f.now.Add(time.Hour)}, f.now.Add(time.Second))
 	later := f.now.Add(15 * time.Second)
 	f.heartbeat("west", later)
 	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: later})
 	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
 		t.Fatalf("decisions once east was silent for 14 s = %v, want [Apply west Delete east]", got)
+	}
+}
+
+// TestServerClockBehindKeepsClustersReady: when the streams' server's clock runs behind the producers' and the
+// placer's, heartbeats and ticks are both taken as of their storing, so clusters that beat on time stay Ready.
+// Taken on two clocks, every cluster would turn NotReady at the placer's ticks, and its workloads fail over.
+func TestServerClockBehindKeepsClustersReady(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
+	f.eastThenWest()
+	f.placedWebOnEast()
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	const behind = time.Minute
+	for i := 1; i <= 15; i++ {
+		at := f.now.Add(time.Duration(2*i) * time.Second)
+		for _, c := range []string{"east", "west"} {
+			f.deliverStored(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject(c),
+				&schemas.ClusterHeartbeat{Cluster: c, Time: at}, at.Add(-behind))
+		}
+		f.deliverStored(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: at}, at.Add(-behind))
+	}
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Errorf("decisions while both clusters beat on time = %v, want none", got)
+	}
+	for _, c := range []string{"east", "west"} {
+		if !f.p.clusterReady(c) {
+			t.Errorf("cluster %s NotReady though it beat every 2 s", c)
+		}
 	}
 }
 

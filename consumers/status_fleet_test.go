@@ -172,11 +172,15 @@ func TestHeartbeatFromAClockRunningAheadShowsWhenStored(t *testing.T) {
 	ahead := delivery(t, f.seq, schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
 		&schemas.ClusterHeartbeat{Cluster: "east", Time: stored.Add(time.Hour)})
 	ahead.Stored = stored
+	ahead.Event.SetTime(stored.Add(time.Hour)) // the producer's clock stamps the event too
 	if err := f.s.Handle(t.Context(), ahead); err != nil {
 		t.Fatal(err)
 	}
 	if got := f.shown().LastHeartbeatTime; got == nil || !got.Time.Equal(stored) {
 		t.Errorf("last heartbeat shown = %v, want %v, when it was stored", got, stored)
+	}
+	if got := readyOf(f.shown()); got != metav1.ConditionTrue {
+		t.Errorf("Ready = %s right after the heartbeat, want True", got)
 	}
 	f.must(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: stored.Add(time.Minute)})
 	if got := readyOf(f.shown()); got != metav1.ConditionFalse {

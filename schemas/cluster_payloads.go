@@ -105,14 +105,16 @@ func (p *ClusterHeartbeat) Validate() error {
 	return errors.Join(errs...)
 }
 
-// TimeAsOf is Time, but no later than stored (when known): when the stream stored the heartbeat. A producer
-// whose clock runs ahead would otherwise keep its cluster Ready for as long as its clock is ahead, after
-// its last heartbeat.
-func (p *ClusterHeartbeat) TimeAsOf(stored time.Time) time.Time {
-	if !stored.IsZero() && p.Time.After(stored) {
+// NoLaterThan is an event's time t, but no later than stored (when known): when its stream stored it. Every
+// time fleetflow compares (a heartbeat's age at a tick, a reservation's at its expiry) goes through it, so
+// all are on one clock whenever the server's runs behind a producer's or the placer's: a producer whose clock
+// runs ahead would otherwise keep its silent cluster Ready, and one whose server runs behind would have every
+// cluster turn NotReady at the placer's ticks.
+func NoLaterThan(t, stored time.Time) time.Time {
+	if !stored.IsZero() && t.After(stored) {
 		return stored
 	}
-	return p.Time
+	return t
 }
 
 // ClusterAPIs lists the kinds a workload cluster serves, as "group/version/Kind" ("v1/Pod" for core).
