@@ -185,6 +185,7 @@ type savedEntry struct {
 	entry       *workloadEntry
 	lastVerdict string
 	published   map[string]publishedDecision
+	reapply     map[string]bool
 	uidKnown    bool
 }
 
@@ -198,7 +199,8 @@ func (p *Placer) saveBookkeeping(touched *touchedSet) []savedEntry {
 		}
 		seen[id] = true
 		_, uidKnown := p.byUID[e.ref.UID]
-		saved = append(saved, savedEntry{entry: e, lastVerdict: e.lastVerdict, published: maps.Clone(e.published), uidKnown: uidKnown})
+		saved = append(saved, savedEntry{entry: e, lastVerdict: e.lastVerdict, published: maps.Clone(e.published),
+			reapply: maps.Clone(e.reapply), uidKnown: uidKnown})
 	}
 	for id := range touched.ids {
 		save(id)
@@ -216,7 +218,7 @@ func (p *Placer) restoreBookkeeping(saved []savedEntry) {
 	for _, s := range saved {
 		e := s.entry
 		e.lastVerdict = s.lastVerdict
-		e.published = s.published
+		e.published, e.reapply = s.published, s.reapply
 		p.workloads[e.id] = e
 		if s.uidKnown {
 			p.byUID[e.ref.UID] = e.id

@@ -317,6 +317,20 @@ func (p *Placer) restore(touched *touchedSet) error {
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		e := p.workloads[id]
 		touched.add(id)
+		// An Apply given up on before the restart goes again to a cluster Ready now: it may have come back, or
+		// gained the missing kind, while no placer ran to see it change. Under a policy that reschedules on
+		// failure the workload leaves that cluster instead (leaveFailedApplies, at the first tick).
+		for cluster, failed := range e.applyFailed {
+			last := e.published[cluster]
+			if last.action != schemas.ActionApply || last.sequence != failed.sequence || !p.clusterReady(cluster) ||
+				p.reschedulesOnFailure(id) {
+				continue
+			}
+			if e.reapply == nil {
+				e.reapply = map[string]bool{}
+			}
+			e.reapply[cluster] = true
+		}
 		if e.restore != nil {
 			// A verdict identical to the one published before the restart is not published again.
 			e.lastVerdict = verdictKey(e.restore, analysisKey(e.restore.Analysis))

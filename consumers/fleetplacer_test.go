@@ -1000,7 +1000,20 @@ func TestApplyGivenUpIsSentAgainOnceTheClusterIsBack(t *testing.T) {
 		t.Fatalf("decisions while east is down = %v, want none", got)
 	}
 	back := silent.Add(5 * time.Second)
-	f.heartbeat("east", back)
+	// The first time the cluster is seen back, the stream refuses the Apply sent again: the batch fails, and the
+	// redelivered heartbeat must send it once more.
+	f.pub.refuse[schemas.TypePlacementDecided] = true
+	f.seq++
+	beat := delivery(t, f.seq, schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
+		&schemas.ClusterHeartbeat{Cluster: "east", Time: back})
+	if err := f.p.Handle(t.Context(), beat); err == nil {
+		t.Fatal("the heartbeat was handled although the stream refused the Apply it sent")
+	}
+	f.pub.refuse = map[string]bool{}
+	beat.Attempt = 2
+	if err := f.p.Handle(t.Context(), beat); err != nil {
+		t.Fatal(err)
+	}
 	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
 		t.Fatalf("decisions once east is back = %v, want [Apply east]", got)
 	}
@@ -1080,6 +1093,57 @@ func TestRestoredPlacerMovesOffAnApplyGivenUp(t *testing.T) {
 			f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
 			if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
 				t.Fatalf("decisions at the first tick = %v, want [Apply west]", got)
+			}
+		})
+	}
+}
+
+// TestRestoredPlacerSendsAgainAnApplyGivenUp: a restarted placer that finds an Apply its applier gave up on,
+// for a workload that stays (its policy does not reschedule on failure) on a cluster Ready now, sends the
+// Apply again: the cluster may have come back, or gained the missing kind, while no placer ran to see it.
+func TestRestoredPlacerSendsAgainAnApplyGivenUp(t *testing.T) {
+	for _, reportFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("report read first: %v", reportFirst), func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWestWith(nil)
+			web := deployment("web")
+			ref := web.Ref()
+			const seq = 5
+			verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: seq, Status: schemas.VerdictPlaced, Policy: "any",
+				Clusters: []string{"east"}}
+			state := []struct {
+				eventType string
+				payload   schemas.Payload
+			}{
+				{schemas.TypeWorkloadChanged, web},
+				{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
+					Action: schemas.ActionApply, Sequence: seq, Object: web.Object, Policy: "any", Clusters: []string{"east"}, Verdict: verdict}},
+				{schemas.TypePlacementFailed, &schemas.PlacementFailed{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
+					Action: schemas.ActionApply, Sequence: seq, Error: "connection refused", Attempts: 8}},
+			}
+			if reportFirst {
+				state[0], state[2] = state[2], state[0]
+			}
+			for _, m := range state {
+				f.seq++
+				f.p.seq = f.seq
+				if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			touched := newTouched()
+			if err := f.p.restore(touched); err != nil {
+				t.Fatal(err)
+			}
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			if err := f.p.reconcileAndAwait(t.Context(), touched); err != nil {
+				t.Fatal(err)
+			}
+			if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+				t.Fatalf("decisions of the restored placer = %v, want [Apply east]", got)
+			}
+			if again := f.lastDecision(); again.Sequence <= seq {
+				t.Errorf("the Apply sent again is #%d, want one newer than the #%d given up on", again.Sequence, seq)
 			}
 		})
 	}
