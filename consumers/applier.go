@@ -215,7 +215,10 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 	if generation := sourceGeneration(decided.Object); generation > 0 {
 		annotations[schemas.AnnotationSourceGeneration] = strconv.FormatInt(generation, 10)
 	}
-	annotations[schemas.AnnotationSourceContent] = contentOf(decided.Object)
+	annotations[schemas.AnnotationSourceContent] = decided.SourceContent
+	if decided.SourceContent == "" {
+		annotations[schemas.AnnotationSourceContent] = contentOf(decided.Object)
+	}
 	desired.SetAnnotations(annotations)
 	applied, err := client.Apply(ctx, ref.Name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {

@@ -499,6 +499,14 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 		if e.ref.Namespace != "" {
 			d.NamespaceLabels = propagatedNamespaceLabels(p.store.Snapshot().Namespace(e.ref.Namespace))
 		}
+		if replicas > 0 {
+			// A share is not the control-plane object: the copy says which object it was cut from.
+			content, err := e.contentKey()
+			if err != nil {
+				return err
+			}
+			d.SourceContent = content
+		}
 	}
 	if verdict != nil {
 		verdict.v.Epoch = p.epoch

@@ -1538,6 +1538,12 @@ func TestDivideCopyJudgedAgainstItsShare(t *testing.T) {
 	if got := f.decisions(0); !equal(got, []string{"Apply east", "Apply west"}) {
 		t.Fatalf("decisions = %v, want the widget divided over east and west", got)
 	}
+	// Each share names the object it was cut from, for the copy's observedGeneration to be judged against.
+	for _, s := range f.pub.ofType(schemas.TypePlacementDecided) {
+		if d := s.payload(t).(*schemas.PlacementDecided); d.SourceContent != contentOf(widget.Object) {
+			t.Errorf("the share on %s names source content %q, want the widget's %q", d.Cluster, d.SourceContent, contentOf(widget.Object))
+		}
+	}
 	for _, c := range []string{"east", "west"} {
 		f.confirm(c, widget)
 		f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(c, widget.Ref()),

@@ -209,6 +209,10 @@ type PlacementDecided struct {
 	// namespace it creates for the copy, and to one it created before: a namespace that enforces a Pod
 	// Security level, or opts in to a mesh, does so in every cluster its workloads run in.
 	NamespaceLabels map[string]string `json:"namespaceLabels,omitempty"`
+	// SourceContent, for an Apply whose object is not the control-plane object as it is (a Divide share), is
+	// the content hash of the control-plane object the share was cut from, for the applier to put on the copy
+	// (AnnotationSourceContent); empty otherwise, when the applier hashes Object itself.
+	SourceContent string `json:"sourceContent,omitempty"`
 	// Verdict is the Placed verdict this Apply carries out, when the placer reached it in the same cycle: it
 	// rides with the first Apply of that cycle instead of as an event of its own, which would cost the
 	// streams two more stored messages (the event and its state copy) per placed workload. Verdicts that

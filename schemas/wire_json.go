@@ -184,6 +184,7 @@ func (p *PlacementDecided) appendJSON(b []byte) ([]byte, error) {
 	if len(p.NamespaceLabels) > 0 {
 		b = appendStringMap(append(b, `,"namespaceLabels":`...), p.NamespaceLabels, sortedKeys(p.NamespaceLabels))
 	}
+	b = appendOptional(b, "sourceContent", p.SourceContent)
 	if p.Verdict != nil {
 		var err error
 		if b, err = p.Verdict.appendJSON(append(b, `,"verdict":`...)); err != nil {

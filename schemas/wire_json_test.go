@@ -104,6 +104,7 @@ func TestDecidedJSONMatchesEncodingJSON(t *testing.T) {
 			d.Clusters = append([]string{d.Cluster}, wireString(t, "otherCluster"))
 			d.Avoid = wireStringMap(t, "avoid")
 			d.NamespaceLabels = wireStringMap(t, "namespaceLabels")
+			d.SourceContent = wireString(t, "sourceContent")
 		}
 		if rapid.Bool().Draw(t, "carriesVerdict") {
 			d.Verdict = &PlacementVerdict{Workload: d.Workload, Sequence: d.Sequence, Epoch: d.Epoch, Status: VerdictPlaced,
