@@ -2,6 +2,7 @@ package fleetspec
 
 import (
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,11 +100,13 @@ func TestParseRejects(t *testing.T) {
 		{"bad taint effect", "clusters: [{name: a, taints: [{key: k, effect: Sometimes}]}]", "clusters[0].taints[0].effect", "must be one of"},
 		{"taint without key", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 1}, taints: [{effect: NoSchedule}]}]}]", "clusters[0].nodes[0].taints[0].key", "required"},
 		{"node name YAML reads as a boolean", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].name",
-			"want a string, got bool false (quote it"},
+			"want a string, got n, which YAML reads as a boolean (quote it"},
 		{"label value YAML reads as a boolean", "clusters: [{name: a, labels: {gpu: on}}]", "clusters[0].labels[gpu]",
-			"want a string, got bool true (quote it"},
+			"want a string, got on, which YAML reads as a boolean (quote it"},
 		{"namespace label YAML reads as a boolean", "namespaces: {team: {labels: {gold: Yes}}}\nclusters: [{name: a}]",
-			"namespaces[team].labels[gold]", "got bool true"},
+			"namespaces[team].labels[gold]", "got Yes, which YAML reads as a boolean"},
+		{"label key YAML reads as a boolean", "clusters: [{name: a, labels: {on: x}}]", "clusters[0].labels[on]",
+			"key want a string, got on"},
 		{"bad label value", "clusters: [{name: a, labels: {zone: 'not ok'}}]", "clusters[0].labels[zone]", "invalid label value"},
 		{"bad api", "clusters: [{name: a, apis: [PyTorchJob]}]", "clusters[0].apis[0]", "want group/version/Kind"},
 		{"api kind lower case", "clusters: [{name: a, apis: [kubeflow.org/v1/pytorchjob]}]", "clusters[0].apis[0]", "upper-case"},
@@ -271,5 +274,18 @@ func assertResources(t *testing.T, what string, got, want corev1.ResourceList) {
 		if !ok || g.Cmp(w) != 0 {
 			t.Errorf("%s[%s]: got %s, want %s", what, name, g.String(), w.String())
 		}
+	}
+}
+
+// TestParseKeepsWhatYAMLReadsBackAsWritten: unquoted true, false and numbers where strings are meant read back as
+// written, so they are not refused as y, n, yes, no, on and off are.
+func TestParseKeepsWhatYAMLReadsBackAsWritten(t *testing.T) {
+	fleet, err := Parse([]byte("clusters: [{name: a, labels: {gpu: true, spot: false, count: 8}}]"), "kept.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"gpu": "true", "spot": "false", "count": "8"}
+	if got := fleet.Clusters[0].Labels; !maps.Equal(got, want) {
+		t.Errorf("labels = %v, want %v", got, want)
 	}
 }

@@ -1,46 +1,60 @@
 package fleetspec
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 
-	"sigs.k8s.io/yaml"
+	yaml "go.yaml.in/yaml/v3"
 )
 
-// CheckStrings reports, with their paths, the values that YAML 1.1 reads as booleans (n, y, no, yes, off, on,
-// false, true, in any case) where target, the type the document decodes into, holds a string. Decoding
+// yaml11Booleans are the plain scalars YAML 1.1, which fleet files are decoded as, reads as booleans and YAML 1.2
+// does not: decoded into a string they become "true" or "false". (true and false are booleans in both, and read
+// back as what they say.)
+var yaml11Booleans = map[string]bool{}
+
+func init() {
+	for _, word := range []string{"y", "yes", "n", "no", "on", "off"} {
+		for _, form := range []string{word, strings.ToUpper(word), strings.ToUpper(word[:1]) + word[1:]} {
+			yaml11Booleans[form] = true
+		}
+	}
+}
+
+// CheckStrings reports, with their paths, the unquoted values YAML 1.1 reads as booleans (y, n, yes, no, on,
+// off) where target, the type the document decodes into, holds a string, as a value or a map key. Decoding
 // would turn them into "false" or "true" without a word: a node named n into one named false, a label gpu: on
 // into gpu=true, which no selector for "on" matches. It returns nil when there are none, or when the document
 // does not parse (decoding reports that).
 func CheckStrings(data []byte, target reflect.Type) error {
-	converted, err := yaml.YAMLToJSON(data)
-	if err != nil {
-		return nil
-	}
-	var doc any
-	if json.Unmarshal(converted, &doc) != nil {
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
 		return nil
 	}
 	var v validator
-	checkStrings(&v, doc, target, "")
+	checkStrings(&v, doc.Content[0], target, "")
 	return v.err()
 }
 
-func checkStrings(v *validator, value any, t reflect.Type, path string) {
+func checkStrings(v *validator, node *yaml.Node, t reflect.Type, path string) {
+	for node.Kind == yaml.AliasNode && node.Alias != nil {
+		node = node.Alias
+	}
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	switch t.Kind() {
 	case reflect.String:
-		if b, ok := value.(bool); ok {
-			v.add(path, fmt.Sprintf("want a string, got bool %t (quote it: YAML reads y, n, yes, no, on and off as booleans)", b))
+		if readAsBoolean(node) {
+			v.add(path, notAString(node.Value))
 		}
 	case reflect.Struct:
-		fields, ok := value.(map[string]any)
-		if !ok {
+		if node.Kind != yaml.MappingNode {
 			return
+		}
+		values := map[string]*yaml.Node{}
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			values[node.Content[i].Value] = node.Content[i+1]
 		}
 		for i := range t.NumField() {
 			f := t.Field(i)
@@ -48,33 +62,45 @@ func checkStrings(v *validator, value any, t reflect.Type, path string) {
 			switch {
 			case name == "-" || !f.IsExported():
 			case f.Anonymous && name == "":
-				checkStrings(v, value, f.Type, path) // inlined: its fields are this object's
+				checkStrings(v, node, f.Type, path) // inlined: its fields are this object's
 			default:
 				if name == "" {
 					name = f.Name
 				}
-				if field, ok := fields[name]; ok {
-					checkStrings(v, field, f.Type, joinPath(path, name))
+				if value, ok := values[name]; ok {
+					checkStrings(v, value, f.Type, joinPath(path, name))
 				}
 			}
 		}
 	case reflect.Map:
-		entries, ok := value.(map[string]any)
-		if !ok {
+		if node.Kind != yaml.MappingNode {
 			return
 		}
-		for _, k := range sortedKeys(entries) {
-			checkStrings(v, entries[k], t.Elem(), fmt.Sprintf("%s[%s]", path, k))
+		for i := 0; i+1 < len(node.Content); i += 2 {
+			key := node.Content[i]
+			entry := fmt.Sprintf("%s[%s]", path, key.Value)
+			if t.Key().Kind() == reflect.String && readAsBoolean(key) {
+				v.add(entry, "key "+notAString(key.Value))
+			}
+			checkStrings(v, node.Content[i+1], t.Elem(), entry)
 		}
 	case reflect.Slice, reflect.Array:
-		items, ok := value.([]any)
-		if !ok {
+		if node.Kind != yaml.SequenceNode {
 			return
 		}
-		for i, item := range items {
+		for i, item := range node.Content {
 			checkStrings(v, item, t.Elem(), fmt.Sprintf("%s[%d]", path, i))
 		}
 	}
+}
+
+// readAsBoolean reports whether YAML 1.1 reads node, a plain scalar, as a boolean that YAML 1.2 does not.
+func readAsBoolean(node *yaml.Node) bool {
+	return node.Kind == yaml.ScalarNode && node.Style == 0 && yaml11Booleans[node.Value]
+}
+
+func notAString(value string) string {
+	return fmt.Sprintf("want a string, got %s, which YAML reads as a boolean (quote it: YAML reads y, n, yes, no, on and off as booleans)", value)
 }
 
 func joinPath(path, name string) string {

@@ -111,10 +111,10 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 		{"a cluster label YAML reads as a boolean", func(s string) string {
 			return strings.Replace(s, "labels: {provider: onprem, region: eu}", "labels: {provider: onprem, region: eu, gpu: on}", 1)
 		},
-			"clusters[0].labels[gpu]: want a string, got bool true (quote it"},
+			"clusters[0].labels[gpu]: want a string, got on, which YAML reads as a boolean (quote it"},
 		{"a policy's selector value YAML reads as a boolean", func(s string) string {
 			return strings.Replace(s, "metadata: {name: web}", "metadata: {name: web, labels: {tier: off}}", 1)
-		}, "policies[1].metadata.labels[tier]: want a string, got bool false (quote it"},
+		}, "policies[1].metadata.labels[tier]: want a string, got off, which YAML reads as a boolean (quote it"},
 		{"labels that are a list", func(s string) string {
 			return strings.Replace(s, "metadata: {name: frontend, namespace: team-a}", "metadata: {name: frontend, namespace: team-a, labels: [canary]}", 1)
 		}, "workloads[1].metadata.labels: want a map of strings, got []interface {} [canary]"},
