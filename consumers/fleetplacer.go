@@ -300,7 +300,7 @@ func (p *Placer) Stage(ctx context.Context, d bus.Delivery) error {
 	if !d.Event.Time().IsZero() {
 		p.now = d.Event.Time()
 	}
-	p.now = schemas.NoLaterThan(p.now, d.Stored)
+	p.now = schemas.AsStored(p.now, d.Stored)
 	touched, err := p.apply(d.Event.Type(), d.Payload, false)
 	if err != nil {
 		return err

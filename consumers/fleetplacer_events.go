@@ -454,7 +454,7 @@ func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touch
 
 func (p *Placer) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, rebuilding bool) error {
 	c := p.cluster(hb.Cluster)
-	if at := schemas.NoLaterThan(hb.Time, p.stored); at.After(c.lastHeartbeat) {
+	if at := schemas.AsStored(hb.Time, p.stored); at.After(c.lastHeartbeat) {
 		c.lastHeartbeat = at
 	}
 	if c.ready || !p.fresh(c) {
@@ -907,7 +907,7 @@ func (p *Placer) onDeleteFailed(f *schemas.PlacementFailed, touched *touchedSet)
 }
 
 func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
-	p.now = schemas.NoLaterThan(tick.Time, p.stored)
+	p.now = schemas.AsStored(tick.Time, p.stored)
 	for _, name := range slices.Sorted(maps.Keys(p.clusters)) {
 		c := p.clusters[name]
 		if !c.registered || c.ready == p.fresh(c) {

@@ -158,7 +158,7 @@ func (p *Placer) rebuildOne(msg jetstream.Msg) {
 	p.now, p.stored = event.Time(), time.Time{}
 	if meta, err := msg.Metadata(); err == nil {
 		p.stored = meta.Timestamp
-		p.now = schemas.NoLaterThan(p.now, p.stored)
+		p.now = schemas.AsStored(p.now, p.stored)
 	}
 	if _, err := p.apply(event.Type(), payload, true); err != nil {
 		p.log.Warn("rebuild: event not applied", "subject", msg.Subject(), "error", err)

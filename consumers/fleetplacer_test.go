@@ -272,30 +272,42 @@ func TestHeartbeatFromAClockRunningAheadCountsAsOfItsStoring(t *testing.T) {
 	}
 }
 
-// TestServerClockBehindKeepsClustersReady: when the streams' server's clock runs behind the producers' and the
-// placer's, heartbeats and ticks are both taken as of their storing, so clusters that beat on time stay Ready.
-// Taken on two clocks, every cluster would turn NotReady at the placer's ticks, and its workloads fail over.
-func TestServerClockBehindKeepsClustersReady(t *testing.T) {
-	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
-	f.eastThenWest()
-	f.placedWebOnEast()
-	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-	const behind = time.Minute
-	for i := 1; i <= 15; i++ {
-		at := f.now.Add(time.Duration(2*i) * time.Second)
-		for _, c := range []string{"east", "west"} {
-			f.deliverStored(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject(c),
-				&schemas.ClusterHeartbeat{Cluster: c, Time: at}, at.Add(-behind))
-		}
-		f.deliverStored(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: at}, at.Add(-behind))
+// TestClocksApartKeepClustersReady: heartbeats and ticks are taken as of their storing, by the streams' server's
+// clock, so clusters that beat on time stay Ready whichever of the server's, the producers' or the placer's
+// clocks runs apart. Taken by two clocks, every cluster would turn NotReady at the placer's ticks, and its
+// workloads fail over.
+func TestClocksApartKeepClustersReady(t *testing.T) {
+	tests := []struct {
+		name                       string
+		producerClock, serverClock time.Duration // offsets from the placer's clock
+	}{
+		{"the server's clock behind", 0, -time.Minute},
+		{"the producers' clock behind", -time.Minute, 0},
+		{"the producers' clock ahead", time.Minute, 0},
 	}
-	if got := f.decisions(mark); len(got) != 0 {
-		t.Errorf("decisions while both clusters beat on time = %v, want none", got)
-	}
-	for _, c := range []string{"east", "west"} {
-		if !f.p.clusterReady(c) {
-			t.Errorf("cluster %s NotReady though it beat every 2 s", c)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
+			f.eastThenWest()
+			f.placedWebOnEast()
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			for i := 1; i <= 15; i++ {
+				at := f.now.Add(time.Duration(2*i) * time.Second)
+				for _, c := range []string{"east", "west"} {
+					f.deliverStored(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject(c),
+						&schemas.ClusterHeartbeat{Cluster: c, Time: at.Add(tt.producerClock)}, at.Add(tt.serverClock))
+				}
+				f.deliverStored(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: at}, at.Add(tt.serverClock))
+			}
+			if got := f.decisions(mark); len(got) != 0 {
+				t.Errorf("decisions while both clusters beat on time = %v, want none", got)
+			}
+			for _, c := range []string{"east", "west"} {
+				if !f.p.clusterReady(c) {
+					t.Errorf("cluster %s NotReady though it beat every 2 s", c)
+				}
+			}
+		})
 	}
 }
 

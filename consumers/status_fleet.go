@@ -66,10 +66,10 @@ func (s *StatusWriter) handleFleet(ctx context.Context, d bus.Delivery) (handled
 			return true, nil
 		}
 		c := s.clusterView(p.Cluster)
-		if at := schemas.NoLaterThan(p.Time, d.Stored); at.After(c.lastHeartbeat) {
+		if at := schemas.AsStored(p.Time, d.Stored); at.After(c.lastHeartbeat) {
 			c.lastHeartbeat = at
 		}
-		c.ready = s.fresh(c, schemas.NoLaterThan(d.Event.Time(), d.Stored))
+		c.ready = s.fresh(c, schemas.AsStored(d.Event.Time(), d.Stored))
 		return true, s.writeClusterStatus(ctx, p.Cluster)
 	case *schemas.ClusterAPIs:
 		if s.deletedClusters[p.Cluster] {
@@ -91,7 +91,7 @@ func (s *StatusWriter) handleFleet(ctx context.Context, d bus.Delivery) (handled
 	case *schemas.PlacerTick:
 		for _, name := range slices.Sorted(maps.Keys(s.clusters)) {
 			c := s.clusters[name]
-			if ready := s.fresh(c, schemas.NoLaterThan(p.Time, d.Stored)); ready != c.ready {
+			if ready := s.fresh(c, schemas.AsStored(p.Time, d.Stored)); ready != c.ready {
 				// Changed only once written: a failed write is retried with this tick, and later ticks see the
 				// change still to show.
 				c.ready = ready
@@ -142,7 +142,11 @@ func (s *StatusWriter) Restore(eventType string, payload schemas.Payload) {
 	switch p := payload.(type) {
 	case *schemas.ClusterHeartbeat:
 		// Stored before now: a heartbeat from a clock running ahead is as old as now at most.
-		if c, at := s.clusterView(p.Cluster), schemas.NoLaterThan(p.Time, time.Now()); at.After(c.lastHeartbeat) {
+		at := p.Time
+		if now := time.Now(); at.After(now) {
+			at = now
+		}
+		if c := s.clusterView(p.Cluster); at.After(c.lastHeartbeat) {
 			c.lastHeartbeat = at
 		}
 	case *schemas.ClusterAPIs:

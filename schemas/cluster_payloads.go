@@ -105,16 +105,15 @@ func (p *ClusterHeartbeat) Validate() error {
 	return errors.Join(errs...)
 }
 
-// NoLaterThan is an event's time t, but no later than stored (when known): when its stream stored it. Every
-// time fleetflow compares (a heartbeat's age at a tick, a reservation's at its expiry) goes through it, so
-// all are on one clock whenever the server's runs behind a producer's or the placer's: a producer whose clock
-// runs ahead would otherwise keep its silent cluster Ready, and one whose server runs behind would have every
-// cluster turn NotReady at the placer's ticks.
-func NoLaterThan(t, stored time.Time) time.Time {
-	if !stored.IsZero() && t.After(stored) {
-		return stored
+// AsStored is the time fleetflow takes for an event stamped t: when its stream stored it, by the server's clock,
+// or t when that is unknown (an event handed over directly). Heartbeats, ticks and every other event are so
+// on one clock, whatever the producers' and the placer's: a producer whose clock runs ahead or behind neither
+// keeps its silent cluster Ready nor has it turn NotReady while it beats, and reservations age by one clock.
+func AsStored(t, stored time.Time) time.Time {
+	if stored.IsZero() {
+		return t
 	}
-	return t
+	return stored
 }
 
 // ClusterAPIs lists the kinds a workload cluster serves, as "group/version/Kind" ("v1/Pod" for core).
