@@ -31,7 +31,18 @@ func placedJob(t *testing.T, e *e2eenv.Env, namespace string) (schemas.ObjectRef
 	if err != nil {
 		t.Fatalf("verdict sequence %q: %v", shown, err)
 	}
-	return schemas.RefOf(e2eenv.Get(t, e.ControlPlane, pytorchJobKind, namespace, placed.GetName()).Object), epoch, n
+	ref := schemas.RefOf(e2eenv.Get(t, e.ControlPlane, pytorchJobKind, namespace, placed.GetName()).Object)
+	// The cluster producer reports the new copy (with no status yet) on its own time: the statuses a test
+	// publishes for the copy must come after that report, or it would replace them.
+	events, err := e.Bus.JetStream.Stream(t.Context(), schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the cluster producer's report of the copy", func() bool {
+		_, err := events.GetLastMsgForSubject(t.Context(), schemas.WorkloadStatusSubject("cluster-a", ref))
+		return err == nil
+	})
+	return ref, epoch, n
 }
 
 func workerStatus(counts map[string]any, condition string) map[string]any {
