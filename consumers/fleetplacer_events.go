@@ -357,17 +357,51 @@ func (p *Placer) reanalyze(group, kind string, touched *touchedSet, rebuilding b
 
 func (p *Placer) onNamespace(eventType string, payload schemas.Payload, touched *touchedSet, rebuilding bool) error {
 	var err error
+	relabelled := ""
 	if eventType == schemas.TypeNamespaceDeleted {
 		err = p.store.DeleteNamespace(p.seq, payload.(*schemas.ObjectDeleted).Workload.Name)
 	} else {
 		obj := payload.(*schemas.ObjectChanged)
-		err = p.store.UpsertNamespace(p.seq, &structs.Namespace{Name: obj.Ref().Name, Labels: labelsOf(obj.Object)})
+		name := obj.Ref().Name
+		before := propagatedNamespaceLabels(p.store.Snapshot().Namespace(name))
+		ns := &structs.Namespace{Name: name, Labels: labelsOf(obj.Object)}
+		if err = p.store.UpsertNamespace(p.seq, ns); err == nil && !maps.Equal(before, propagatedNamespaceLabels(ns)) {
+			relabelled = name
+		}
 	}
 	if err != nil || rebuilding {
 		return err
 	}
+	if relabelled != "" {
+		p.relabelNamespace(relabelled, touched)
+	}
 	// A namespace's labels can hand its workloads to another policy.
 	return p.policiesChanged(touched)
+}
+
+// relabelNamespace has the new labels of a control-plane namespace reach its copies in the workload clusters: one
+// workload of the namespace applied on each cluster has its Apply sent again, carrying them (the applier
+// relabels the namespace it created). Without it, a Pod Security level tightened on the control plane would
+// reach a cluster only with the next edit of a workload there.
+func (p *Placer) relabelNamespace(namespace string, touched *touchedSet) {
+	carried := map[string]bool{}
+	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
+		e := p.workloads[id]
+		if e.ref.Namespace != namespace || e.deleted || e.objectJSON == nil {
+			continue
+		}
+		for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
+			if carried[cluster] || e.published[cluster].action != schemas.ActionApply {
+				continue
+			}
+			carried[cluster] = true
+			if e.reapply == nil {
+				e.reapply = map[string]bool{}
+			}
+			e.reapply[cluster] = true
+			touched.add(id)
+		}
+	}
 }
 
 func (p *Placer) cluster(name string) *clusterEntry {

@@ -1652,4 +1652,23 @@ func TestApplyCarriesItsNamespaceLabels(t *testing.T) {
 	if got := f.lastDecision(); got.Action != schemas.ActionApply || !maps.Equal(got.NamespaceLabels, want) {
 		t.Errorf("the next Apply (%s) carries namespace labels %v, want %v", got.Action, got.NamespaceLabels, want)
 	}
+
+	// A change of the namespace's labels alone reaches the cluster: one Apply into the namespace is sent again,
+	// however many workloads run there; a change of labels its copies do not carry sends nothing.
+	api := deployment("api")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(api.Ref()), api)
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	namespace(map[string]any{corev1.LabelMetadataName: "team", "pod-security.kubernetes.io/enforce": "baseline"})
+	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+		t.Fatalf("decisions after the namespace was relabelled = %v, want one Apply east", got)
+	}
+	want = map[string]string{"pod-security.kubernetes.io/enforce": "baseline"}
+	if got := f.lastDecision(); !maps.Equal(got.NamespaceLabels, want) {
+		t.Errorf("the Apply sent again carries namespace labels %v, want %v", got.NamespaceLabels, want)
+	}
+	mark = len(f.pub.ofType(schemas.TypePlacementDecided))
+	namespace(map[string]any{corev1.LabelMetadataName: "team", "pod-security.kubernetes.io/enforce": "baseline"})
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Errorf("decisions after the same labels came again = %v, want none", got)
+	}
 }
