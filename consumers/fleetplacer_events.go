@@ -608,7 +608,19 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 		}
 		return nil
 	}
-	if !known || rebuilding || phase != karta.PhaseFailed || !p.reschedulesOnFailure(id) {
+	if !known || rebuilding {
+		return nil
+	}
+	if phase == karta.PhaseCompleted || phase == karta.PhaseFailed {
+		released, err := p.store.ReleaseReservationOn(p.seq, id, s.Cluster)
+		if err != nil {
+			return err
+		}
+		if released {
+			p.wake(scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: s.Cluster}, touched)
+		}
+	}
+	if phase != karta.PhaseFailed || !p.reschedulesOnFailure(id) {
 		return nil
 	}
 	return p.moveOff(e, s.Cluster, "the workload failed there and its policy reschedules on failure", false, touched)

@@ -1672,3 +1672,35 @@ func TestApplyCarriesItsNamespaceLabels(t *testing.T) {
 		t.Errorf("decisions after the same labels came again = %v, want none", got)
 	}
 }
+
+// A job whose copy finished before its pods were ever reported running (completed at once, or failed at
+// admission) gives back the capacity its reservation held on that cluster, and a workload waiting for that
+// room is placed at once rather than when the reservation's TTL runs out.
+func TestFinishedCopyReleasesItsReservation(t *testing.T) {
+	jobFailed := map[string]any{"failed": int64(1), "conditions": []any{map[string]any{"type": "Failed", "status": "True"}}}
+	for name, status := range map[string]map[string]any{"completed": jobComplete, "failed": jobFailed} {
+		t.Run(name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{ReservationTTL: time.Hour})
+			f.eastThenWestWith(nil)
+			f.servesJobs("east")
+			sixCPUs := func(name string) *schemas.ObjectChanged {
+				job := oneCPUJob(name)
+				firstContainer(job.Object)["resources"] = map[string]any{"requests": map[string]any{"cpu": "6"}}
+				return job
+			}
+			first, second := sixCPUs("first"), sixCPUs("second")
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(first.Ref()), first)
+			f.confirm("east", first)
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(second.Ref()), second)
+			if got := f.decisions(mark); len(got) != 0 {
+				t.Fatalf("decisions for the second job while the first holds east = %v, want none", got)
+			}
+			f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", first.Ref()),
+				&schemas.WorkloadStatus{Cluster: "east", Workload: first.Ref(), Status: status})
+			if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+				t.Errorf("decisions once the first job %s = %v, want the second placed on east", name, got)
+			}
+		})
+	}
+}

@@ -367,6 +367,37 @@ func (s *Store) DeleteWorkload(seq uint64, id string) error {
 	})
 }
 
+// ReleaseReservationOn drops the part of a workload's reservation on one cluster, and reports whether it held
+// any: a copy that finished there (completed, or failed before its pods ran) will bring no pods to take the room
+// over, which would otherwise stay reserved until the reservation's TTL.
+func (s *Store) ReleaseReservationOn(seq uint64, workloadID, cluster string) (bool, error) {
+	released := false
+	err := s.write(seq, func(w *writeTxn) error {
+		raw, err := w.first(TableWorkloads, indexID, workloadID)
+		if err != nil || raw == nil {
+			return err
+		}
+		wl := raw.(*structs.Workload)
+		if wl.Reservation == nil {
+			return nil
+		}
+		var nodes []string
+		for _, n := range wl.Reservation.Nodes {
+			if n.Cluster == cluster && !slices.Contains(nodes, n.Node) {
+				nodes = append(nodes, n.Node)
+			}
+		}
+		for _, node := range nodes {
+			if err := w.releaseNode(wl.Reservation, cluster, node); err != nil {
+				return err
+			}
+		}
+		released = len(nodes) > 0
+		return nil
+	})
+	return released, err
+}
+
 // releaseWorkload gives back what a workload's reservation holds on its nodes; the caller writes the workload
 // without it, or deletes the workload.
 func (w *writeTxn) releaseWorkload(wl *structs.Workload) {
