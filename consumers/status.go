@@ -396,7 +396,13 @@ func (s *StatusWriter) showSpreadStatus(ctx context.Context, client dynamic.Reso
 	if shown == nil {
 		return s.annotateObject(ctx, client, obj, ref, annotations)
 	}
-	obj, err := s.writeStatus(ctx, client, obj, shown)
+	divided := false
+	for _, cluster := range clusters {
+		divided = divided || shownShare(obj, annotations, cluster) > 0
+	}
+	whole := &schemas.WorkloadStatus{Cluster: shown.Cluster, Workload: shown.Workload,
+		Status: spreadStatus(obj, statuses, shown, divided)}
+	obj, err := s.writeStatus(ctx, client, obj, whole)
 	if err != nil {
 		return err
 	}
@@ -415,6 +421,66 @@ func (s *StatusWriter) showSpreadStatus(ctx context.Context, client dynamic.Reso
 	annotations[schemas.AnnotationPhase] = string(overall)
 	annotations[schemas.AnnotationClusterPhases] = strings.Join(phases, ",")
 	return s.annotateObject(ctx, client, obj, ref, annotations)
+}
+
+// spreadStatus is the status a spread shows: the first reporting copy's, with what rollout tools read of it taken
+// over every copy. Its replica counters (replicas and every *Replicas field) are the sum of the copies' for a
+// Divide, whose copies each run a share, and the least of them otherwise, each copy running the whole; its
+// observedGeneration, in the control plane's terms, is the least of the copies', and behind obj's generation
+// while a copy has not reported. Shown from one copy, a Deployment divided 6/4 would say 4 of 10 replicas
+// ready for good, and one duplicated to three clusters would say it rolled out once the first copy had.
+func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadStatus, shown *schemas.WorkloadStatus,
+	divided bool) map[string]any {
+	out := maps.Clone(shown.Status)
+	missing := slices.Contains(statuses, nil)
+	for key, value := range shown.Status {
+		if _, counter := asInt64(value); !counter || (key != "replicas" && !strings.HasSuffix(key, "Replicas")) {
+			continue
+		}
+		var total, least int64
+		for i, status := range statuses {
+			var n int64
+			if status != nil {
+				n, _ = asInt64(status.Status[key])
+			}
+			total += n
+			if i == 0 || n < least {
+				least = n
+			}
+		}
+		if divided {
+			out[key] = total
+		} else {
+			out[key] = least
+		}
+	}
+	if _, observed := asInt64(shown.Status["observedGeneration"]); observed {
+		least := obj.GetGeneration()
+		if missing {
+			least--
+		}
+		for _, status := range statuses {
+			if status == nil {
+				continue
+			}
+			if n, ok := asInt64(inControlPlaneTerms(status.Status, status, obj)["observedGeneration"]); ok && n < least {
+				least = n
+			}
+		}
+		out["observedGeneration"] = max(least, 0)
+	}
+	return out
+}
+
+// asInt64 reads a JSON number as decoded from an event (float64) or from the API (int64).
+func asInt64(v any) (int64, bool) {
+	switch n := v.(type) {
+	case int64:
+		return n, true
+	case float64:
+		return int64(n), true
+	}
+	return 0, false
 }
 
 // spreadPhaseRank orders phases from the least advanced: the phase a spread shows is the lowest of its copies'.

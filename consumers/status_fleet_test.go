@@ -2,6 +2,7 @@ package consumers
 
 import (
 	"log/slog"
+	"maps"
 	"testing"
 	"time"
 
@@ -324,6 +325,50 @@ func TestObservedGenerationInControlPlaneTerms(t *testing.T) {
 			}
 			if tt.status["observedGeneration"] != before {
 				t.Errorf("the status handled was changed in place: observedGeneration %v, was %v", tt.status["observedGeneration"], before)
+			}
+		})
+	}
+}
+
+// TestSpreadStatusTakesEveryCopy: a spread shows its first reporting copy's status, but for what rollout tools
+// read: replica counters summed over a Divide's shares and the least of them over whole copies, and the least
+// observedGeneration of the copies (behind while a copy has not reported).
+func TestSpreadStatusTakesEveryCopy(t *testing.T) {
+	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+		"metadata": map[string]any{"name": "web", "namespace": "team", "generation": int64(5)},
+		"spec":     map[string]any{"replicas": int64(10)}}}
+	current := contentOf(obj.Object)
+	copyStatus := func(cluster string, ready float64, observed, generation int64) *schemas.WorkloadStatus {
+		return &schemas.WorkloadStatus{Cluster: cluster, Generation: generation, SourceContent: current,
+			Status: map[string]any{"replicas": ready, "readyReplicas": ready, "observedGeneration": float64(observed),
+				"conditions": []any{map[string]any{"type": "Available", "status": "True", "from": cluster}}}}
+	}
+	tests := []struct {
+		name               string
+		statuses           []*schemas.WorkloadStatus
+		divided            bool
+		ready, replicas    int64
+		observedGeneration int64
+	}{
+		{"divided 6/4, both caught up", []*schemas.WorkloadStatus{copyStatus("a", 6, 2, 2), copyStatus("b", 4, 1, 1)}, true, 10, 10, 5},
+		{"divided, one copy behind", []*schemas.WorkloadStatus{copyStatus("a", 6, 2, 2), copyStatus("b", 4, 1, 2)}, true, 10, 10, 4},
+		{"divided, one copy not reported", []*schemas.WorkloadStatus{copyStatus("a", 6, 2, 2), nil}, true, 6, 6, 4},
+		{"duplicated, least ready", []*schemas.WorkloadStatus{copyStatus("a", 10, 3, 3), copyStatus("b", 7, 1, 1)}, false, 7, 7, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			shown := tt.statuses[0]
+			before := maps.Clone(shown.Status)
+			got := spreadStatus(obj, tt.statuses, shown, tt.divided)
+			if got["readyReplicas"] != tt.ready || got["replicas"] != tt.replicas || got["observedGeneration"] != tt.observedGeneration {
+				t.Errorf("status shown = readyReplicas %v, replicas %v, observedGeneration %v; want %d, %d, %d", got["readyReplicas"],
+					got["replicas"], got["observedGeneration"], tt.ready, tt.replicas, tt.observedGeneration)
+			}
+			if conditions := got["conditions"].([]any); conditions[0].(map[string]any)["from"] != "a" {
+				t.Errorf("conditions shown = %v, want the first reporting copy's", conditions)
+			}
+			if shown.Status["readyReplicas"] != before["readyReplicas"] || shown.Status["observedGeneration"] != before["observedGeneration"] {
+				t.Errorf("the copy's status was changed in place: %v, was %v", shown.Status, before)
 			}
 		})
 	}
