@@ -1064,6 +1064,40 @@ func TestApplyAnApplierGaveUpOnMovesOnceAnotherClusterFits(t *testing.T) {
 	}
 }
 
+// readStateOfAGivenUpApply has the placer read, as a rebuild does, what the state stream holds of the Deployment
+// web after its applier gave up (with error why) on its Apply #5 to east: the workload, the Apply carrying its
+// Placed verdict, and the report, that one first when reportFirst (a newer version of the workload took the
+// place of its event). It returns the workload and the sequence of the Apply given up on.
+func (f *placerFixture) readStateOfAGivenUpApply(reportFirst bool, why string) (*schemas.ObjectChanged, uint64) {
+	f.t.Helper()
+	web := deployment("web")
+	ref := web.Ref()
+	const seq = 5
+	verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: seq, Status: schemas.VerdictPlaced, Policy: "any",
+		Clusters: []string{"east"}}
+	state := []struct {
+		eventType string
+		payload   schemas.Payload
+	}{
+		{schemas.TypeWorkloadChanged, web},
+		{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
+			Action: schemas.ActionApply, Sequence: seq, Object: web.Object, Policy: "any", Clusters: []string{"east"}, Verdict: verdict}},
+		{schemas.TypePlacementFailed, &schemas.PlacementFailed{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
+			Action: schemas.ActionApply, Sequence: seq, Error: why, Attempts: 1}},
+	}
+	if reportFirst {
+		state[0], state[2] = state[2], state[0]
+	}
+	for _, m := range state {
+		f.seq++
+		f.p.seq = f.seq
+		if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return web, seq
+}
+
 // TestRestoredPlacerMovesOffAnApplyGivenUp: a restarted placer that finds an applier's report that it gave
 // up on the Apply its workload runs under moves the workload at its first tick, whether the state stream holds
 // the report after the workload's own event or before it (a newer version of the workload took its place).
@@ -1073,31 +1107,7 @@ func TestRestoredPlacerMovesOffAnApplyGivenUp(t *testing.T) {
 			f := newPlacerFixture(t, PlacerConfig{})
 			f.eastThenWestWith(map[string]any{"rescheduleOnFailure": true})
 			f.cluster("west", map[string]any{"name": "west"})
-			web := deployment("web")
-			ref := web.Ref()
-			const seq = 5
-			verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: seq, Status: schemas.VerdictPlaced, Policy: "any",
-				Clusters: []string{"east"}}
-			state := []struct {
-				eventType string
-				payload   schemas.Payload
-			}{
-				{schemas.TypeWorkloadChanged, web},
-				{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
-					Action: schemas.ActionApply, Sequence: seq, Object: web.Object, Policy: "any", Clusters: []string{"east"}, Verdict: verdict}},
-				{schemas.TypePlacementFailed, &schemas.PlacementFailed{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
-					Action: schemas.ActionApply, Sequence: seq, Error: "forbidden", Attempts: 1}},
-			}
-			if reportFirst {
-				state[0], state[2] = state[2], state[0]
-			}
-			for _, m := range state {
-				f.seq++
-				f.p.seq = f.seq
-				if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
-					t.Fatal(err)
-				}
-			}
+			f.readStateOfAGivenUpApply(reportFirst, "forbidden")
 			if err := f.p.restore(newTouched()); err != nil {
 				t.Fatal(err)
 			}
@@ -1118,31 +1128,7 @@ func TestRestoredPlacerSendsAgainAnApplyGivenUp(t *testing.T) {
 		t.Run(fmt.Sprintf("report read first: %v", reportFirst), func(t *testing.T) {
 			f := newPlacerFixture(t, PlacerConfig{})
 			f.eastThenWestWith(nil)
-			web := deployment("web")
-			ref := web.Ref()
-			const seq = 5
-			verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: seq, Status: schemas.VerdictPlaced, Policy: "any",
-				Clusters: []string{"east"}}
-			state := []struct {
-				eventType string
-				payload   schemas.Payload
-			}{
-				{schemas.TypeWorkloadChanged, web},
-				{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
-					Action: schemas.ActionApply, Sequence: seq, Object: web.Object, Policy: "any", Clusters: []string{"east"}, Verdict: verdict}},
-				{schemas.TypePlacementFailed, &schemas.PlacementFailed{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
-					Action: schemas.ActionApply, Sequence: seq, Error: "connection refused", Attempts: 8}},
-			}
-			if reportFirst {
-				state[0], state[2] = state[2], state[0]
-			}
-			for _, m := range state {
-				f.seq++
-				f.p.seq = f.seq
-				if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
-					t.Fatal(err)
-				}
-			}
+			_, seq := f.readStateOfAGivenUpApply(reportFirst, "connection refused")
 			touched := newTouched()
 			if err := f.p.restore(touched); err != nil {
 				t.Fatal(err)
