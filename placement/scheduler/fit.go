@@ -114,10 +114,10 @@ func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
 			if largest := cc.MaxFree.Get(i) + ownTotal.Get(i); want > largest {
 				name := string(rt.Name(i))
 				if largest == 0 || cc.MaxFreeNode[i] == "" {
-					return "pod " + it.group.Component + " (" + name + " " + rt.Quantity(i, want) +
+					return podOf(it.group.Component) + " (" + name + " " + rt.Quantity(i, want) +
 						") fits no node: no node has " + name + " free"
 				}
-				return "pod " + it.group.Component + " (" + name + " " + rt.Quantity(i, want) +
+				return podOf(it.group.Component) + " (" + name + " " + rt.Quantity(i, want) +
 					") fits no node: largest free " + rt.Quantity(i, largest) + " on " + cc.MaxFreeNode[i]
 			}
 		}
@@ -545,14 +545,23 @@ func taintString(key, value, effect string) string {
 
 // diagnose explains why a pod of it fits no node, in the order a user can act on: no node allows the pod at all,
 // one of its requests exceeds what any allowed node has free, or no allowed node has all of it free at once.
+// podOf names a pod of a component in a reason: "pod worker", or "pod" alone for a component named pod (the
+// one component of a Deployment or a Job), which would otherwise read "pod pod".
+func podOf(component string) string {
+	if component == "" || component == "pod" {
+		return "pod"
+	}
+	return "pod " + component
+}
+
 // key is memoKey(it.group). It reads per-chunk summaries, memoized on the chunks, and looks at single
 // nodes only in the chunks packing touched, so a cluster that does not fit costs a pass over its chunks, not its
 // nodes.
 func (p *packer) diagnose(it item, placed int64, key string) string {
 	g := it.group
-	who := "pod " + g.Component
+	who := podOf(g.Component)
 	if placed > 0 {
-		who = fmt.Sprintf("pod %s (%d of %d placed)", g.Component, placed, it.count)
+		who = fmt.Sprintf("%s (%d of %d placed)", who, placed, it.count)
 	}
 	allowedNodes := 0
 	largest := make(structs.Vector, len(g.Request))

@@ -316,3 +316,13 @@ func TestBoundCheckReasons(t *testing.T) {
 		})
 	}
 }
+
+// TestPodOfNamesAComponentOnce: reasons name a pod by its component, except the one component of a Deployment or
+// a Job, named pod, which would read "pod pod".
+func TestPodOfNamesAComponentOnce(t *testing.T) {
+	for component, want := range map[string]string{"worker": "pod worker", "pod": "pod", "": "pod", "pod-a": "pod pod-a"} {
+		if got := podOf(component); got != want {
+			t.Errorf("podOf(%q) = %q, want %q", component, got, want)
+		}
+	}
+}
