@@ -85,8 +85,8 @@ type Placer struct {
 	// epoch names the streams' lifetime that seq counts in (see schemas.PlacementDecided.Epoch).
 	epoch string
 	// now is the time of the event being handled (a tick's time, or the wall clock); stored is when its stream
-	// stored it, zero when unknown.
-	now, stored time.Time
+	// stored it, zero when unknown; eventTime is the time its producer stamped on it, by the producer's clock.
+	now, stored, eventTime time.Time
 	// seen is the last sequence applied per subject, above the consumer's acknowledgement floor once
 	// ForgetAppliedThrough ran; applied lists what was recorded in seen, in the order it was, for
 	// ForgetAppliedThrough to go through from the oldest.
@@ -295,7 +295,7 @@ func (p *Placer) Stage(ctx context.Context, d bus.Delivery) error {
 	if p.batchErr != nil {
 		return p.batchErr // the batch already failed; it is retried as a whole
 	}
-	p.seq, p.stored = d.StreamSequence, d.Stored
+	p.seq, p.stored, p.eventTime = d.StreamSequence, d.Stored, d.Event.Time()
 	p.now = time.Now()
 	if !d.Event.Time().IsZero() {
 		p.now = d.Event.Time()

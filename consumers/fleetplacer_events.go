@@ -391,7 +391,10 @@ func (p *Placer) relabelNamespace(namespace string, touched *touchedSet) {
 			continue
 		}
 		for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
-			if carried[cluster] || e.published[cluster].action != schemas.ActionApply {
+			// Not a copy that finished (sent again, a job cleaned up after it ran would run again), one leaving the
+			// cluster, or one whose Apply there failed: no Apply would go, and the namespace keep its labels.
+			_, failed := e.reapply[cluster]
+			if carried[cluster] || failed || e.finished[cluster] || !p.placedAndAppliedOn(e, cluster) {
 				continue
 			}
 			carried[cluster] = true
@@ -591,7 +594,13 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 			e.pendingCluster, e.pendingSince = "", time.Time{}
 		}
 	default:
-		e.pendingCluster, e.pendingSince = s.Cluster, *s.PendingSince
+		// The pods' creation time is by the workload cluster's clock, and the timeout is measured by the streams'
+		// server's: what counts is how long they had pended when the producer reported, by its own clock.
+		age := max(p.eventTime.Sub(*s.PendingSince), 0)
+		if p.eventTime.IsZero() {
+			age = 0
+		}
+		e.pendingCluster, e.pendingSince = s.Cluster, p.now.Add(-age)
 		p.pending[id] = struct{}{}
 	}
 	if e.objectJSON == nil {
@@ -611,7 +620,8 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 	if !known || rebuilding {
 		return nil
 	}
-	if phase == karta.PhaseCompleted || phase == karta.PhaseFailed {
+	if wl := p.store.Snapshot().Workload(id); wl != nil && wl.Reservation != nil &&
+		(phase == karta.PhaseCompleted || phase == karta.PhaseFailed) {
 		released, err := p.store.ReleaseReservationOn(p.seq, id, s.Cluster)
 		if err != nil {
 			return err

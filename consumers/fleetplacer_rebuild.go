@@ -155,10 +155,16 @@ func (p *Placer) rebuildOne(msg jetstream.Msg) {
 		p.markApplied(msg.Subject(), seq)
 		p.seq = seq
 	}
-	p.now, p.stored = event.Time(), time.Time{}
+	// The state stream stores its copy of an event when it copies it, which may be long after the event was
+	// stored (a state stream recreated, or catching up): the event's own time, when earlier, is the closer
+	// one, or every heartbeat copied lately would make its cluster Ready at restart, a dead one too.
+	p.now, p.stored, p.eventTime = event.Time(), time.Time{}, event.Time()
 	if meta, err := msg.Metadata(); err == nil {
 		p.stored = meta.Timestamp
-		p.now = schemas.AsStored(p.now, p.stored)
+		if !p.now.IsZero() && p.now.Before(p.stored) {
+			p.stored = p.now
+		}
+		p.now = p.stored
 	}
 	if _, err := p.apply(event.Type(), payload, true); err != nil {
 		p.log.Warn("rebuild: event not applied", "subject", msg.Subject(), "error", err)

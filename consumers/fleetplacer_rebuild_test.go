@@ -546,3 +546,29 @@ func (f *rebuildFixture) publishLast(t *testing.T, eventType, subject, id string
 		}
 	}
 }
+
+// TestRebuildTakesAnEventsOwnTimeOverItsCopys: the state stream's copy of an event is stored when it is copied,
+// possibly long after the event (a state stream recreated, or catching up); a rebuilt placer takes the event's
+// own time when earlier, so a heartbeat an hour old does not make its cluster Ready at restart.
+func TestRebuildTakesAnEventsOwnTimeOverItsCopys(t *testing.T) {
+	f := newRebuildFixture(t)
+	old := time.Now().Add(-time.Hour)
+	subject := schemas.ClusterHeartbeatSubject("east")
+	e, err := schemas.NewEvent(schemas.TypeClusterHeartbeat, "/test", subject, "old-beat",
+		&schemas.ClusterHeartbeat{Cluster: "east", Time: old})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.SetTime(old)
+	if _, err := bus.NewPublisher(f.js).Publish(f.ctx, subject, e); err != nil {
+		t.Fatal(err)
+	}
+	f.waitForLast(t, subject, "the hour-old heartbeat", func(p schemas.Payload) bool {
+		hb, ok := p.(*schemas.ClusterHeartbeat)
+		return ok && hb.Time.Equal(old)
+	})
+	p := f.rebuild(t, f.srv.ClientURL())
+	if p.clusterReady("east") {
+		t.Errorf("east is Ready after a rebuild whose last heartbeat of it is an hour old")
+	}
+}

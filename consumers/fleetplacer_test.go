@@ -1690,3 +1690,50 @@ func TestFinishedCopyReleasesItsReservation(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingTimeoutIsMeasuredOnOneClock: how long a workload's pods pended is taken from the producer's report
+// (their age when it reported) and measured on by the streams' server's clock, so a server clock an hour behind
+// the workload cluster's neither hides the wait nor invents one.
+func TestPendingTimeoutIsMeasuredOnOneClock(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{PendingTimeout: time.Minute, HeartbeatTimeout: time.Hour})
+	f.eastThenWest()
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	f.confirm("east", web)
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	serverNow := f.now.Add(-time.Hour)
+	since := f.now.Add(-2 * time.Minute)
+	f.deliverStored(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), PendingPods: 1, PendingSince: &since}, serverNow)
+	for _, c := range []string{"east", "west"} {
+		f.deliverStored(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject(c),
+			&schemas.ClusterHeartbeat{Cluster: c, Time: f.now}, serverNow.Add(time.Second))
+	}
+	f.deliverStored(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now}, serverNow.Add(2*time.Second))
+	if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
+		t.Fatalf("decisions once the pods pended 2 minutes = %v, want [Apply west]", got)
+	}
+}
+
+// TestNamespaceRelabelSkipsFinishedAndLeavingCopies: the Apply a namespace's new labels ride with is one of a
+// copy that runs there: not a job that finished there (sent again, it would run again once its TTL removed it),
+// nor one that is leaving the cluster.
+func TestNamespaceRelabelSkipsFinishedAndLeavingCopies(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.policy("any", map[string]any{})
+	f.cluster("east", nil)
+	f.servesJobs("east")
+	job := oneCPUJob("done")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(job.Ref()), job)
+	f.confirm("east", job)
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", job.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: job.Ref(), Status: jobComplete})
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", job.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: job.Ref(), Status: jobComplete, Gone: true})
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	ns := object("v1", "Namespace", "", "team", map[string]any{"pod-security.kubernetes.io/enforce": "restricted"}, nil)
+	f.deliver(schemas.TypeNamespaceChanged, schemas.NamespaceSubject("team"), ns)
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Errorf("decisions after the namespace of a finished job was relabelled = %v, want none", got)
+	}
+}

@@ -425,7 +425,8 @@ func (s *StatusWriter) showSpreadStatus(ctx context.Context, client dynamic.Reso
 
 // spreadStatus is the status a spread shows: the first reporting copy's, with what rollout tools read of it taken
 // over every copy. Its replica counters (replicas and every *Replicas field) are the sum of the copies' for a
-// Divide, whose copies each run a share, and the least of them otherwise, each copy running the whole; its
+// Divide, whose copies each run a share, and the worst of them otherwise (the least, the most unavailable),
+// each copy running the whole; its
 // observedGeneration, in the control plane's terms, is the least of the copies', and behind obj's generation
 // while a copy has not reported. Shown from one copy, a Deployment divided 6/4 would say 4 of 10 replicas
 // ready for good, and one duplicated to three clusters would say it rolled out once the first copy had.
@@ -433,11 +434,20 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 	divided bool) map[string]any {
 	out := maps.Clone(shown.Status)
 	missing := slices.Contains(statuses, nil)
-	for key, value := range shown.Status {
-		if _, counter := asInt64(value); !counter || (key != "replicas" && !strings.HasSuffix(key, "Replicas")) {
+	// Every copy's counters: the API leaves a counter at 0 out, so the first copy may not have one another has.
+	counters := map[string]bool{}
+	for _, status := range statuses {
+		if status == nil {
 			continue
 		}
-		var total, least int64
+		for key, value := range status.Status {
+			if _, number := asInt64(value); number && (key == "replicas" || strings.HasSuffix(key, "Replicas")) {
+				counters[key] = true
+			}
+		}
+	}
+	for key := range counters {
+		var total, least, most int64
 		for i, status := range statuses {
 			var n int64
 			if status != nil {
@@ -447,10 +457,14 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 			if i == 0 || n < least {
 				least = n
 			}
+			most = max(most, n)
 		}
-		if divided {
+		switch {
+		case divided:
 			out[key] = total
-		} else {
+		case strings.HasPrefix(key, "unavailable"):
+			out[key] = most // the worst copy: every copy runs the whole
+		default:
 			out[key] = least
 		}
 	}

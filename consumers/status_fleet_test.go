@@ -343,6 +343,11 @@ func TestSpreadStatusTakesEveryCopy(t *testing.T) {
 			Status: map[string]any{"replicas": ready, "readyReplicas": ready, "observedGeneration": float64(observed),
 				"conditions": []any{map[string]any{"type": "Available", "status": "True", "from": cluster}}}}
 	}
+	// withoutReady leaves readyReplicas out, as the API does when it is 0.
+	withoutReady := func(s *schemas.WorkloadStatus) *schemas.WorkloadStatus {
+		delete(s.Status, "readyReplicas")
+		return s
+	}
 	tests := []struct {
 		name               string
 		statuses           []*schemas.WorkloadStatus
@@ -354,6 +359,8 @@ func TestSpreadStatusTakesEveryCopy(t *testing.T) {
 		{"divided, one copy behind", []*schemas.WorkloadStatus{copyStatus("a", 6, 2, 2), copyStatus("b", 4, 1, 2)}, true, 10, 10, 4},
 		{"divided, one copy not reported", []*schemas.WorkloadStatus{copyStatus("a", 6, 2, 2), nil}, true, 6, 6, 4},
 		{"duplicated, least ready", []*schemas.WorkloadStatus{copyStatus("a", 10, 3, 3), copyStatus("b", 7, 1, 1)}, false, 7, 7, 5},
+		{"divided, the first copy with none ready", []*schemas.WorkloadStatus{withoutReady(copyStatus("a", 0, 2, 2)),
+			copyStatus("b", 4, 1, 1)}, true, 4, 4, 5},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
