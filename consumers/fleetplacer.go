@@ -210,6 +210,9 @@ type publishedDecision struct {
 	object   []byte
 	content  string
 	replicas int64
+	// namespaceLabels are the namespace labels an Apply carried (namespaceLabelsKey), for a restarted placer to
+	// tell which namespaces were relabelled while none ran.
+	namespaceLabels string
 }
 
 // failedApply is an Apply an applier gave up on: its decision sequence and the API error.

@@ -524,7 +524,8 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 	if err := p.send(ctx, schemas.TypePlacementDecided, subject, d.DecisionID, d); err != nil {
 		return err
 	}
-	published := publishedDecision{action: action, sequence: p.seq, replicas: replicas}
+	published := publishedDecision{action: action, sequence: p.seq, replicas: replicas,
+		namespaceLabels: namespaceLabelsKey(d.NamespaceLabels)}
 	if action == schemas.ActionApply {
 		published.object, published.content = e.objectJSON, e.content
 	}
@@ -555,6 +556,18 @@ func propagatedNamespaceLabels(ns *structs.Namespace) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// namespaceLabelsKey identifies a set of namespace labels: its pairs, sorted.
+func namespaceLabelsKey(labels map[string]string) string {
+	var b strings.Builder
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		b.WriteString(k)
+		b.WriteByte('=')
+		b.WriteString(labels[k])
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // contentKey is contentOf the workload's current object, hashed once per version.

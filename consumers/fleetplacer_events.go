@@ -384,6 +384,11 @@ func (p *Placer) onNamespace(eventType string, payload schemas.Payload, touched 
 // relabels the namespace it created). Without it, a Pod Security level tightened on the control plane would
 // reach a cluster only with the next edit of a workload there.
 func (p *Placer) relabelNamespace(namespace string, touched *touchedSet) {
+	p.relabelNamespaceOn(namespace, func(string) bool { return true }, touched)
+}
+
+// relabelNamespaceOn is relabelNamespace for the clusters on says.
+func (p *Placer) relabelNamespaceOn(namespace string, on func(cluster string) bool, touched *touchedSet) {
 	carried := map[string]bool{}
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		e := p.workloads[id]
@@ -394,7 +399,7 @@ func (p *Placer) relabelNamespace(namespace string, touched *touchedSet) {
 			// Not a copy that finished (sent again, a job cleaned up after it ran would run again), one leaving the
 			// cluster, or one whose Apply there failed: no Apply would go, and the namespace keep its labels.
 			_, failed := e.reapply[cluster]
-			if carried[cluster] || failed || e.finished[cluster] || !p.placedAndAppliedOn(e, cluster) {
+			if carried[cluster] || failed || e.finished[cluster] || !on(cluster) || !p.placedAndAppliedOn(e, cluster) {
 				continue
 			}
 			carried[cluster] = true
@@ -1052,7 +1057,8 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 			p.log.Warn("rebuild: decision not compared", "workload", e.ref.Key(), "cluster", d.Cluster, "error", err)
 		}
 	}
-	e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, content: content, replicas: d.Replicas}
+	e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, content: content, replicas: d.Replicas,
+		namespaceLabels: namespaceLabelsKey(d.NamespaceLabels)}
 }
 
 // onVerdict keeps the newest verdict read: the state stream holds verdicts of their own and verdicts carried

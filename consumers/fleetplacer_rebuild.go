@@ -319,6 +319,7 @@ func (p *Placer) restore(touched *touchedSet) error {
 	if err := p.reevaluate(scheduler.AffectedByPolicy(p.store.Snapshot()), touched); err != nil {
 		return err
 	}
+	p.relabelChangedNamespaces(touched)
 	snap = p.store.Snapshot()
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		e := p.workloads[id]
@@ -348,6 +349,46 @@ func (p *Placer) restore(touched *touchedSet) error {
 		}
 	}
 	return nil
+}
+
+// relabelChangedNamespaces has the labels of namespaces relabelled while no placer ran reach the clusters where
+// the newest Apply into them (whose labels the applier gave the namespace last) carried others, as
+// relabelNamespace would have had a placer been running.
+func (p *Placer) relabelChangedNamespaces(touched *touchedSet) {
+	type newest struct {
+		sequence uint64
+		labels   string
+	}
+	last := map[[2]string]newest{} // namespace, cluster
+	for _, e := range p.workloads {
+		if e.ref.Namespace == "" {
+			continue
+		}
+		for cluster, prev := range e.published {
+			key := [2]string{e.ref.Namespace, cluster}
+			if prev.action == schemas.ActionApply && prev.sequence > last[key].sequence {
+				last[key] = newest{sequence: prev.sequence, labels: prev.namespaceLabels}
+			}
+		}
+	}
+	snap := p.store.Snapshot()
+	stale := map[string]map[string]bool{} // namespace → clusters
+	for _, key := range slices.SortedFunc(maps.Keys(last), func(a, b [2]string) int {
+		return strings.Compare(a[0]+"/"+a[1], b[0]+"/"+b[1])
+	}) {
+		namespace, cluster := key[0], key[1]
+		if last[key].labels == namespaceLabelsKey(propagatedNamespaceLabels(snap.Namespace(namespace))) {
+			continue
+		}
+		if stale[namespace] == nil {
+			stale[namespace] = map[string]bool{}
+		}
+		stale[namespace][cluster] = true
+	}
+	for _, namespace := range slices.Sorted(maps.Keys(stale)) {
+		clusters := stale[namespace]
+		p.relabelNamespaceOn(namespace, func(cluster string) bool { return clusters[cluster] }, touched)
+	}
 }
 
 // lastStatusWithOne returns the newest workload status on subject in the events stream's history that carries

@@ -1737,3 +1737,60 @@ func TestNamespaceRelabelSkipsFinishedAndLeavingCopies(t *testing.T) {
 		t.Errorf("decisions after the namespace of a finished job was relabelled = %v, want none", got)
 	}
 }
+
+// TestRestoredPlacerRelabelsNamespacesChangedMeanwhile: a namespace relabelled while no placer ran gets its new
+// labels to the clusters whose newest Apply into it carried the old ones, once a placer restores; one whose
+// newest Apply carried the current labels gets nothing.
+func TestRestoredPlacerRelabelsNamespacesChangedMeanwhile(t *testing.T) {
+	restricted := map[string]string{"pod-security.kubernetes.io/enforce": "restricted"}
+	for name, carried := range map[string]map[string]string{
+		"relabelled meanwhile": {"pod-security.kubernetes.io/enforce": "baseline"},
+		"unchanged":            restricted,
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWestWith(nil)
+			web := deployment("web")
+			ref := web.Ref()
+			verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: 5, Status: schemas.VerdictPlaced, Policy: "any",
+				Clusters: []string{"east"}}
+			ns := object("v1", "Namespace", "", "team", map[string]any{"pod-security.kubernetes.io/enforce": "restricted"}, nil)
+			state := []struct {
+				eventType string
+				payload   schemas.Payload
+			}{
+				{schemas.TypeNamespaceChanged, ns},
+				{schemas.TypeWorkloadChanged, web},
+				{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
+					Action: schemas.ActionApply, Sequence: 5, Object: web.Object, Policy: "any", Clusters: []string{"east"},
+					Verdict: verdict, NamespaceLabels: carried}},
+			}
+			for _, m := range state {
+				f.seq++
+				f.p.seq = f.seq
+				if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
+					t.Fatal(err)
+				}
+			}
+			touched := newTouched()
+			if err := f.p.restore(touched); err != nil {
+				t.Fatal(err)
+			}
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			if err := f.p.reconcileAndAwait(t.Context(), touched); err != nil {
+				t.Fatal(err)
+			}
+			got := f.decisions(mark)
+			if maps.Equal(carried, restricted) {
+				if len(got) != 0 {
+					t.Errorf("decisions of the restored placer = %v, want none", got)
+				}
+				return
+			}
+			if !equal(got, []string{"Apply east"}) || !maps.Equal(f.lastDecision().NamespaceLabels, restricted) {
+				t.Errorf("decisions of the restored placer = %v (last carrying %v), want an Apply east carrying %v", got,
+					f.lastDecision().NamespaceLabels, restricted)
+			}
+		})
+	}
+}
