@@ -100,6 +100,15 @@ func (f *placerFixture) eastThenWestWith(extra map[string]any) {
 	f.cluster("east", map[string]any{"name": "east"})
 }
 
+// westAloneBeatsAt has west beat at, and a tick come then, as when east went silent; it returns the decisions
+// published since mark.
+func (f *placerFixture) westAloneBeatsAt(at time.Time, mark int) []string {
+	f.t.Helper()
+	f.heartbeat("west", at)
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: at})
+	return f.decisions(mark)
+}
+
 // deliverStored delivers an event its stream stored at stored, by the server's clock.
 func (f *placerFixture) deliverStored(eventType, subject string, payload schemas.Payload, stored time.Time) {
 	f.t.Helper()
@@ -239,10 +248,7 @@ func TestSilentClusterFailsOverOnTick(t *testing.T) {
 	f.confirm("east", web)
 	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
 
-	later := f.now.Add(15 * time.Second)
-	f.heartbeat("west", later)
-	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: later})
-	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
+	if got := f.westAloneBeatsAt(f.now.Add(15*time.Second), mark); !equal(got, []string{"Apply west", "Delete east"}) {
 		t.Fatalf("decisions after east went silent = %v, want [Apply west Delete east]", got)
 	}
 	verdicts := f.pub.verdicts(t)
@@ -264,10 +270,7 @@ func TestHeartbeatFromAClockRunningAheadCountsAsOfItsStoring(t *testing.T) {
 
 	f.deliverStored(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
 		&schemas.ClusterHeartbeat{Cluster: "east", Time: f.now.Add(time.Hour)}, f.now.Add(time.Second))
-	later := f.now.Add(15 * time.Second)
-	f.heartbeat("west", later)
-	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: later})
-	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
+	if got := f.westAloneBeatsAt(f.now.Add(15*time.Second), mark); !equal(got, []string{"Apply west", "Delete east"}) {
 		t.Fatalf("decisions once east was silent for 14 s = %v, want [Apply west Delete east]", got)
 	}
 }
@@ -1442,10 +1445,7 @@ func TestFailedServiceStillFailsOver(t *testing.T) {
 	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
 		&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Status: progressDeadlineExceeded})
 	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-	later := f.now.Add(15 * time.Second)
-	f.heartbeat("west", later)
-	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: later})
-	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
+	if got := f.westAloneBeatsAt(f.now.Add(15*time.Second), mark); !equal(got, []string{"Apply west", "Delete east"}) {
 		t.Errorf("decisions after east went silent = %v, want [Apply west Delete east]", got)
 	}
 }
