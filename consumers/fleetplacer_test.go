@@ -243,11 +243,7 @@ func TestClusterLabelChangeMovesAfterTheNewClusterConfirms(t *testing.T) {
 func TestSilentClusterFailsOverOnTick(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
 	f.eastThenWest()
-	web := deployment("web")
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
-	f.confirm("east", web)
-	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-
+	_, mark := f.placedWebOnEast()
 	if got := f.westAloneBeatsAt(f.now.Add(15*time.Second), mark); !equal(got, []string{"Apply west", "Delete east"}) {
 		t.Fatalf("decisions after east went silent = %v, want [Apply west Delete east]", got)
 	}
@@ -263,11 +259,7 @@ func TestSilentClusterFailsOverOnTick(t *testing.T) {
 func TestHeartbeatFromAClockRunningAheadCountsAsOfItsStoring(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
 	f.eastThenWest()
-	web := deployment("web")
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
-	f.confirm("east", web)
-	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-
+	_, mark := f.placedWebOnEast()
 	f.deliverStored(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
 		&schemas.ClusterHeartbeat{Cluster: "east", Time: f.now.Add(time.Hour)}, f.now.Add(time.Second))
 	if got := f.westAloneBeatsAt(f.now.Add(15*time.Second), mark); !equal(got, []string{"Apply west", "Delete east"}) {
@@ -469,10 +461,6 @@ func TestRestoreFindsWhereAWorkloadRuns(t *testing.T) {
 		return &schemas.PlacementDecided{DecisionID: fmt.Sprintf("d/%d/%s", seq, cluster), Workload: web.Ref(), Cluster: cluster,
 			Action: schemas.ActionApply, Sequence: seq, Object: web.Object, Policy: "any", Clusters: []string{cluster},
 			Avoid: avoid, Verdict: v}
-	}
-	type stateMessage struct {
-		eventType string
-		payload   schemas.Payload
 	}
 	cases := []struct {
 		name      string
@@ -1067,6 +1055,39 @@ func TestApplyAnApplierGaveUpOnMovesOnceAnotherClusterFits(t *testing.T) {
 	}
 }
 
+// stateMessage is an event as a rebuilding placer reads it from the state stream.
+type stateMessage struct {
+	eventType string
+	payload   schemas.Payload
+}
+
+// readState has the placer read msgs as a rebuild reads the state stream, each at the next sequence.
+func (f *placerFixture) readState(msgs ...stateMessage) {
+	f.t.Helper()
+	for _, m := range msgs {
+		f.seq++
+		f.p.seq = f.seq
+		if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+}
+
+// restoreAndPublish ends a rebuild as Rebuild does: it restores the view read and publishes what the placer
+// decides of it. It returns how many decisions were published before, for f.decisions.
+func (f *placerFixture) restoreAndPublish() int {
+	f.t.Helper()
+	touched := newTouched()
+	if err := f.p.restore(touched); err != nil {
+		f.t.Fatal(err)
+	}
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	if err := f.p.reconcileAndAwait(f.t.Context(), touched); err != nil {
+		f.t.Fatal(err)
+	}
+	return mark
+}
+
 // readStateOfAGivenUpApply has the placer read, as a rebuild does, what the state stream holds of the Deployment
 // web after its applier gave up (with error why) on its Apply #5 to east: the workload, the Apply carrying its
 // Placed verdict, and the report, that one first when reportFirst (a newer version of the workload took the
@@ -1078,10 +1099,7 @@ func (f *placerFixture) readStateOfAGivenUpApply(reportFirst bool, why string) (
 	const seq = 5
 	verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: seq, Status: schemas.VerdictPlaced, Policy: "any",
 		Clusters: []string{"east"}}
-	state := []struct {
-		eventType string
-		payload   schemas.Payload
-	}{
+	state := []stateMessage{
 		{schemas.TypeWorkloadChanged, web},
 		{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
 			Action: schemas.ActionApply, Sequence: seq, Object: web.Object, Policy: "any", Clusters: []string{"east"}, Verdict: verdict}},
@@ -1091,13 +1109,7 @@ func (f *placerFixture) readStateOfAGivenUpApply(reportFirst bool, why string) (
 	if reportFirst {
 		state[0], state[2] = state[2], state[0]
 	}
-	for _, m := range state {
-		f.seq++
-		f.p.seq = f.seq
-		if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
-			f.t.Fatal(err)
-		}
-	}
+	f.readState(state...)
 	return web, seq
 }
 
@@ -1132,14 +1144,7 @@ func TestRestoredPlacerSendsAgainAnApplyGivenUp(t *testing.T) {
 			f := newPlacerFixture(t, PlacerConfig{})
 			f.eastThenWestWith(nil)
 			_, seq := f.readStateOfAGivenUpApply(reportFirst, "connection refused")
-			touched := newTouched()
-			if err := f.p.restore(touched); err != nil {
-				t.Fatal(err)
-			}
-			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-			if err := f.p.reconcileAndAwait(t.Context(), touched); err != nil {
-				t.Fatal(err)
-			}
+			mark := f.restoreAndPublish()
 			if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
 				t.Fatalf("decisions of the restored placer = %v, want [Apply east]", got)
 			}
@@ -1697,10 +1702,7 @@ func TestFinishedCopyReleasesItsReservation(t *testing.T) {
 func TestPendingTimeoutIsMeasuredOnOneClock(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{PendingTimeout: time.Minute, HeartbeatTimeout: time.Hour})
 	f.eastThenWest()
-	web := deployment("web")
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
-	f.confirm("east", web)
-	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	web, mark := f.placedWebOnEast()
 	serverNow := f.now.Add(-time.Hour)
 	since := f.now.Add(-2 * time.Minute)
 	f.deliverStored(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
@@ -1755,32 +1757,13 @@ func TestRestoredPlacerRelabelsNamespacesChangedMeanwhile(t *testing.T) {
 			verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: 5, Status: schemas.VerdictPlaced, Policy: "any",
 				Clusters: []string{"east"}}
 			ns := object("v1", "Namespace", "", "team", map[string]any{"pod-security.kubernetes.io/enforce": "restricted"}, nil)
-			state := []struct {
-				eventType string
-				payload   schemas.Payload
-			}{
-				{schemas.TypeNamespaceChanged, ns},
-				{schemas.TypeWorkloadChanged, web},
-				{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
-					Action: schemas.ActionApply, Sequence: 5, Object: web.Object, Policy: "any", Clusters: []string{"east"},
-					Verdict: verdict, NamespaceLabels: carried}},
-			}
-			for _, m := range state {
-				f.seq++
-				f.p.seq = f.seq
-				if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
-					t.Fatal(err)
-				}
-			}
-			touched := newTouched()
-			if err := f.p.restore(touched); err != nil {
-				t.Fatal(err)
-			}
-			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-			if err := f.p.reconcileAndAwait(t.Context(), touched); err != nil {
-				t.Fatal(err)
-			}
-			got := f.decisions(mark)
+			f.readState(
+				stateMessage{schemas.TypeNamespaceChanged, ns},
+				stateMessage{schemas.TypeWorkloadChanged, web},
+				stateMessage{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref,
+					Cluster: "east", Action: schemas.ActionApply, Sequence: 5, Object: web.Object, Policy: "any",
+					Clusters: []string{"east"}, Verdict: verdict, NamespaceLabels: carried}})
+			got := f.decisions(f.restoreAndPublish())
 			if maps.Equal(carried, restricted) {
 				if len(got) != 0 {
 					t.Errorf("decisions of the restored placer = %v, want none", got)
