@@ -103,12 +103,27 @@ func (c *Clients) EnsureNamespace(ctx context.Context, name, fieldManager string
 	if err == nil {
 		return nil
 	}
-	mayNotRead := apierrors.IsForbidden(err)
-	if !apierrors.IsNotFound(err) && !mayNotRead {
-		return fmt.Errorf("read namespace %s: %w", name, err)
+	mayNotRead, err := missingOrUnreadable(name, err)
+	if err != nil {
+		return err
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 	_, err = namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: fieldManager})
+	return createdOrLeft(name, mayNotRead, err)
+}
+
+// missingOrUnreadable sorts the error of reading namespace name: missing, or not readable by this client
+// (mayNotRead), both of which call for creating it; any other error is returned.
+func missingOrUnreadable(name string, err error) (mayNotRead bool, _ error) {
+	if mayNotRead = apierrors.IsForbidden(err); !apierrors.IsNotFound(err) && !mayNotRead {
+		return false, fmt.Errorf("read namespace %s: %w", name, err)
+	}
+	return mayNotRead, nil
+}
+
+// createdOrLeft is the outcome of creating namespace name: done, or there already, or left to the object's own
+// write when the client may neither read nor create namespaces.
+func createdOrLeft(name string, mayNotRead bool, err error) error {
 	switch {
 	case err == nil, apierrors.IsAlreadyExists(err), mayNotRead && apierrors.IsForbidden(err):
 		return nil
@@ -128,33 +143,29 @@ func (c *Clients) EnsureLabeledNamespace(ctx context.Context, name, fieldManager
 	mayRelabel func(*corev1.Namespace) bool) error {
 	namespaces := c.Core.CoreV1().Namespaces()
 	existing, err := namespaces.Get(ctx, name, metav1.GetOptions{})
-	found, mayNotRead := err == nil, apierrors.IsForbidden(err)
-	switch {
-	case found:
+	apply := func() error {
+		_, err := namespaces.Apply(ctx, corev1ac.Namespace(name).WithLabels(labels),
+			metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
+		return err
+	}
+	if err == nil {
 		if existing.DeletionTimestamp != nil || !mayRelabel(existing) || !relabelNeeded(existing, fieldManager, labels) {
 			return nil
 		}
-		_, err := namespaces.Apply(ctx, corev1ac.Namespace(name).WithLabels(labels),
-			metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
-		if err != nil {
+		if err := apply(); err != nil {
 			return &RelabelError{Namespace: name, Labels: labels, Err: err}
 		}
 		return nil
-	case !apierrors.IsNotFound(err) && !mayNotRead:
-		return fmt.Errorf("read namespace %s: %w", name, err)
 	}
-	_, err = namespaces.Apply(ctx, corev1ac.Namespace(name).WithLabels(labels),
-		metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
-	if apierrors.IsForbidden(err) {
+	mayNotRead, err := missingOrUnreadable(name, err)
+	if err != nil {
+		return err
+	}
+	if err = apply(); apierrors.IsForbidden(err) {
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 		_, err = namespaces.Create(ctx, ns, metav1.CreateOptions{FieldManager: fieldManager})
 	}
-	switch {
-	case err == nil, apierrors.IsAlreadyExists(err), mayNotRead && apierrors.IsForbidden(err):
-		return nil
-	default:
-		return fmt.Errorf("create namespace %s: %w", name, err)
-	}
+	return createdOrLeft(name, mayNotRead, err)
 }
 
 // RelabelError is an existing namespace whose labels could not be brought up to date: the namespace is there,
