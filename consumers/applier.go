@@ -2,7 +2,6 @@ package consumers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -212,7 +211,7 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 		annotations = map[string]string{}
 	}
 	annotations[AnnotationDecisionSequence] = sequenceAnnotation(decided)
-	if generation := sourceGeneration(decided.Object); generation > 0 {
+	if generation := generationOf(decided.Object); generation > 0 {
 		annotations[schemas.AnnotationSourceGeneration] = strconv.FormatInt(generation, 10)
 	}
 	annotations[schemas.AnnotationSourceContent] = decided.SourceContent
@@ -225,21 +224,6 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 		return "", classify(fmt.Errorf("server-side apply %s on cluster %s: %w", ref, a.Cluster, err))
 	}
 	return applied.GetResourceVersion(), nil
-}
-
-// sourceGeneration is the control-plane object's metadata.generation, 0 when it has none.
-func sourceGeneration(object map[string]any) int64 {
-	meta, _ := object["metadata"].(map[string]any)
-	switch g := meta["generation"].(type) {
-	case float64:
-		return int64(g)
-	case int64:
-		return g
-	case json.Number:
-		n, _ := g.Int64()
-		return n
-	}
-	return 0
 }
 
 // createdForCopies reports whether an applier created the namespace for the copies it holds, so it carries the

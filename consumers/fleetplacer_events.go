@@ -119,18 +119,8 @@ func (e *workloadEntry) setObject(object map[string]any, encoded []byte, scratch
 // grown spec looked unchanged once its reservations were released.
 func generationOf(object map[string]any) int64 {
 	meta, _ := object["metadata"].(map[string]any)
-	switch g := meta["generation"].(type) {
-	case int64:
-		return g
-	case float64:
-		return int64(g)
-	case int:
-		return int64(g)
-	case json.Number:
-		n, _ := g.Int64()
-		return n
-	}
-	return 0
+	g, _ := asInt64(meta["generation"])
+	return g
 }
 
 // object decodes the workload's object again, for the rare paths that read it after the event that
@@ -384,15 +374,26 @@ func (p *Placer) onNamespace(eventType string, payload schemas.Payload, touched 
 // relabels the namespace it created). Without it, a Pod Security level tightened on the control plane would
 // reach a cluster only with the next edit of a workload there.
 func (p *Placer) relabelNamespace(namespace string, touched *touchedSet) {
-	p.relabelNamespaceOn(namespace, func(string) bool { return true }, touched)
+	p.relabelNamespaceOn(p.workloadsByNamespace()[namespace], func(string) bool { return true }, touched)
 }
 
-// relabelNamespaceOn is relabelNamespace for the clusters on says.
-func (p *Placer) relabelNamespaceOn(namespace string, on func(cluster string) bool, touched *touchedSet) {
-	carried := map[string]bool{}
+// workloadsByNamespace lists the IDs of the workloads of each namespace, sorted.
+func (p *Placer) workloadsByNamespace() map[string][]string {
+	byNamespace := map[string][]string{}
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
+		if ns := p.workloads[id].ref.Namespace; ns != "" {
+			byNamespace[ns] = append(byNamespace[ns], id)
+		}
+	}
+	return byNamespace
+}
+
+// relabelNamespaceOn is relabelNamespace for the workloads ids of one namespace, on the clusters on says.
+func (p *Placer) relabelNamespaceOn(ids []string, on func(cluster string) bool, touched *touchedSet) {
+	carried := map[string]bool{}
+	for _, id := range ids {
 		e := p.workloads[id]
-		if e.ref.Namespace != namespace || e.deleted || e.objectJSON == nil {
+		if e.deleted || e.objectJSON == nil {
 			continue
 		}
 		for _, cluster := range slices.Sorted(maps.Keys(e.published)) {

@@ -385,9 +385,13 @@ func (p *Placer) relabelChangedNamespaces(touched *touchedSet) {
 		}
 		stale[namespace][cluster] = true
 	}
+	if len(stale) == 0 {
+		return
+	}
+	byNamespace := p.workloadsByNamespace()
 	for _, namespace := range slices.Sorted(maps.Keys(stale)) {
 		clusters := stale[namespace]
-		p.relabelNamespaceOn(namespace, func(cluster string) bool { return clusters[cluster] }, touched)
+		p.relabelNamespaceOn(byNamespace[namespace], func(cluster string) bool { return clusters[cluster] }, touched)
 	}
 }
 

@@ -469,6 +469,7 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 		}
 	}
 	if _, observed := asInt64(shown.Status["observedGeneration"]); observed {
+		current := &controlPlaneObject{Unstructured: obj}
 		least := obj.GetGeneration()
 		if missing {
 			least--
@@ -477,7 +478,7 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 			if status == nil {
 				continue
 			}
-			if n, ok := asInt64(inControlPlaneTerms(status.Status, status, obj)["observedGeneration"]); ok && n < least {
+			if n, ok := asInt64(inControlPlaneTerms(status.Status, status, current)["observedGeneration"]); ok && n < least {
 				least = n
 			}
 		}
@@ -486,13 +487,19 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 	return out
 }
 
-// asInt64 reads a JSON number as decoded from an event (float64) or from the API (int64).
+// asInt64 reads a JSON number whichever way it was decoded: from an event (float64), by a client (int64), or
+// as a json.Number.
 func asInt64(v any) (int64, bool) {
 	switch n := v.(type) {
 	case int64:
 		return n, true
 	case float64:
 		return int64(n), true
+	case int:
+		return int64(n), true
+	case json.Number:
+		i, err := n.Int64()
+		return i, err == nil
 	}
 	return 0, false
 }
@@ -540,7 +547,7 @@ func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceI
 	if status == nil {
 		status = map[string]any{}
 	}
-	status = inControlPlaneTerms(status, p, obj)
+	status = inControlPlaneTerms(status, p, &controlPlaneObject{Unstructured: obj})
 	if current, _ := obj.Object["status"].(map[string]any); sameJSON(obj.Object["status"], status) || (p.Status == nil && len(current) == 0) {
 		return obj, nil
 	}
@@ -567,6 +574,20 @@ func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceI
 	}
 }
 
+// controlPlaneObject is a control-plane workload whose content hash (contentOf) is taken once, when first asked
+// for: a spread's every copy is compared with it.
+type controlPlaneObject struct {
+	*unstructured.Unstructured
+	hash string
+}
+
+func (o *controlPlaneObject) content() string {
+	if o.hash == "" {
+		o.hash = contentOf(o.Object)
+	}
+	return o.hash
+}
+
 // inControlPlaneTerms is status with its observedGeneration, which counts the copy's generations, turned into
 // the control-plane generation the copy's controller has acted on: obj's own generation once the controller
 // saw the copy's newest spec and that copy is of obj's current content; one behind it (or the generation the
@@ -575,21 +596,16 @@ func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceI
 // earlier version up to date. A content hash, and not the generation alone, says whether the copy is
 // current: a Deployment's generation also counts changes to its annotations, fleetflow's own among them.
 // Left alone when the copy does not say what it was applied from.
-func inControlPlaneTerms(status map[string]any, p *schemas.WorkloadStatus, obj *unstructured.Unstructured) map[string]any {
-	var observed int64
-	switch v := status["observedGeneration"].(type) {
-	case float64:
-		observed = int64(v)
-	case int64:
-		observed = v
-	default:
+func inControlPlaneTerms(status map[string]any, p *schemas.WorkloadStatus, obj *controlPlaneObject) map[string]any {
+	observed, ok := asInt64(status["observedGeneration"])
+	if !ok {
 		return status
 	}
 	if p.Generation <= 0 || p.SourceContent == "" || obj.GetGeneration() <= 0 {
 		return status
 	}
 	generation := obj.GetGeneration()
-	if observed < p.Generation || p.SourceContent != contentOf(obj.Object) {
+	if observed < p.Generation || p.SourceContent != obj.content() {
 		generation--
 		if p.SourceGeneration > 0 && p.SourceGeneration <= generation {
 			generation = p.SourceGeneration

@@ -319,7 +319,7 @@ func TestObservedGenerationInControlPlaneTerms(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.status["observedGeneration"]
-			got := inControlPlaneTerms(tt.status, &tt.copyOf, obj)
+			got := inControlPlaneTerms(tt.status, &tt.copyOf, &controlPlaneObject{Unstructured: obj})
 			if got["observedGeneration"] != tt.observed {
 				t.Errorf("observedGeneration shown = %v (%T), want %v", got["observedGeneration"], got["observedGeneration"], tt.observed)
 			}
