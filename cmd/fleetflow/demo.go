@@ -123,18 +123,8 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	}
 
 	step("registering %d workload clusters and %d SchedulePolicies on the control plane", len(names), len(policies))
-	if err := pipeline.InstallControlPlaneCRDs(startCtx, controlPlane, "fleetflow-demo"); err != nil {
+	if err := registerFleet(startCtx, controlPlane, fleet, spec, "fleetflow-demo"); err != nil {
 		return err
-	}
-	for _, c := range spec.Clusters {
-		target, _ := fleet.Cluster(c.Name)
-		kubeconfig, err := os.ReadFile(target.KubeconfigPath)
-		if err != nil {
-			return err
-		}
-		if err := pipeline.RegisterCluster(startCtx, controlPlane, c.Name, kubeconfig, c.Labels, c.Taints, "fleetflow-demo"); err != nil {
-			return err
-		}
 	}
 	if err := controlPlane.Apply(startCtx, "fleetflow-demo", policies...); err != nil {
 		return err

@@ -110,7 +110,11 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 					fmt.Fprintf(errOut, "fleet: %s: seeded %d nodes\n", c.Name, len(c.AllNodes()))
 				}
 				if register {
-					if err := registerFleet(ctx, fleet, spec); err != nil {
+					controlPlane, err := kube.NewClients(fleet.ControlPlane.RESTConfig())
+					if err == nil {
+						err = registerFleet(ctx, controlPlane, fleet, spec, "fleetflow-fleet")
+					}
+					if err != nil {
 						return errors.Join(err, stopFleet())
 					}
 					fmt.Fprintf(errOut, "fleet: registered %d workload clusters on the control plane, with the fleet file's labels and taints\n",
@@ -149,13 +153,10 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 }
 
 // registerFleet installs fleetflow's CRDs on the fleet's control plane and registers each workload cluster of spec
-// there, with the file's labels and taints: policies written against the fleet file's labels select them.
-func registerFleet(ctx context.Context, fleet *localfleet.Fleet, spec *fleetspec.Fleet) error {
-	controlPlane, err := kube.NewClients(fleet.ControlPlane.RESTConfig())
-	if err != nil {
-		return err
-	}
-	const fieldManager = "fleetflow-fleet"
+// there, as fieldManager, with the file's labels and taints: policies written against the fleet file's labels
+// select them.
+func registerFleet(ctx context.Context, controlPlane *kube.Clients, fleet *localfleet.Fleet, spec *fleetspec.Fleet,
+	fieldManager string) error {
 	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, fieldManager); err != nil {
 		return err
 	}
