@@ -181,3 +181,37 @@ func TestAnalyzeTable(t *testing.T) {
 		t.Errorf("table:\n%s", out.String())
 	}
 }
+
+// TestAnalyzeTableNamesAGeneratedNameAndRoundsMixedMemory: a CR written for `kubectl create` has only a
+// generateName, which the table shows with a placeholder for the suffix (and -o json beside the empty name).
+// A head of 1G and 4 workers of 1536Mi make 1,000,000,000 + 6,442,450,944 = 7,442,450,944 bytes, which no
+// suffix divides: 7,442,450,944 / 2^30 = 6.93Gi, shown as "~6.93Gi" rather than ten digits.
+func TestAnalyzeTableNamesAGeneratedNameAndRoundsMixedMemory(t *testing.T) {
+	manifest := strings.Replace(testRayCluster, "  name: demo\n", "  generateName: demo-\n", 1)
+	manifest = strings.Replace(manifest, "memory: 1Gi", "memory: 1G", 1)
+	manifest = strings.Replace(manifest, "memory: 0", "memory: 1536Mi", 1)
+	cr := writeFile(t, "rc.yaml", manifest)
+	var table, asJSON bytes.Buffer
+	if err := runAnalyze(&table, io.Discard, nil, cr, "table"); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[0], "RayCluster ml/demo-<generated> via ") ||
+		!strings.HasSuffix(lines[4], " ~6.93Gi") || !strings.HasSuffix(lines[3], " 1536Mi") {
+		t.Errorf("table:\n%s", table.String())
+	}
+	if err := runAnalyze(&asJSON, io.Discard, nil, cr, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		Name          string            `json:"name"`
+		GenerateName  string            `json:"generateName"`
+		TotalRequests map[string]string `json:"totalRequests"`
+	}
+	if err := json.Unmarshal(asJSON.Bytes(), &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.Name != "" || report.GenerateName != "demo-" || report.TotalRequests["memory"] != "7442450944" {
+		t.Errorf("json report %+v, want no name, generateName demo- and the exact memory total", report)
+	}
+}

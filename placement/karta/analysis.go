@@ -27,6 +27,9 @@ type Analysis struct {
 	Kind       string
 	Namespace  string
 	Name       string
+	// GenerateName is metadata.generateName of an object that has no name yet (one written for
+	// `kubectl create`), so reports can say which object they describe.
+	GenerateName string
 	// ResourceInterface names the RI (its metadata.name, or the file it came from) that produced this analysis.
 	ResourceInterface string
 	// Components holds one entry per child component with a pod definition and per instance of it,

@@ -80,6 +80,9 @@ func (c *Compiled) analyze(ev *evaluation) (*Analysis, error) {
 	if meta, ok := input["metadata"].(map[string]any); ok {
 		a.Namespace, _ = meta["namespace"].(string)
 		a.Name, _ = meta["name"].(string)
+		if a.Name == "" {
+			a.GenerateName, _ = meta["generateName"].(string)
+		}
 	}
 	if a.APIVersion != "" || a.Kind != "" {
 		gv, err := schema.ParseGroupVersion(a.APIVersion)

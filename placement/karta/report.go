@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -19,6 +20,7 @@ type Report struct {
 	Kind              string            `json:"kind"`
 	Namespace         string            `json:"namespace"`
 	Name              string            `json:"name"`
+	GenerateName      string            `json:"generateName,omitempty"`
 	ResourceInterface string            `json:"resourceInterface"`
 	Components        []ComponentReport `json:"components"`
 	TotalPods         int64             `json:"totalPods"`
@@ -62,6 +64,7 @@ func NewReport(a *Analysis, resourceInterface string) Report {
 		Kind:              a.Kind,
 		Namespace:         a.Namespace,
 		Name:              a.Name,
+		GenerateName:      a.GenerateName,
 		ResourceInterface: a.ResourceInterface,
 		Components:        []ComponentReport{},
 		TotalPods:         a.TotalPods,
@@ -131,19 +134,19 @@ func WriteTable(w io.Writer, a *Analysis, resourceInterface string) error {
 	if resourceInterface != "" {
 		ri = resourceInterface
 	}
-	name := a.Name
+	name := shownName(a)
 	if a.Namespace != "" {
-		name = a.Namespace + "/" + a.Name
+		name = a.Namespace + "/" + name
 	}
 	fmt.Fprintf(w, "%s %s via %s, status %s\n", a.Kind, name, ri, a.Status)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "COMPONENT\tINSTANCE\tPODS\tGPU/POD\tCPU/POD\tMEMORY/POD")
 	for _, ci := range a.Components {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", ci.Name, dash(ci.Instance), ci.Pods,
-			gpus(ci.PodRequests), quantity(ci.PodRequests, corev1.ResourceCPU), quantity(ci.PodRequests, corev1.ResourceMemory))
+			gpus(ci.PodRequests), quantity(ci.PodRequests, corev1.ResourceCPU), readableBytes(ci.PodRequests, corev1.ResourceMemory))
 	}
 	fmt.Fprintf(tw, "TOTAL\t\t%d\t%s\t%s\t%s\n", a.TotalPods, gpus(a.TotalRequests),
-		quantity(a.TotalRequests, corev1.ResourceCPU), quantity(a.TotalRequests, corev1.ResourceMemory))
+		quantity(a.TotalRequests, corev1.ResourceCPU), readableBytes(a.TotalRequests, corev1.ResourceMemory))
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -152,6 +155,18 @@ func WriteTable(w io.Writer, a *Analysis, resourceInterface string) error {
 		return err
 	}
 	return nil
+}
+
+// shownName is how the table names the object: the apiserver completes a generateName with a random suffix.
+func shownName(a *Analysis) string {
+	switch {
+	case a.Name != "":
+		return a.Name
+	case a.GenerateName != "":
+		return a.GenerateName + "<generated>"
+	default:
+		return "<no name>"
+	}
 }
 
 func dash(s string) string {
@@ -167,6 +182,24 @@ func quantity(rl corev1.ResourceList, name corev1.ResourceName) string {
 		return "-"
 	}
 	return q.String()
+}
+
+// readableBytes shows an amount of bytes as quantity does, unless the sum of decimal and binary amounts
+// (3G + 1536Mi) left it with no suffix that divides it: then it is shown rounded in the largest binary unit
+// it reaches, marked with "~", rather than as a string of digits.
+func readableBytes(rl corev1.ResourceList, name corev1.ResourceName) string {
+	exact := quantity(rl, name)
+	q := rl[name]
+	bytes := q.Value()
+	if strings.TrimLeft(exact, "0123456789") != "" || bytes < 1<<10 {
+		return exact
+	}
+	units := []string{"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+	unit, scaled := 0, float64(bytes)/(1<<10)
+	for scaled >= 1<<10 && unit < len(units)-1 {
+		unit, scaled = unit+1, scaled/(1<<10)
+	}
+	return "~" + strconv.FormatFloat(scaled, 'f', 2, 64) + units[unit]
 }
 
 func gpus(rl corev1.ResourceList) string {
