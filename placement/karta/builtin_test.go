@@ -1,6 +1,7 @@
 package karta
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -69,7 +70,8 @@ func TestBuiltinsCoverRequiredKinds(t *testing.T) {
 	}
 	for _, gvk := range []string{
 		"ray.io/v1/RayCluster", "ray.io/v1/RayJob", "ray.io/v1/RayService", "kubeflow.org/v1/PyTorchJob",
-		"kubeflow.org/v1/MPIJob", "kubeflow.org/v2beta1/MPIJob", "jobset.x-k8s.io/v1alpha2/JobSet",
+		"kubeflow.org/v1/MPIJob", "kubeflow.org/v2beta1/MPIJob", "kubeflow.org/v1/TFJob", "kubeflow.org/v1/XGBoostJob",
+		"kubeflow.org/v1/PaddleJob", "kubeflow.org/v1/JAXJob", "jobset.x-k8s.io/v1alpha2/JobSet",
 		"leaderworkerset.x-k8s.io/v1/LeaderWorkerSet", "serving.kserve.io/v1beta1/InferenceService",
 		"nvidia.com/v1alpha1/DynamoGraphDeployment", "apps.nvidia.com/v1alpha1/NIMService",
 		"milvus.io/v1beta1/Milvus", "apps/v1/Deployment", "apps/v1/StatefulSet", "batch/v1/Job",
@@ -211,6 +213,64 @@ spec:
 			_, err := c.Analyze(obj)
 			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "neg") {
 				t.Fatalf("Analyze error %v, want one naming the object and %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestBuiltinTrainingOperatorKinds: the training-operator kinds beside PyTorchJob and MPIJob read one pod
+// component per replica type, each defaulting to 1 replica, all in one gang, and nothing while suspended.
+func TestBuiltinTrainingOperatorKinds(t *testing.T) {
+	const gpuWorker = `{template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: "1"}}}]}}}`
+	const cpuPod = `{template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1", memory: 2Gi}}}]}}}`
+	tests := []struct {
+		name, manifest string
+		pods           int64
+		requests       map[string]string
+		components     []string
+	}{
+		{name: "TFJob with every replica type",
+			// Chief 1 + Master 1 (defaulted) + PS 2 + Evaluator 1 pods of 1 CPU/2Gi, and 4 GPU workers.
+			manifest: `{apiVersion: kubeflow.org/v1, kind: TFJob, metadata: {name: tf, namespace: ml}, spec: {tfReplicaSpecs: {
+  Chief: {replicas: 1, template: ` + cpuPod[len("{template: "):] + `, Master: ` + cpuPod + `, PS: {replicas: 2, template: ` + cpuPod[len("{template: "):] + `,
+  Worker: {replicas: 4, template: ` + gpuWorker[len("{template: "):] + `, Evaluator: ` + cpuPod + `}}}`,
+			pods: 9, requests: map[string]string{"cpu": "5", "memory": "10Gi", "nvidia.com/gpu": "4"},
+			components: []string{"chief", "master", "ps", "worker", "evaluator"}},
+		{name: "suspended TFJob",
+			manifest: `{apiVersion: kubeflow.org/v1, kind: TFJob, metadata: {name: tf, namespace: ml}, spec: {runPolicy: {suspend: true},
+  tfReplicaSpecs: {Worker: {replicas: 4, template: ` + gpuWorker[len("{template: "):] + `}}}`,
+			pods: 0, requests: map[string]string{}, components: []string{"worker"}},
+		{name: "XGBoostJob",
+			manifest: `{apiVersion: kubeflow.org/v1, kind: XGBoostJob, metadata: {name: xgb, namespace: ml}, spec: {xgbReplicaSpecs: {
+  Master: ` + cpuPod + `, Worker: {replicas: 3, template: ` + cpuPod[len("{template: "):] + `}}}`,
+			pods: 4, requests: map[string]string{"cpu": "4", "memory": "8Gi"}, components: []string{"master", "worker"}},
+		{name: "PaddleJob without a master",
+			manifest: `{apiVersion: kubeflow.org/v1, kind: PaddleJob, metadata: {name: paddle, namespace: ml}, spec: {
+  elasticPolicy: {minReplicas: 1, maxReplicas: 4}, paddleReplicaSpecs: {Worker: {replicas: 2, template: ` + gpuWorker[len("{template: "):] + `}}}`,
+			pods: 2, requests: map[string]string{"nvidia.com/gpu": "2"}, components: []string{"worker"}},
+		{name: "JAXJob",
+			manifest: `{apiVersion: kubeflow.org/v1, kind: JAXJob, metadata: {name: jax, namespace: ml}, spec: {jaxReplicaSpecs: {
+  Worker: ` + gpuWorker + `}}}`,
+			pods: 1, requests: map[string]string{"nvidia.com/gpu": "1"}, components: []string{"worker"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := analyzeBuiltin(t, mustParseObject(t, tt.manifest))
+			checkTotals(t, a, tt.pods, tt.requests)
+			var names []string
+			for _, ci := range a.Components {
+				names = append(names, ci.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tt.components, ",") {
+				t.Errorf("components %v, want %v", names, tt.components)
+			}
+			if len(a.GangGroups) != 1 {
+				t.Fatalf("gang groups %+v, want one", a.GangGroups)
+			}
+			for _, name := range names {
+				if !slices.ContainsFunc(a.GangGroups[0].Members, func(m GangMember) bool { return m.ComponentName == name }) {
+					t.Errorf("component %s is not in the gang %+v", name, a.GangGroups[0])
+				}
 			}
 		})
 	}
