@@ -74,7 +74,7 @@ func TestBuiltinsCoverRequiredKinds(t *testing.T) {
 		"kubeflow.org/v1/PaddleJob", "kubeflow.org/v1/JAXJob", "jobset.x-k8s.io/v1alpha2/JobSet",
 		"leaderworkerset.x-k8s.io/v1/LeaderWorkerSet", "serving.kserve.io/v1beta1/InferenceService",
 		"nvidia.com/v1alpha1/DynamoGraphDeployment", "apps.nvidia.com/v1alpha1/NIMService",
-		"milvus.io/v1beta1/Milvus", "apps/v1/Deployment", "apps/v1/StatefulSet", "batch/v1/Job",
+		"milvus.io/v1beta1/Milvus", "apps/v1/Deployment", "apps/v1/StatefulSet", "batch/v1/Job", "batch.volcano.sh/v1alpha1/Job",
 	} {
 		i := len(gvk) - 1
 		for gvk[i] != '/' {
@@ -273,5 +273,34 @@ func TestBuiltinTrainingOperatorKinds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestBuiltinVolcanoJob: a Volcano Job runs each task's replicas (none when left out), one instance per task
+// named as Volcano's webhook names it, all in one gang, and its phase maps to fleetflow's status.
+func TestBuiltinVolcanoJob(t *testing.T) {
+	const job = `{apiVersion: batch.volcano.sh/v1alpha1, kind: Job, metadata: {name: vc, namespace: ml}, spec: {minAvailable: 3, tasks: [
+  {name: ps, replicas: 1, template: {spec: {containers: [{name: ps, resources: {requests: {cpu: "2", memory: 4Gi}}}]}}},
+  {replicas: 2, template: {spec: {containers: [{name: w, resources: {limits: {nvidia.com/gpu: "2"}}}]}}},
+  {name: idle, template: {spec: {containers: [{name: i, resources: {requests: {cpu: "8"}}}]}}}]}`
+	// ps 1 x 2 CPU/4Gi + default1 2 x 2 GPUs + idle 0 (no replicas).
+	a := analyzeBuiltin(t, mustParseObject(t, job+`}`))
+	checkTotals(t, a, 3, map[string]string{"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "4"})
+	var instances []string
+	for _, ci := range a.Components {
+		instances = append(instances, ci.Name+"/"+ci.Instance)
+	}
+	if strings.Join(instances, ",") != "task/ps,task/default1,task/idle" {
+		t.Errorf("instances %v, want task/ps, task/default1 and task/idle", instances)
+	}
+	if len(a.GangGroups) != 1 {
+		t.Errorf("gang groups %+v, want the whole job as one", a.GangGroups)
+	}
+	for phase, want := range map[string]Phase{"Pending": PhaseInitializing, "Running": PhaseRunning, "Completing": PhaseRunning,
+		"Completed": PhaseCompleted, "Failed": PhaseFailed, "Aborted": PhaseFailed, "Terminated": PhaseFailed} {
+		got := analyzeBuiltin(t, mustParseObject(t, job+`, status: {state: {phase: `+phase+`}}}`)).Status
+		if got != want {
+			t.Errorf("phase %s: status %s, want %s", phase, got, want)
+		}
 	}
 }
