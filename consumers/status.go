@@ -368,16 +368,19 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 	})
 }
 
-// showSpreadStatus shows a workload spread over clusters: the status of the first of them that reported one
-// (so the status shown does not change with whichever copy reported last), each one's phase, and the least
-// advanced of those phases. latest, when set, is the status being handled, which the events stream may not
-// hand back yet as its cluster's last.
+// showSpreadStatus shows a workload spread over clusters: the status of its least advanced copy (the first
+// in cluster order among equals, so the status shown does not change with whichever copy reported last), each
+// copy's phase, and the least advanced of those phases as the workload's. Its conditions are then those of
+// the copy that holds the workload back: a Duplicate failing on one cluster does not show another's Ready.
+// latest, when set, is the status being handled, which the events stream may not hand back yet as its
+// cluster's last.
 func (s *StatusWriter) showSpreadStatus(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
 	clusters []string, latest *schemas.WorkloadStatus, annotations map[string]any) error {
 	ref := schemas.RefOf(obj.Object)
 	statuses := make([]*schemas.WorkloadStatus, len(clusters))
-	var shown *schemas.WorkloadStatus
+	phases := make([]karta.Phase, len(clusters))
 	for i, cluster := range clusters {
+		phases[i] = karta.PhaseUndefined
 		status := latest
 		if latest == nil || latest.Cluster != cluster {
 			var err error
@@ -389,10 +392,9 @@ func (s *StatusWriter) showSpreadStatus(ctx context.Context, client dynamic.Reso
 			continue
 		}
 		statuses[i] = status
-		if shown == nil {
-			shown = status
-		}
+		phases[i] = s.phaseOf(obj, status, annotations)
 	}
+	shown := leastAdvanced(statuses, phases)
 	if shown == nil {
 		return s.annotateObject(ctx, client, obj, ref, annotations)
 	}
@@ -406,24 +408,35 @@ func (s *StatusWriter) showSpreadStatus(ctx context.Context, client dynamic.Reso
 	if err != nil {
 		return err
 	}
-	phases := make([]string, len(clusters))
+	shownPhases := make([]string, len(clusters))
 	overall := karta.PhaseCompleted
-	for i, status := range statuses {
-		phase := karta.PhaseUndefined
-		if status != nil {
-			phase = s.phaseOf(obj, status, annotations)
-		}
-		phases[i] = clusters[i] + "=" + string(phase)
+	for i, phase := range phases {
+		shownPhases[i] = clusters[i] + "=" + string(phase)
 		if spreadPhaseRank(phase) < spreadPhaseRank(overall) {
 			overall = phase
 		}
 	}
 	annotations[schemas.AnnotationPhase] = string(overall)
-	annotations[schemas.AnnotationClusterPhases] = strings.Join(phases, ",")
+	annotations[schemas.AnnotationClusterPhases] = strings.Join(shownPhases, ",")
 	return s.annotateObject(ctx, client, obj, ref, annotations)
 }
 
-// spreadStatus is the status a spread shows: the first reporting copy's, with what rollout tools read of it taken
+// leastAdvanced is the reported status whose phase ranks lowest, the first of them among equals; nil when no
+// copy reported one. statuses and phases are per cluster, a nil status for a cluster that has not reported.
+func leastAdvanced(statuses []*schemas.WorkloadStatus, phases []karta.Phase) *schemas.WorkloadStatus {
+	shown := -1
+	for i, status := range statuses {
+		if status != nil && (shown < 0 || spreadPhaseRank(phases[i]) < spreadPhaseRank(phases[shown])) {
+			shown = i
+		}
+	}
+	if shown < 0 {
+		return nil
+	}
+	return statuses[shown]
+}
+
+// spreadStatus is the status a spread shows: shown's (see leastAdvanced), with what rollout tools read of it taken
 // over every copy. Its replica counters (replicas and every *Replicas field) are the sum of the copies' for a
 // Divide, whose copies each run a share, and the worst of them otherwise (the least, the most unavailable),
 // each copy running the whole; its

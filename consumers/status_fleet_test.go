@@ -330,7 +330,7 @@ func TestObservedGenerationInControlPlaneTerms(t *testing.T) {
 	}
 }
 
-// TestSpreadStatusTakesEveryCopy: a spread shows its first reporting copy's status, but for what rollout tools
+// TestSpreadStatusTakesEveryCopy: a spread shows one copy's status (see leastAdvanced), but for what rollout tools
 // read: replica counters summed over a Divide's shares and the least of them over whole copies, and the least
 // observedGeneration of the copies (behind while a copy has not reported).
 func TestSpreadStatusTakesEveryCopy(t *testing.T) {
@@ -372,10 +372,43 @@ func TestSpreadStatusTakesEveryCopy(t *testing.T) {
 					got["replicas"], got["observedGeneration"], tt.ready, tt.replicas, tt.observedGeneration)
 			}
 			if conditions := got["conditions"].([]any); conditions[0].(map[string]any)["from"] != "a" {
-				t.Errorf("conditions shown = %v, want the first reporting copy's", conditions)
+				t.Errorf("conditions shown = %v, want those of the copy shown", conditions)
 			}
 			if shown.Status["readyReplicas"] != before["readyReplicas"] || shown.Status["observedGeneration"] != before["observedGeneration"] {
 				t.Errorf("the copy's status was changed in place: %v, was %v", shown.Status, before)
+			}
+		})
+	}
+}
+
+// TestSpreadShowsItsLeastAdvancedCopy: a spread shows the status of the copy whose phase holds it back, the
+// first in cluster order among equals, and none while no copy reported.
+func TestSpreadShowsItsLeastAdvancedCopy(t *testing.T) {
+	copyOn := func(cluster string) *schemas.WorkloadStatus { return &schemas.WorkloadStatus{Cluster: cluster} }
+	tests := []struct {
+		name     string
+		statuses []*schemas.WorkloadStatus
+		phases   []karta.Phase
+		want     string
+	}{
+		{"a later copy failed", []*schemas.WorkloadStatus{copyOn("a"), copyOn("b"), copyOn("c")},
+			[]karta.Phase{karta.PhaseRunning, karta.PhaseRunning, karta.PhaseFailed}, "c"},
+		{"equals: the first", []*schemas.WorkloadStatus{copyOn("a"), copyOn("b")},
+			[]karta.Phase{karta.PhaseRunning, karta.PhaseRunning}, "a"},
+		{"an unmapped phase ranks below Running", []*schemas.WorkloadStatus{copyOn("a"), copyOn("b")},
+			[]karta.Phase{karta.PhaseCompleted, karta.PhaseUndefined}, "b"},
+		{"a copy not reported is not shown", []*schemas.WorkloadStatus{nil, copyOn("b")},
+			[]karta.Phase{karta.PhaseUndefined, karta.PhaseRunning}, "b"},
+		{"none reported", []*schemas.WorkloadStatus{nil, nil}, []karta.Phase{karta.PhaseUndefined, karta.PhaseUndefined}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := ""
+			if shown := leastAdvanced(tt.statuses, tt.phases); shown != nil {
+				got = shown.Cluster
+			}
+			if got != tt.want {
+				t.Errorf("shown the copy on %q, want %q", got, tt.want)
 			}
 		})
 	}

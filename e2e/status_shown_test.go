@@ -219,10 +219,11 @@ func TestPolicyVerdictOfAnOlderGenerationIsNotShown(t *testing.T) {
 }
 
 // TestSpreadShowsEachClustersPhase: a job shown spread over two clusters shows each one's phase, the least
-// advanced of them as its phase, and the status of the first cluster that reported, which a later status
-// from the other cluster does not replace; a verdict that places it on one cluster again drops the
-// per-cluster phases. The spread names cluster-b and a cluster-c the fleet does not have, whose statuses the
-// test publishes, so that the copy the placer put on cluster-a reports nothing that counts.
+// advanced of them as its phase, and the status of the copy that is least advanced (the first cluster among
+// equals), which a later status of a copy further along does not replace; a verdict that places it on one
+// cluster again drops the per-cluster phases. The spread names cluster-b and a cluster-c the fleet does not
+// have, whose statuses the test publishes, so that the copy the placer put on cluster-a reports nothing that
+// counts.
 func TestSpreadShowsEachClustersPhase(t *testing.T) {
 	e := newEnv(t)
 	ref, epoch, seq := placedJob(t, e, "team-spread")
@@ -255,8 +256,15 @@ func TestSpreadShowsEachClustersPhase(t *testing.T) {
 	status("cluster-c", "spread-c-done", "Succeeded")
 	shows("cluster-b's status still, with cluster-c's new phase", "Failed", "cluster-b=Failed,cluster-c=Completed", "Failed")
 
+	status("cluster-b", "spread-b-restarted", "Running")
+	shows("cluster-b's status, the least advanced", "Running", "cluster-b=Running,cluster-c=Completed", "Running")
+
+	status("cluster-c", "spread-c-failed", "Failed")
+	shows("cluster-c's status, now the least advanced, though cluster-b comes first", "Failed",
+		"cluster-b=Running,cluster-c=Failed", "Failed")
+
 	verdict("single-verdict", 2000, "cluster-c")
-	shows("cluster-c's status alone once the job is placed there only", "Completed", "", "Succeeded")
+	shows("cluster-c's status alone once the job is placed there only", "Failed", "", "Failed")
 	if a := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-spread", ref.Name).GetAnnotations(); a[schemas.AnnotationCluster] != "cluster-c" {
 		t.Errorf("%s = %q, want cluster-c", schemas.AnnotationCluster, a[schemas.AnnotationCluster])
 	}
