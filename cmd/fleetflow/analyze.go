@@ -17,14 +17,16 @@ func newAnalyzeCommand() *cobra.Command {
 	var riFiles []string
 	var output string
 	cmd := &cobra.Command{
-		Use:   "analyze [--ri FILE]... CR_FILE [-o json|table]",
+		Use:   "analyze [--ri FILE]... CR_FILE|- [-o json|table]",
 		Short: "Show the pods, requests, gang groups and status a framework CR asks for, as read through its ResourceInterface",
-		Long: "analyze reads one framework CR (YAML or JSON) and prints what placement would reserve for it.\n" +
-			"Without --ri the built-in ResourceInterfaces are used; with --ri only the given RI files are\n" +
-			"(Karta compatibility mode). The RI is chosen by the CR's group, version and kind.",
+		Long: "analyze reads framework CRs (YAML or JSON; - reads standard input) and prints what placement would\n" +
+			"reserve for each. Without --ri the built-in ResourceInterfaces are used; with --ri only the given RI\n" +
+			"files are (Karta compatibility mode). The RI is chosen by the CR's group, version and kind.\n" +
+			"A file of several documents, or a List, is read object by object: objects no RI describes (a\n" +
+			"ConfigMap beside the CR) are skipped with a warning, and -o json prints one report per CR.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runAnalyze(cmd.OutOrStdout(), cmd.ErrOrStderr(), riFiles, args[0], output)
+			return runAnalyze(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), riFiles, args[0], output)
 		},
 	}
 	cmd.Flags().StringArrayVar(&riFiles, "ri", nil, "ResourceInterface file to use instead of the built-ins (repeatable)")
@@ -32,7 +34,7 @@ func newAnalyzeCommand() *cobra.Command {
 	return cmd
 }
 
-func runAnalyze(w, warnings io.Writer, riFiles []string, crFile, output string) error {
+func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile, output string) error {
 	if output != "json" && output != "table" {
 		return fmt.Errorf("--output %q: want json or table", output)
 	}
@@ -40,14 +42,69 @@ func runAnalyze(w, warnings io.Writer, riFiles []string, crFile, output string) 
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(crFile)
+	var data []byte
+	if crFile == "-" {
+		crFile = "<stdin>"
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(crFile)
+	}
 	if err != nil {
 		return err
 	}
-	obj, err := karta.ParseObject(data, crFile)
+	objects, err := karta.ParseObjects(data, crFile)
 	if err != nil {
 		return err
 	}
+	analyzed := 0
+	for _, parsed := range objects {
+		source := crFile
+		if len(objects) > 1 {
+			source = fmt.Sprintf("%s:%d", crFile, parsed.Line)
+		}
+		analysis, ri, err := analyzeOne(parsed.Object, registry, fromFiles, source, warnings)
+		var noRI *noResourceInterfaceError
+		if len(objects) > 1 && errors.As(err, &noRI) {
+			_, _ = fmt.Fprintf(warnings, "fleetflow analyze: %v; skipped\n", err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		shown := ""
+		if fromFiles {
+			shown = ri.Source
+		}
+		if output == "json" {
+			err = karta.WriteJSON(w, analysis, shown)
+		} else {
+			if analyzed > 0 {
+				_, _ = fmt.Fprintln(w)
+			}
+			err = karta.WriteTable(w, analysis, shown)
+		}
+		if err != nil {
+			return err
+		}
+		analyzed++
+	}
+	if analyzed == 0 {
+		return fmt.Errorf("%s: none of its %d objects is a kind a ResourceInterface describes", crFile, len(objects))
+	}
+	return nil
+}
+
+// noResourceInterfaceError is an object of a kind no ResourceInterface describes.
+type noResourceInterfaceError struct {
+	source, gvk, where string
+}
+
+func (e *noResourceInterfaceError) Error() string {
+	return fmt.Sprintf("%s: no ResourceInterface for %s in %s", e.source, e.gvk, e.where)
+}
+
+// analyzeOne reads obj through the RI of its kind.
+func analyzeOne(obj map[string]any, registry *karta.Registry, fromFiles bool, source string, warnings io.Writer) (*karta.Analysis, *karta.Compiled, error) {
 	gvk := karta.GVKOf(obj)
 	ri, ok := registry.Lookup(gvk)
 	if !ok {
@@ -55,7 +112,7 @@ func runAnalyze(w, warnings io.Writer, riFiles []string, crFile, output string) 
 		// version its RI names, so the apiserver hands it such an object in that version.
 		if other, found := registry.LookupOtherVersion(gvk); found {
 			_, _ = fmt.Fprintf(warnings, "fleetflow analyze: %s: no ResourceInterface for %s; read as %s, the version %s describes\n",
-				crFile, gvk.GroupVersion(), other.GVK.GroupVersion(), other.Name)
+				source, gvk.GroupVersion(), other.GVK.GroupVersion(), other.Name)
 			obj["apiVersion"] = other.GVK.GroupVersion().String()
 			ri, ok = other, true
 		}
@@ -65,20 +122,13 @@ func runAnalyze(w, warnings io.Writer, riFiles []string, crFile, output string) 
 		if fromFiles {
 			where = "the --ri files"
 		}
-		return fmt.Errorf("%s: no ResourceInterface for %s in %s", crFile, gvk, where)
+		return nil, nil, &noResourceInterfaceError{source: source, gvk: gvk.String(), where: where}
 	}
 	analysis, err := ri.Analyze(obj)
 	if err != nil {
-		return fmt.Errorf("%s: %w", crFile, err)
+		return nil, nil, fmt.Errorf("%s: %w", source, err)
 	}
-	shown := ""
-	if fromFiles {
-		shown = ri.Source
-	}
-	if output == "json" {
-		return karta.WriteJSON(w, analysis, shown)
-	}
-	return karta.WriteTable(w, analysis, shown)
+	return analysis, ri, nil
 }
 
 // loadRegistry compiles the --ri files, or falls back to the built-ins when there are none.

@@ -50,7 +50,7 @@ func writeFile(t *testing.T, name, content string) string {
 func TestAnalyzeJSONShape(t *testing.T) {
 	cr := writeFile(t, "rc.yaml", testRayCluster)
 	var out bytes.Buffer
-	if err := runAnalyze(&out, io.Discard, nil, cr, "json"); err != nil {
+	if err := runAnalyze(nil, &out, io.Discard, nil, cr, "json"); err != nil {
 		t.Fatal(err)
 	}
 	var compact bytes.Buffer
@@ -90,7 +90,7 @@ spec:
 `)
 	cr := writeFile(t, "rc.yaml", testRayCluster)
 	var warnings bytes.Buffer
-	if err := runAnalyze(io.Discard, &warnings, []string{ri}, cr, "json"); err != nil {
+	if err := runAnalyze(nil, io.Discard, &warnings, []string{ri}, cr, "json"); err != nil {
 		t.Fatal(err)
 	}
 	want := `ResourceInterface typo: spec: unknown field "structureDefinition.childComponents[0].specDefinitoin" (ignored)`
@@ -112,7 +112,7 @@ spec:
 `)
 	cr := writeFile(t, "rc.yaml", testRayCluster)
 	var out bytes.Buffer
-	if err := runAnalyze(&out, io.Discard, []string{ri}, cr, "json"); err != nil {
+	if err := runAnalyze(nil, &out, io.Discard, []string{ri}, cr, "json"); err != nil {
 		t.Fatal(err)
 	}
 	var got struct {
@@ -128,7 +128,7 @@ spec:
 	}
 	// With --ri the built-ins are not consulted: a Deployment is unknown.
 	dep := writeFile(t, "dep.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n")
-	err := runAnalyze(&out, io.Discard, []string{ri}, dep, "json")
+	err := runAnalyze(nil, &out, io.Discard, []string{ri}, dep, "json")
 	if err == nil || !strings.Contains(err.Error(), "no ResourceInterface for apps/v1, Kind=Deployment") {
 		t.Errorf("got %v, want unknown-kind error", err)
 	}
@@ -136,15 +136,15 @@ spec:
 
 func TestAnalyzeErrors(t *testing.T) {
 	unknown := writeFile(t, "x.yaml", "apiVersion: example.com/v1\nkind: Nothing\nmetadata: {name: x}\n")
-	if err := runAnalyze(&bytes.Buffer{}, io.Discard, nil, unknown, "json"); err == nil || !strings.Contains(err.Error(), "Kind=Nothing") {
+	if err := runAnalyze(nil, &bytes.Buffer{}, io.Discard, nil, unknown, "json"); err == nil || !strings.Contains(err.Error(), "Kind=Nothing") {
 		t.Errorf("unknown kind: got %v", err)
 	}
 	bad := writeFile(t, "bad.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1.5}\n")
-	if err := runAnalyze(&bytes.Buffer{}, io.Discard, nil, bad, "json"); err == nil || !strings.Contains(err.Error(), "replica count") {
+	if err := runAnalyze(nil, &bytes.Buffer{}, io.Discard, nil, bad, "json"); err == nil || !strings.Contains(err.Error(), "replica count") {
 		t.Errorf("failed analysis: got %v", err)
 	}
 	cr := writeFile(t, "rc.yaml", testRayCluster)
-	if err := runAnalyze(&bytes.Buffer{}, io.Discard, nil, cr, "yaml"); err == nil {
+	if err := runAnalyze(nil, &bytes.Buffer{}, io.Discard, nil, cr, "yaml"); err == nil {
 		t.Error("accepted -o yaml")
 	}
 }
@@ -155,7 +155,7 @@ func TestAnalyzeErrors(t *testing.T) {
 func TestAnalyzeReadsAnOlderVersionThroughTheRIOfAnother(t *testing.T) {
 	cr := writeFile(t, "rc.yaml", strings.Replace(testRayCluster, "apiVersion: ray.io/v1", "apiVersion: ray.io/v1alpha1", 1))
 	var out, warnings bytes.Buffer
-	if err := runAnalyze(&out, &warnings, nil, cr, "json"); err != nil {
+	if err := runAnalyze(nil, &out, &warnings, nil, cr, "json"); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(warnings.String(), "no ResourceInterface for ray.io/v1alpha1; read as ray.io/v1") {
@@ -172,7 +172,7 @@ func TestAnalyzeReadsAnOlderVersionThroughTheRIOfAnother(t *testing.T) {
 func TestAnalyzeTable(t *testing.T) {
 	cr := writeFile(t, "rc.yaml", testRayCluster)
 	var out bytes.Buffer
-	if err := runAnalyze(&out, io.Discard, nil, cr, "table"); err != nil {
+	if err := runAnalyze(nil, &out, io.Discard, nil, cr, "table"); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
@@ -192,7 +192,7 @@ func TestAnalyzeTableNamesAGeneratedNameAndRoundsMixedMemory(t *testing.T) {
 	manifest = strings.Replace(manifest, "memory: 0", "memory: 1536Mi", 1)
 	cr := writeFile(t, "rc.yaml", manifest)
 	var table, asJSON bytes.Buffer
-	if err := runAnalyze(&table, io.Discard, nil, cr, "table"); err != nil {
+	if err := runAnalyze(nil, &table, io.Discard, nil, cr, "table"); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(table.String()), "\n")
@@ -200,7 +200,7 @@ func TestAnalyzeTableNamesAGeneratedNameAndRoundsMixedMemory(t *testing.T) {
 		!strings.HasSuffix(lines[4], " ~6.93Gi") || !strings.HasSuffix(lines[3], " 1536Mi") {
 		t.Errorf("table:\n%s", table.String())
 	}
-	if err := runAnalyze(&asJSON, io.Discard, nil, cr, "json"); err != nil {
+	if err := runAnalyze(nil, &asJSON, io.Discard, nil, cr, "json"); err != nil {
 		t.Fatal(err)
 	}
 	var report struct {
@@ -213,5 +213,58 @@ func TestAnalyzeTableNamesAGeneratedNameAndRoundsMixedMemory(t *testing.T) {
 	}
 	if report.Name != "" || report.GenerateName != "demo-" || report.TotalRequests["memory"] != "7442450944" {
 		t.Errorf("json report %+v, want no name, generateName demo- and the exact memory total", report)
+	}
+}
+
+// TestAnalyzeReadsEveryObjectOfAStream: a file of several documents is analyzed CR by CR, objects of a kind no RI
+// describes skipped with a warning naming their line; a List is read item by item; "-" reads standard input;
+// and a stream with no CR at all is an error.
+func TestAnalyzeReadsEveryObjectOfAStream(t *testing.T) {
+	const configMap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: ml}\ndata: {a: b}\n"
+	list := `{"apiVersion": "v1", "kind": "List", "items": [` +
+		`{"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "first", "namespace": "ml"}, "spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "head"}]}}}}},` +
+		`{"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "second", "namespace": "ml"}, "spec": {"headGroupSpec": {"template": {"spec": {"containers": [{"name": "head"}]}}}}}]}`
+	tests := []struct {
+		name, file, stdin string
+		wantNames         []string
+		wantWarning       string
+		wantErr           string
+	}{
+		{name: "documents", file: writeFile(t, "docs.yaml", configMap+"---\n"+testRayCluster+"---\n"+strings.Replace(testRayCluster, "name: demo", "name: other", 1)),
+			wantNames: []string{"demo", "other"}, wantWarning: "docs.yaml:1: no ResourceInterface for /v1, Kind=ConfigMap in the built-in ResourceInterfaces; skipped"},
+		{name: "a List", file: writeFile(t, "list.json", list), wantNames: []string{"first", "second"}},
+		{name: "standard input", file: "-", stdin: testRayCluster, wantNames: []string{"demo"}},
+		{name: "no CR", file: writeFile(t, "cm.yaml", configMap+"---\n"+configMap), wantErr: "none of its 2 objects is a kind a ResourceInterface describes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, warnings bytes.Buffer
+			err := runAnalyze(strings.NewReader(tt.stdin), &out, &warnings, nil, tt.file, "json")
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var names []string
+			for decoder := json.NewDecoder(&out); decoder.More(); {
+				var report struct {
+					Name string `json:"name"`
+				}
+				if err := decoder.Decode(&report); err != nil {
+					t.Fatal(err)
+				}
+				names = append(names, report.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tt.wantNames, ",") {
+				t.Errorf("reports for %v, want %v", names, tt.wantNames)
+			}
+			if !strings.Contains(warnings.String(), tt.wantWarning) {
+				t.Errorf("warnings %q, want %q", warnings.String(), tt.wantWarning)
+			}
+		})
 	}
 }

@@ -134,10 +134,17 @@ func newYAMLError(source string, docStart int, err error) *YAMLError {
 	return &YAMLError{Source: source, Line: line, Reason: msg, Err: err}
 }
 
-// ParseObject reads one Kubernetes object (YAML or JSON) into its unstructured form. A file with
-// several objects is rejected: analysis is per CR.
-func ParseObject(data []byte, source string) (map[string]any, error) {
-	var found map[string]any
+// ParsedObject is one object of a YAML or JSON stream, with the line its document starts on.
+type ParsedObject struct {
+	Object map[string]any
+	Line   int
+}
+
+// ParseObjects reads every Kubernetes object (YAML or JSON) of a stream, in order: the documents between
+// "---" lines, and the items of a List (what `kubectl get -o yaml` prints for several objects). Blank
+// documents are skipped; a stream with none is an error.
+func ParseObjects(data []byte, source string) ([]ParsedObject, error) {
+	var found []ParsedObject
 	for _, doc := range splitDocuments(data) {
 		if isBlankDocument(doc.text) {
 			continue
@@ -153,13 +160,35 @@ func ParseObject(data []byte, source string) (map[string]any, error) {
 		if obj == nil {
 			continue
 		}
-		if found != nil {
-			return nil, fmt.Errorf("%s:%d: more than one object; analyze takes one CR", source, doc.startLine)
+		kind, _ := obj["kind"].(string)
+		items, isList := obj["items"].([]any)
+		if !isList || !strings.HasSuffix(kind, "List") {
+			found = append(found, ParsedObject{Object: obj, Line: doc.startLine})
+			continue
 		}
-		found = obj
+		for n, item := range items {
+			itemObj, ok := item.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: items[%d]: not an object", source, doc.startLine, n)
+			}
+			found = append(found, ParsedObject{Object: itemObj, Line: doc.startLine})
+		}
 	}
-	if found == nil {
+	if len(found) == 0 {
 		return nil, fmt.Errorf("%s: no object", source)
 	}
 	return found, nil
+}
+
+// ParseObject reads one Kubernetes object (YAML or JSON) into its unstructured form. A stream with
+// several objects is rejected: simulate's workloads name one object per file.
+func ParseObject(data []byte, source string) (map[string]any, error) {
+	objects, err := ParseObjects(data, source)
+	if err != nil {
+		return nil, err
+	}
+	if len(objects) > 1 {
+		return nil, fmt.Errorf("%s:%d: more than one object; one CR is expected", source, objects[1].Line)
+	}
+	return objects[0].Object, nil
 }
