@@ -19,6 +19,9 @@ const ClusterConditionJoined = "Joined"
 // +kubebuilder:resource:scope=Cluster
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Free CPU",type=string,JSONPath=`.status.free.cpu`
+// +kubebuilder:printcolumn:name="Free GPU",type=string,JSONPath=`.status.free.nvidia\.com/gpu`
+// +kubebuilder:printcolumn:name="Free Memory",type=string,JSONPath=`.status.free.memory`,priority=1
 // +kubebuilder:printcolumn:name="Heartbeat",type=date,JSONPath=`.status.lastHeartbeatTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Cluster struct {

@@ -35,6 +35,8 @@ const (
 // +kubebuilder:resource:scope=Cluster,shortName=sp
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type SchedulePolicy struct {
 	metav1.TypeMeta   `json:",inline"`
