@@ -137,12 +137,18 @@ func (s *StatusWriter) handleFleet(ctx context.Context, d bus.Delivery) (handled
 // start: a consumer resumes after its acknowledgement floor, so a restarted writer would otherwise know
 // only the built-in RIs (a user RI's statusMappings lost until the RI changed) and, per cluster, only the
 // nodes that changed since (one node showing as the whole cluster). It writes nothing; the next heartbeat
-// of each cluster does.
-func (s *StatusWriter) Restore(eventType string, payload schemas.Payload) {
+// of each cluster does. stored is when the state stream stored its copy of the event (zero when unknown).
+func (s *StatusWriter) Restore(eventType string, payload schemas.Payload, stored time.Time) {
 	switch p := payload.(type) {
 	case *schemas.ClusterHeartbeat:
-		// Stored before now: a heartbeat from a clock running ahead is as old as now at most.
+		// A heartbeat counts from when it was stored, by the server's clock, as live ones do (schemas.AsStored).
+		// The state stream stores its copy when it copies the event, which may be long after (a state stream
+		// recreated, or catching up): the event's own time, when earlier, is the closer one, as the placer's
+		// rebuild takes it. And stored before now: a heartbeat from a clock running ahead is as old as now at most.
 		at := p.Time
+		if !stored.IsZero() && (at.IsZero() || stored.Before(at)) {
+			at = stored
+		}
 		if now := time.Now(); at.After(now) {
 			at = now
 		}

@@ -224,11 +224,11 @@ func TestStatusWriterRestoresUserResourceInterfaces(t *testing.T) {
 		"spec": map[string]any{"structureDefinition": map[string]any{"rootComponent": map[string]any{
 			"name": "widget", "kind": map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"},
 			"specDefinition": map[string]any{"podTemplateSpecPath": ".spec.template"}}}}}}
-	s.Restore(schemas.TypeResourceInterfaceChanged, ri)
+	s.Restore(schemas.TypeResourceInterfaceChanged, ri, time.Time{})
 	if _, ok := s.ris.Lookup(widget); !ok {
 		t.Fatal("the user's RI is not in force after Restore")
 	}
-	s.Restore(schemas.TypeResourceInterfaceDeleted, &schemas.ObjectDeleted{Workload: ri.Ref()})
+	s.Restore(schemas.TypeResourceInterfaceDeleted, &schemas.ObjectDeleted{Workload: ri.Ref()}, time.Time{})
 	if _, ok := s.ris.Lookup(widget); ok {
 		t.Error("a deleted RI is still in force after Restore")
 	}
@@ -409,6 +409,42 @@ func TestSpreadShowsItsLeastAdvancedCopy(t *testing.T) {
 			}
 			if got != tt.want {
 				t.Errorf("shown the copy on %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestRestoredHeartbeatCountsFromTheEarlierOfItsTimes: a heartbeat restored from the state stream counts from
+// when the stream stored its copy, by the server's clock, or from its own time when that is earlier (a copy
+// made late, by a state stream catching up), and never from after now. A producer whose clock ran an hour
+// ahead and that stopped two minutes ago leaves its cluster silent, not Ready for another hour.
+func TestRestoredHeartbeatCountsFromTheEarlierOfItsTimes(t *testing.T) {
+	now := time.Now()
+	tests := []struct {
+		name               string
+		stamped, stored    time.Time
+		want               time.Time
+		wantFreshAfterward bool
+	}{
+		{"a clock running ahead", now.Add(time.Hour), now.Add(-2 * time.Minute), now.Add(-2 * time.Minute), false},
+		{"a copy made late", now.Add(-10 * time.Minute), now.Add(-time.Second), now.Add(-10 * time.Minute), false},
+		{"a fresh heartbeat", now.Add(-time.Second), now.Add(-time.Second), now.Add(-time.Second), true},
+		{"storing time unknown, stamped ahead", now.Add(time.Hour), time.Time{}, now, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &StatusWriter{HeartbeatTimeout: 30 * time.Second}
+			s.Restore(schemas.TypeClusterHeartbeat, &schemas.ClusterHeartbeat{Cluster: "east", Time: tt.stamped}, tt.stored)
+			got := s.clusterView("east").lastHeartbeat
+			if tt.stored.IsZero() {
+				if got.Before(tt.want) || got.After(time.Now()) {
+					t.Errorf("restored heartbeat at %v, want now (%v)", got, tt.want)
+				}
+			} else if !got.Equal(tt.want) {
+				t.Errorf("restored heartbeat at %v, want %v", got, tt.want)
+			}
+			if fresh := s.fresh(s.clusterView("east"), time.Now()); fresh != tt.wantFreshAfterward {
+				t.Errorf("cluster fresh = %v, want %v", fresh, tt.wantFreshAfterward)
 			}
 		})
 	}

@@ -14,6 +14,14 @@ import (
 // pending when it starts, skipping messages that do not decode, then deletes the consumer.
 func ReadEvents(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig,
 	take func(eventType string, payload schemas.Payload)) error {
+	return ReadStoredEvents(ctx, js, stream, cfg, func(eventType string, payload schemas.Payload, _ time.Time) {
+		take(eventType, payload)
+	})
+}
+
+// ReadStoredEvents is ReadEvents, handing take also when stream stored each message (zero when unknown).
+func ReadStoredEvents(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig,
+	take func(eventType string, payload schemas.Payload, stored time.Time)) error {
 	consumer, err := js.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
 		return fmt.Errorf("read %s %v: %w", stream, cfg.FilterSubjects, err)
@@ -28,8 +36,9 @@ func ReadEvents(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 		if err != nil {
 			return fmt.Errorf("read %s %v: %w", stream, cfg.FilterSubjects, err)
 		}
+		var stored time.Time
 		if meta, err := msg.Metadata(); err == nil {
-			pending = meta.NumPending
+			pending, stored = meta.NumPending, meta.Timestamp
 		} else {
 			pending--
 		}
@@ -38,7 +47,7 @@ func ReadEvents(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 			continue
 		}
 		if payload, err := schemas.DecodePayload(event); err == nil {
-			take(event.Type(), payload)
+			take(event.Type(), payload, stored)
 		}
 	}
 	return nil

@@ -502,8 +502,10 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 // restoreStatusWriter hands the writer what the state stream holds of RIs, clusters and nodes (see
 // consumers.StatusWriter.Restore).
 func restoreStatusWriter(ctx context.Context, b *Bus, writer *consumers.StatusWriter) error {
-	err := lastEvents(ctx, b.JetStream, writer.Restore, schemas.SubjectEventsPrefix+".resourceinterface.>",
-		schemas.SubjectEventsPrefix+".cluster.>", schemas.SubjectEventsPrefix+".node.>")
+	err := bus.ReadStoredEvents(ctx, b.JetStream, schemas.StreamState, jetstream.OrderedConsumerConfig{
+		FilterSubjects: []string{schemas.SubjectEventsPrefix + ".resourceinterface.>", schemas.SubjectEventsPrefix + ".cluster.>",
+			schemas.SubjectEventsPrefix + ".node.>"},
+		DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy}, writer.Restore)
 	if err != nil {
 		return fmt.Errorf("status writer: %w", err)
 	}
