@@ -304,3 +304,20 @@ func TestBuiltinVolcanoJob(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplatesKeepTopologySpreadConstraints: the pod template an analysis hands the placer keeps the
+// template's topology spread constraints, which the scheduler applies.
+func TestTemplatesKeepTopologySpreadConstraints(t *testing.T) {
+	a := analyzeBuiltin(t, mustParseObject(t, `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: j, namespace: ml},
+  spec: {pytorchReplicaSpecs: {Worker: {replicas: 4, template: {metadata: {labels: {app: train}}, spec: {
+    containers: [{name: c, resources: {limits: {nvidia.com/gpu: "1"}}}],
+    topologySpreadConstraints: [{maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule,
+      labelSelector: {matchLabels: {app: train}}}]}}}}}}`))
+	if len(a.Components) != 1 || a.Components[0].PodTemplate == nil {
+		t.Fatalf("components %+v, want the worker with its template", a.Components)
+	}
+	tscs := a.Components[0].PodTemplate.Spec.TopologySpreadConstraints
+	if len(tscs) != 1 || tscs[0].TopologyKey != "kubernetes.io/hostname" || tscs[0].MaxSkew != 1 {
+		t.Errorf("topology spread constraints %+v, want the template's", tscs)
+	}
+}

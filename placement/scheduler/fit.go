@@ -163,6 +163,9 @@ type packer struct {
 	chunks []chunkState
 	// nodeExclusive holds what the gang's pods placed so far hold on each node alone (PodGroup.NodeExclusive).
 	nodeExclusive map[nodeKey][]string
+	// spread bounds the domains of the pod group being packed under its hard topology spread constraints; nil
+	// when it has none.
+	spread *topologyLimits
 }
 
 // chunkState is what a packer changed in one chunk.
@@ -216,6 +219,14 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 		key := memoKey(it.group)
 		pos := nodeKey{}
 		placed := int64(0)
+		p.spread = nil
+		if len(it.group.SpreadConstraints) > 0 && it.count > 0 {
+			limits, reason := p.spreadLimits(it, key)
+			if reason != "" {
+				return nil, reason
+			}
+			p.spread = limits
+		}
 		for placed < it.count {
 			var ok bool
 			if pos, ok = p.next(pos, it.group, key); !ok {
@@ -225,6 +236,9 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 			// replica count costs no more than a small one; next found the node allowed and with room for one.
 			n := p.roomFor(pos, it.group, it.count-placed)
 			p.take(pos, it.group.Request, n)
+			if p.spread != nil {
+				p.spread.took(p.c.Chunks[pos.chunk].Nodes[pos.node].Node, n)
+			}
 			if len(it.group.NodeExclusive) > 0 {
 				if p.nodeExclusive == nil {
 					p.nodeExclusive = map[nodeKey][]string{}
@@ -237,6 +251,7 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 				Pods: n, PodRequest: it.group.Request}})
 		}
 	}
+	p.spread = nil
 	return out, ""
 }
 
@@ -317,6 +332,9 @@ func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
 		}
 	}
 	nc := p.c.Chunks[k.chunk].Nodes[k.node]
+	if p.spread != nil && !p.spread.admits(nc.Node) {
+		return false
+	}
 	plus, minus := p.adjust(k, nc.Node.Name)
 	if plus == nil && minus == nil {
 		return g.Request.FitsIn(nc.Free)
@@ -331,11 +349,15 @@ func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
 
 // roomFor returns how many more pods of g, up to limit, fit on a node where one does: the fewest that any
 // requested resource leaves room for, and one when the pods hold something on their node alone (PodGroup.NodeExclusive).
+// The node's topology domains bound it too (packer.spread).
 func (p *packer) roomFor(k nodeKey, g *structs.PodGroup, limit int64) int64 {
 	if len(g.NodeExclusive) > 0 {
 		return 1
 	}
 	nc := p.c.Chunks[k.chunk].Nodes[k.node]
+	if p.spread != nil {
+		limit = p.spread.room(nc.Node, limit)
+	}
 	plus, minus := p.adjust(k, nc.Node.Name)
 	n := limit
 	for r, want := range g.Request {

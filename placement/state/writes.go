@@ -325,14 +325,15 @@ func (w *writeTxn) upsertWorkload(info structs.WorkloadInfo) (*structs.Workload,
 			return nil, fmt.Errorf("state: workload %s component %s: %w", wl.DisplayName(), name, err)
 		}
 		req[structs.ResourcePods] = 1
-		nodeName, exclusive := "", []string(nil)
+		nodeName, exclusive, spread := "", []string(nil), []structs.SpreadConstraint(nil)
 		if c.PodTemplate != nil {
 			nodeName = c.PodTemplate.Spec.NodeName
 			exclusive = append(hostPortsOf(&c.PodTemplate.Spec), selfAntiAffinityOnNode(c.PodTemplate)...)
+			spread = selfSpreadConstraints(c.PodTemplate)
 		}
 		wl.PodGroups = append(wl.PodGroups, structs.PodGroup{Component: name, Count: c.Pods, Request: req,
 			NodeSelector: c.NodeSelector, RequiredNodeAffinity: c.RequiredNodeAffinity, Tolerations: c.Tolerations,
-			NodeName: nodeName, NodeExclusive: exclusive,
+			NodeName: nodeName, NodeExclusive: exclusive, SpreadConstraints: spread,
 			ConstraintKey: constraintKey(&c, nodeName), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
 		if i, ok := structs.DemandOverflows(wl.Demand, req, c.Pods); ok {
 			return nil, fmt.Errorf("state: workload %s component %s: %d pods asking for %s %s each are more than fleetflow "+
@@ -654,6 +655,34 @@ func selfAntiAffinityOnNode(template *corev1.PodTemplateSpec) []string {
 			continue
 		}
 		out = append(out, "anti-affinity/"+selector.String())
+	}
+	return out
+}
+
+// selfSpreadConstraints are the template's hard topology spread constraints that count the pods themselves:
+// whenUnsatisfiable DoNotSchedule, and a selector (with the values its matchLabelKeys take from the pod's own
+// labels) that the template's labels match. A constraint counting only other pods, which fleetflow does not
+// see, is left out, as is a template bound to a node by spec.nodeName, which kube-scheduler never sees.
+func selfSpreadConstraints(template *corev1.PodTemplateSpec) []structs.SpreadConstraint {
+	if template.Spec.NodeName != "" {
+		return nil
+	}
+	var out []structs.SpreadConstraint
+	for _, tsc := range template.Spec.TopologySpreadConstraints {
+		if tsc.WhenUnsatisfiable != corev1.DoNotSchedule || tsc.LabelSelector == nil || tsc.TopologyKey == "" || tsc.MaxSkew < 1 {
+			continue
+		}
+		selector, err := metav1.LabelSelectorAsSelector(tsc.LabelSelector)
+		if err != nil || selector.Empty() || !selector.Matches(labels.Set(template.Labels)) {
+			continue
+		}
+		c := structs.SpreadConstraint{TopologyKey: tsc.TopologyKey, MaxSkew: int64(tsc.MaxSkew), MinDomains: 1,
+			TaintsHonored:   tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor,
+			AffinityIgnored: tsc.NodeAffinityPolicy != nil && *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore}
+		if tsc.MinDomains != nil && *tsc.MinDomains > 1 {
+			c.MinDomains = int64(*tsc.MinDomains)
+		}
+		out = append(out, c)
 	}
 	return out
 }

@@ -192,12 +192,29 @@ type PodGroup struct {
 	// pod anti-affinity on the node's hostname that the pod's own labels match (InterPodAffinity). Two pods
 	// holding the same entry cannot share a node.
 	NodeExclusive []string
+	// SpreadConstraints are the pod template's hard topology spread constraints (whenUnsatisfiable:
+	// DoNotSchedule) whose selector matches the pods' own labels, so the pods count against themselves.
+	SpreadConstraints []SpreadConstraint
 	// ConstraintKey identifies NodeSelector, RequiredNodeAffinity and Tolerations together ("" when all are
 	// empty), so node eligibility can be memoized per chunk across cycles.
 	ConstraintKey string
 	// Scalable and ReplicasFieldPath come from the RI; Divide rewrites this path per cluster.
 	Scalable          bool
 	ReplicasFieldPath []string
+}
+
+// SpreadConstraint is a hard topology spread constraint, as kube-scheduler's PodTopologySpread filter applies it:
+// a pod may go to a domain (the nodes sharing a value of TopologyKey) only while that domain holds at most MaxSkew
+// more of the pods than the domain holding the fewest. Domains are the nodes with the key that match the pods'
+// node selector and required affinity (unless AffinityIgnored), whatever their taints (unless TaintsHonored); a
+// domain the pods cannot use holds none of them, and so bounds every other one to MaxSkew. With fewer than
+// MinDomains domains the fewest counts as 0.
+type SpreadConstraint struct {
+	TopologyKey     string
+	MaxSkew         int64
+	MinDomains      int64
+	TaintsHonored   bool
+	AffinityIgnored bool
 }
 
 // Placement is the clusters a workload runs on, and its replicas per cluster under Divide.

@@ -1,0 +1,179 @@
+package scheduler_test
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/placement/placementtest"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+const zoneKey = "topology.kubernetes.io/zone"
+
+// spreadNode is one node of a spread test: its zone ("" for none), and the GPUs it has and has in use.
+type spreadNode struct {
+	name, zone  string
+	gpus, used  string
+	taint       bool
+	noHostLabel bool
+}
+
+// addSpreadNodes adds each node with its hostname label, as every kubelet registers it, and its zone.
+func addSpreadNodes(h *placementtest.Harness, cluster string, nodes []spreadNode) {
+	for _, n := range nodes {
+		labels := map[string]string{corev1.LabelHostname: n.name}
+		if n.noHostLabel {
+			labels = map[string]string{}
+		}
+		if n.zone != "" {
+			labels[zoneKey] = n.zone
+		}
+		used := n.used
+		if used == "" {
+			used = "0"
+		}
+		spec := placementtest.NodeSpec{Prefix: n.name, Count: 1, Labels: labels,
+			Allocatable: res("cpu", "64", "memory", "512Gi", "nvidia.com/gpu", n.gpus), Requested: res("nvidia.com/gpu", used)}
+		if n.taint {
+			spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "infra", Effect: corev1.TaintEffectNoSchedule}}
+		}
+		h.AddNodes(cluster, spec)
+	}
+}
+
+// spreadTemplate is a worker template whose pods carry app=train and spread by key.
+func spreadTemplate(key string, maxSkew int32, edit func(*corev1.TopologySpreadConstraint)) *corev1.PodTemplateSpec {
+	tsc := corev1.TopologySpreadConstraint{MaxSkew: maxSkew, TopologyKey: key, WhenUnsatisfiable: corev1.DoNotSchedule,
+		LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "train"}}}
+	if edit != nil {
+		edit(&tsc)
+	}
+	return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train", "role": "worker"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "worker"}},
+			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{tsc}}}
+}
+
+// TestHardTopologySpreadBoundsEachDomain: pods under a DoNotSchedule topology spread constraint counting
+// themselves go where kube-scheduler's PodTopologySpread filter lets them: no domain more than maxSkew past the
+// emptiest, a domain they cannot use (full, or tainted unless the constraint honours taints) counting as empty,
+// and nodes without the key taking none. Expected counts by hand, per case.
+func TestHardTopologySpreadBoundsEachDomain(t *testing.T) {
+	fourFree := []spreadNode{{name: "n1", gpus: "8"}, {name: "n2", gpus: "8"}, {name: "n3", gpus: "8"}, {name: "n4", gpus: "8"}}
+	withFull := append(slices.Clone(fourFree), spreadNode{name: "n5", gpus: "8", used: "8"})
+	withTainted := append(slices.Clone(fourFree), spreadNode{name: "n5", gpus: "8", taint: true})
+	// zone a: 2 nodes of 4 free GPUs (room 8); zone b: one node of 2 (room 2).
+	zones := []spreadNode{{name: "a1", zone: "a", gpus: "4"}, {name: "a2", zone: "a", gpus: "4"}, {name: "b1", zone: "b", gpus: "2"}}
+	honour := corev1.NodeInclusionPolicyHonor
+	tests := []struct {
+		name     string
+		nodes    []spreadNode
+		template *corev1.PodTemplateSpec
+		pods     int64
+		// perDomain is the pods wanted per node (hostname) or zone; nil when unschedulable.
+		perDomain map[string]int64
+		byZone    bool
+		reason    string
+	}{
+		{name: "even over free nodes", nodes: fourFree, template: spreadTemplate(corev1.LabelHostname, 1, nil), pods: 8,
+			perDomain: map[string]int64{"n1": 2, "n2": 2, "n3": 2, "n4": 2}},
+		{name: "uneven count, first nodes take one more", nodes: fourFree, template: spreadTemplate(corev1.LabelHostname, 1, nil), pods: 6,
+			perDomain: map[string]int64{"n1": 2, "n2": 2, "n3": 1, "n4": 1}},
+		{name: "a full node caps every other at maxSkew", nodes: withFull, template: spreadTemplate(corev1.LabelHostname, 1, nil), pods: 4,
+			perDomain: map[string]int64{"n1": 1, "n2": 1, "n3": 1, "n4": 1}},
+		{name: "a full node, more pods than maxSkew allows", nodes: withFull, template: spreadTemplate(corev1.LabelHostname, 1, nil), pods: 5,
+			reason: "4 of its 5 pods fit under its topologySpreadConstraint on kubernetes.io/hostname (maxSkew 1): " +
+				"kubernetes.io/hostname=n5 has room for 0 of them, so no other takes more than 1"},
+		{name: "a tainted node counts as empty", nodes: withTainted, template: spreadTemplate(corev1.LabelHostname, 1, nil), pods: 8,
+			reason: "4 of its 8 pods fit"},
+		{name: "a tainted node left out when taints are honoured", nodes: withTainted, pods: 8,
+			template:  spreadTemplate(corev1.LabelHostname, 1, func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = &honour }),
+			perDomain: map[string]int64{"n1": 2, "n2": 2, "n3": 2, "n4": 2}},
+		{name: "by zone, within the least room plus maxSkew", nodes: zones, template: spreadTemplate(zoneKey, 2, nil), pods: 6, byZone: true,
+			perDomain: map[string]int64{"a": 4, "b": 2}},
+		{name: "by zone, past it", nodes: zones, template: spreadTemplate(zoneKey, 2, nil), pods: 7,
+			reason: "6 of its 7 pods fit under its topologySpreadConstraint on topology.kubernetes.io/zone (maxSkew 2): " +
+				"topology.kubernetes.io/zone=b has room for 2 of them, so no other takes more than 4"},
+		{name: "fewer zones than minDomains", nodes: zones, pods: 3,
+			template: spreadTemplate(zoneKey, 1, func(c *corev1.TopologySpreadConstraint) { three := int32(3); c.MinDomains = &three }),
+			reason:   "2 values of topology.kubernetes.io/zone are fewer than its minDomains 3, so none takes more than 1"},
+		{name: "no node has the key", nodes: fourFree, template: spreadTemplate(zoneKey, 1, nil), pods: 1,
+			reason: "no node it may use has the label topology.kubernetes.io/zone"},
+		{name: "a node without the key takes none", pods: 2, template: spreadTemplate(corev1.LabelHostname, 2, nil),
+			nodes:     []spreadNode{{name: "keyless", gpus: "8", noHostLabel: true}, {name: "n1", gpus: "8"}},
+			perDomain: map[string]int64{"n1": 2}},
+		{name: "a selector of other pods is not modelled", nodes: withFull, pods: 8,
+			template: spreadTemplate(corev1.LabelHostname, 1, func(c *corev1.TopologySpreadConstraint) {
+				c.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "serve"}}
+			}),
+			perDomain: map[string]int64{"n1": 8}},
+		{name: "ScheduleAnyway is a preference", nodes: withFull, pods: 8,
+			template: spreadTemplate(corev1.LabelHostname, 1, func(c *corev1.TopologySpreadConstraint) {
+				c.WhenUnsatisfiable = corev1.ScheduleAnyway
+			}),
+			perDomain: map[string]int64{"n1": 8}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("c1")
+			addSpreadNodes(h, "c1", tt.nodes)
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			job := placementtest.PyTorchJob("ml", "job").Component("worker", tt.pods, res("nvidia.com/gpu", "1")).Obj()
+			job.Components[0].PodTemplate = tt.template
+			d := h.Place(h.AddWorkload(job, nil))
+			if tt.perDomain == nil {
+				if d.Status != structs.StatusUnschedulable || !strings.Contains(d.Reasons["c1"], tt.reason) {
+					t.Fatalf("decision %s (reasons %v), want unschedulable saying %q", d.Status, d.Reasons, tt.reason)
+				}
+				return
+			}
+			if d.Status != structs.StatusPlaced {
+				t.Fatalf("decision %s (reasons %v), want placed", d.Status, d.Reasons)
+			}
+			zoneOf := map[string]string{}
+			for _, n := range tt.nodes {
+				zoneOf[n.name] = n.zone
+			}
+			got := map[string]int64{}
+			for _, a := range d.Assignments {
+				domain := a.Node
+				if tt.byZone {
+					domain = zoneOf[a.Node]
+				}
+				got[domain] += a.Pods
+			}
+			if !maps.Equal(got, tt.perDomain) {
+				t.Errorf("pods per domain %v, want %v", got, tt.perDomain)
+			}
+		})
+	}
+}
+
+// TestHardTopologySpreadDecidesTheCluster: four 1-GPU pods spread by node with maxSkew 1. BinPack prefers
+// "packed", whose two nodes have 12 GPUs free among them against roomy's 16, but its third node is full, so
+// neither free node may take a second pod there; they go to "roomy", four nodes of 4 free GPUs.
+func TestHardTopologySpreadDecidesTheCluster(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	h.AddCluster("packed")
+	addSpreadNodes(h, "packed", []spreadNode{{name: "p1", gpus: "8", used: "2"}, {name: "p2", gpus: "8", used: "2"},
+		{name: "p3", gpus: "8", used: "8"}})
+	h.AddCluster("roomy")
+	addSpreadNodes(h, "roomy", []spreadNode{{name: "r1", gpus: "8", used: "4"}, {name: "r2", gpus: "8", used: "4"},
+		{name: "r3", gpus: "8", used: "4"}, {name: "r4", gpus: "8", used: "4"}})
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+	job := placementtest.PyTorchJob("ml", "job").Component("worker", 4, res("nvidia.com/gpu", "1")).Obj()
+	job.Components[0].PodTemplate = spreadTemplate(corev1.LabelHostname, 1, nil)
+	d := h.Place(h.AddWorkload(job, nil))
+	if d.Status != structs.StatusPlaced || !slices.Equal(d.Clusters, []string{"roomy"}) {
+		t.Fatalf("decision %s on %v (reasons %v), want placed on roomy", d.Status, d.Clusters, d.Reasons)
+	}
+	if !strings.Contains(d.Reasons["packed"], "2 of its 4 pods fit under its topologySpreadConstraint") {
+		t.Errorf("reason for packed %q, want one naming the spread constraint", d.Reasons["packed"])
+	}
+}
