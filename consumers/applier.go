@@ -18,6 +18,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -67,6 +68,7 @@ func (a *Applier) Handle(ctx context.Context, d bus.Delivery) error {
 		if superseded {
 			// The newer decision is carried out and reported in its turn.
 			log.Info("skipping an Apply superseded by a newer decision for the same workload on this cluster")
+			observe.ApplierOperations.WithLabelValues(a.Cluster, string(decided.Action), "superseded").Inc()
 			return nil
 		}
 	}
@@ -79,8 +81,10 @@ func (a *Applier) Handle(ctx context.Context, d bus.Delivery) error {
 		err = a.delete(ctx, decided)
 	}
 	if err != nil {
+		observe.ApplierOperations.WithLabelValues(a.Cluster, string(decided.Action), "failed").Inc()
 		return err
 	}
+	observe.ApplierOperations.WithLabelValues(a.Cluster, string(decided.Action), "ok").Inc()
 	log.Info("decision carried out", "resource_version", rv)
 	if err := a.report(ctx, schemas.TypePlacementApplied, "applied", appliedReport(decided, a.Cluster, rv)); err != nil {
 		return reportError{err: err, resourceVersion: rv}

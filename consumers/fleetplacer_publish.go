@@ -10,6 +10,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -108,6 +109,7 @@ func (b *publishBatch) finish() publishResult {
 // acknowledgements only when too many are outstanding. The payload is validated here, so a bad one fails
 // the event that made it rather than the whole batch.
 func (p *Placer) send(ctx context.Context, eventType, subject, id string, payload schemas.Payload) error {
+	countSent(payload)
 	async, ok := p.publisher.(AsyncEventPublisher)
 	if !ok {
 		event, err := schemas.NewEvent(eventType, schemas.SourcePlacer, subject, id, payload)
@@ -222,6 +224,20 @@ func (p *Placer) restoreBookkeeping(saved []savedEntry) {
 		p.workloads[e.id] = e
 		if s.uidKnown {
 			p.byUID[e.ref.UID] = e.id
+		}
+	}
+}
+
+// countSent counts the verdicts and decisions the placer sends, a verdict carried by an Apply among them. A
+// batch sent again after its flush failed counts again, though the streams keep each once.
+func countSent(payload schemas.Payload) {
+	switch sent := payload.(type) {
+	case *schemas.PlacementVerdict:
+		observe.Verdicts.WithLabelValues(string(sent.Status)).Inc()
+	case *schemas.PlacementDecided:
+		observe.Decisions.WithLabelValues(string(sent.Action)).Inc()
+		if sent.Verdict != nil {
+			observe.Verdicts.WithLabelValues(string(sent.Verdict.Status)).Inc()
 		}
 	}
 }

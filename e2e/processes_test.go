@@ -2,9 +2,13 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -100,13 +104,16 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 		})
 	}
 	start("producer", "producer", "--control-plane", fleet.ControlPlane.KubeconfigPath)
-	start("placer", "placer", "--heartbeat-timeout", "6s")
+	placerHealth := freeAddress(t)
+	start("placer", "placer", "--heartbeat-timeout", "6s", "--health-address", placerHealth)
 	start("status", "status", "--control-plane", fleet.ControlPlane.KubeconfigPath, "--heartbeat-timeout", "6s")
 	expected := map[string]int{}
+	applierHealth := map[string]string{}
 	for _, c := range spec.Clusters {
 		target, _ := fleet.Cluster(c.Name)
 		start("producer-"+c.Name, "producer", "--cluster", c.Name+"="+target.KubeconfigPath)
-		start("applier-"+c.Name, "applier", "--cluster", c.Name+"="+target.KubeconfigPath)
+		applierHealth[c.Name] = freeAddress(t)
+		start("applier-"+c.Name, "applier", "--cluster", c.Name+"="+target.KubeconfigPath, "--health-address", applierHealth[c.Name])
 		expected[c.Name] = len(c.AllNodes())
 	}
 
@@ -132,4 +139,51 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 		return a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced) && a[schemas.AnnotationCluster] == "cluster-a" &&
 			e2eenv.Get(t, clusters["cluster-a"], pytorchJobKind, "team-processes", job.GetName()) != nil
 	})
+
+	// What an operator's probes and Prometheus read of the processes.
+	if code, body := httpGet(t, placerHealth, "/readyz"); code != 200 || !strings.Contains(body, "[+]placer ok") ||
+		!strings.Contains(body, "[+]nats ok") {
+		t.Errorf("the placer's /readyz answered %d:\n%s", code, body)
+	}
+	_, placerConsumer := schemas.PlacerConsumer()
+	wantMetrics := map[string][]string{
+		placerHealth: {"fleetflow_placer_leader 1", `fleetflow_placer_verdicts_total{status="Placed"}`,
+			`fleetflow_events_handled_total{consumer="` + placerConsumer.Durable + `",outcome="ok",type="` + schemas.TypeWorkloadChanged + `"}`,
+			`fleetflow_consumer_pending_messages{consumer="` + placerConsumer.Durable + `"}`},
+		applierHealth["cluster-a"]: {`fleetflow_applier_operations_total{cluster="cluster-a",operation="Apply",outcome="ok"}`},
+	}
+	for addr, metrics := range wantMetrics {
+		code, body := httpGet(t, addr, "/metrics")
+		for _, metric := range metrics {
+			if code != 200 || !strings.Contains(body, metric) {
+				t.Errorf("%s/metrics answered %d without %s", addr, code, metric)
+			}
+		}
+	}
+}
+
+// freeAddress is a local address no one listens on, for a process to serve on.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = listener.Close() }()
+	return listener.Addr().String()
+}
+
+// httpGet answers a GET of path on addr, with its status code and body.
+func httpGet(t *testing.T, addr, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + path)
+	if err != nil {
+		t.Fatalf("GET %s%s: %v", addr, path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(body)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -42,6 +43,7 @@ type busFlags struct {
 	history  string
 	replicas int
 	auth     bus.ClientAuth
+	health   string
 }
 
 func (f *busFlags) register(flags *pflag.FlagSet) {
@@ -50,6 +52,7 @@ func (f *busFlags) register(flags *pflag.FlagSet) {
 	flags.StringVar(&f.listen, "nats-listen", "127.0.0.1:4222", "listen address of the embedded NATS server (port 0 picks one)")
 	flags.StringVar(&f.history, "history", "168h", "how long events and decisions are kept for audit and replay")
 	flags.IntVar(&f.replicas, "stream-replicas", 1, "JetStream replication factor of fleetflow's streams (up to the external cluster's size)")
+	flags.StringVar(&f.health, "health-address", "", "serve /healthz, /readyz and Prometheus /metrics on this address (e.g. :8080); empty serves none")
 	registerNATSAuth(flags, &f.auth)
 }
 
@@ -61,7 +64,16 @@ func registerNATSAuth(flags *pflag.FlagSet, auth *bus.ClientAuth) {
 	flags.StringVar(&auth.TLSKeyFile, "nats-tls-key", "", "key of --nats-tls-cert")
 }
 
+// open serves the health endpoints and metrics (--health-address) for as long as ctx lasts, then connects to
+// NATS: /healthz answers while the connection is made, and /readyz says why the process is not ready yet.
 func (f *busFlags) open(ctx context.Context, name string) (*pipeline.Bus, error) {
+	if f.health != "" {
+		addr, err := observe.Serve(ctx, f.health, slog.Default())
+		if err != nil {
+			return nil, fmt.Errorf("--health-address: %w", err)
+		}
+		slog.Info("serving health and metrics", "address", addr)
+	}
 	opts := schemas.DefaultStreamOptions()
 	history, err := parseDuration("--history", f.history)
 	if err != nil {

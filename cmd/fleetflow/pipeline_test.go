@@ -2,10 +2,17 @@ package main
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 )
 
 // TestPipelineCommandsRefuseBadFlags: flags that cannot work stop a part before it connects anywhere, and
@@ -105,5 +112,51 @@ func TestSkipNamespacesTakesPatternsWithCommas(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestChartArgsAreFlagsOfRun: every argument the fleetflow chart's Deployment gives `fleetflow run` is one of its
+// flags, and the pod's probes ask the port fleetflow serves its health on.
+func TestChartArgsAreFlagsOfRun(t *testing.T) {
+	helm := localfleettest.RequireTool(t, "helm")
+	root, err := localfleettest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, values := range [][]string{nil, {"nats.url=nats://nats:4222", "nats.credsSecret=c", "nats.tlsSecret=t", "nats.tlsClientCert=true",
+		"health.port=9443", "watch={a/v1/B}"}} {
+		args := []string{"template", "fleetflow", filepath.Join(root, "deploy/chart/fleetflow"), "--namespace", "fleetflow-system",
+			"--show-only", "templates/deployment.yaml"}
+		for _, v := range values {
+			args = append(args, "--set", v)
+		}
+		out, err := exec.CommandContext(t.Context(), helm, args...).Output()
+		if err != nil {
+			t.Fatalf("helm %v: %v", args, err)
+		}
+		var deployment appsv1.Deployment
+		if err := sigsyaml.Unmarshal(out, &deployment); err != nil {
+			t.Fatal(err)
+		}
+		container := deployment.Spec.Template.Spec.Containers[0]
+		if len(container.Args) == 0 || container.Args[0] != "run" {
+			t.Fatalf("container args %v, want fleetflow run", container.Args)
+		}
+		run, rest, err := newRootCommand().Find(container.Args)
+		if err != nil || run.Name() != "run" {
+			t.Fatalf("fleetflow %v: %v, %v", container.Args, run, err)
+		}
+		if err := run.ParseFlags(rest); err != nil {
+			t.Errorf("values %v: fleetflow run refuses the chart's args %v: %v", values, container.Args[1:], err)
+			continue
+		}
+		address, _ := run.Flags().GetString("health-address")
+		_, port, _ := strings.Cut(address, ":")
+		if len(container.Ports) != 1 || strconv.Itoa(int(container.Ports[0].ContainerPort)) != port ||
+			container.LivenessProbe == nil || container.LivenessProbe.HTTPGet.Path != "/healthz" || container.LivenessProbe.HTTPGet.Port.StrVal != container.Ports[0].Name ||
+			container.ReadinessProbe == nil || container.ReadinessProbe.HTTPGet.Path != "/readyz" || container.ReadinessProbe.HTTPGet.Port.StrVal != container.Ports[0].Name {
+			t.Errorf("values %v: --health-address %q, ports %+v, probes %+v and %+v do not agree", values, address, container.Ports,
+				container.LivenessProbe, container.ReadinessProbe)
+		}
 	}
 }

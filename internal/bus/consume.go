@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -109,6 +110,8 @@ type ConsumeLoop struct {
 	GiveUp GiveUpFunc
 	Log    *slog.Logger
 
+	// name labels the loop's metrics: the consumer's durable name.
+	name string
 	// closed says why the iterator closed while the loop was running; set by the goroutine that reads it.
 	closed error
 }
@@ -122,10 +125,14 @@ type handledMsg struct {
 // Run processes messages until ctx is done, and returns nil then. Malformed messages never stop it; a
 // consumer that stops delivering does, with ErrConsumerClosed.
 func (l *ConsumeLoop) Run(ctx context.Context) error {
+	if info := l.Consumer.CachedInfo(); info != nil {
+		l.name = info.Name
+	}
 	iter, err := l.Consumer.Messages(PullOptions()...)
 	if err != nil {
 		return fmt.Errorf("start consuming: %w", err)
 	}
+	defer observe.WatchConsumer(l.name, l.Consumer)()
 	stopped := make(chan struct{})
 	defer close(stopped)
 	go func() {
@@ -289,12 +296,16 @@ func (l *ConsumeLoop) consumerGone(ctx context.Context) error {
 // or retried as a whole and the failed message on its own.
 func (l *ConsumeLoop) process(ctx context.Context, m decodedMsg, batch []handledMsg) []handledMsg {
 	if m.invalid != "" {
+		observe.EventsHandled.WithLabelValues(l.name, "", "invalid").Inc()
 		l.terminate(m.log, m.msg, m.invalid)
 		return batch
 	}
 	msg, d := m.msg, m.d
+	started := time.Now()
 	err := l.handleSafely(ctx, d)
+	observe.EventHandleSeconds.WithLabelValues(l.name).Observe(time.Since(started).Seconds())
 	if err == nil {
+		observe.EventsHandled.WithLabelValues(l.name, d.Event.Type(), "ok").Inc()
 		if l.Flush != nil {
 			return append(batch, handledMsg{msg: msg, d: d})
 		}
@@ -345,11 +356,13 @@ func (l *ConsumeLoop) settleFailed(ctx context.Context, msg jetstream.Msg, d Del
 		// Shutting down: leave the message for redelivery to the next consumer.
 		_ = msg.Nak()
 	case IsPermanent(err) || d.Attempt >= uint64(schemas.MaxDeliver):
+		observe.EventsHandled.WithLabelValues(l.name, d.Event.Type(), "gave_up").Inc()
 		if l.GiveUp != nil {
 			l.GiveUp(ctx, d, err)
 		}
 		l.terminate(log, msg, fmt.Sprintf("giving up after attempt %d: %v", d.Attempt, err))
 	default:
+		observe.EventsHandled.WithLabelValues(l.name, d.Event.Type(), "retried").Inc()
 		delay := schemas.RetryDelay(d.Attempt)
 		log.Warn("handler failed; will retry", "attempt", d.Attempt, "retry_in", delay, "error", err)
 		if nakErr := msg.NakWithDelay(delay); nakErr != nil {

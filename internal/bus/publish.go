@@ -7,6 +7,8 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetflow/fleetflow/internal/observe"
 )
 
 // Publisher publishes CloudEvents to JetStream and waits for the stream's acknowledgement.
@@ -42,8 +44,10 @@ func (p *Publisher) Publish(ctx context.Context, subject string, e cloudevents.E
 	}
 	ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(e.ID()))
 	if err != nil {
+		observe.PublishErrors.WithLabelValues(e.Type()).Inc()
 		return nil, fmt.Errorf("publish %s %q to %s: %w", e.Type(), e.ID(), subject, err)
 	}
+	observe.EventsPublished.WithLabelValues(e.Type()).Inc()
 	return ack, nil
 }
 
@@ -56,7 +60,9 @@ func (p *Publisher) PublishAsync(subject string, e cloudevents.Event) (jetstream
 	}
 	future, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(e.ID()))
 	if err != nil {
+		observe.PublishErrors.WithLabelValues(e.Type()).Inc()
 		return nil, fmt.Errorf("publish %s %q to %s: %w", e.Type(), e.ID(), subject, err)
 	}
+	observe.EventsPublished.WithLabelValues(e.Type()).Inc()
 	return future, nil
 }

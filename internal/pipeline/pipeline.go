@@ -22,6 +22,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -47,6 +48,8 @@ type Bus struct {
 	JetStream jetstream.JetStream
 	Publisher *bus.Publisher
 	embedded  *bus.Embedded
+	// unchecked removes the bus's health checks.
+	unchecked []func()
 }
 
 // InProcess is how a client of this process connects to the embedded server without a socket; empty when
@@ -107,11 +110,27 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 		b.Close()
 		return nil, err
 	}
+	b.unchecked = append(b.unchecked,
+		observe.AddLiveness("nats", func() error {
+			if nc.IsClosed() {
+				return errors.New("the connection to " + b.URL + " closed for good")
+			}
+			return nil
+		}),
+		observe.AddReadiness("nats", func() error {
+			if !nc.IsConnected() {
+				return fmt.Errorf("not connected to %s (%s)", b.URL, nc.Status())
+			}
+			return nil
+		}))
 	return b, nil
 }
 
 // Close drains the connection and stops the embedded server, if any.
 func (b *Bus) Close() {
+	for _, remove := range b.unchecked {
+		remove()
+	}
 	if b.Conn != nil {
 		_ = b.Conn.Drain()
 		b.Conn.Close()
@@ -248,6 +267,15 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 	if ttl <= 0 {
 		ttl = DefaultLeaseTTL
 	}
+	// A placer standing by is well; one that took the lease is not ready until its view is rebuilt.
+	var rebuilding atomic.Bool
+	defer observe.AddReadiness("placer", func() error {
+		if rebuilding.Load() {
+			return errors.New("rebuilding its view from the state stream")
+		}
+		return nil
+	})()
+	defer observe.PlacerLeader.Set(0)
 	for {
 		lease, err := acquireLease(ctx, b, schemas.LeasePlacer, ttl, log)
 		if err != nil {
@@ -264,7 +292,14 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 				cancel(err)
 			}
 		}()
-		err = runPlacerAsLeader(leaderCtx, b, cfg, log, func(h bus.Handler) bus.Handler { return fenced(lease.held, cancel, h) })
+		rebuilding.Store(true)
+		err = runPlacerAsLeader(leaderCtx, b, cfg, log, func(h bus.Handler) bus.Handler { return fenced(lease.held, cancel, h) },
+			func() {
+				rebuilding.Store(false)
+				observe.PlacerLeader.Set(1)
+			})
+		rebuilding.Store(false)
+		observe.PlacerLeader.Set(0)
 		cause := context.Cause(leaderCtx)
 		cancel(nil)
 		<-renewed
@@ -292,7 +327,9 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 }
 
 // runPlacerAsLeader runs the placer while this process holds the lease; fence wraps the handler of its events.
-func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slog.Logger, fence func(bus.Handler) bus.Handler) error {
+// rebuilt is called once the view is rebuilt, when the placer starts placing.
+func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slog.Logger, fence func(bus.Handler) bus.Handler,
+	rebuilt func()) error {
 	builtins, err := karta.Builtins()
 	if err != nil {
 		return fmt.Errorf("built-in resource interfaces: %w", err)
@@ -309,6 +346,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, 
 	if err := placer.Rebuild(ctx, b.JetStream); err != nil {
 		return err
 	}
+	rebuilt()
 	stream, consumerCfg := schemas.PlacerConsumer()
 	consumer, err := bus.EnsureConsumer(ctx, b.JetStream, stream, consumerCfg)
 	if err != nil {
