@@ -220,7 +220,7 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 		pos := nodeKey{}
 		placed := int64(0)
 		p.spread = nil
-		if len(it.group.SpreadConstraints) > 0 && it.count > 0 {
+		if (len(it.group.SpreadConstraints) > 0 || len(it.group.AffinityKeys) > 0) && it.count > 0 {
 			limits, reason := p.spreadLimits(it, key)
 			if reason != "" {
 				return nil, reason

@@ -9,11 +9,12 @@ import (
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
-// topologyLimits is how many more pods of the group being packed each domain of each of its hard topology spread
-// constraints takes (PodGroup.SpreadConstraints): per constraint, per value of its topology key.
+// topologyLimits is how many more pods of the group being packed each domain takes, per topology key its hard
+// spread constraints (PodGroup.SpreadConstraints) and its pod affinities to itself (PodGroup.AffinityKeys) name:
+// per key, per value.
 type topologyLimits struct {
-	constraints []structs.SpreadConstraint
-	remaining   []map[string]int64
+	keys      []string
+	remaining []map[string]int64
 }
 
 // admits reports whether node n lies in a domain of every constraint that takes one more pod; a node without a
@@ -24,8 +25,8 @@ func (l *topologyLimits) admits(n *structs.Node) bool {
 
 // room is how many of up to limit more pods the domains of n take.
 func (l *topologyLimits) room(n *structs.Node, limit int64) int64 {
-	for i, c := range l.constraints {
-		value, ok := n.Labels.Get(c.TopologyKey)
+	for i, key := range l.keys {
+		value, ok := n.Labels.Get(key)
 		if !ok {
 			return 0
 		}
@@ -36,8 +37,8 @@ func (l *topologyLimits) room(n *structs.Node, limit int64) int64 {
 
 // took records n pods placed on node.
 func (l *topologyLimits) took(node *structs.Node, n int64) {
-	for i, c := range l.constraints {
-		if value, ok := node.Labels.Get(c.TopologyKey); ok {
+	for i, key := range l.keys {
+		if value, ok := node.Labels.Get(key); ok {
 			l.remaining[i][value] -= n
 		}
 	}
@@ -50,18 +51,56 @@ func (l *topologyLimits) took(node *structs.Node, n int64) {
 // evenly, as pods placed one at a time do. It returns the reason when that leaves room for fewer than all the
 // pods. The room of a domain is what the group's pods find free on its nodes now, after the gang's groups
 // packed before it.
+//
+// Pods with a required pod affinity to themselves all go to one domain of its key: the first, by name, with room
+// for all of them, as kube-scheduler keeps every pod after the first to the first's domain.
 func (p *packer) spreadLimits(it item, key string) (*topologyLimits, string) {
 	g := it.group
-	limits := &topologyLimits{constraints: g.SpreadConstraints, remaining: make([]map[string]int64, len(g.SpreadConstraints))}
-	for i, c := range g.SpreadConstraints {
-		room := p.domainRoom(it, key, c)
-		targets, reason := spreadTargets(room, it.count, c)
+	limits := &topologyLimits{}
+	for _, c := range g.SpreadConstraints {
+		targets, reason := spreadTargets(p.domainRoom(it, key, c), it.count, c)
 		if reason != "" {
 			return nil, fmt.Sprintf("%s fits no node: %s", podOf(g.Component), reason)
 		}
-		limits.remaining[i] = targets
+		limits.keys = append(limits.keys, c.TopologyKey)
+		limits.remaining = append(limits.remaining, targets)
+	}
+	for _, topologyKey := range g.AffinityKeys {
+		// Pod affinity honours the pods' node selector and affinity, and taints too.
+		targets, reason := togetherTargets(p.domainRoom(it, key, structs.SpreadConstraint{TopologyKey: topologyKey, TaintsHonored: true}),
+			it.count, topologyKey)
+		if reason != "" {
+			return nil, fmt.Sprintf("%s fits no node: %s", podOf(g.Component), reason)
+		}
+		limits.keys = append(limits.keys, topologyKey)
+		limits.remaining = append(limits.remaining, targets)
 	}
 	return limits, ""
+}
+
+// togetherTargets puts all count pods in the first domain, by name, with room for them, or says how many the
+// roomiest holds.
+func togetherTargets(room map[string]int64, count int64, topologyKey string) (map[string]int64, string) {
+	domains := make([]string, 0, len(room))
+	for value := range room {
+		domains = append(domains, value)
+	}
+	sort.Strings(domains)
+	if len(domains) == 0 {
+		return nil, fmt.Sprintf("no node it may use has the label %s its required pod affinity to its own pods keeps them together by",
+			topologyKey)
+	}
+	roomiest := domains[0]
+	for _, d := range domains {
+		if room[d] >= count {
+			return map[string]int64{d: count}, ""
+		}
+		if room[d] > room[roomiest] {
+			roomiest = d
+		}
+	}
+	return nil, fmt.Sprintf("its required pod affinity to its own pods keeps all %d of them in one %s, and the roomiest, %s=%s, "+
+		"has room for %d", count, topologyKey, topologyKey, roomiest, room[roomiest])
 }
 
 // domainRoom is, per domain of constraint c, how many of the pods of it its nodes have room for (up to all of

@@ -177,3 +177,79 @@ func TestHardTopologySpreadDecidesTheCluster(t *testing.T) {
 		t.Errorf("reason for packed %q, want one naming the spread constraint", d.Reasons["packed"])
 	}
 }
+
+// affinityTemplate is a worker template whose pods carry app=train and require pods of app=<selects> in the
+// same domain of key.
+func affinityTemplate(key, selects string) *corev1.PodTemplateSpec {
+	return &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "worker"}}, Affinity: &corev1.Affinity{
+			PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": selects}}, TopologyKey: key}}}}}}
+}
+
+// TestRequiredPodAffinityToItselfKeepsPodsTogether: pods with a required pod affinity to their own pods all run in
+// one domain of its key, as kube-scheduler keeps every pod after the first to the first's domain: the first zone
+// by name with room for all of them, or none. Zone a has room for 8 GPUs over two nodes, zone b for 2.
+func TestRequiredPodAffinityToItselfKeepsPodsTogether(t *testing.T) {
+	zones := []spreadNode{{name: "a1", zone: "a", gpus: "4"}, {name: "a2", zone: "a", gpus: "4"}, {name: "b1", zone: "b", gpus: "2"}}
+	tests := []struct {
+		name     string
+		nodes    []spreadNode
+		template *corev1.PodTemplateSpec
+		pods     int64
+		want     map[string]int64
+		reason   string
+	}{
+		{name: "two pods fit the first zone", nodes: zones, template: affinityTemplate(zoneKey, "train"), pods: 2,
+			want: map[string]int64{"a": 2}},
+		{name: "eight only in zone a", nodes: zones, template: affinityTemplate(zoneKey, "train"), pods: 8, want: map[string]int64{"a": 8}},
+		{name: "nine fit no zone", nodes: zones, template: affinityTemplate(zoneKey, "train"), pods: 9,
+			reason: "its required pod affinity to its own pods keeps all 9 of them in one topology.kubernetes.io/zone, and the " +
+				"roomiest, topology.kubernetes.io/zone=a, has room for 8"},
+		{name: "a zone the first in name order has no room", pods: 3, template: affinityTemplate(zoneKey, "train"),
+			nodes: []spreadNode{{name: "a1", zone: "a", gpus: "2"}, {name: "b1", zone: "b", gpus: "8"}}, want: map[string]int64{"b": 3}},
+		{name: "by hostname: one node", nodes: zones, template: affinityTemplate(corev1.LabelHostname, "train"), pods: 4,
+			want: map[string]int64{"a": 4}},
+		{name: "no node has the key", template: affinityTemplate(zoneKey, "train"), pods: 1,
+			nodes:  []spreadNode{{name: "n1", gpus: "8"}},
+			reason: "no node it may use has the label topology.kubernetes.io/zone"},
+		{name: "affinity to other pods is not modelled", nodes: zones, template: affinityTemplate(zoneKey, "serve"), pods: 10,
+			want: map[string]int64{"a": 8, "b": 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("c1")
+			addSpreadNodes(h, "c1", tt.nodes)
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			job := placementtest.PyTorchJob("ml", "job").Component("worker", tt.pods, res("nvidia.com/gpu", "1")).Obj()
+			job.Components[0].PodTemplate = tt.template
+			d := h.Place(h.AddWorkload(job, nil))
+			if tt.want == nil {
+				if d.Status != structs.StatusUnschedulable || !strings.Contains(d.Reasons["c1"], tt.reason) {
+					t.Fatalf("decision %s (reasons %v), want unschedulable saying %q", d.Status, d.Reasons, tt.reason)
+				}
+				return
+			}
+			if d.Status != structs.StatusPlaced {
+				t.Fatalf("decision %s (reasons %v), want placed", d.Status, d.Reasons)
+			}
+			zoneOf := map[string]string{}
+			for _, n := range tt.nodes {
+				zoneOf[n.name] = n.zone
+			}
+			got := map[string]int64{}
+			nodes := map[string]bool{}
+			for _, a := range d.Assignments {
+				got[zoneOf[a.Node]] += a.Pods
+				nodes[a.Node] = true
+			}
+			if !maps.Equal(got, tt.want) {
+				t.Errorf("pods per zone %v, want %v", got, tt.want)
+			}
+			if tt.template.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey == corev1.LabelHostname && len(nodes) != 1 {
+				t.Errorf("pods on nodes %v, want one", nodes)
+			}
+		})
+	}
+}

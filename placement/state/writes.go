@@ -325,15 +325,15 @@ func (w *writeTxn) upsertWorkload(info structs.WorkloadInfo) (*structs.Workload,
 			return nil, fmt.Errorf("state: workload %s component %s: %w", wl.DisplayName(), name, err)
 		}
 		req[structs.ResourcePods] = 1
-		nodeName, exclusive, spread := "", []string(nil), []structs.SpreadConstraint(nil)
+		nodeName, exclusive, spread, together := "", []string(nil), []structs.SpreadConstraint(nil), []string(nil)
 		if c.PodTemplate != nil {
 			nodeName = c.PodTemplate.Spec.NodeName
 			exclusive = append(hostPortsOf(&c.PodTemplate.Spec), selfAntiAffinityOnNode(c.PodTemplate)...)
-			spread = selfSpreadConstraints(c.PodTemplate)
+			spread, together = selfSpreadConstraints(c.PodTemplate), selfAffinityKeys(c.PodTemplate)
 		}
 		wl.PodGroups = append(wl.PodGroups, structs.PodGroup{Component: name, Count: c.Pods, Request: req,
 			NodeSelector: c.NodeSelector, RequiredNodeAffinity: c.RequiredNodeAffinity, Tolerations: c.Tolerations,
-			NodeName: nodeName, NodeExclusive: exclusive, SpreadConstraints: spread,
+			NodeName: nodeName, NodeExclusive: exclusive, SpreadConstraints: spread, AffinityKeys: together,
 			ConstraintKey: constraintKey(&c, nodeName), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
 		if i, ok := structs.DemandOverflows(wl.Demand, req, c.Pods); ok {
 			return nil, fmt.Errorf("state: workload %s component %s: %d pods asking for %s %s each are more than fleetflow "+
@@ -685,6 +685,28 @@ func selfSpreadConstraints(template *corev1.PodTemplateSpec) []structs.SpreadCon
 		out = append(out, c)
 	}
 	return out
+}
+
+// selfAffinityKeys are the topology keys of the template's required pod affinity terms that select its own
+// pods (in its own namespace): kube-scheduler lets the first such pod go anywhere and keeps the others to its
+// domain. A term selecting other pods, which fleetflow does not see, is left out.
+func selfAffinityKeys(template *corev1.PodTemplateSpec) []string {
+	affinity := template.Spec.Affinity
+	if affinity == nil || affinity.PodAffinity == nil || template.Spec.NodeName != "" {
+		return nil
+	}
+	var keys []string
+	for _, term := range affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if term.TopologyKey == "" || term.LabelSelector == nil || len(term.Namespaces) > 0 || term.NamespaceSelector != nil {
+			continue
+		}
+		selector, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err != nil || selector.Empty() || !selector.Matches(labels.Set(template.Labels)) || slices.Contains(keys, term.TopologyKey) {
+			continue
+		}
+		keys = append(keys, term.TopologyKey)
+	}
+	return keys
 }
 
 // constraintKey serializes what decides which nodes a component's pods may use (nodeName is its template's

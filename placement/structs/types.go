@@ -195,6 +195,9 @@ type PodGroup struct {
 	// SpreadConstraints are the pod template's hard topology spread constraints (whenUnsatisfiable:
 	// DoNotSchedule) whose selector matches the pods' own labels, so the pods count against themselves.
 	SpreadConstraints []SpreadConstraint
+	// AffinityKeys are the topology keys of the template's required pod affinities to pods its own labels
+	// select (InterPodAffinity): all the pods run in one domain of each (one zone, one rack, one node).
+	AffinityKeys []string
 	// ConstraintKey identifies NodeSelector, RequiredNodeAffinity and Tolerations together ("" when all are
 	// empty), so node eligibility can be memoized per chunk across cycles.
 	ConstraintKey string
