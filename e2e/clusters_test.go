@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -124,4 +125,118 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 		status, reason, _ := joined()
 		return status == "True" && reason == "RunnerStarted"
 	})
+}
+
+// TestClusterKeepsWorkingThroughABadKubeconfig: a joined cluster whose kubeconfig Secret is replaced by an
+// unusable one keeps its runner on the kubeconfig read before, and its Cluster says so; the Secret restored as
+// it was clears the error without starting the runner again. Stopping the runner would fail the cluster's
+// workloads over for a typo. A runner that fails shows why on its Cluster, not "joined".
+func TestClusterKeepsWorkingThroughABadKubeconfig(t *testing.T) {
+	fleet := localfleettest.Fleet(t)
+	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
+	ctx := t.Context()
+	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := os.ReadFile(fleet.Workloads[0].KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name, failing = "kept-runner", "failing-runner"
+	clusterGVR := schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
+	for _, cluster := range []string{name, failing} {
+		if err := pipeline.RegisterCluster(ctx, controlPlane, cluster, kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = controlPlane.Dynamic.Resource(clusterGVR).Delete(context.Background(), cluster, metav1.DeleteOptions{})
+			_ = controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Delete(context.Background(),
+				"cluster-"+cluster+"-kubeconfig", metav1.DeleteOptions{})
+		})
+	}
+	secretName := "cluster-" + name + "-kubeconfig" // as RegisterCluster names it
+	var mu sync.Mutex
+	starts, stops := 0, 0
+	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients) error {
+			if cluster == failing {
+				return errors.New("list nodes: forbidden")
+			}
+			if cluster != name {
+				<-ctx.Done()
+				return nil
+			}
+			mu.Lock()
+			starts++
+			mu.Unlock()
+			<-ctx.Done()
+			mu.Lock()
+			stops++
+			mu.Unlock()
+			return nil
+		}}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- manager.Start(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager ended with %v", err)
+		}
+	}()
+	runs := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		return starts, stops
+	}
+	lastJoined := ""
+	defer func() {
+		if t.Failed() {
+			t.Logf("Joined condition last read: %s", lastJoined)
+		}
+	}()
+	joinedAs := func(cluster, status, reason, message string) func() bool {
+		return func() bool {
+			obj, err := controlPlane.Dynamic.Resource(clusterGVR).Get(ctx, cluster, metav1.GetOptions{})
+			if err != nil {
+				return false
+			}
+			conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+			for _, c := range conditions {
+				if m, _ := c.(map[string]any); m["type"] == "Joined" {
+					lastJoined = fmt.Sprint(m)
+					return m["status"] == status && m["reason"] == reason && strings.Contains(fmt.Sprint(m["message"]), message)
+				}
+			}
+			return false
+		}
+	}
+	setSecret := func(data []byte) {
+		t.Helper()
+		secret, err := controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Get(ctx, secretName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		secret.Data = map[string][]byte{pipeline.DefaultKubeconfigKey: data}
+		if _, err := controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	joined := func(status, reason, message string) func() bool { return joinedAs(name, status, reason, message) }
+	e2eenv.Eventually(t, time.Minute, "the cluster joined", joined("True", "RunnerStarted", "working with"))
+	e2eenv.Eventually(t, time.Minute, "the failing runner shown on its Cluster",
+		joinedAs(failing, "False", "RunnerFailed", "the cluster's producer and applier stopped: list nodes: forbidden"))
+
+	setSecret([]byte("apiVersion: v1\nkind: Config\nclusters: []\n"))
+	e2eenv.Eventually(t, time.Minute, "the unusable kubeconfig shown, the runner kept",
+		joined("False", "KubeconfigInvalid", "names no cluster; still working with the kubeconfig read before"))
+	if started, stopped := runs(); started != 1 || stopped != 0 {
+		t.Fatalf("runner started %d and stopped %d times, want started once and never stopped", started, stopped)
+	}
+
+	setSecret(kubeconfig)
+	e2eenv.Eventually(t, time.Minute, "the restored kubeconfig clears the error", joined("True", "RunnerStarted", "working with"))
+	if started, stopped := runs(); started != 1 || stopped != 0 {
+		t.Errorf("runner started %d and stopped %d times, want started once and never stopped", started, stopped)
+	}
 }

@@ -218,3 +218,18 @@ func TestBadQuantityInAPayloadIsNamedByItsField(t *testing.T) {
 		})
 	}
 }
+
+// TestApplierConsumerNamesFitJetStream: a cluster name may be 253 characters long; its applier's consumer name
+// stays within what JetStream stores a consumer under, distinct for names that share their first 200
+// characters, and unchanged for names that fit.
+func TestApplierConsumerNamesFitJetStream(t *testing.T) {
+	long := strings.Repeat("c", 63) + "." + strings.Repeat("d", 63) + "." + strings.Repeat("e", 63) + "." + strings.Repeat("f", 63)
+	other := long[:len(long)-1] + "g"
+	if got := schemas.ApplierConsumerName("gpu-west.example"); got != "applier-gpu-west_example" {
+		t.Errorf("short name %q, want applier-gpu-west_example", got)
+	}
+	a, b := schemas.ApplierConsumerName(long), schemas.ApplierConsumerName(other)
+	if len(a) > 200 || len(b) > 200 || a == b || !strings.HasPrefix(a, "applier-ccc") {
+		t.Errorf("names %q (%d) and %q (%d), want distinct names of at most 200 characters", a, len(a), b, len(b))
+	}
+}

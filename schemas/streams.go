@@ -1,6 +1,8 @@
 package schemas
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -38,8 +40,21 @@ const (
 	ConsumerStatusDecisions = "status-decisions"
 )
 
-// ApplierConsumerName is the durable consumer of one cluster's applier; replicas of that applier share it.
-func ApplierConsumerName(cluster string) string { return "applier-" + Token(cluster) }
+// ApplierConsumerName is the durable consumer of one cluster's applier; replicas of that applier share it. A
+// cluster's name may be 253 characters long, and JetStream keeps a consumer's state in a directory of its
+// name (255 at most): past maxConsumerName the name keeps its start and ends with a hash of the whole.
+func ApplierConsumerName(cluster string) string {
+	name := "applier-" + Token(cluster)
+	if len(name) <= maxConsumerName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(cluster))
+	hash := hex.EncodeToString(sum[:8])
+	return name[:maxConsumerName-len(hash)-1] + "-" + hash
+}
+
+// maxConsumerName bounds the durable consumer names fleetflow makes.
+const maxConsumerName = 200
 
 // StreamOptions tune the streams without changing their shape.
 type StreamOptions struct {

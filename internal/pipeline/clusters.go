@@ -211,30 +211,46 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	delete(m.retiring, name) // registered again: its runner, if still kept, is its own again
 	m.mu.Unlock()
 	kubeconfig, err := m.kubeconfig(ctx, cluster)
-	if err != nil {
-		m.cannotRun(ctx, log, name, "KubeconfigUnavailable", "cannot reach cluster: kubeconfig unavailable", err)
-		return
-	}
 	m.mu.Lock()
 	current := m.running[name]
 	m.mu.Unlock()
-	if current != nil && current.kubeconfig == string(kubeconfig) && !current.stopped() {
-		return
+	// A kubeconfig that went missing or bad stops nothing: the runner keeps the last good one, so a typo in a
+	// healthy cluster's Secret does not fail its workloads over.
+	kept := ""
+	if current != nil && !current.stopped() {
+		kept = "; still working with the kubeconfig read before"
 	}
-	if current != nil {
-		m.stop(name)
+	if err != nil {
+		m.cannotRun(ctx, log, name, "KubeconfigUnavailable", "cannot reach cluster: kubeconfig unavailable", fmt.Errorf("%w%s", err, kept))
+		return
 	}
 	cfg, err := restConfigOf(kubeconfig)
 	if err != nil {
 		m.cannotRun(ctx, log, name, "KubeconfigInvalid", "cannot reach cluster: kubeconfig is not usable",
-			fmt.Errorf("%s: %w", secretKeyOf(cluster), err))
+			fmt.Errorf("%s: %w%s", secretKeyOf(cluster), err, kept))
+		return
+	}
+	joined := fmt.Sprintf("working with %s through the kubeconfig of %s", cfg.Host, secretKeyOf(cluster))
+	if kept != "" && current.kubeconfig == string(kubeconfig) {
+		// The same kubeconfig again (a Secret restored as it was): the runner goes on, and the Cluster no
+		// longer shows the error it had.
+		m.mu.Lock()
+		_, failed := m.unreachable[name]
+		delete(m.unreachable, name)
+		m.mu.Unlock()
+		if failed {
+			m.setJoined(ctx, log, name, metav1.ConditionTrue, "RunnerStarted", joined)
+		}
 		return
 	}
 	cfg.QPS, cfg.Burst = 200, 400
 	clients, err := kube.NewClients(cfg)
 	if err != nil {
-		m.cannotRun(ctx, log, name, "ClientError", "cannot reach cluster", fmt.Errorf("%s: %w", secretKeyOf(cluster), err))
+		m.cannotRun(ctx, log, name, "ClientError", "cannot reach cluster", fmt.Errorf("%s: %w%s", secretKeyOf(cluster), err, kept))
 		return
+	}
+	if current != nil {
+		m.stop(name)
 	}
 	m.mu.Lock()
 	delete(m.unreachable, name)
@@ -245,12 +261,14 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	m.running[name] = rc
 	m.mu.Unlock()
 	log.Info("cluster joined", "server", cfg.Host)
-	m.setJoined(ctx, log, name, metav1.ConditionTrue, "RunnerStarted",
-		fmt.Sprintf("working with %s through the kubeconfig of %s", cfg.Host, secretKeyOf(cluster)))
+	m.setJoined(ctx, log, name, metav1.ConditionTrue, "RunnerStarted", joined)
 	go func() {
 		defer close(rc.done)
 		if err := m.Run(runCtx, name, clients); err != nil && runCtx.Err() == nil {
-			log.Error("cluster runner stopped; it starts again at the next resync", "error", err)
+			m.mu.Lock()
+			delete(m.unreachable, name) // each failure shown, though the last one said the same
+			m.mu.Unlock()
+			m.cannotRun(ctx, log, name, "RunnerFailed", "the cluster's producer and applier stopped", err)
 		}
 	}()
 }
