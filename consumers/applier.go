@@ -273,6 +273,11 @@ func (a *Applier) delete(ctx context.Context, decided *schemas.PlacementDecided)
 		// fresh discovery, has nothing to delete.
 		client, err = a.resourceInAnyVersion(ref)
 		if kube.IsNoMatch(err) {
+			// An apiserver starting up serves its CRDs' kinds only once it has read them: its copies are still
+			// there, and taken for gone they would run on two clusters.
+			if ready := a.Clients.Ready(ctx); ready != nil {
+				return fmt.Errorf("cannot tell whether cluster %s serves %s: %w", a.Cluster, ref.Kind, ready)
+			}
 			a.Log.Info("nothing to delete: the cluster does not serve the kind", "workload", ref.Key(), "cluster", a.Cluster)
 			return nil
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -345,5 +346,53 @@ func TestApplierGivesNamespacesTheControlPlaneLabels(t *testing.T) {
 	}
 	if got := labelsOf(foreign); got[enforce] != "" || got[schemas.LabelManagedBy] != "" {
 		t.Errorf("labels of a namespace fleetflow did not create = %v, want them left alone", got)
+	}
+}
+
+// TestApplierRetriesADeleteWhileItsApiserverStarts: an apiserver starting up does not serve its CRDs' kinds yet,
+// though their objects are stored. A Delete of such a kind then fails to be retried, rather than concluding
+// there is nothing to delete and leaving the copy to run beside the one the workload moved to; once the
+// apiserver is ready it deletes the copy.
+func TestApplierRetriesADeleteWhileItsApiserverStarts(t *testing.T) {
+	f := newApplierFixture(t)
+	ctx := t.Context()
+	const plural = "widgets9"
+	crd := widgetCRD(plural, true)
+	if err := f.cluster.Apply(ctx, e2eenv.FieldManager, crd); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = f.cluster.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1",
+			Resource: "customresourcedefinitions"}).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{})
+	})
+	widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.fleetflow.io/v1", "kind": kindOf(plural),
+		"metadata": map[string]any{"name": "w", "namespace": "team-applier", "labels": map[string]any{
+			schemas.LabelManagedBy: consumers.FieldManager, schemas.LabelWorkloadUID: "uid-w"}}}}
+	if err := f.cluster.EnsureNamespace(ctx, "team-applier", e2eenv.FieldManager, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.cluster.Apply(ctx, e2eenv.FieldManager, widget); err != nil {
+		t.Fatal(err)
+	}
+	cfg, starting := localfleettest.Starting(f.applier.Clients.Config, "e2e.fleetflow.io")
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.applier.Clients = clients
+	gvr := schema.GroupVersionResource{Group: "e2e.fleetflow.io", Version: "v2", Resource: plural}
+
+	starting.Store(true)
+	mustRetry(t, "a Delete of a kind the starting apiserver does not serve yet", f.decide(schemas.ActionDelete, widget, "uid-w"))
+	if _, err := f.cluster.Dynamic.Resource(gvr).Namespace("team-applier").Get(ctx, "w", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the copy after the refused Delete: %v, want it still there", err)
+	}
+
+	starting.Store(false)
+	if err := f.decide(schemas.ActionDelete, widget, "uid-w"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.cluster.Dynamic.Resource(gvr).Namespace("team-applier").Get(ctx, "w", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the copy after its Delete: %v, want it gone", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	kubetesting "k8s.io/client-go/testing"
 
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -181,4 +182,36 @@ func applyYAML(t *testing.T, clients *kube.Clients, manifests string) {
 			}
 		}
 	})
+}
+
+// TestInstalledAPIsWaitForTheApiserverToBeReady: an apiserver starting up answers discovery before it serves its
+// CRDs' kinds. Until its /readyz passes, the producer publishes no installed APIs, so the copies of those kinds
+// are not taken for gone (and moved) while they still run. The test's transport plays the starting apiserver:
+// /readyz fails and discovery leaves the Widget group out (localfleettest.Starting).
+func TestInstalledAPIsWaitForTheApiserverToBeReady(t *testing.T) {
+	b := newBench(t)
+	applyYAML(t, b.clients, widgetCRD)
+	const widget = "apis.producers.test/v1alpha1/Widget"
+	cfg, starting := localfleettest.Starting(localfleettest.Fleet(t).Workloads[0].RESTConfig(), "apis.producers.test")
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, logs := b.start(func(p *producers.ClusterProducer) { p.Clients, p.APIsResync = clients, 300*time.Millisecond })
+	subject := schemas.ClusterAPIsSubject(testCluster)
+	apis := func() []string {
+		if e, ok := b.last(subject); ok {
+			return e.payload.(*schemas.ClusterAPIs).APIs
+		}
+		return nil
+	}
+	eventually(t, widget+" installed", func() bool { return slices.Contains(apis(), widget) })
+
+	starting.Store(true)
+	eventually(t, "a discovery refused while the apiserver starts", func() bool {
+		return logs.Contains("the apiserver is not ready, so its discovery may lack kinds it serves")
+	})
+	if got := apis(); !slices.Contains(got, widget) {
+		t.Errorf("installed APIs published while the apiserver started: %v, without %s", got, widget)
+	}
 }

@@ -2,7 +2,6 @@ package producers
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -58,7 +57,7 @@ func (p *ClusterProducer) beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, max(p.Heartbeat, minBeatTimeout))
 	defer cancel()
 	if err := p.probe(ctx); err != nil {
-		return fmt.Errorf("apiserver readiness: %w", err)
+		return err
 	}
 	now := time.Now().UTC()
 	subject := schemas.ClusterHeartbeatSubject(p.Cluster)
@@ -71,13 +70,5 @@ func (p *ClusterProducer) beat(ctx context.Context) error {
 	return err
 }
 
-// probe asks the apiserver's /readyz, which also checks its storage; clients without a REST client (fakes)
-// fall back to GET /version.
-func (p *ClusterProducer) probe(ctx context.Context) error {
-	disco := p.Clients.Core.Discovery()
-	if rest := disco.RESTClient(); rest != nil {
-		return rest.Get().AbsPath("/readyz").Do(ctx).Error()
-	}
-	_, err := disco.ServerVersion()
-	return err
-}
+// probe asks the apiserver's /readyz, which also checks its storage.
+func (p *ClusterProducer) probe(ctx context.Context) error { return p.Clients.Ready(ctx) }

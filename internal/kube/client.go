@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -99,3 +100,16 @@ func ClientsFromKubeconfig(path string) (*Clients, error) {
 
 // IsNoMatch reports whether err says a kind is not served (yet), e.g. its CRD is missing.
 func IsNoMatch(err error) bool { return meta.IsNoMatchError(err) }
+
+// Ready asks the apiserver's /readyz: one that answers it is done starting, so its discovery lists every kind
+// it serves (its CRDs' among them).
+func (c *Clients) Ready(ctx context.Context) error {
+	if rest := c.Core.Discovery().RESTClient(); rest != nil {
+		if err := rest.Get().AbsPath("/readyz").Do(ctx).Error(); err != nil {
+			return fmt.Errorf("apiserver readiness: %w", err)
+		}
+		return nil
+	}
+	_, err := c.Core.Discovery().ServerVersion() // fake clients have no REST client
+	return err
+}
