@@ -2,6 +2,7 @@ package consumers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -65,6 +67,10 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 		}
 		messages.Stop()
 	}
+	caughtUp, err := p.catchUpFromHistory(ctx, js)
+	if err != nil {
+		return err
+	}
 	p.now = time.Now()
 	touched := newTouched()
 	if err := p.recoverLastValid(ctx, js, touched); err != nil {
@@ -76,7 +82,7 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	if err := p.reapplyGoneCopies(ctx, lastStatusWithOne(js), touched); err != nil {
 		return fmt.Errorf("placer rebuild: %w", err)
 	}
-	p.log.Info("placer view rebuilt from the state stream", "messages", read, "workloads", len(p.workloads),
+	p.log.Info("placer view rebuilt from the state stream", "messages", read, "newer_in_history", caughtUp, "workloads", len(p.workloads),
 		"clusters", len(p.clusters), "policies", len(p.policies), "view_sequence", p.store.Snapshot().Index())
 	return p.reconcileAndAwait(ctx, touched)
 }
@@ -135,22 +141,27 @@ func sourcesBehind(sources []*jetstream.StreamSourceInfo, originLast map[string]
 }
 
 func (p *Placer) rebuildOne(msg jetstream.Msg) {
+	p.rebuildFrom(msg, originSequence(msg.Headers().Get(streamSourceHeader)))
+}
+
+// rebuildFrom applies one message read at rebuild, at seq, its sequence in the events stream (or, for a decision,
+// in the decisions stream); it reports whether it applied it.
+func (p *Placer) rebuildFrom(msg jetstream.Msg, seq uint64) bool {
 	event, err := bus.Decode(msg.Headers(), msg.Data())
 	if err != nil {
-		return
+		return false
 	}
 	payload, err := schemas.DecodePayload(event)
 	if err != nil {
-		return
+		return false
 	}
-	seq := originSequence(msg.Headers().Get(streamSourceHeader))
 	if seq == 0 {
-		return
+		return false
 	}
 	isDecision := strings.HasPrefix(msg.Subject(), schemas.SubjectDecisionsRoot+".")
 	if !isDecision {
 		if seq <= p.seen[msg.Subject()] {
-			return
+			return false
 		}
 		p.markApplied(msg.Subject(), seq)
 		p.seq = seq
@@ -169,6 +180,65 @@ func (p *Placer) rebuildOne(msg jetstream.Msg) {
 	if _, err := p.apply(event.Type(), payload, true); err != nil {
 		p.log.Warn("rebuild: event not applied", "subject", msg.Subject(), "error", err)
 	}
+	return true
+}
+
+// historyCheckedSubjects are the subjects whose last event in the events stream a rebuild compares with what
+// the state stream held: the objects users create and delete. Nodes, heartbeats and statuses are left out; their
+// producers publish them again anyway, and there are many of them.
+var historyCheckedSubjects = []string{
+	schemas.SubjectEventsPrefix + ".workload.>",
+	schemas.SubjectEventsPrefix + ".policy.>",
+	schemas.SubjectEventsPrefix + ".resourceinterface.>",
+	schemas.SubjectEventsPrefix + ".namespace.>",
+	schemas.SubjectEventsPrefix + ".cluster.*.spec",
+}
+
+// catchUpFromHistory applies, after the state stream is read, each object's last event in the events stream
+// that is newer than what the state stream held of it, and returns how many it applied. A server stopped
+// uncleanly can bring back into the state stream messages that its per-subject limit, or the pruner, had
+// removed: with no tombstone of the removal on disk, an object's first version could come back as its last,
+// and a deleted workload be placed again. The events stream, which removes nothing but by age, still has its
+// later versions and its deletion.
+func (p *Placer) catchUpFromHistory(ctx context.Context, js jetstream.JetStream) (int, error) {
+	consumer, err := js.OrderedConsumer(ctx, schemas.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: historyCheckedSubjects, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
+	if err != nil {
+		return 0, fmt.Errorf("placer rebuild: %w", err)
+	}
+	defer bus.DeleteOrderedConsumer(js, schemas.StreamEvents, consumer)
+	info, err := consumer.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("placer rebuild: %w", err)
+	}
+	// Decisions made at rebuild take the placer's sequence: it must not fall back to an older event's.
+	last, applied := p.seq, 0
+	for pending := info.NumPending; pending > 0; {
+		msg, err := consumer.Next(jetstream.FetchMaxWait(5 * time.Second))
+		if errors.Is(err, nats.ErrTimeout) {
+			// After an unclean stop the server may count messages it no longer holds: what came is all there is.
+			p.log.Warn("rebuild: the events stream delivered fewer messages than it counted; going on with those",
+				"missing", pending)
+			break
+		}
+		if err != nil {
+			return applied, fmt.Errorf("placer rebuild: history of %v: %w", historyCheckedSubjects, err)
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			pending--
+			continue
+		}
+		pending = meta.NumPending
+		if p.rebuildFrom(msg, meta.Sequence.Stream) {
+			applied++
+			p.log.Info("rebuild: the events stream holds a newer event than the state stream", "subject", msg.Subject(),
+				"sequence", meta.Sequence.Stream)
+		}
+		last = max(last, meta.Sequence.Stream)
+	}
+	p.seq = last
+	return applied, nil
 }
 
 // setReplayFloor makes the placer skip the events the state stream has copied when the rebuild starts

@@ -572,3 +572,51 @@ func TestRebuildTakesAnEventsOwnTimeOverItsCopys(t *testing.T) {
 		t.Errorf("east is Ready after a rebuild whose last heartbeat of it is an hour old")
 	}
 }
+
+// TestRebuildTakesNewerEventsFromHistory: a state stream can hold an object's older version than the events
+// stream (a server stopped uncleanly brings back messages its per-subject limit or the pruner had removed). A
+// rebuilt placer applies each object's last event in the events stream when it is newer, so a deleted workload
+// the state stream still shows is deleted, not placed again. The test stops the state stream's copying of the
+// events stream before the deletion, so the state stream keeps the workload.
+func TestRebuildTakesNewerEventsFromHistory(t *testing.T) {
+	f := newRebuildFixture(t)
+	f.rebuild(t, f.srv.ClientURL())
+	f.waitForSubject(t, schemas.DecisionSubject("east", f.web.Ref()))
+	if first := f.lastDecision(t, "east", f.web.Ref()); first == nil || first.Action != schemas.ActionApply {
+		t.Fatalf("the first placer's decision on east = %+v, want an Apply", first)
+	}
+	state, err := f.js.Stream(f.ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := state.CachedInfo().Config
+	cfg.Sources = slices.DeleteFunc(cfg.Sources, func(s *jetstream.StreamSource) bool { return s.Name == schemas.StreamEvents })
+	if _, err := f.js.UpdateStream(f.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.publish(t, schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(f.web.Ref()), "web-deleted",
+		&schemas.ObjectDeleted{Workload: f.web.Ref()})
+
+	conn, placerJS, err := bus.Connect(f.srv.ClientURL(), "placer", nats.MaxReconnects(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(conn.Close)
+	builtins, err := karta.Builtins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlacer(bus.NewPublisher(placerJS), karta.NewRegistry(builtins...), PlacerConfig{}, f.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Rebuild(f.ctx, placerJS); err != nil {
+		t.Fatalf("rebuild: %v", err)
+	}
+	if e := p.workloads[workloadIDOf(f.web.Ref())]; e != nil {
+		t.Errorf("the rebuilt placer tracks the deleted %s", f.web.Ref().Key())
+	}
+	if d := f.lastDecision(t, "east", f.web.Ref()); d == nil || d.Action != schemas.ActionDelete {
+		t.Errorf("last decision on east after the rebuild = %+v, want the Delete of the deleted workload's copy", d)
+	}
+}
