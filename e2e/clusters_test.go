@@ -35,7 +35,9 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 	if err := controlPlane.EnsureNamespace(ctx, pipeline.SystemNamespace, e2eenv.FieldManager, nil); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, err := os.ReadFile(fleet.Workloads[0].KubeconfigPath)
+	// The control plane's own apiserver, which no Cluster of the shared fleet names: a second Cluster of one
+	// apiserver is refused (TestASecondClusterOfOneApiserverIsRefused).
+	kubeconfig, err := os.ReadFile(fleet.ControlPlane.KubeconfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,14 +140,18 @@ func TestClusterKeepsWorkingThroughABadKubeconfig(t *testing.T) {
 	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig, err := os.ReadFile(fleet.Workloads[0].KubeconfigPath)
+	// The control plane's own apiserver, which no Cluster of the shared fleet names: a second Cluster of one
+	// apiserver is refused (TestASecondClusterOfOneApiserverIsRefused).
+	kubeconfig, err := os.ReadFile(fleet.ControlPlane.KubeconfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const name, failing = "kept-runner", "failing-runner"
 	clusterGVR := schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
-	for _, cluster := range []string{name, failing} {
-		if err := pipeline.RegisterCluster(ctx, controlPlane, cluster, kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
+	unreachable := []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\", insecure-skip-tls-verify: true}}]\n" +
+		"contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: t}}]\n")
+	for cluster, config := range map[string][]byte{name: kubeconfig, failing: unreachable} {
+		if err := pipeline.RegisterCluster(ctx, controlPlane, cluster, config, nil, nil, e2eenv.FieldManager); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
@@ -238,5 +244,83 @@ func TestClusterKeepsWorkingThroughABadKubeconfig(t *testing.T) {
 	e2eenv.Eventually(t, time.Minute, "the restored kubeconfig clears the error", joined("True", "RunnerStarted", "working with"))
 	if started, stopped := runs(); started != 1 || stopped != 0 {
 		t.Errorf("runner started %d and stopped %d times, want started once and never stopped", started, stopped)
+	}
+}
+
+// TestASecondClusterOfOneApiserverIsRefused: two Clusters whose kubeconfigs reach one apiserver would count its
+// capacity twice, and a Delete through one would remove the other's copies. The one registered first runs; the
+// second is not run, and its Joined condition names the first.
+func TestASecondClusterOfOneApiserverIsRefused(t *testing.T) {
+	fleet := localfleettest.Fleet(t)
+	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
+	ctx := t.Context()
+	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := os.ReadFile(fleet.ControlPlane.KubeconfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterGVR := schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
+	const first, second = "apiserver-first", "apiserver-alias"
+	for _, cluster := range []string{first, second} {
+		if err := pipeline.RegisterCluster(ctx, controlPlane, cluster, kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = controlPlane.Dynamic.Resource(clusterGVR).Delete(context.Background(), cluster, metav1.DeleteOptions{})
+			_ = controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Delete(context.Background(),
+				"cluster-"+cluster+"-kubeconfig", metav1.DeleteOptions{})
+		})
+		// Registered one after the other: creation times have a resolution of a second.
+		e2eenv.Eventually(t, time.Minute, cluster+" created", func() bool {
+			obj, err := controlPlane.Dynamic.Resource(clusterGVR).Get(ctx, cluster, metav1.GetOptions{})
+			return err == nil && time.Since(obj.GetCreationTimestamp().Time) >= time.Second
+		})
+	}
+	var mu sync.Mutex
+	started := map[string]int{}
+	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients) error {
+			mu.Lock()
+			started[cluster]++
+			mu.Unlock()
+			<-ctx.Done()
+			return nil
+		}}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- manager.Start(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager ended with %v", err)
+		}
+	}()
+	joined := func(cluster string) (status, reason, message string) {
+		obj, err := controlPlane.Dynamic.Resource(clusterGVR).Get(ctx, cluster, metav1.GetOptions{})
+		if err != nil {
+			return "", "", ""
+		}
+		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, c := range conditions {
+			if m, _ := c.(map[string]any); m["type"] == "Joined" {
+				return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
+			}
+		}
+		return "", "", ""
+	}
+	e2eenv.Eventually(t, time.Minute, "the second Cluster refused, naming the first", func() bool {
+		status, reason, message := joined(second)
+		return status == "False" && reason == "DuplicateCluster" && strings.Contains(message, "is Cluster "+first+"'s")
+	})
+	e2eenv.Eventually(t, time.Minute, "the first Cluster joined", func() bool {
+		status, reason, _ := joined(first)
+		return status == "True" && reason == "RunnerStarted"
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if started[first] != 1 || started[second] != 0 {
+		t.Errorf("runners started %v, want %s once and %s never", started, first, second)
 	}
 }

@@ -1,14 +1,17 @@
 package pipeline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -148,8 +151,11 @@ const retireSettle = 3 * time.Second
 
 type runningCluster struct {
 	kubeconfig string
-	cancel     context.CancelFunc
-	done       chan struct{}
+	// identity is the apiserver's (identityOf), "" when unknown; created is when its Cluster was created.
+	identity string
+	created  time.Time
+	cancel   context.CancelFunc
+	done     chan struct{}
 }
 
 // stopped reports whether the runner returned.
@@ -171,8 +177,11 @@ func (m *ClusterManager) Start(ctx context.Context) error {
 	}
 	factory := dynamicinformer.NewDynamicSharedInformerFactory(m.ControlPlane.Dynamic, resync)
 	informer := factory.ForResource(clusterGVR).Informer()
+	// The Clusters there at the start are run in the order they were registered, once all are listed: the
+	// first of two Clusters of one apiserver keeps it (sameApiserver), and the second must not run meanwhile.
+	var listed atomic.Bool
 	sync := func(obj any) {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
+		if u, ok := obj.(*unstructured.Unstructured); ok && listed.Load() {
 			m.reconcile(ctx, u)
 		}
 	}
@@ -191,7 +200,27 @@ func (m *ClusterManager) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("watch clusters: %w", err)
 	}
-	informer.Run(ctx.Done())
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		informer.Run(ctx.Done())
+	}()
+	if cache.WaitForCacheSync(ctx.Done(), informer.HasSynced) {
+		listed.Store(true)
+		var initial []*unstructured.Unstructured
+		for _, obj := range informer.GetStore().List() {
+			if u, ok := obj.(*unstructured.Unstructured); ok {
+				initial = append(initial, u)
+			}
+		}
+		slices.SortFunc(initial, func(a, b *unstructured.Unstructured) int {
+			return cmp.Or(a.GetCreationTimestamp().Compare(b.GetCreationTimestamp().Time), cmp.Compare(a.GetName(), b.GetName()))
+		})
+		for _, u := range initial {
+			m.reconcile(ctx, u)
+		}
+	}
+	<-ran
 	m.mu.Lock()
 	names := make([]string, 0, len(m.running))
 	for name := range m.running {
@@ -249,6 +278,24 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 		m.cannotRun(ctx, log, name, "ClientError", "cannot reach cluster", fmt.Errorf("%s: %w%s", secretKeyOf(cluster), err, kept))
 		return
 	}
+	identity := identityOf(ctx, clients)
+	created := cluster.GetCreationTimestamp().Time
+	owner, displaced := m.sameApiserver(name, identity, created)
+	if owner != "" {
+		m.cannotRun(ctx, log, name, "DuplicateCluster", "cannot run cluster", fmt.Errorf("its apiserver %s is Cluster %s's "+
+			"(the same kube-system namespace, uid %s), which was registered first: one Cluster per cluster, or its "+
+			"capacity counts twice and a Delete on one removes the other's copies", cfg.Host, owner, identity))
+		if current != nil {
+			m.stop(name)
+		}
+		return
+	}
+	for _, other := range displaced {
+		m.stop(other)
+		m.cannotRun(ctx, m.Log.With("cluster", other), other, "DuplicateCluster", "cannot run cluster",
+			fmt.Errorf("its apiserver is Cluster %s's (the same kube-system namespace, uid %s), which was registered first",
+				name, identity))
+	}
 	if current != nil {
 		m.stop(name)
 	}
@@ -256,7 +303,8 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	delete(m.unreachable, name)
 	m.mu.Unlock()
 	runCtx, cancel := context.WithCancel(ctx)
-	rc := &runningCluster{kubeconfig: string(kubeconfig), cancel: cancel, done: make(chan struct{})}
+	rc := &runningCluster{kubeconfig: string(kubeconfig), cancel: cancel, done: make(chan struct{}), identity: identity,
+		created: created}
 	m.mu.Lock()
 	m.running[name] = rc
 	m.mu.Unlock()
@@ -271,6 +319,43 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 			m.cannotRun(ctx, log, name, "RunnerFailed", "the cluster's producer and applier stopped", err)
 		}
 	}()
+}
+
+// sameApiserver looks for running Clusters whose apiserver is identity too. owner is the one registered before
+// name (the earlier creation, then the smaller name), which keeps the cluster; displaced are those registered
+// after it, whose runners give way to name's. Nothing is found when identity is unknown.
+func (m *ClusterManager) sameApiserver(name, identity string, created time.Time) (owner string, displaced []string) {
+	if identity == "" {
+		return "", nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for other, rc := range m.running {
+		if other == name || rc.identity != identity || rc.stopped() {
+			continue
+		}
+		if rc.created.Before(created) || rc.created.Equal(created) && other < name {
+			return other, nil
+		}
+		displaced = append(displaced, other)
+	}
+	return "", displaced
+}
+
+// identityTimeout bounds the read of an apiserver's identity: an unreachable one is run (and shown NotReady)
+// rather than holding up the other Clusters.
+const identityTimeout = 5 * time.Second
+
+// identityOf tells one apiserver from another: the uid of its kube-system namespace, which every cluster has and
+// no two share (clusters sharing one etcd keep it under different prefixes). "" when it cannot be read.
+func identityOf(ctx context.Context, clients *kube.Clients) string {
+	ctx, cancel := context.WithTimeout(ctx, identityTimeout)
+	defer cancel()
+	ns, err := clients.Core.CoreV1().Namespaces().Get(ctx, metav1.NamespaceSystem, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return string(ns.UID)
 }
 
 // cannotRun logs why a Cluster cannot be run, and shows it in the Cluster's Joined condition, once for each
