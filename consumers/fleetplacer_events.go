@@ -767,11 +767,23 @@ const reapplyBackoff = 30 * time.Second
 // control plane says where the workload runs. A copy that finished first is left gone: a job cleaned up
 // after it completed must not run again. One deleted again within reapplyBackoff is left gone too, with
 // a warning, rather than fight whatever keeps deleting it; the next change of the workload applies it.
+//
+// A copy that goes from a cluster the workload is not placed on now, though it kept running there (the workload
+// Unschedulable, its edit not carried out), is not applied again, but its Apply no longer stands: were the
+// workload placed there again, it would be taken as applied, and no copy would run.
 func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *touchedSet) {
+	log := p.log.With("workload", e.ref.Key(), "cluster", cluster)
 	if !p.placedAndAppliedOn(e, cluster) {
+		if prev, ok := e.published[cluster]; ok && prev.action == schemas.ActionApply && !e.deleted {
+			log.Info("the copy of the workload is gone from a cluster it is not placed on now; applied again if placed there again")
+			delete(e.published, cluster)
+			touched.add(e.id)
+			if d := p.blocked.Decision(e.id); d != nil {
+				touched.decided(d) // its verdict, sent again, no longer says the copy runs there
+			}
+		}
 		return
 	}
-	log := p.log.With("workload", e.ref.Key(), "cluster", cluster)
 	if e.finished[cluster] {
 		log.Info("the finished copy of the workload is gone from its cluster; not applied again")
 		return

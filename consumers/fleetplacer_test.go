@@ -1777,3 +1777,33 @@ func TestRestoredPlacerRelabelsNamespacesChangedMeanwhile(t *testing.T) {
 		})
 	}
 }
+
+// A copy kept running while its workload is Unschedulable, then deleted in its cluster, is not applied again,
+// but no longer counts as applied: the verdict stops saying it runs there, and once the workload fits again the
+// copy is applied, rather than the workload shown placed where nothing runs.
+func TestCopyGoneWhileUnschedulableIsAppliedWhenPlacedAgain(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	web, _ := f.placedWebOnEast()
+	grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
+		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
+	})
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
+	if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable || !strings.Contains(v.Message, "the copy on east keeps running") {
+		t.Fatalf("verdict %s %q, want Unschedulable with the copy on east running", v.Status, v.Message)
+	}
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Gone: true})
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Fatalf("decisions after the copy went = %v, want none: the workload fits nowhere", got)
+	}
+	if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable || strings.Contains(v.Message, "keeps running") {
+		t.Errorf("verdict %s %q, want Unschedulable without a copy said to run", v.Status, v.Message)
+	}
+	shrunk := deploymentVersion("web", "3", 1, nil)
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(shrunk.Ref()), shrunk)
+	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+		t.Errorf("decisions once it fits again = %v, want [Apply east]", got)
+	}
+}
