@@ -554,6 +554,12 @@ func (s *StatusWriter) showStatus(ctx context.Context, client dynamic.ResourceIn
 // writeStatus replaces obj's status with p's, unless it is that already, and returns obj as written.
 func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
 	p *schemas.WorkloadStatus) (*unstructured.Unstructured, error) {
+	if !s.describes(obj) {
+		// A kind no ResourceInterface describes is one a policy copies as it is (a CRD, a Namespace, an operator's
+		// ConfigMap): its status on the control plane is its own (a CRD's is the apiserver's), and the copy's
+		// only tells where it is.
+		return obj, nil
+	}
 	// A copy without a status yet (just created, as after a move) shows none: the status shown is replaced as
 	// a whole, and another cluster's old one would tell of a copy that no longer runs.
 	status := p.Status
@@ -662,6 +668,18 @@ func shownShare(obj *unstructured.Unstructured, pending map[string]any, cluster 
 		}
 	}
 	return 0
+}
+
+// describes reports whether a ResourceInterface describes obj's kind, in its version or another.
+func (s *StatusWriter) describes(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if _, ok := s.ris.Lookup(gvk); ok {
+		return true
+	}
+	_, ok := s.ris.LookupOtherVersion(gvk)
+	return ok
 }
 
 // phaseOf maps p's status through obj's RI (Undefined without one), and warns when the workload newly failed;

@@ -3,6 +3,7 @@ package consumers
 import (
 	"log/slog"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -445,6 +446,46 @@ func TestRestoredHeartbeatCountsFromTheEarlierOfItsTimes(t *testing.T) {
 			}
 			if fresh := s.fresh(s.clusterView("east"), time.Now()); fresh != tt.wantFreshAfterward {
 				t.Errorf("cluster fresh = %v, want %v", fresh, tt.wantFreshAfterward)
+			}
+		})
+	}
+}
+
+// TestStatusIsCopiedOnlyForKindsAnRIDescribes: a copy's status is written onto the control-plane object of a
+// kind a ResourceInterface describes; a kind a policy copies as it is (a CRD, whose status on the control plane
+// is the apiserver's own) keeps its status, even when its copy reports one.
+func TestStatusIsCopiedOnlyForKindsAnRIDescribes(t *testing.T) {
+	builtins, err := karta.Builtins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		obj        *unstructured.Unstructured
+		gvr        schema.GroupVersionResource
+		wantStatus bool
+	}{
+		{"a Deployment", &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
+			"metadata": map[string]any{"name": "web", "namespace": "team", "uid": "uid-web"}}},
+			schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}, true},
+		{"a CRD", &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "widgets.example.com", "uid": "uid-crd"},
+			"status":   map[string]any{"storedVersions": []any{"v1"}}}},
+			schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dynamic := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme(), tt.obj.DeepCopy())
+			s := NewStatusWriter(&kube.Clients{Dynamic: dynamic}, karta.NewRegistry(builtins...), slog.New(slog.DiscardHandler))
+			client := dynamic.Resource(tt.gvr).Namespace(tt.obj.GetNamespace())
+			copied := &schemas.WorkloadStatus{Cluster: "east", Workload: schemas.RefOf(tt.obj.Object),
+				Status: map[string]any{"observedGeneration": int64(1), "storedVersions": []any{"v1", "v2"}}}
+			if _, err := s.writeStatus(t.Context(), client, tt.obj, copied); err != nil {
+				t.Fatal(err)
+			}
+			wrote := slices.ContainsFunc(dynamic.Actions(), func(a k8stesting.Action) bool { return a.GetSubresource() == "status" })
+			if wrote != tt.wantStatus {
+				t.Errorf("status written %v, want %v (actions %v)", wrote, tt.wantStatus, dynamic.Actions())
 			}
 		})
 	}

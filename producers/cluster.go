@@ -74,8 +74,10 @@ type ClusterProducer struct {
 	mu          sync.Mutex
 	running     bool
 	wantedKinds map[schema.GroupVersionKind]bool
-	served      map[string]bool
-	kindWatches map[schema.GroupVersionKind]*kindWatch
+	// wantedGroupKinds are kinds named without a version (AddGroupKind).
+	wantedGroupKinds map[schema.GroupKind]bool
+	served           map[string]bool
+	kindWatches      map[schema.GroupVersionKind]*kindWatch
 
 	runCtx    context.Context
 	publisher *statePublisher

@@ -1,6 +1,7 @@
 package producers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
@@ -64,6 +66,38 @@ func (p *ClusterProducer) AddKind(gvk schema.GroupVersionKind) {
 	}
 }
 
+// AddGroupKind watches the placed objects of a kind named without a version (as a SchedulePolicy's
+// resourceSelectors name kinds) in the version the cluster prefers among those it serves: a copy of it deleted
+// in the cluster is then seen gone and applied again.
+func (p *ClusterProducer) AddGroupKind(gk schema.GroupKind) {
+	p.mu.Lock()
+	if p.wantedGroupKinds == nil {
+		p.wantedGroupKinds = map[schema.GroupKind]bool{}
+	}
+	p.wantedGroupKinds[gk] = true
+	running := p.running && p.served != nil
+	p.mu.Unlock()
+	if running {
+		p.ensureKindWatches()
+	}
+}
+
+// servedVersionOf is the version of gk the cluster serves that Kubernetes ranks first (v1 before v1beta1
+// before v1alpha1); p.mu is held.
+func (p *ClusterProducer) servedVersionOf(gk schema.GroupKind) (schema.GroupVersionKind, bool) {
+	var best schema.GroupVersionKind
+	for api := range p.served {
+		gvk, err := ParseAPI(api)
+		if err != nil || gvk.GroupKind() != gk {
+			continue
+		}
+		if best.Version == "" || version.CompareKubeAwareVersionStrings(gvk.Version, best.Version) > 0 {
+			best = gvk
+		}
+	}
+	return best, best.Version != ""
+}
+
 // WatchedKinds lists the kinds whose placed objects are being watched now.
 func (p *ClusterProducer) WatchedKinds() []schema.GroupVersionKind {
 	p.mu.Lock()
@@ -99,6 +133,17 @@ func (p *ClusterProducer) ensureKindWatches() {
 		if p.served[APIString(gvk)] && !watching[gvk.GroupKind()] {
 			start = append(start, gvk)
 			watching[gvk.GroupKind()] = true
+		}
+	}
+	for _, gk := range slices.SortedFunc(maps.Keys(p.wantedGroupKinds), func(a, b schema.GroupKind) int {
+		return cmp.Compare(a.String(), b.String())
+	}) {
+		if watching[gk] {
+			continue
+		}
+		if gvk, ok := p.servedVersionOf(gk); ok {
+			start = append(start, gvk)
+			watching[gk] = true
 		}
 	}
 	ctx := p.runCtx

@@ -265,3 +265,34 @@ func TestCopiesDeletedWhileNoProducerRanArePublishedGone(t *testing.T) {
 		}
 	}
 }
+
+// TestKindsNamedWithoutAVersionAreWatched: a kind a SchedulePolicy selects, named by group and kind only (a
+// Duplicate ConfigMap), is watched in the version the cluster serves, so its placed copy deleted in the cluster
+// is published gone and the placer applies it again.
+func TestKindsNamedWithoutAVersionAreWatched(t *testing.T) {
+	b := newBench(t)
+	const ns = "groupkinds"
+	b.namespace(ns)
+	p, _ := b.start(func(p *producers.ClusterProducer) { p.APIsResync = time.Hour })
+	configMap := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	p.AddGroupKind(configMap.GroupKind())
+	eventually(t, "ConfigMap watched", func() bool { return slices.Contains(p.WatchedKinds(), configMap) })
+
+	ctx := context.Background()
+	configMaps := b.clients.Dynamic.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace(ns)
+	copied := placedObject(configMap, ns, "settings", "cp-uid-settings")
+	delete(copied.Object, "spec")
+	if _, err := configMaps.Create(ctx, copied, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ref := schemas.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns, Name: "settings", UID: "cp-uid-settings"}
+	subject := schemas.WorkloadStatusSubject(testCluster, ref)
+	eventually(t, "the copy reported", func() bool { _, ok := b.last(subject); return ok })
+	if err := configMaps.Delete(ctx, "settings", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the copy reported gone", func() bool {
+		e, ok := b.last(subject)
+		return ok && e.payload.(*schemas.WorkloadStatus).Gone
+	})
+}

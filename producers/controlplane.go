@@ -535,20 +535,29 @@ func (p *ControlPlaneProducer) send(ctx context.Context, eventType, subject, id 
 func (p *ControlPlaneProducer) watchNamedKinds(family Family, obj *unstructured.Unstructured) {
 	switch family.Name {
 	case PolicyFamily.Name:
-		kinds, _, _ := unstructured.NestedSlice(obj.Object, "spec", "resourceSelectors", "kinds")
-		for _, k := range kinds {
-			m, _ := k.(map[string]any)
-			group, _ := m["group"].(string)
-			kind, _ := m["kind"].(string)
-			if kind != "" {
-				p.addGroupKind(schema.GroupKind{Group: group, Kind: kind})
-			}
+		for _, gk := range SelectedKinds(obj.Object) {
+			p.addGroupKind(gk)
 		}
 	case ResourceInterfaceFamily.Name:
 		if gvk, ok := DescribedKind(obj.Object); ok {
 			p.AddKind(gvk, WorkloadFamily)
 		}
 	}
+}
+
+// SelectedKinds are the kinds a SchedulePolicy object's resourceSelectors name.
+func SelectedKinds(policy map[string]any) []schema.GroupKind {
+	kinds, _, _ := unstructured.NestedSlice(policy, "spec", "resourceSelectors", "kinds")
+	var out []schema.GroupKind
+	for _, k := range kinds {
+		m, _ := k.(map[string]any)
+		group, _ := m["group"].(string)
+		kind, _ := m["kind"].(string)
+		if kind != "" {
+			out = append(out, schema.GroupKind{Group: group, Kind: kind})
+		}
+	}
+	return out
 }
 
 // DescribedKind is the kind a ResourceInterface object describes: its root component's.

@@ -584,24 +584,27 @@ func RunClusterProducer(ctx context.Context, b *Bus, cluster string, clients *ku
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	followed := make(chan error, 1)
-	go func() { followed <- followResourceInterfaceKinds(ctx, b.JetStream, p.AddKind) }()
+	go func() { followed <- followNamedKinds(ctx, b.JetStream, p.AddKind, p.AddGroupKind) }()
 	err := p.Run(ctx)
 	cancel()
 	if ferr := <-followed; ferr != nil && ctx.Err() == nil {
-		log.Warn("stopped following the kinds ResourceInterfaces describe", "cluster", cluster, "error", ferr)
+		log.Warn("stopped following the kinds ResourceInterfaces describe and policies select", "cluster", cluster, "error", ferr)
 	}
 	return err
 }
 
-// followResourceInterfaceKinds hands add the kind of every ResourceInterface the state stream holds, then of
-// every one applied since, until ctx is done.
-func followResourceInterfaceKinds(ctx context.Context, js jetstream.JetStream, add func(schema.GroupVersionKind)) error {
+// followNamedKinds hands add the kind of every ResourceInterface the state stream holds, and addGroupKind every
+// kind a SchedulePolicy selects (named without a version), then those of every one applied since, until ctx is
+// done. A cluster producer watches their placed copies: without it, a copy of a kind only a policy names (a
+// Duplicate ConfigMap, a CRD) deleted in its cluster was never seen gone, nor applied again.
+func followNamedKinds(ctx context.Context, js jetstream.JetStream, add func(schema.GroupVersionKind),
+	addGroupKind func(schema.GroupKind)) error {
 	stream, err := js.Stream(ctx, schemas.StreamState)
 	if err != nil {
 		return fmt.Errorf("follow resource interfaces: %w", err)
 	}
 	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{schemas.SubjectEventsPrefix + ".resourceinterface.>"},
+		FilterSubjects: []string{schemas.SubjectEventsPrefix + ".resourceinterface.>", schemas.SubjectEventsPrefix + ".policy.>"},
 		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy})
 	if err != nil {
 		return fmt.Errorf("follow resource interfaces: %w", err)
@@ -623,17 +626,23 @@ func followResourceInterfaceKinds(ctx context.Context, js jetstream.JetStream, a
 			continue // a missed heartbeat: the ordered consumer is created again
 		}
 		event, err := bus.Decode(msg.Headers(), msg.Data())
-		if err != nil || event.Type() != schemas.TypeResourceInterfaceChanged {
+		if err != nil || event.Type() != schemas.TypeResourceInterfaceChanged && event.Type() != schemas.TypePolicyChanged {
 			continue
 		}
 		payload, err := schemas.DecodePayload(event)
 		if err != nil {
 			continue
 		}
-		if ri, ok := payload.(*schemas.ObjectChanged); ok {
-			if gvk, ok := producers.DescribedKind(ri.Object); ok {
-				add(gvk)
+		changed, ok := payload.(*schemas.ObjectChanged)
+		if !ok {
+			continue
+		}
+		if event.Type() == schemas.TypePolicyChanged {
+			for _, gk := range producers.SelectedKinds(changed.Object) {
+				addGroupKind(gk)
 			}
+		} else if gvk, ok := producers.DescribedKind(changed.Object); ok {
+			add(gvk)
 		}
 	}
 }
