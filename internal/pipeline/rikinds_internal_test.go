@@ -52,7 +52,7 @@ func TestClusterProducersFollowTheKindsResourceInterfacesDescribe(t *testing.T) 
 	want(schema.GroupVersionKind{Group: "example.org", Version: "v1", Kind: "Gadget"})
 	policy := &schemas.ObjectChanged{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
 		"metadata": map[string]any{"name": "copies", "uid": "uid-copies", "resourceVersion": "1"},
-		"spec": map[string]any{"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "", "kind": "ConfigMap"}}}}}}
+		"spec":     map[string]any{"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "", "kind": "ConfigMap"}}}}}}
 	PublishEvent(t, b, schemas.TypePolicyChanged, schemas.PolicySubject(policy.Ref()), "policy-copies", policy)
 	select {
 	case got := <-groupKinds:
