@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/fleetflow/fleetflow/internal/evalguard"
+	"github.com/fleetflow/fleetflow/placement/karta"
 )
 
 const testRayCluster = `apiVersion: ray.io/v1
@@ -266,5 +269,50 @@ func TestAnalyzeReadsEveryObjectOfAStream(t *testing.T) {
 				t.Errorf("warnings %q, want %q", warnings.String(), tt.wantWarning)
 			}
 		})
+	}
+}
+
+// TestAProcessRefusesTheRIItsPredecessorDiedEvaluating: a process that stopped while evaluating a user RI (out of
+// memory) leaves that version in its record of evaluations, and the next one refuses it, with a reason, rather
+// than stop again when its rebuild analyzes the workloads of that kind.
+func TestAProcessRefusesTheRIItsPredecessorDiedEvaluating(t *testing.T) {
+	ris, err := karta.ParseResourceInterfaces([]byte(`apiVersion: optimization.nvidia.com/v1alpha1
+kind: ResourceInterface
+metadata: {name: bomb}
+spec:
+  structureDefinition:
+    rootComponent:
+      name: widget
+      kind: {group: example.com, version: v1, kind: Gadget}
+      specDefinition: {podTemplateSpecPath: .spec.template}
+      scaleDefinition: {replicasPath: 'error("evaluated, though its predecessor died evaluating it")'}
+`), "bomb.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bomb, err := karta.Compile(ris[0], "bomb.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "ri-evaluations-fleetflow-run")
+	died, _, err := evalguard.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	died.Enter(bomb.Identity()) // the process ran out of memory here
+
+	guard := guardEvaluations(path)
+	if guard == nil {
+		t.Fatal("no guard on a writable path")
+	}
+	defer func() {
+		karta.SetEvaluationGuard(nil)
+		_ = guard.Close()
+	}()
+	gadget := map[string]any{"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": map[string]any{"name": "g", "namespace": "ml"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c"}}}}}}
+	_, err = bomb.Analyze(gadget)
+	if err == nil || !strings.Contains(err.Error(), `resource interface "bomb"`) || !strings.Contains(err.Error(), "stopped while evaluating it") {
+		t.Errorf("analysis of a Gadget: %v, want the RI refused, saying why", err)
 	}
 }

@@ -21,9 +21,11 @@ import (
 
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/evalguard"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -48,7 +50,7 @@ type busFlags struct {
 
 func (f *busFlags) register(flags *pflag.FlagSet) {
 	flags.StringVar(&f.url, "nats-url", "", "external NATS JetStream URL; empty embeds a server")
-	flags.StringVar(&f.dataDir, "data-dir", ".fleet/nats", "storage of the embedded NATS server")
+	flags.StringVar(&f.dataDir, "data-dir", ".fleet/nats", "local storage: the embedded NATS server's, and the record of user ResourceInterface evaluations in progress")
 	flags.StringVar(&f.listen, "nats-listen", "127.0.0.1:4222", "listen address of the embedded NATS server (port 0 picks one)")
 	flags.StringVar(&f.history, "history", "168h", "how long events and decisions are kept for audit and replay")
 	flags.IntVar(&f.replicas, "stream-replicas", 1, "JetStream replication factor of fleetflow's streams (up to the external cluster's size)")
@@ -88,8 +90,37 @@ func (f *busFlags) open(ctx context.Context, name string) (*pipeline.Bus, error)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", f.dataDir, err)
 	}
-	return pipeline.OpenBus(ctx, pipeline.BusOptions{URL: f.url, DataDir: dataDir, Listen: f.listen, Streams: opts, Auth: f.auth},
+	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{URL: f.url, DataDir: dataDir, Listen: f.listen, Streams: opts, Auth: f.auth},
 		name, slog.Default())
+	if err != nil {
+		return nil, err
+	}
+	if guard := guardEvaluations(filepath.Join(dataDir, "ri-evaluations-"+name)); guard != nil {
+		b.OnClose(func() {
+			karta.SetEvaluationGuard(nil)
+			_ = guard.Close()
+		})
+	}
+	return b, nil
+}
+
+// guardEvaluations records the user ResourceInterface evaluations in progress at path, and refuses the RI
+// versions a process stopped in the middle of evaluating (see karta.EvaluationGuard). Without a writable
+// path it guards nothing, with a warning.
+func guardEvaluations(path string) *evalguard.File {
+	guard, leftBehind, err := evalguard.Open(path)
+	if err != nil {
+		slog.Warn("user ResourceInterfaces are evaluated unguarded: one that stops the process (out of memory) would stop "+
+			"it again at its restart; give a writable --data-dir", "error", err)
+		return nil
+	}
+	for _, identity := range leftBehind {
+		slog.Error("refusing a ResourceInterface version: the last process stopped while evaluating it (out of memory, or "+
+			"a runaway expression); workloads of its kind are Invalid until the RI changes", "resource_interface", identity)
+		karta.Refuse(identity, "the last fleetflow process stopped while evaluating it (out of memory, or a runaway expression)")
+	}
+	karta.SetEvaluationGuard(guard)
+	return guard
 }
 
 func parseKinds(values []string) ([]schema.GroupVersionKind, error) {

@@ -48,7 +48,7 @@ type Bus struct {
 	JetStream jetstream.JetStream
 	Publisher *bus.Publisher
 	embedded  *bus.Embedded
-	// unchecked removes the bus's health checks.
+	// unchecked removes the bus's health checks, and releases what OnClose added.
 	unchecked []func()
 }
 
@@ -125,6 +125,9 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 		}))
 	return b, nil
 }
+
+// OnClose adds what Close does first, for what the process holds as long as its bus.
+func (b *Bus) OnClose(f func()) { b.unchecked = append(b.unchecked, f) }
 
 // Close drains the connection and stops the embedded server, if any.
 func (b *Bus) Close() {

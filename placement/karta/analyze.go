@@ -65,6 +65,13 @@ func (c *Compiled) analyzeOnce(input map[string]any) (*Analysis, error) {
 	if err := c.givenUp(input); err != nil {
 		return nil, err
 	}
+	if !c.Builtin {
+		return guarded(c, input, func() (*Analysis, error) { return c.analyzeNow(input) })
+	}
+	return c.analyzeNow(input)
+}
+
+func (c *Compiled) analyzeNow(input map[string]any) (*Analysis, error) {
 	ev := c.newEvaluation(input)
 	defer ev.release()
 	a, err := c.analyze(ev)

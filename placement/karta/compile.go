@@ -35,6 +35,8 @@ type Compiled struct {
 
 	// timeoutsInARow counts the evaluations in a row that ran out of time (see givenUp).
 	timeoutsInARow *atomic.Int32
+	// identity names this version of the RI (Identity).
+	identity string
 }
 
 // Divisible reports whether the RI makes its kind divisible: every object analyzes to one pod-bearing
@@ -239,7 +241,8 @@ func Compile(ri *ResourceInterface, source string) (*Compiled, error) {
 		name = source + "#" + gvk.Kind + "." + gvk.GroupVersion().String()
 		cp.name = name
 	}
-	c := &Compiled{Name: name, Source: source, GVK: gvk, Warnings: ri.Warnings, timeoutsInARow: new(atomic.Int32)}
+	c := &Compiled{Name: name, Source: source, GVK: gvk, Warnings: ri.Warnings, timeoutsInARow: new(atomic.Int32),
+		identity: identityOf(name, ri)}
 
 	names := map[string]*ComponentDefinition{root.Name: root}
 	for i := range sd.ChildComponents {

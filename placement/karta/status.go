@@ -125,6 +125,13 @@ func (c *Compiled) phaseOnce(input map[string]any) (Phase, error) {
 	if err := c.givenUp(input); err != nil {
 		return PhaseUndefined, err
 	}
+	if !c.Builtin {
+		return guarded(c, input, func() (Phase, error) { return c.phaseNow(input) })
+	}
+	return c.phaseNow(input)
+}
+
+func (c *Compiled) phaseNow(input map[string]any) (Phase, error) {
 	ctx, cancel := newEvalContext(evalTimeout)
 	defer cancel()
 	phase, err := c.phase(&evaluation{ctx: ctx, cancel: cancel, input: input})
