@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"time"
 
 	jsoniter "github.com/json-iterator/go"
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +67,12 @@ func (c *Compiled) analyzeOnce(input map[string]any) (*Analysis, error) {
 		return nil, err
 	}
 	if !c.Builtin {
-		return guarded(c, input, func() (*Analysis, error) { return c.analyzeNow(input) })
+		return guarded(c, input, func() (*Analysis, error) {
+			started := time.Now()
+			a, err := c.analyzeNow(input)
+			c.noteTimeout(err, time.Since(started))
+			return a, err
+		})
 	}
 	return c.analyzeNow(input)
 }
@@ -74,9 +80,7 @@ func (c *Compiled) analyzeOnce(input map[string]any) (*Analysis, error) {
 func (c *Compiled) analyzeNow(input map[string]any) (*Analysis, error) {
 	ev := c.newEvaluation(input)
 	defer ev.release()
-	a, err := c.analyze(ev)
-	c.noteTimeout(err)
-	return a, err
+	return c.analyze(ev)
 }
 
 func (c *Compiled) analyze(ev *evaluation) (*Analysis, error) {

@@ -33,8 +33,10 @@ type Compiled struct {
 	combined *gojq.Code
 	slots    int
 
-	// timeoutsInARow counts the evaluations in a row that ran out of time (see givenUp).
+	// timeoutsInARow counts the evaluations in a row that ran out of time or were slow, and givenUpAt is when
+	// it reached maxTimeoutsInARow, in Unix nanoseconds (see givenUp).
 	timeoutsInARow *atomic.Int32
+	givenUpAt      *atomic.Int64
 	// identity names this version of the RI (Identity).
 	identity string
 }
@@ -242,7 +244,7 @@ func Compile(ri *ResourceInterface, source string) (*Compiled, error) {
 		cp.name = name
 	}
 	c := &Compiled{Name: name, Source: source, GVK: gvk, Warnings: ri.Warnings, timeoutsInARow: new(atomic.Int32),
-		identity: identityOf(name, ri)}
+		givenUpAt: new(atomic.Int64), identity: identityOf(name, ri)}
 
 	names := map[string]*ComponentDefinition{root.Name: root}
 	for i := range sd.ChildComponents {

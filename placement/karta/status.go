@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 )
 
 type compiledStatus struct {
@@ -126,7 +127,12 @@ func (c *Compiled) phaseOnce(input map[string]any) (Phase, error) {
 		return PhaseUndefined, err
 	}
 	if !c.Builtin {
-		return guarded(c, input, func() (Phase, error) { return c.phaseNow(input) })
+		return guarded(c, input, func() (Phase, error) {
+			started := time.Now()
+			phase, err := c.phaseNow(input)
+			c.noteTimeout(err, time.Since(started))
+			return phase, err
+		})
 	}
 	return c.phaseNow(input)
 }
@@ -134,9 +140,7 @@ func (c *Compiled) phaseOnce(input map[string]any) (Phase, error) {
 func (c *Compiled) phaseNow(input map[string]any) (Phase, error) {
 	ctx, cancel := newEvalContext(evalTimeout)
 	defer cancel()
-	phase, err := c.phase(&evaluation{ctx: ctx, cancel: cancel, input: input})
-	c.noteTimeout(err)
-	return phase, err
+	return c.phase(&evaluation{ctx: ctx, cancel: cancel, input: input})
 }
 
 func (c *Compiled) phase(ev *evaluation) (Phase, error) {
