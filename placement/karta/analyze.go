@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	jsoniter "github.com/json-iterator/go"
@@ -552,9 +553,9 @@ func templateError(i int, form string, err error) error {
 	return fmt.Errorf("value %d is not a %s: %w", i, form, err)
 }
 
-// uncountableResource names the first negative quantity a pod asks for (the API refuses such a pod, so the
-// workload could never run, and capacity cannot be reserved for it), or the first larger than Largest (no node
-// has it, and counting it would overflow).
+// uncountableResource names the first quantity of a pod that the API refuses (negative, a fraction of an
+// extended resource such as a GPU, a request above its limit: the workload could never run, and capacity
+// cannot be reserved for it), or the first larger than Largest (no node has it, and counting it would overflow).
 func uncountableResource(spec *corev1.PodSpec) error {
 	check := func(where string, r *corev1.ResourceRequirements) error {
 		for _, list := range []struct {
@@ -570,6 +571,16 @@ func uncountableResource(spec *corev1.PodSpec) error {
 					return fmt.Errorf("%sresources.%s.%s: %s is more than fleetflow counts (%s)", where, list.name, name,
 						q.String(), largest.String())
 				}
+				if extendedResource(name) && q.MilliValue()%1000 != 0 {
+					return fmt.Errorf("%sresources.%s.%s: %s is not a whole number: Kubernetes counts extended resources "+
+						"in units", where, list.name, name, q.String())
+				}
+			}
+		}
+		for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
+			request := r.Requests[name]
+			if limit, ok := r.Limits[name]; ok && request.Cmp(limit) > 0 {
+				return fmt.Errorf("%sresources.requests.%s: %s is more than its limit %s", where, name, request.String(), limit.String())
 			}
 		}
 		return nil
@@ -590,6 +601,13 @@ func uncountableResource(spec *corev1.PodSpec) error {
 		}
 	}
 	return check("overhead: ", &corev1.ResourceRequirements{Requests: spec.Overhead})
+}
+
+// extendedResource reports whether name is an extended resource (nvidia.com/gpu), which the API takes in whole
+// units only, as opposed to a native one (cpu, memory, hugepages-2Mi, kubernetes.io/...).
+func extendedResource(name corev1.ResourceName) bool {
+	return strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), "kubernetes.io/") &&
+		!strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix)
 }
 
 // decodeObjectMeta decodes pod metadata, converting it directly when it holds only the common fields.

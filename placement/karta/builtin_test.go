@@ -157,9 +157,9 @@ func TestBuiltinCorpusSamples(t *testing.T) {
 	}
 }
 
-// A pod that asks for a negative quantity, or for more than fleetflow counts, is refused by the analysis, naming
-// the component and the field: the API would refuse the first, no node has the second, and no capacity can be
-// reserved for either (past int64, amounts wrap around to negative ones).
+// A pod that asks for a negative quantity, a fraction of a GPU, more than its limit, or more than fleetflow
+// counts, is refused by the analysis, naming the component and the field: the API would refuse the first three,
+// no node has the last, and no capacity can be reserved for any (past int64, amounts wrap around to negative ones).
 func TestUncountableQuantitiesAreRefused(t *testing.T) {
 	tests := []struct {
 		name, cr, want string
@@ -204,6 +204,20 @@ metadata: {name: neg, namespace: ml}
 spec:
   template: {spec: {containers: [{name: web, resources: {limits: {memory: 1e400}}}]}}`,
 			`containers[web]: resources.limits.memory: 10e399 is more than fleetflow counts (1Pi)`},
+		{"half a GPU", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: neg, namespace: ml}
+spec:
+  template: {spec: {containers: [{name: web, resources: {limits: {nvidia.com/gpu: "0.5"}}}]}}`,
+			`containers[web]: resources.limits.nvidia.com/gpu: 500m is not a whole number`},
+		{"a request above its limit", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: neg, namespace: ml}
+spec:
+  template: {spec: {containers: [{name: web, resources: {requests: {cpu: "8"}, limits: {cpu: "2"}}}]}}`,
+			`containers[web]: resources.requests.cpu: 8 is more than its limit 2`},
 	}
 	reg := builtinRegistry(t)
 	for _, tt := range tests {
