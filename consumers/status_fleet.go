@@ -20,6 +20,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -348,15 +349,18 @@ func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynami
 	var sp v1alpha1.SchedulePolicy
 	cond := metav1.Condition{Type: PolicyConditionAccepted, Status: metav1.ConditionTrue, Reason: "Valid",
 		Message: "the policy is in force", LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second))}
+	// The placer keeps placing by the last version of a policy it accepted: an edit it refuses changes nothing.
+	const keptInForce = "; the last version accepted, if any, stays in force"
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(p.Object, &sp); err != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()+keptInForce
 	} else if _, err := policy.Compile(&sp, s.policyKinds()); err != nil {
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()+keptInForce
 	} else if undescribed := s.kindsWithoutRI(sp.Spec.ResourceSelectors.Kinds); len(undescribed) > 0 {
 		// Not an error (level 1 copies CRDs, Namespaces, ConfigMaps), but a misspelt kind shows here.
 		cond.Message += "; no ResourceInterface describes " + strings.Join(undescribed, ", ") +
 			", so those objects are copied as they are and ask nothing of the clusters' capacity"
 	}
+	cond.Message = kube.FitConditionMessage(cond.Message)
 	var shown v1alpha1.SchedulePolicy
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &shown); err != nil {
 		return bus.Permanent(fmt.Errorf("SchedulePolicy %s on the control plane: %w", ref.Name, err))

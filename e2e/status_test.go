@@ -187,7 +187,34 @@ func TestClusterAndPolicyStatus(t *testing.T) {
 		for _, c := range conditions {
 			cond, _ := c.(map[string]any)
 			msg, _ := cond["message"].(string)
-			if cond["type"] == "Accepted" && cond["status"] == "False" && strings.Contains(msg, "spec.spreadConstraints.percentageSplit") {
+			if cond["type"] == "Accepted" && cond["status"] == "False" && strings.Contains(msg, "spec.spreadConstraints.percentageSplit") &&
+				strings.HasSuffix(msg, "the last version accepted, if any, stays in force") {
+				return true
+			}
+		}
+		return false
+	})
+
+	// A label value of 40,000 characters makes a message longer than a condition takes: it is cut, not lost.
+	keys := map[string]any{"team": strings.Repeat("x", 40000)}
+	verbose := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy", "metadata": map[string]any{"name": "bad-keys"},
+		"spec": map[string]any{"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "apps", "kind": "Deployment"}},
+			"labelSelectors": []any{map[string]any{"matchLabels": keys}}}}}}
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, verbose); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1",
+			Resource: "schedulepolicies"}).Delete(context.Background(), "bad-keys", metav1.DeleteOptions{})
+	})
+	e2eenv.Eventually(t, e2eenv.Settle, "the policy with a huge label value rejected, its message cut", func() bool {
+		obj := e2eenv.Get(t, e.ControlPlane, policyKind, "", "bad-keys")
+		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, c := range conditions {
+			cond, _ := c.(map[string]any)
+			msg, _ := cond["message"].(string)
+			if cond["type"] == "Accepted" && cond["status"] == "False" && strings.HasSuffix(msg, "more bytes)") {
 				return true
 			}
 		}

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -12,6 +13,7 @@ import (
 // written, whatever their shape: they may belong to another writer). It reports false when obj already shows
 // cond's status, reason and message. A condition whose status stays keeps its lastTransitionTime.
 func SetCondition(obj *unstructured.Unstructured, cond metav1.Condition) (bool, error) {
+	cond.Message = FitConditionMessage(cond.Message)
 	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	kept := make([]any, 0, len(conditions)+1)
 	since := ""
@@ -39,4 +41,20 @@ func SetCondition(obj *unstructured.Unstructured, cond metav1.Condition) (bool, 
 		return false, fmt.Errorf("condition %s: %w", cond.Type, err)
 	}
 	return true, nil
+}
+
+// maxConditionMessage is the longest condition message the API takes (metav1.Condition's validation).
+const maxConditionMessage = 32768
+
+// FitConditionMessage cuts a message the API would refuse, saying how much was left out: a policy with hundreds
+// of invalid fields got no condition at all, its write refused for a message too long.
+func FitConditionMessage(message string) string {
+	if len(message) <= maxConditionMessage {
+		return message
+	}
+	cut := maxConditionMessage - 64
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + fmt.Sprintf(" ... (%d more bytes)", len(message)-cut)
 }

@@ -1,8 +1,10 @@
 package kube
 
 import (
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,5 +47,25 @@ func TestSetCondition(t *testing.T) {
 				t.Errorf("Joined %v, want status %s since %s", joined, tt.cond.Status, tt.wantSince)
 			}
 		})
+	}
+}
+
+// TestConditionMessagesFitTheAPI: a message longer than the API takes (a policy with hundreds of invalid fields)
+// is cut to fit, at a character's start, saying how much was left out, instead of the whole write being refused.
+func TestConditionMessagesFitTheAPI(t *testing.T) {
+	long := strings.Repeat("é", 20000) // 40,000 bytes, two per character
+	obj := &unstructured.Unstructured{Object: map[string]any{}}
+	if _, err := SetCondition(obj, metav1.Condition{Type: "Accepted", Status: "False", Reason: "Invalid", Message: long}); err != nil {
+		t.Fatal(err)
+	}
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	message := conditions[0].(map[string]any)["message"].(string)
+	if len(message) > maxConditionMessage || !utf8.ValidString(message) || !strings.HasSuffix(message, " more bytes)") ||
+		!strings.HasPrefix(message, "éé") {
+		t.Errorf("message of %d bytes (valid UTF-8: %v) ending %q, want at most %d, cut at a character, saying what was cut",
+			len(message), utf8.ValidString(message), message[len(message)-30:], maxConditionMessage)
+	}
+	if changed, err := SetCondition(obj, metav1.Condition{Type: "Accepted", Status: "False", Reason: "Invalid", Message: long}); err != nil || changed {
+		t.Errorf("the same long message again: changed %v, %v; want it taken as shown", changed, err)
 	}
 }
