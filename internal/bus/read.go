@@ -2,9 +2,11 @@ package bus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/schemas"
@@ -19,7 +21,20 @@ func ReadEvents(ctx context.Context, js jetstream.JetStream, stream string, cfg 
 	})
 }
 
+// readWait is how long a read waits for its next message before it asks the server again what is pending.
+var readWait = time.Second
+
+// readStallWaits is how many readWaits in a row a read goes on without a message while the server still says
+// messages are pending, before it gives up with an error.
+const readStallWaits = 10
+
 // ReadStoredEvents is ReadEvents, handing take also when stream stored each message (zero when unknown).
+//
+// The server's count of pending messages is an estimate, not a promise: after an unclean stop (kill -9) its
+// subject state may count messages that are gone, and the state pruner may purge messages a read has already
+// counted. So a read ends when a message says none are left, or when no message came within readWait and the
+// server, asked again, says none are pending; it does not wait for the count it started from. It fails when
+// the server cannot be asked, or keeps saying messages are pending without delivering any.
 func ReadStoredEvents(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig,
 	take func(eventType string, payload schemas.Payload, stored time.Time)) error {
 	consumer, err := js.OrderedConsumer(ctx, stream, cfg)
@@ -27,30 +42,75 @@ func ReadStoredEvents(ctx context.Context, js jetstream.JetStream, stream string
 		return fmt.Errorf("read %s %v: %w", stream, cfg.FilterSubjects, err)
 	}
 	defer DeleteOrderedConsumer(js, stream, consumer)
-	info, err := consumer.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("read %s %v: %w", stream, cfg.FilterSubjects, err)
-	}
-	for pending := info.NumPending; pending > 0; {
-		msg, err := consumer.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if err != nil {
-			return fmt.Errorf("read %s %v: %w", stream, cfg.FilterSubjects, err)
-		}
-		var stored time.Time
-		if meta, err := msg.Metadata(); err == nil {
-			pending, stored = meta.NumPending, meta.Timestamp
-		} else {
-			pending--
-		}
+	err = readPending(ctx, consumer, func(msg jetstream.Msg, stored time.Time) {
 		event, err := Decode(msg.Headers(), msg.Data())
 		if err != nil {
-			continue
+			return
 		}
 		if payload, err := schemas.DecodePayload(event); err == nil {
 			take(event.Type(), payload, stored)
 		}
+	})
+	if err != nil {
+		return fmt.Errorf("read %s %v: %w", stream, cfg.FilterSubjects, err)
 	}
 	return nil
+}
+
+// readPending hands take every message consumer delivers until the server says none are pending.
+func readPending(ctx context.Context, consumer jetstream.Consumer, take func(msg jetstream.Msg, stored time.Time)) error {
+	info, err := consumer.Info(ctx)
+	if err != nil {
+		return err
+	}
+	if info.NumPending == 0 {
+		return nil
+	}
+	// One iterator for the whole read: a Next or Fetch on an ordered consumer creates its server consumer anew
+	// each time, one per message.
+	messages, err := consumer.Messages(PullOptions()...)
+	if err != nil {
+		return err
+	}
+	defer messages.Stop()
+	idle := 0
+	for {
+		waitCtx, cancel := context.WithTimeout(ctx, readWait)
+		msg, err := messages.Next(jetstream.NextContext(waitCtx))
+		cancel()
+		switch {
+		case err == nil:
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+			// The server resets its count once the consumer reached the end of the stream, so asking again
+			// tells a count that was wrong from messages still on their way.
+			info, err := consumer.Info(ctx)
+			if err != nil {
+				return fmt.Errorf("no message within %s, and cannot ask what is pending: %w", readWait, err)
+			}
+			if info.NumPending == 0 {
+				return nil
+			}
+			if idle++; idle >= readStallWaits {
+				return fmt.Errorf("the server says %d messages are pending but delivered none within %s",
+					info.NumPending, time.Duration(idle)*readWait)
+			}
+			continue
+		default:
+			return err
+		}
+		idle = 0
+		meta, err := msg.Metadata()
+		if err != nil {
+			take(msg, time.Time{})
+			continue // with no count to go by, the next wait tells whether more come
+		}
+		take(msg, meta.Timestamp)
+		if meta.NumPending == 0 {
+			return nil
+		}
+	}
 }
 
 // DeleteOrderedConsumer removes an ordered consumer from the server at once. Stopping it is not enough: the
