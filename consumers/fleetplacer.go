@@ -106,7 +106,12 @@ type Placer struct {
 	// at those alone; an ID stays until its workload left those clusters or the failures no longer count.
 	leaving  map[string]struct{}
 	clusters map[string]*clusterEntry
-	policies map[string]*policyEntry
+	// deletedClusters names the clusters whose Cluster object was deleted and not registered again. What their
+	// producers and appliers still send (a runner finishing its Deletes, a producer nobody stopped) stays out of
+	// the view, and each such event has its cluster reported gone again (TakeGoneFleet): the state stream would
+	// otherwise keep it for good, and every rebuild would find the cluster beating.
+	deletedClusters map[string]bool
+	policies        map[string]*policyEntry
 	// refusedRIs are the RIs whose newest version was refused, by name: their subject and UID, for a rebuild
 	// to look up their last valid version in the history (recoverLastValid).
 	refusedRIs map[string]refusedObject
@@ -268,7 +273,8 @@ func NewPlacer(publisher EventPublisher, ris *karta.Registry, config PlacerConfi
 		store: store, upsertAndPlan: store.UpsertWorkloadAndPlan, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris,
 		seen: map[string]uint64{}, workloads: map[string]*workloadEntry{}, byUID: map[string]string{},
 		pending: map[string]struct{}{}, leaving: map[string]struct{}{},
-		clusters: map[string]*clusterEntry{}, policies: map[string]*policyEntry{}, refusedRIs: map[string]refusedObject{},
+		clusters: map[string]*clusterEntry{}, deletedClusters: map[string]bool{}, policies: map[string]*policyEntry{},
+		refusedRIs: map[string]refusedObject{},
 	}, nil
 }
 
@@ -379,11 +385,11 @@ type GoneFleet struct {
 }
 
 // TakeGoneFleet returns the nodes and clusters deleted since the last call (and, while rebuilding, those the
-// state stream still holds deletions of). A deletion serves no rebuild once the placer has applied it, nor
-// does what the state stream holds of a deleted cluster from before its deletion (its nodes, heartbeats,
-// installed APIs, and the statuses, reports and decisions of workloads on it), so all of it can be pruned,
-// whenever: a node or a cluster of that name that comes back is published anew. Call it from the goroutine
-// that handles the events.
+// state stream still holds deletions of), and the deleted clusters that sent something since their deletion.
+// A deletion serves no rebuild once the placer has applied it, nor does what the state stream holds of a
+// deleted cluster (its nodes, heartbeats, installed APIs, and the statuses, reports and decisions of workloads
+// on it, from before its deletion or after), so all of it can be pruned, whenever: a node or a cluster of that
+// name that comes back is published anew. Call it from the goroutine that handles the events.
 func (p *Placer) TakeGoneFleet() GoneFleet {
 	gone := p.goneFleet
 	p.goneFleet = GoneFleet{}

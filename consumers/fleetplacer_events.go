@@ -443,15 +443,20 @@ func (p *Placer) fresh(c *clusterEntry) bool {
 
 func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
 	c := p.cluster(payload.Ref().Name)
+	delete(p.deletedClusters, c.name) // registered again: what its producer sends counts again
 	var spec v1alpha1.Cluster
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(payload.Object, &spec); err != nil {
 		p.log.Warn("Cluster rejected", "cluster", c.name, "error", err)
 		return nil
 	}
+	wasReady := c.registered && c.ready
 	c.registered = true
 	c.labels = spec.Labels
 	c.taints = spec.Spec.Taints
 	c.ready = p.fresh(c)
+	if c.ready && !wasReady && !rebuilding {
+		p.log.Info("cluster Ready", "cluster", c.name)
+	}
 	if err := p.syncCluster(c); err != nil {
 		return err
 	}
@@ -486,7 +491,8 @@ func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touch
 	if err := p.store.DeleteCluster(p.seq, name); err != nil {
 		return err
 	}
-	p.goneFleet.Clusters = append(p.goneFleet.Clusters, name)
+	p.deletedClusters[name] = true
+	p.reportGoneCluster(name)
 	if rebuilding {
 		return nil
 	}
@@ -495,7 +501,27 @@ func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touch
 	return p.reevaluateAll(affected, touched)
 }
 
+// reportGoneCluster has the pruner remove what the state stream holds of a deleted cluster, once per batch.
+func (p *Placer) reportGoneCluster(name string) {
+	if !slices.Contains(p.goneFleet.Clusters, name) {
+		p.goneFleet.Clusters = append(p.goneFleet.Clusters, name)
+	}
+}
+
+// sentAfterDeletion reports whether an event of cluster came after its Cluster object was deleted, with no
+// Cluster of that name registered since, and has the pruner remove what it left in the state stream.
+func (p *Placer) sentAfterDeletion(cluster string) bool {
+	if !p.deletedClusters[cluster] {
+		return false
+	}
+	p.reportGoneCluster(cluster)
+	return true
+}
+
 func (p *Placer) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, rebuilding bool) error {
+	if p.sentAfterDeletion(hb.Cluster) {
+		return nil
+	}
 	c := p.cluster(hb.Cluster)
 	if at := schemas.AsStored(hb.Time, p.stored); at.After(c.lastHeartbeat) {
 		c.lastHeartbeat = at
@@ -504,7 +530,11 @@ func (p *Placer) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, 
 		return nil
 	}
 	c.ready = true
-	p.log.Info("cluster Ready", "cluster", c.name)
+	if c.registered && !rebuilding {
+		// A rebuild takes each heartbeat at the time it was stored, when it was fresh: restore says which
+		// clusters are Ready now.
+		p.log.Info("cluster Ready", "cluster", c.name)
+	}
 	if err := p.syncCluster(c); err != nil || rebuilding {
 		return err
 	}
@@ -512,6 +542,9 @@ func (p *Placer) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, 
 }
 
 func (p *Placer) onAPIs(apis *schemas.ClusterAPIs, touched *touchedSet, rebuilding bool) error {
+	if p.sentAfterDeletion(apis.Cluster) {
+		return nil
+	}
 	c := p.cluster(apis.Cluster)
 	sorted := slices.Sorted(slices.Values(apis.APIs))
 	if slices.Equal(sorted, c.apis) {
@@ -525,6 +558,9 @@ func (p *Placer) onAPIs(apis *schemas.ClusterAPIs, touched *touchedSet, rebuildi
 }
 
 func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bool) error {
+	if p.sentAfterDeletion(n.Cluster) {
+		return nil
+	}
 	var pods map[string]int64
 	var requestedBy map[string]corev1.ResourceList
 	if len(n.WorkloadPods) > 0 {
@@ -573,6 +609,9 @@ func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bo
 }
 
 func (p *Placer) onNodeDeleted(n *schemas.NodeDeleted, touched *touchedSet, rebuilding bool) error {
+	if p.sentAfterDeletion(n.Cluster) {
+		return nil
+	}
 	affected := scheduler.AffectedByCluster(p.store.Snapshot(), n.Cluster)
 	if err := p.store.DeleteNode(p.seq, n.Cluster, n.Name); err != nil {
 		return err
@@ -586,6 +625,7 @@ func (p *Placer) onNodeDeleted(n *schemas.NodeDeleted, touched *touchedSet, rebu
 }
 
 func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuilding bool) error {
+	p.sentAfterDeletion(s.Cluster) // handled all the same: it is about a workload
 	if rebuilding {
 		p.noteGoneCopy(s.Workload.UID, s.Cluster, s)
 	}
@@ -850,6 +890,7 @@ func (p *Placer) moveOff(e *workloadEntry, cluster, why string, quiet bool, touc
 }
 
 func (p *Placer) onApplied(a *schemas.PlacementApplied, touched *touchedSet) {
+	p.sentAfterDeletion(a.Cluster) // the runner of a deleted cluster reports the Deletes it carries out
 	id, ok := p.byUID[a.Workload.UID]
 	if !ok {
 		return
@@ -863,6 +904,7 @@ func (p *Placer) onApplied(a *schemas.PlacementApplied, touched *touchedSet) {
 }
 
 func (p *Placer) onFailed(f *schemas.PlacementFailed, touched *touchedSet, rebuilding bool) error {
+	p.sentAfterDeletion(f.Cluster)
 	if !rebuilding {
 		p.log.Warn("applier could not carry out a decision", "workload", f.Workload.Key(), "cluster", f.Cluster,
 			"action", f.Action, "error", f.Error)

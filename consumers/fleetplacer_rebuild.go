@@ -82,8 +82,14 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	if err := p.reapplyGoneCopies(ctx, lastStatusWithOne(js), touched); err != nil {
 		return fmt.Errorf("placer rebuild: %w", err)
 	}
+	registered := 0
+	for _, c := range p.clusters {
+		if c.registered {
+			registered++ // not a cluster only beats were read of: its Cluster was deleted, or is not there yet
+		}
+	}
 	p.log.Info("placer view rebuilt from the state stream", "messages", read, "newer_in_history", caughtUp, "workloads", len(p.workloads),
-		"clusters", len(p.clusters), "policies", len(p.policies), "view_sequence", p.store.Snapshot().Index())
+		"clusters", registered, "policies", len(p.policies), "view_sequence", p.store.Snapshot().Index())
 	return p.reconcileAndAwait(ctx, touched)
 }
 
@@ -347,8 +353,12 @@ func (e *workloadEntry) restoredVerdict() *schemas.PlacementVerdict {
 // restore puts each workload back where its last verdict placed it, recomputes cluster readiness, and
 // schedules workloads that were never decided.
 func (p *Placer) restore(touched *touchedSet) error {
-	for _, c := range p.clusters {
+	for _, name := range slices.Sorted(maps.Keys(p.clusters)) {
+		c := p.clusters[name]
 		c.ready = c.registered && p.fresh(c)
+		if c.ready {
+			p.log.Info("cluster Ready", "cluster", name)
+		}
 		if err := p.syncCluster(c); err != nil {
 			return err
 		}

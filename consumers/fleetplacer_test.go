@@ -911,6 +911,86 @@ func TestPlacerReportsTheDeletedFleetOnce(t *testing.T) {
 	}
 }
 
+// TestWhatADeletedClusterSendsAfterItsDeletionIsLeftOut: a deleted cluster's heartbeat, APIs and nodes that come
+// after its deletion (its runner finishing its Deletes, a producer nobody stopped), live or read by a rebuild,
+// do not bring it back into the view nor log it Ready, and each has the cluster reported gone again so the
+// pruner removes them from the state stream. Registered again, the cluster counts again.
+func TestWhatADeletedClusterSendsAfterItsDeletionIsLeftOut(t *testing.T) {
+	deleted := &schemas.ObjectDeleted{Workload: schemas.ObjectRef{APIVersion: "fleetflow.io/v1alpha1", Kind: "Cluster", Name: "burst", UID: "uid-burst"}}
+	late := func(at time.Time) []stateMessage {
+		return []stateMessage{
+			{schemas.TypeClusterHeartbeat, &schemas.ClusterHeartbeat{Cluster: "burst", Time: at}},
+			{schemas.TypeClusterAPIs, &schemas.ClusterAPIs{Cluster: "burst", APIs: []string{"apps/v1/Deployment"}}},
+			{schemas.TypeNodeChanged, &schemas.NodeState{Cluster: "burst", Name: "n2", Ready: true,
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}}},
+		}
+	}
+	for _, tc := range []struct {
+		name       string
+		rebuilding bool
+	}{{"live", false}, {"rebuild", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			logs := &strings.Builder{}
+			f.p.log = slog.New(slog.NewTextHandler(logs, nil))
+			burst := object("fleetflow.io/v1alpha1", "Cluster", "", "burst", nil, map[string]any{
+				"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": "burst", "namespace": "fleetflow-system"}}})
+			sendAll := func(msgs []stateMessage) {
+				t.Helper()
+				if tc.rebuilding {
+					f.readState(msgs...)
+					return
+				}
+				subjects := map[string]string{schemas.TypeClusterHeartbeat: schemas.ClusterHeartbeatSubject("burst"),
+					schemas.TypeClusterAPIs: schemas.ClusterAPIsSubject("burst"), schemas.TypeNodeChanged: schemas.NodeSubject("burst", "n2"),
+					schemas.TypeClusterChanged: schemas.ClusterSpecSubject("burst"), schemas.TypeClusterDeleted: schemas.ClusterSpecSubject("burst")}
+				for _, m := range msgs {
+					f.deliver(m.eventType, subjects[m.eventType], m.payload)
+				}
+			}
+			sendAll(append([]stateMessage{{schemas.TypeClusterChanged, burst}}, late(f.now)...))
+			sendAll([]stateMessage{{schemas.TypeClusterDeleted, deleted}})
+			if gone := f.p.TakeGoneFleet(); !slices.Equal(gone.Clusters, []string{"burst"}) {
+				t.Fatalf("gone clusters at the deletion = %v, want [burst]", gone.Clusters)
+			}
+			logs.Reset()
+
+			sendAll(late(f.now.Add(time.Second)))
+			sendAll(late(f.now.Add(2 * time.Second)))
+			if c := f.p.clusters["burst"]; c != nil {
+				t.Errorf("the deleted cluster is back in the view: %+v", *c)
+			}
+			if nodes := f.p.Snapshot().Nodes("burst"); len(nodes) != 0 {
+				t.Errorf("the deleted cluster has %d nodes in the view, want none", len(nodes))
+			}
+			if gone := f.p.TakeGoneFleet(); !slices.Equal(gone.Clusters, []string{"burst"}) {
+				t.Errorf("gone clusters after what it sent late = %v, want [burst] once, for the pruner to take it too", gone.Clusters)
+			}
+			if tc.rebuilding {
+				f.restoreAndPublish()
+			}
+			if strings.Contains(logs.String(), "cluster Ready") {
+				t.Errorf("the deleted cluster was logged Ready:\n%s", logs.String())
+			}
+
+			// Registered again: what it sends counts again, and nothing of it is pruned.
+			sendAll(append([]stateMessage{{schemas.TypeClusterChanged, burst}}, late(f.now.Add(3*time.Second))...))
+			if tc.rebuilding {
+				f.restoreAndPublish()
+			}
+			if c := f.p.Snapshot().Cluster("burst"); c == nil || !c.Ready || len(c.APIs) == 0 {
+				t.Errorf("the cluster registered again = %+v, want it Ready with its APIs", c)
+			}
+			if nodes := f.p.Snapshot().Nodes("burst"); len(nodes) != 1 {
+				t.Errorf("the cluster registered again has %d nodes, want 1", len(nodes))
+			}
+			if gone := f.p.TakeGoneFleet(); len(gone.Clusters) != 0 {
+				t.Errorf("gone clusters after it was registered again = %v, want none", gone.Clusters)
+			}
+		})
+	}
+}
+
 // applyGaveUp delivers an applier's report that it gave up on an Apply of w to cluster with sequence seq.
 func (f *placerFixture) applyGaveUp(cluster string, w *schemas.ObjectChanged, seq uint64, why string) {
 	f.t.Helper()
