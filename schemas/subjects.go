@@ -145,12 +145,18 @@ func workloadFilters(obj string) []string {
 func ClusterStateFilters(cluster string) []string {
 	c := Token(cluster)
 	return []string{
-		SubjectEventsPrefix + ".cluster." + c + ".*",
+		ClusterAspectsFilter(cluster),
 		SubjectEventsPrefix + ".node." + c + ".*",
 		SubjectEventsPrefix + ".status." + c + ".>",
 		SubjectEventsPrefix + ".placement." + c + ".>",
 		SubjectDecisionsRoot + "." + c + ".>",
 	}
+}
+
+// ClusterAspectsFilter selects the subjects of one workload cluster's aspects: its spec, heartbeat and
+// installed APIs.
+func ClusterAspectsFilter(cluster string) string {
+	return SubjectEventsPrefix + ".cluster." + Token(cluster) + ".*"
 }
 
 // SubjectPlacerTick carries the placer's clock ticks.

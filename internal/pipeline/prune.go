@@ -20,7 +20,7 @@ import (
 // every subject with no age limit, so without it every workload ever submitted would leave its deletion, last
 // verdict, statuses, applier reports and decisions behind, for good, and every restarted placer would read
 // through all of them. It removes the deletions of nodes too, which a cluster autoscaler leaves one of for every
-// node it ever removed, and what the stream holds of a deleted cluster from before its deletion
+// node it ever removed, and what the stream holds of a deleted cluster, stored before its deletion or after
 // (consumers.Placer.TakeGoneFleet).
 //
 // A subject's last message is removed only when it is about the very workload that is gone (the same UID), and
@@ -35,9 +35,12 @@ type statePruner struct {
 	grace  time.Duration
 	log    *slog.Logger
 
-	mu     sync.Mutex
-	queue  []pruneTarget // in the order they are due
-	signal chan struct{}
+	mu    sync.Mutex
+	queue []pruneTarget // in the order they are due
+	// queuedClusters names the clusters queued: a deleted cluster reported again before its prune ran (what
+	// it sent after its deletion) is pruned once, and that prune takes what the placer saw since too.
+	queuedClusters map[string]bool
+	signal         chan struct{}
 }
 
 // pruneTarget is a workload, a node or a cluster that is gone; one of the three is set.
@@ -56,7 +59,7 @@ const statePruneGrace = time.Minute
 const maxQueuedPrunes = 100_000
 
 func newStatePruner(stream jetstream.Stream, grace time.Duration, log *slog.Logger) *statePruner {
-	return &statePruner{stream: stream, grace: grace, log: log, signal: make(chan struct{}, 1)}
+	return &statePruner{stream: stream, grace: grace, log: log, queuedClusters: map[string]bool{}, signal: make(chan struct{}, 1)}
 }
 
 // add queues workloads, nodes and clusters to prune once the grace period has passed.
@@ -73,14 +76,21 @@ func (s *statePruner) add(workloads []schemas.ObjectRef, fleet consumers.GoneFle
 	for i := range fleet.Nodes {
 		targets = append(targets, pruneTarget{node: &fleet.Nodes[i], due: due})
 	}
-	for _, c := range fleet.Clusters {
-		targets = append(targets, pruneTarget{cluster: c, due: due})
-	}
 	s.mu.Lock()
+	for _, c := range fleet.Clusters {
+		if !s.queuedClusters[c] {
+			targets = append(targets, pruneTarget{cluster: c, due: due})
+		}
+	}
 	if room := maxQueuedPrunes - len(s.queue); len(targets) > room {
 		s.log.Warn("too many deleted workloads, nodes and clusters waiting for their state to be pruned; leaving some in the state stream",
 			"stream", schemas.StreamState, "left", len(targets)-max(room, 0))
 		targets = targets[:max(room, 0)]
+	}
+	for _, target := range targets {
+		if target.cluster != "" {
+			s.queuedClusters[target.cluster] = true
+		}
 	}
 	s.queue = append(s.queue, targets...)
 	s.mu.Unlock()
@@ -143,6 +153,9 @@ func (s *statePruner) takeDue(now time.Time) ([]pruneTarget, time.Duration) {
 	}
 	due := slices.Clone(s.queue[:n])
 	s.queue = append(s.queue[:0], s.queue[n:]...)
+	for _, target := range due {
+		delete(s.queuedClusters, target.cluster)
+	}
 	if len(s.queue) == 0 {
 		return due, 0
 	}
@@ -186,24 +199,51 @@ func (s *statePruner) pruneNode(ctx context.Context, n schemas.NodeDeleted) (boo
 	})
 }
 
-// pruneCluster removes from the state stream what it holds of a deleted cluster from before the deletion, and
-// then the deletion, when the deletion is still the last message on the cluster's spec subject, and reports
-// whether it did. What the stream stored after the deletion stays, as everything about a cluster of that name
-// registered since does. The Deletes the placer sent the cluster's copies as it failed them over go or stay
-// depending on which of the stream's two sources copied first, which no rebuild minds: the cluster is gone.
+// pruneCluster removes from the state stream what it holds of a deleted cluster, and then the deletion, while no
+// Cluster of that name is registered again (the last message on the cluster's spec subject is the deletion, or
+// there is none once an earlier prune removed it), and reports whether it did. It takes what was stored before
+// the deletion and after it: the heartbeats, APIs and nodes a producer sent until it stopped, the reports of
+// the Deletes its applier carried out, the Deletes the placer sent the cluster's copies as it failed them over.
+// Kept, they stayed for good, and every rebuild found a deleted cluster beating. Only what the stream held when
+// the prune began goes: a Cluster registered again meanwhile keeps everything stored after its registration.
 func (s *statePruner) pruneCluster(ctx context.Context, cluster string) (bool, error) {
 	spec := schemas.ClusterSpecSubject(cluster)
-	deletion, err := lastMessage(ctx, s.stream, spec)
-	if err != nil || deletion == nil || eventType(deletion) != schemas.TypeClusterDeleted {
+	last, err := lastMessage(ctx, s.stream, spec)
+	if err != nil || (last != nil && eventType(last) != schemas.TypeClusterDeleted) {
 		return false, err
 	}
+	info, err := s.stream.Info(ctx)
+	if err != nil {
+		return false, fmt.Errorf("prune cluster %s: %w", cluster, err)
+	}
+	through := info.State.LastSeq
+	aspects := schemas.ClusterAspectsFilter(cluster)
 	for _, filter := range schemas.ClusterStateFilters(cluster) {
-		if err := s.purgeBefore(ctx, filter, deletion.Sequence); err != nil {
-			return false, err
+		if filter != aspects {
+			if err := s.purgeBefore(ctx, filter, through+1); err != nil {
+				return false, err
+			}
+			continue
+		}
+		// The deletion goes last: were the prune cut short, a rebuild still finds the cluster deleted, and the
+		// placer reports it gone again.
+		aspectsInfo, err := s.stream.Info(ctx, jetstream.WithSubjectFilter(aspects))
+		if err != nil {
+			return false, fmt.Errorf("list %s in %s: %w", aspects, schemas.StreamState, err)
+		}
+		for subject := range aspectsInfo.State.Subjects {
+			if subject == spec {
+				continue
+			}
+			if err := s.purgeBefore(ctx, subject, through+1); err != nil {
+				return false, err
+			}
 		}
 	}
-	if err := s.purgeBefore(ctx, spec, deletion.Sequence+1); err != nil {
-		return false, err
+	if last != nil {
+		if err := s.purgeBefore(ctx, spec, last.Sequence+1); err != nil {
+			return false, err
+		}
 	}
 	return true, nil
 }

@@ -221,10 +221,11 @@ func TestStatePrunerRemovesNodeDeletions(t *testing.T) {
 	}
 }
 
-// TestStatePrunerRemovesWhatADeletedClusterLeft: what the state stream holds of a deleted cluster from before
-// its deletion goes (its aspects, nodes, workload statuses, applier reports and decisions), then the deletion;
-// what was stored after it stays (the Delete the placer sent as it failed a workload over), as does every other
-// cluster, and a cluster registered again under its name.
+// TestStatePrunerRemovesWhatADeletedClusterLeft: what the state stream holds of a deleted cluster goes (its
+// aspects, nodes, workload statuses, applier reports and decisions), stored before its deletion or after it (the
+// Delete the placer sent as it failed a workload over, the report of it, what its producer sent until it
+// stopped), then the deletion; what it sends after that goes at the next prune. Every other cluster stays, as
+// does a cluster registered again under its name.
 func TestStatePrunerRemovesWhatADeletedClusterLeft(t *testing.T) {
 	ctx := t.Context()
 	b := OpenTestBus(t)
@@ -290,6 +291,18 @@ func TestStatePrunerRemovesWhatADeletedClusterLeft(t *testing.T) {
 		msg, err := stream.GetLastMsgForSubject(ctx, schemas.DecisionSubject("burst", job))
 		return err == nil && msg.Header.Get("ce-id") == deleteID
 	}
+	// What burst's runner sent after its deletion, while its applier carried out that Delete.
+	beatAfterDeletion := func() {
+		t.Helper()
+		publish(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("burst"), &schemas.ClusterHeartbeat{Cluster: "burst", Time: time.Now()})
+	}
+	beatAfterDeletion()
+	publish(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject("burst"), &schemas.ClusterAPIs{Cluster: "burst", APIs: []string{"v1/Pod"}})
+	publish(schemas.TypeNodeChanged, schemas.NodeSubject("burst", "n2"), &schemas.NodeState{Cluster: "burst", Name: "n2", Ready: true,
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}})
+	publish(schemas.TypePlacementApplied, schemas.PlacementSubject("burst", job), &schemas.PlacementApplied{DecisionID: "d",
+		Workload: job, Cluster: "burst", Action: schemas.ActionDelete, Sequence: 2})
+	publish(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("burst", job), &schemas.WorkloadStatus{Cluster: "burst", Workload: job, Gone: true})
 	subjectsOf := func(cluster string) []string {
 		t.Helper()
 		var subjects []string
@@ -304,8 +317,10 @@ func TestStatePrunerRemovesWhatADeletedClusterLeft(t *testing.T) {
 		return subjects
 	}
 	caughtUp := func() bool {
-		return len(subjectsOf("burst")) == 7 && len(subjectsOf("back")) == 4 && deleteCopied() &&
-			lastType(schemas.ClusterSpecSubject("back")) == schemas.TypeClusterChanged
+		return len(subjectsOf("burst")) == 8 && len(subjectsOf("back")) == 4 && deleteCopied() &&
+			lastType(schemas.ClusterSpecSubject("back")) == schemas.TypeClusterChanged &&
+			lastType(schemas.WorkloadStatusSubject("burst", job)) == schemas.TypeWorkloadStatus &&
+			lastType(schemas.PlacementSubject("burst", job)) == schemas.TypePlacementApplied
 	}
 	for deadline := time.Now().Add(10 * time.Second); !caughtUp(); {
 		if time.Now().After(deadline) {
@@ -315,7 +330,8 @@ func TestStatePrunerRemovesWhatADeletedClusterLeft(t *testing.T) {
 	}
 	east, back := subjectsOf("east"), subjectsOf("back")
 
-	pruner := newStatePruner(stream, 0, slog.New(slog.DiscardHandler))
+	recorder := &purgeRecorder{Stream: stream}
+	pruner := newStatePruner(recorder, 0, slog.New(slog.DiscardHandler))
 	for _, tc := range []struct {
 		cluster string
 		pruned  bool
@@ -328,13 +344,61 @@ func TestStatePrunerRemovesWhatADeletedClusterLeft(t *testing.T) {
 			t.Errorf("cluster %s pruned = %t, want %t", tc.cluster, pruned, tc.pruned)
 		}
 	}
-	if got, want := subjectsOf("burst"), []string{schemas.DecisionSubject("burst", job)}; !slices.Equal(got, want) {
-		t.Errorf("burst's subjects left = %v, want only %v, stored after its deletion", got, want)
+	if got := subjectsOf("burst"); len(got) != 0 {
+		t.Errorf("burst's subjects left = %v, want none", got)
+	}
+	// The deletion goes last, so a prune cut short leaves the cluster deleted for the next rebuild to see.
+	if purged := recorder.purged(); len(purged) == 0 || purged[len(purged)-1] != schemas.ClusterSpecSubject("burst") {
+		t.Errorf("purged %v, want %s last", purged, schemas.ClusterSpecSubject("burst"))
+	}
+
+	// Its deletion pruned, burst beats once more (a producer nobody stopped): the placer, which saw it deleted,
+	// reports it gone again, and that goes too.
+	beatAfterDeletion()
+	for deadline := time.Now().Add(10 * time.Second); len(subjectsOf("burst")) != 1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("burst's late heartbeat never reached the state stream: %v", subjectsOf("burst"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if pruned, err := pruner.pruneCluster(ctx, "burst"); err != nil || !pruned {
+		t.Errorf("burst pruned again = %t, %v; want true", pruned, err)
+	}
+	if got := subjectsOf("burst"); len(got) != 0 {
+		t.Errorf("burst's subjects left after the second prune = %v, want none", got)
 	}
 	if got := subjectsOf("east"); !slices.Equal(got, east) {
 		t.Errorf("east's subjects = %v, want %v untouched", got, east)
 	}
 	if got := subjectsOf("back"); !slices.Equal(got, back) {
 		t.Errorf("back's subjects = %v, want %v untouched", got, back)
+	}
+}
+
+// TestStatePrunerQueuesADeletedClusterOnce: a deleted cluster reported again before its prune ran (it sent
+// something after its deletion) is pruned once, by the prune already queued, which comes after what the placer
+// saw; reported once that prune ran, it is queued again.
+func TestStatePrunerQueuesADeletedClusterOnce(t *testing.T) {
+	pruner := newStatePruner(nil, time.Minute, slog.New(slog.DiscardHandler))
+	pruner.add(nil, consumers.GoneFleet{Clusters: []string{"burst"}})
+	pruner.add(nil, consumers.GoneFleet{Clusters: []string{"burst", "east"}})
+	pruner.add(nil, consumers.GoneFleet{Clusters: []string{"east"}})
+	clusters := func(targets []pruneTarget) []string {
+		var names []string
+		for _, target := range targets {
+			names = append(names, target.cluster)
+		}
+		return names
+	}
+	if got := clusters(pruner.queue); !slices.Equal(got, []string{"burst", "east"}) {
+		t.Fatalf("queued %v, want burst and east once each", got)
+	}
+	due, _ := pruner.takeDue(time.Now().Add(2 * time.Minute))
+	if got := clusters(due); !slices.Equal(got, []string{"burst", "east"}) {
+		t.Fatalf("due %v, want burst and east", got)
+	}
+	pruner.add(nil, consumers.GoneFleet{Clusters: []string{"burst"}})
+	if got := clusters(pruner.queue); !slices.Equal(got, []string{"burst"}) {
+		t.Errorf("queued after the prune ran %v, want burst again", got)
 	}
 }
