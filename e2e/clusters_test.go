@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,7 +60,7 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 	var mu sync.Mutex
 	starts := 0
 	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(logs, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients) error {
+		Log: slog.New(slog.NewTextHandler(logs, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
 			if cluster != name {
 				<-ctx.Done()
 				return nil
@@ -164,7 +165,7 @@ func TestClusterKeepsWorkingThroughABadKubeconfig(t *testing.T) {
 	var mu sync.Mutex
 	starts, stops := 0, 0
 	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients) error {
+		Log: slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
 			if cluster == failing {
 				return errors.New("list nodes: forbidden")
 			}
@@ -281,7 +282,7 @@ func TestASecondClusterOfOneApiserverIsRefused(t *testing.T) {
 	var mu sync.Mutex
 	started := map[string]int{}
 	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients) error {
+		Log: slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
 			mu.Lock()
 			started[cluster]++
 			mu.Unlock()
@@ -322,5 +323,123 @@ func TestASecondClusterOfOneApiserverIsRefused(t *testing.T) {
 	defer mu.Unlock()
 	if started[first] != 1 || started[second] != 0 {
 		t.Errorf("runners started %v, want %s once and %s never", started, first, second)
+	}
+}
+
+// TestDeletedClusterIsNoLongerReported: a deleted Cluster's runner is told at once to report the cluster no more
+// (a heartbeat or APIs sent after the deletion showed a cluster that is gone, in the placer and in the state
+// stream for good), and is kept until its applier drained; registered again meanwhile, the cluster gets a
+// runner that reports it again.
+func TestDeletedClusterIsNoLongerReported(t *testing.T) {
+	fleet := localfleettest.Fleet(t)
+	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
+	ctx := t.Context()
+	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := os.ReadFile(fleet.ControlPlane.KubeconfigPath) // no other Cluster reaches it
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "retiring"
+	clusterGVR := schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
+	register := func() {
+		t.Helper()
+		if err := pipeline.RegisterCluster(ctx, controlPlane, name, kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deregister := func() {
+		t.Helper()
+		if err := controlPlane.Dynamic.Resource(clusterGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	register()
+	t.Cleanup(func() {
+		_ = controlPlane.Dynamic.Resource(clusterGVR).Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Delete(context.Background(),
+			"cluster-"+name+"-kubeconfig", metav1.DeleteOptions{})
+	})
+
+	type run struct {
+		retired <-chan struct{}
+		stopped chan struct{}
+	}
+	var mu sync.Mutex
+	var runs []*run
+	var drained atomic.Bool
+	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond, RetireTimeout: time.Hour,
+		Log: slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)),
+		Run: func(ctx context.Context, cluster string, _ *kube.Clients, retired <-chan struct{}) error {
+			if cluster != name {
+				<-ctx.Done()
+				return nil
+			}
+			r := &run{retired: retired, stopped: make(chan struct{})}
+			mu.Lock()
+			runs = append(runs, r)
+			mu.Unlock()
+			<-ctx.Done()
+			close(r.stopped)
+			return nil
+		},
+		Drained: func(context.Context, string) (bool, error) { return drained.Load(), nil }}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- manager.Start(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager ended with %v", err)
+		}
+	}()
+	runAt := func(i int) *run {
+		mu.Lock()
+		defer mu.Unlock()
+		if i < len(runs) {
+			return runs[i]
+		}
+		return nil
+	}
+	closed := func(c <-chan struct{}) bool {
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	}
+
+	e2eenv.Eventually(t, time.Minute, "the cluster's runner started", func() bool { return runAt(0) != nil })
+	if first := runAt(0); closed(first.retired) {
+		t.Fatal("the runner of a registered cluster started retired")
+	}
+	deregister()
+	e2eenv.Eventually(t, time.Minute, "the deleted cluster's runner told to report it no more", func() bool {
+		return closed(runAt(0).retired)
+	})
+	if closed(runAt(0).stopped) {
+		t.Fatal("the deleted cluster's runner stopped before its applier drained")
+	}
+
+	register()
+	e2eenv.Eventually(t, time.Minute, "the cluster registered again reported by a new runner", func() bool {
+		again := runAt(1)
+		return again != nil && !closed(again.retired) && closed(runAt(0).stopped)
+	})
+
+	deregister()
+	e2eenv.Eventually(t, time.Minute, "the new runner told to report the cluster no more", func() bool {
+		return closed(runAt(1).retired)
+	})
+	drained.Store(true)
+	e2eenv.Eventually(t, time.Minute, "the runner stopped once its applier drained", func() bool {
+		return closed(runAt(1).stopped)
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if n := len(runs); n != 2 {
+		t.Errorf("the runner started %d times, want twice", n)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -283,9 +284,15 @@ func TestCopyDeletedWhileFleetflowWasDownComesBack(t *testing.T) {
 }
 
 // TestDeletedClusterLeavesNoCopy: deleting the Cluster a job runs on moves the job to the other cluster and
-// deletes its copy from the one that left: the cluster's applier is kept until it carried that Delete out.
+// deletes its copy from the one that left: the cluster's applier is kept until it carried that Delete out. Its
+// producer stops at the deletion, the state stream ends up holding nothing of the cluster, and a restarted placer
+// neither counts it nor logs it Ready: the heartbeats and APIs its runner sent after the deletion stayed in the
+// state stream for good, and every rebuild found the cluster beating.
 func TestDeletedClusterLeavesNoCopy(t *testing.T) {
-	e := newEnv(t)
+	opts := options()
+	opts.Placer = e2eenv.PlacerConfig()
+	opts.Placer.StatePruneGrace = time.Second
+	e := e2eenv.New(t, opts)
 	placed := placeJob(t, e, "team-leaving")
 	clusters := e.ControlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"})
 	if err := clusters.Delete(t.Context(), "cluster-a", metav1.DeleteOptions{}); err != nil {
@@ -295,4 +302,72 @@ func TestDeletedClusterLeavesNoCopy(t *testing.T) {
 		return e2eenv.Get(t, e.Clusters["cluster-b"], pytorchJobKind, "team-leaving", placed.GetName()) != nil &&
 			e2eenv.Get(t, e.Clusters["cluster-a"], pytorchJobKind, "team-leaving", placed.GetName()) == nil
 	})
+	e2eenv.Eventually(t, e2eenv.Settle, "cluster-a's runner stopped", func() bool {
+		return logged(e.Logs.String(), `msg="cluster runner stopped"`, "cluster=cluster-a")
+	})
+
+	events, err := e.Bus.JetStream.Stream(t.Context(), schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deletion, err := events.GetLastMsgForSubject(t.Context(), schemas.ClusterSpecSubject("cluster-a"))
+	if err != nil || deletion.Header.Get("ce-type") != schemas.TypeClusterDeleted {
+		t.Fatalf("last event of cluster-a's spec = %v, %v; want its deletion", deletion, err)
+	}
+	// A beat on its way as the runner heard of the deletion may land just after it; none comes later.
+	for _, subject := range []string{schemas.ClusterHeartbeatSubject("cluster-a"), schemas.ClusterAPIsSubject("cluster-a")} {
+		last, err := events.GetLastMsgForSubject(t.Context(), subject)
+		if err != nil {
+			t.Fatalf("last event on %s: %v", subject, err)
+		}
+		if last.Time.After(deletion.Time.Add(500 * time.Millisecond)) {
+			t.Errorf("%s stored at %s, after cluster-a's deletion at %s", subject, last.Time, deletion.Time)
+		}
+	}
+
+	state, err := e.Bus.JetStream.Stream(t.Context(), schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	e2eenv.Eventually(t, e2eenv.Settle, "nothing of cluster-a left in the state stream", func() bool {
+		left = nil
+		for _, filter := range schemas.ClusterStateFilters("cluster-a") {
+			info, err := state.Info(t.Context(), jetstream.WithSubjectFilter(filter))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for subject := range info.State.Subjects {
+				left = append(left, subject)
+			}
+		}
+		return len(left) == 0
+	})
+
+	mark := len(e.Logs.String())
+	e.Restart(func() {})
+	e2eenv.Eventually(t, e2eenv.Settle, "the restarted placer's view rebuilt", func() bool {
+		return strings.Contains(e.Logs.String()[mark:], "placer view rebuilt")
+	})
+	rebuilt := e.Logs.String()[mark:]
+	if !strings.Contains(rebuilt, "clusters=1 ") {
+		t.Errorf("the rebuilt view does not count cluster-b alone:\n%s", rebuilt)
+	}
+	if logged(rebuilt, `msg="cluster Ready"`, "cluster=cluster-a") {
+		t.Errorf("the restarted placer logged the deleted cluster-a Ready:\n%s", rebuilt)
+	}
+}
+
+// logged reports whether a line of logs holds every one of parts.
+func logged(logs string, parts ...string) bool {
+	for line := range strings.Lines(logs) {
+		all := true
+		for _, part := range parts {
+			all = all && strings.Contains(line, part)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
 }

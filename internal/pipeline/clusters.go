@@ -108,15 +108,17 @@ func RegisterCluster(ctx context.Context, controlPlane *kube.Clients, name strin
 	return controlPlane.Apply(ctx, fieldManager, secret, cluster)
 }
 
-// ClusterRunner runs everything fleetflow does for one workload cluster until ctx is done.
-type ClusterRunner func(ctx context.Context, name string, clients *kube.Clients) error
+// ClusterRunner runs everything fleetflow does for one workload cluster until ctx is done. Once retired is
+// closed (the Cluster was deleted), it reports nothing more of the cluster (no heartbeat, APIs, nodes or
+// statuses) and only carries out the decisions sent to it, the Deletes of the copies there, until ctx is done.
+type ClusterRunner func(ctx context.Context, name string, clients *kube.Clients, retired <-chan struct{}) error
 
 // DefaultClusterResync is how often a ClusterManager looks at every Cluster again.
 const DefaultClusterResync = 15 * time.Second
 
 // ClusterManager watches Cluster objects on the control plane and keeps one ClusterRunner per cluster
 // running: it starts one for a new cluster, restarts it when an update of the Cluster finds a different
-// kubeconfig, and stops it when the Cluster is deleted. It also looks at every Cluster again each Resync,
+// kubeconfig, and retires it when the Cluster is deleted (see Drained). It also looks at every Cluster again each Resync,
 // so a Cluster whose kubeconfig Secret was missing or wrong joins once the Secret is right (the Secret has
 // no event of its own here: `kubectl apply -f dir/` creates cluster.yaml before secret.yaml), and a runner
 // that stopped with an error is started again.
@@ -138,7 +140,7 @@ type ClusterManager struct {
 	// unreachable holds why each Cluster that cannot be run could not, so a resync logs it only when it changes.
 	unreachable map[string]string
 	// retiring marks the runners of deleted Clusters kept until their applier drained; a Cluster registered
-	// again under the name meanwhile takes its runner back.
+	// again under the name meanwhile has its runner started again, to report the cluster again.
 	retiring map[string]*struct{}
 }
 
@@ -156,6 +158,9 @@ type runningCluster struct {
 	created  time.Time
 	cancel   context.CancelFunc
 	done     chan struct{}
+	// retired is closed when the Cluster is deleted; isRetired says so under the manager's lock.
+	retired   chan struct{}
+	isRetired bool
 }
 
 // stopped reports whether the runner returned.
@@ -193,7 +198,10 @@ func (m *ClusterManager) Start(ctx context.Context) error {
 				obj = tomb.Obj
 			}
 			if u, ok := obj.(*unstructured.Unstructured); ok {
-				go m.retire(ctx, u.GetName())
+				// Marked at once, on the informer's goroutine, so an Add that follows (the Cluster registered
+				// again) finds the runner retired and starts it again.
+				token := m.markRetiring(u.GetName())
+				go m.retire(ctx, u.GetName(), token)
 			}
 		},
 	})
@@ -242,6 +250,7 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	kubeconfig, err := m.kubeconfig(ctx, cluster)
 	m.mu.Lock()
 	current := m.running[name]
+	retired := current != nil && current.isRetired
 	m.mu.Unlock()
 	// A kubeconfig that went missing or bad stops nothing: the runner keeps the last good one, so a typo in a
 	// healthy cluster's Secret does not fail its workloads over.
@@ -260,7 +269,7 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 		return
 	}
 	joined := fmt.Sprintf("working with %s through the kubeconfig of %s", cfg.Host, secretKeyOf(cluster))
-	if kept != "" && current.kubeconfig == string(kubeconfig) {
+	if kept != "" && current.kubeconfig == string(kubeconfig) && !retired {
 		// The same kubeconfig again (a Secret restored as it was): the runner goes on, and the Cluster no
 		// longer shows the error it had.
 		m.mu.Lock()
@@ -304,7 +313,7 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	m.mu.Unlock()
 	runCtx, cancel := context.WithCancel(ctx)
 	rc := &runningCluster{kubeconfig: string(kubeconfig), cancel: cancel, done: make(chan struct{}), identity: identity,
-		created: created}
+		created: created, retired: make(chan struct{})}
 	m.mu.Lock()
 	m.running[name] = rc
 	m.mu.Unlock()
@@ -312,7 +321,7 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	m.setJoined(ctx, log, name, metav1.ConditionTrue, "RunnerStarted", joined)
 	go func() {
 		defer close(rc.done)
-		if err := m.Run(runCtx, name, clients); err != nil && runCtx.Err() == nil {
+		if err := m.Run(runCtx, name, clients, rc.retired); err != nil && runCtx.Err() == nil {
 			m.mu.Lock()
 			delete(m.unreachable, name) // each failure shown, though the last one said the same
 			m.mu.Unlock()
@@ -443,12 +452,27 @@ func (m *ClusterManager) setJoined(ctx context.Context, log *slog.Logger, name s
 	}
 }
 
-// retire stops the runner of a deleted Cluster once its applier has carried out every decision published to
-// it, or after RetireTimeout, unless the Cluster is registered again meanwhile.
-func (m *ClusterManager) retire(ctx context.Context, name string) {
+// markRetiring marks a deleted Cluster's runner as retiring and has it stop reporting the cluster at once: a
+// heartbeat or APIs it published after the deletion would show a cluster that is gone, to the placer and in
+// the state stream. It returns the token retire checks to know the Cluster was not registered again since.
+func (m *ClusterManager) markRetiring(name string) *struct{} {
 	token := &struct{}{}
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	m.retiring[name] = token
+	if rc := m.running[name]; rc != nil && !rc.isRetired {
+		rc.isRetired = true
+		close(rc.retired)
+		m.Log.Info("Cluster deleted: its cluster is no longer reported; its applier goes on until it carried out the decisions sent to it",
+			"cluster", name)
+	}
+	return token
+}
+
+// retire stops the runner of a deleted Cluster once its applier has carried out every decision published to
+// it, or after RetireTimeout, unless the Cluster is registered again meanwhile.
+func (m *ClusterManager) retire(ctx context.Context, name string, token *struct{}) {
+	m.mu.Lock()
 	_, running := m.running[name]
 	m.mu.Unlock()
 	log := m.Log.With("cluster", name)

@@ -667,14 +667,24 @@ func ApplierDrained(ctx context.Context, b *Bus, cluster string) (bool, error) {
 
 // RunClusterParts runs what fleetflow does for one workload cluster: the producer of its nodes, APIs,
 // heartbeats and workload statuses, and the applier of its decisions. A heartbeat interval of zero means
-// the producer's default.
+// the producer's default. Once retired is closed (its Cluster was deleted) the producer stops and the applier
+// goes on, to carry out the Deletes of the cluster's copies (see ClusterRunner).
 func RunClusterParts(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, kinds []schema.GroupVersionKind,
-	heartbeat time.Duration, log *slog.Logger) error {
+	heartbeat time.Duration, log *slog.Logger, retired <-chan struct{}) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	producing, stopProducing := context.WithCancel(ctx)
+	defer stopProducing()
+	go func() {
+		select {
+		case <-retired:
+			stopProducing()
+		case <-producing.Done():
+		}
+	}()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := RunClusterProducer(ctx, b, cluster, clients, kinds, heartbeat, log); err != nil && ctx.Err() == nil {
+		if err := RunClusterProducer(producing, b, cluster, clients, kinds, heartbeat, log); err != nil && producing.Err() == nil {
 			cancel(fmt.Errorf("cluster producer %s: %w", cluster, err))
 		}
 	})
@@ -727,8 +737,8 @@ func (a *AllInOne) Run(ctx context.Context, b *Bus, log *slog.Logger) error {
 	}
 	start("status", func() error { return RunStatusWriter(ctx, b, a.ControlPlane, a.Placer.HeartbeatTimeout, log) })
 	manager := &ClusterManager{ControlPlane: a.ControlPlane, Log: log.With("component", "clusters"),
-		Run: func(ctx context.Context, name string, clients *kube.Clients) error {
-			return RunClusterParts(ctx, b, name, clients, kinds, producers.HeartbeatFor(a.Placer.HeartbeatTimeout), log)
+		Run: func(ctx context.Context, name string, clients *kube.Clients, retired <-chan struct{}) error {
+			return RunClusterParts(ctx, b, name, clients, kinds, producers.HeartbeatFor(a.Placer.HeartbeatTimeout), log, retired)
 		},
 		Drained: func(ctx context.Context, cluster string) (bool, error) { return ApplierDrained(ctx, b, cluster) }}
 	start("clusters", func() error { return manager.Start(ctx) })
