@@ -452,7 +452,10 @@ func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touch
 	wasReady := c.registered && c.ready
 	c.registered = true
 	c.labels = spec.Labels
-	c.taints = spec.Spec.Taints
+	c.taints = make([]corev1.Taint, len(spec.Spec.Taints))
+	for i := range spec.Spec.Taints {
+		c.taints[i] = spec.Spec.Taints[i].Taint()
+	}
 	c.ready = p.fresh(c)
 	if c.ready && !wasReady && !rebuilding {
 		p.log.Info("cluster Ready", "cluster", c.name)

@@ -443,3 +443,55 @@ func TestDeletedClusterIsNoLongerReported(t *testing.T) {
 		t.Errorf("the runner started %d times, want twice", n)
 	}
 }
+
+// TestClusterCRDRefusesInvalidTaints: the control plane refuses a Cluster whose taint has an effect Kubernetes
+// does not know (a misspelt NoSchedule was taken and ignored, and workloads were placed where it was meant to
+// keep them off), an empty key, a key or value that is no label key or value, naming the field of each.
+func TestClusterCRDRefusesInvalidTaints(t *testing.T) {
+	fleet := localfleettest.Fleet(t)
+	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
+	ctx := t.Context()
+	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
+		t.Fatal(err)
+	}
+	clusters := controlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"})
+	for _, tc := range []struct {
+		name  string
+		taint map[string]any
+		want  []string // "" when the Cluster is accepted
+	}{
+		{"valid", map[string]any{"key": "example.com/maintenance", "value": "true", "effect": "NoSchedule"}, nil},
+		{"misspelt effect", map[string]any{"key": "maintenance", "value": "true", "effect": "NoSchedul"},
+			[]string{"spec.taints[0].effect", `Unsupported value: "NoSchedul"`}},
+		{"no effect", map[string]any{"key": "maintenance"}, []string{"spec.taints[0].effect", "Required value"}},
+		{"empty key", map[string]any{"key": "", "effect": "NoSchedule"}, []string{"spec.taints[0].key"}},
+		{"key with a space", map[string]any{"key": "a b", "effect": "NoSchedule"}, []string{"spec.taints[0].key", `"a b"`}},
+		{"value with a slash", map[string]any{"key": "maintenance", "value": "a/b", "effect": "NoExecute"},
+			[]string{"spec.taints[0].value", `"a/b"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster", "metadata": map[string]any{"name": "tainted"},
+				"spec": map[string]any{
+					"kubeconfigSecretRef": map[string]any{"name": "tainted-kubeconfig", "namespace": pipeline.SystemNamespace},
+					"taints":              []any{tc.taint},
+				},
+			}}
+			_, err := clusters.Create(ctx, cluster, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if tc.want == nil {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted, want it refused saying %q", tc.want)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("refused with %q, want it to say %q", err, want)
+				}
+			}
+		})
+	}
+}

@@ -8,6 +8,11 @@ import (
 // ClusterConditionReady is the condition type that says the cluster answers and can take workloads.
 const ClusterConditionReady = "Ready"
 
+// ClusterConditionAccepted is the condition type that says whether fleetflow accepted the Cluster's spec: False
+// names every invalid field with its path (a taint an older CRD let in), and the cluster then takes no new
+// workloads.
+const ClusterConditionAccepted = "Accepted"
+
 // ClusterConditionJoined is the condition type that says whether fleetflow could start working with the
 // cluster: its kubeconfig Secret read and parsed (False names the Secret, the key and the reason).
 const ClusterConditionJoined = "Joined"
@@ -38,7 +43,38 @@ type ClusterSpec struct {
 	KubeconfigSecretRef SecretKeyRef `json:"kubeconfigSecretRef"`
 	// Taints repel workloads whose policy does not tolerate them.
 	// +optional
-	Taints []corev1.Taint `json:"taints,omitempty"`
+	Taints []ClusterTaint `json:"taints,omitempty"`
+}
+
+// ClusterTaint keeps the workloads whose policy does not tolerate it off the cluster, as a node's taint keeps
+// pods off the node. It is held to the rules of a node's taint: its key is a label key and its value a label
+// value. The schema refuses what it can; fleetflow refuses the rest, and a taint an older schema let in, with the
+// Cluster's Accepted condition.
+type ClusterTaint struct {
+	// Key is a label key: an optional DNS subdomain prefix and '/', then a name of at most 63 alphanumerics,
+	// '-', '_' or '.', starting and ending with an alphanumeric.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=317
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$`
+	Key string `json:"key"`
+	// Value is a label value: empty, or at most 63 alphanumerics, '-', '_' or '.', starting and ending with an
+	// alphanumeric.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+	// +optional
+	Value string `json:"value,omitempty"`
+	// Effect is NoSchedule (new workloads stay off, those there stay), PreferNoSchedule (the cluster ranks
+	// after the others of its tier) or NoExecute (the workloads there move off too, when another cluster fits).
+	// +kubebuilder:validation:Enum=NoSchedule;PreferNoSchedule;NoExecute
+	Effect corev1.TaintEffect `json:"effect"`
+	// TimeAdded is taken as a node's taint has it (a taint copied from a node); fleetflow does not read it.
+	// +optional
+	TimeAdded *metav1.Time `json:"timeAdded,omitempty"`
+}
+
+// Taint is t as a node's taint, the form the placement core matches tolerations against.
+func (t *ClusterTaint) Taint() corev1.Taint {
+	return corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect, TimeAdded: t.TimeAdded}
 }
 
 // SecretKeyRef names one key of one Secret.
