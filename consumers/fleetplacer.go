@@ -237,9 +237,11 @@ type appliedPlacement struct {
 type clusterEntry struct {
 	name string
 	// registered is true once the control plane has a Cluster object for it.
-	registered    bool
-	labels        map[string]string
-	taints        []corev1.Taint
+	registered bool
+	labels     map[string]string
+	taints     []corev1.Taint
+	// invalid says why the Cluster object is invalid, "" when it is not (structs.Cluster.Invalid).
+	invalid       string
 	apis          []string
 	lastHeartbeat time.Time
 	ready         bool

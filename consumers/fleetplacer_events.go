@@ -8,12 +8,14 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -434,7 +436,7 @@ func (p *Placer) syncCluster(c *clusterEntry) error {
 		apis[api] = struct{}{}
 	}
 	return p.store.UpsertCluster(p.seq, &structs.Cluster{Name: c.name, Labels: c.labels, Taints: c.taints,
-		Ready: c.ready, APIs: apis})
+		Invalid: c.invalid, Ready: c.ready, APIs: apis})
 }
 
 func (p *Placer) fresh(c *clusterEntry) bool {
@@ -456,6 +458,11 @@ func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touch
 	for i := range spec.Spec.Taints {
 		c.taints[i] = spec.Spec.Taints[i].Taint()
 	}
+	c.invalid = ""
+	if why := InvalidCluster(&spec); why != "" {
+		c.invalid = "takes no new workloads: " + why
+		p.log.Warn("Cluster is invalid; it takes no new workloads until it is fixed", "cluster", c.name, "reason", why)
+	}
 	c.ready = p.fresh(c)
 	if c.ready && !wasReady && !rebuilding {
 		p.log.Info("cluster Ready", "cluster", c.name)
@@ -467,6 +474,20 @@ func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touch
 		return nil
 	}
 	return p.clusterChanged(c.name, touched)
+}
+
+// InvalidCluster says what is wrong with a Cluster's spec that its CRD's schema let in (an older CRD took any
+// taint), naming the Cluster, each field's path and value, or "" when nothing is.
+func InvalidCluster(cluster *v1alpha1.Cluster) string {
+	errs := v1alpha1.ValidateTaints(field.NewPath("spec", "taints"), cluster.Spec.Taints)
+	if len(errs) == 0 {
+		return ""
+	}
+	reasons := make([]string, len(errs))
+	for i, err := range errs {
+		reasons[i] = err.Error()
+	}
+	return fmt.Sprintf("Cluster %s is invalid: %s", cluster.Name, strings.Join(reasons, "; "))
 }
 
 // clusterChanged moves workloads that no longer belong on the cluster and retries the blocked ones.

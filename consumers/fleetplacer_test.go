@@ -991,6 +991,45 @@ func TestWhatADeletedClusterSendsAfterItsDeletionIsLeftOut(t *testing.T) {
 	}
 }
 
+// TestInvalidClusterTaintKeepsNewWorkloadsOff: a Cluster whose taint an older CRD let in though it is invalid (a
+// misspelt effect) takes no new workloads, keeps those it runs, and says why with the Cluster, the field's path
+// and its value, instead of the taint being ignored and workloads placed where it was meant to keep them off.
+// Fixed, the cluster takes workloads again.
+func TestInvalidClusterTaintKeepsNewWorkloadsOff(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	logs := &strings.Builder{}
+	f.p.log = slog.New(slog.NewTextHandler(logs, nil))
+	f.eastThenWest()
+	_, mark := f.placedWebOnEast()
+	tainted := func(effect string) *schemas.ObjectChanged {
+		return object("fleetflow.io/v1alpha1", "Cluster", "", "east", map[string]any{"name": "east"}, map[string]any{
+			"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": "east", "namespace": "fleetflow-system"},
+				"taints": []any{map[string]any{"key": "maintenance", "value": "true", "effect": effect}}}})
+	}
+	f.deliver(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), tainted("NoSchedul"))
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Errorf("decisions once east's Cluster is invalid = %v, want none: web stays where it runs", got)
+	}
+	const why = `Cluster east is invalid: spec.taints[0].effect: Unsupported value: "NoSchedul": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`
+	if !strings.Contains(logs.String(), "Cluster is invalid") || !strings.Contains(logs.String(), "NoSchedul") {
+		t.Errorf("the invalid Cluster was not logged:\n%s", logs.String())
+	}
+
+	api := deployment("api")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(api.Ref()), api)
+	d := f.lastDecision()
+	if d.Cluster != "west" || d.Verdict == nil || !strings.Contains(d.Verdict.Reasons["east"], why) {
+		t.Fatalf("new workload decided %s %s with verdict %+v, want it on west and east's reason to say %q", d.Action, d.Cluster, d.Verdict, why)
+	}
+
+	f.deliver(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), tainted("PreferNoSchedule"))
+	jobs := deployment("jobs")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(jobs.Ref()), jobs)
+	if d := f.lastDecision(); d.Cluster != "east" {
+		t.Errorf("a new workload once the taint is fixed went to %s, want east", d.Cluster)
+	}
+}
+
 // applyGaveUp delivers an applier's report that it gave up on an Apply of w to cluster with sequence seq.
 func (f *placerFixture) applyGaveUp(cluster string, w *schemas.ObjectChanged, seq uint64, why string) {
 	f.t.Helper()

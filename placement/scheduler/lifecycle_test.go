@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -355,13 +356,23 @@ func TestDuplicateHoldsCopiesOnNotReadyClusters(t *testing.T) {
 }
 
 // TestClusterTaintEffects: a cluster tainted NoSchedule takes no new workloads but keeps those already there,
-// as Kubernetes keeps running pods on a node tainted NoSchedule; tainted NoExecute, it sends them away.
+// as Kubernetes keeps running pods on a node tainted NoSchedule; tainted NoExecute, it sends them away. A cluster
+// whose Cluster object is invalid (a misspelt effect an older CRD let in) is treated as tainted NoSchedule, and
+// says why: ignoring the taint placed there what it was meant to keep off.
 func TestClusterTaintEffects(t *testing.T) {
+	const invalid = `takes no new workloads: Cluster first is invalid: spec.taints[0].effect: Unsupported value: "NoSchedul"`
 	for _, tt := range []struct {
-		effect    corev1.TaintEffect
-		wantMoves int
-	}{{corev1.TaintEffectNoSchedule, 0}, {corev1.TaintEffectNoExecute, 1}} {
-		t.Run(string(tt.effect), func(t *testing.T) {
+		name       string
+		taint      corev1.Taint
+		invalid    string
+		wantMoves  int
+		wantReason string
+	}{
+		{"NoSchedule", corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoSchedule}, "", 0, "has taint maintenance:NoSchedule"},
+		{"NoExecute", corev1.Taint{Key: "maintenance", Effect: corev1.TaintEffectNoExecute}, "", 1, "has taint maintenance:NoExecute"},
+		{"invalid", corev1.Taint{Key: "maintenance", Value: "true", Effect: "NoSchedul"}, invalid, 0, invalid},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
 			h := placementtest.NewHarness(t)
 			h.AddCluster("first")
 			h.AddNodes("first", cpuNodes("n", 1, "16"))
@@ -370,12 +381,12 @@ func TestClusterTaintEffects(t *testing.T) {
 			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
 			placed := h.AddWorkload(placementtest.PyTorchJob("ml", "placed").Component("worker", 2, res("cpu", "4")).Obj(), nil)
 			d := h.Place(placed)
-			if len(d.Clusters) != 1 {
-				t.Fatalf("placed on %v", d.Clusters)
+			if len(d.Clusters) != 1 || d.Clusters[0] != "first" {
+				t.Fatalf("placed on %v, want first", d.Clusters)
 			}
 			where := d.Clusters[0]
 			if err := h.Store.UpsertCluster(h.NextSeq(), &structs.Cluster{Name: where, Ready: true,
-				Taints: []corev1.Taint{{Key: "maintenance", Effect: tt.effect}}}); err != nil {
+				Taints: []corev1.Taint{tt.taint}, Invalid: tt.invalid}); err != nil {
 				t.Fatal(err)
 			}
 			snap := h.Store.Snapshot()
@@ -387,8 +398,12 @@ func TestClusterTaintEffects(t *testing.T) {
 				t.Errorf("moves = %+v, want %d", moves, tt.wantMoves)
 			}
 			fresh := h.AddWorkload(placementtest.PyTorchJob("ml", "fresh").Component("worker", 1, res("cpu", "1")).Obj(), nil)
-			if d := h.Place(fresh); slices.Contains(d.Clusters, where) {
-				t.Errorf("a new workload was placed on %s, tainted %s", where, tt.effect)
+			d = h.Place(fresh)
+			if slices.Contains(d.Clusters, where) {
+				t.Errorf("a new workload was placed on %s, tainted %s", where, tt.name)
+			}
+			if !strings.Contains(d.Reasons[where], tt.wantReason) {
+				t.Errorf("reason for %s = %q, want it to say %q", where, d.Reasons[where], tt.wantReason)
 			}
 		})
 	}

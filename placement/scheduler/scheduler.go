@@ -243,6 +243,9 @@ func judgeCluster(p *policy.Policy, apiKey string, cl *structs.Cluster) clusterV
 		return clusterVerdict{after: &rejection{structs.RejectAPI, "does not serve " + apiKey}}
 	}
 	disfavoured := untoleratedTaintOf(cl.Taints, p.Tolerations(), corev1.TaintEffectPreferNoSchedule) != nil
+	if cl.Invalid != "" {
+		return clusterVerdict{after: &rejection{structs.RejectTaint, cl.Invalid}, staysOn: true, tier: tier, disfavoured: disfavoured}
+	}
 	if t := untoleratedTaintOf(cl.Taints, p.Tolerations(), corev1.TaintEffectNoSchedule); t != nil {
 		return clusterVerdict{after: taintRejection(t), staysOn: true, tier: tier, disfavoured: disfavoured}
 	}

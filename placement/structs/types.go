@@ -25,6 +25,10 @@ type Cluster struct {
 	Labels map[string]string
 	Taints []corev1.Taint
 	Ready  bool
+	// Invalid says why the Cluster object is invalid (a taint an older CRD let in), "" when it is not. Such a
+	// cluster takes no new workloads, and those on it stay, as under an untolerated NoSchedule taint: what the
+	// misspelt taint was meant to do is unknown, and ignoring it placed what it was meant to keep off.
+	Invalid string
 	// APIs holds the installed kinds as "group/version/Kind"; nil means every kind is installed.
 	APIs map[string]struct{}
 	// ModifyIndex is the stream sequence of the last write.
