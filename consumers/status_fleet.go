@@ -42,7 +42,10 @@ type clusterView struct {
 	apis          []string
 	nodes         map[string]*schemas.NodeState
 	ready         bool
-	written       string // the last status written, to skip identical writes
+	// accepted is the Accepted condition of the Cluster's spec as last seen, nil while none was: a writer
+	// that has not seen the spec since it started leaves the condition on the object as it is.
+	accepted *metav1.Condition
+	written  string // the last status written, to skip identical writes
 }
 
 func (s *StatusWriter) clusterView(name string) *clusterView {
@@ -110,10 +113,16 @@ func (s *StatusWriter) handleFleet(ctx context.Context, d bus.Delivery) (handled
 		case schemas.TypeClusterChanged:
 			name := p.Ref().Name
 			delete(s.deletedClusters, name) // registered again
-			if c := s.clusters[name]; c == nil || c.lastHeartbeat.IsZero() {
-				// Not heard from yet (perhaps never: its kubeconfig does not work): shown not Ready rather
-				// than with no status at all.
-				s.clusterView(name)
+			c := s.clusters[name]
+			// Not heard from yet (perhaps never: its kubeconfig does not work): shown not Ready rather than with
+			// no status at all.
+			write := c == nil || c.lastHeartbeat.IsZero()
+			c = s.clusterView(name)
+			if accepted := clusterAccepted(p); c.accepted == nil || c.accepted.Status != accepted.Status ||
+				c.accepted.Message != accepted.Message {
+				c.accepted, write = accepted, true
+			}
+			if write {
 				return true, s.writeClusterStatus(ctx, name)
 			}
 			return true, nil
@@ -161,8 +170,11 @@ func (s *StatusWriter) Restore(eventType string, payload schemas.Payload, stored
 	case *schemas.NodeState:
 		s.clusterView(p.Cluster).nodes[p.Name] = p
 	case *schemas.ObjectChanged:
-		if eventType == schemas.TypeResourceInterfaceChanged {
+		switch eventType {
+		case schemas.TypeResourceInterfaceChanged:
 			_, _ = s.upsertRI(p) // its condition was written when it was applied
+		case schemas.TypeClusterChanged:
+			s.clusterView(p.Ref().Name).accepted = clusterAccepted(p)
 		}
 	case *schemas.ObjectDeleted:
 		switch eventType {
@@ -174,6 +186,25 @@ func (s *StatusWriter) Restore(eventType string, payload schemas.Payload, stored
 			delete(s.clusters, p.Workload.Name)
 		}
 	}
+}
+
+// clusterAccepted is the Accepted condition of a Cluster: False with every field its CRD's schema let in though
+// it is invalid (a taint an older CRD took), for the placer keeps the cluster out of new placements then.
+func clusterAccepted(p *schemas.ObjectChanged) *metav1.Condition {
+	accepted := &metav1.Condition{Type: v1alpha1.ClusterConditionAccepted, Status: metav1.ConditionTrue, Reason: "Valid",
+		Message: "fleetflow accepted the spec", LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second))}
+	var cluster v1alpha1.Cluster
+	why := ""
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(p.Object, &cluster); err != nil {
+		why = fmt.Sprintf("Cluster %s does not decode: %v", p.Ref().Name, err)
+	} else {
+		why = InvalidCluster(&cluster)
+	}
+	if why != "" {
+		accepted.Status, accepted.Reason = metav1.ConditionFalse, "Invalid"
+		accepted.Message = why + "; it takes no new workloads until that is fixed (those on it stay)"
+	}
+	return accepted
 }
 
 func (s *StatusWriter) fresh(c *clusterView, now time.Time) bool {
@@ -222,7 +253,14 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 		t := metav1.NewTime(c.lastHeartbeat.UTC().Truncate(time.Second))
 		status.LastHeartbeatTime = &t
 	}
-	identity, _ := json.Marshal([]any{ready.Status, status.LastHeartbeatTime, allocatable, free, c.apis})
+	var accepted *metav1.Condition
+	acceptedIdentity := []string{}
+	if c.accepted != nil {
+		copied := *c.accepted
+		accepted = &copied
+		acceptedIdentity = []string{string(accepted.Status), accepted.Message}
+	}
+	identity, _ := json.Marshal([]any{ready.Status, status.LastHeartbeatTime, allocatable, free, c.apis, acceptedIdentity})
 	if string(identity) == c.written {
 		return nil
 	}
@@ -240,14 +278,24 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &existing); err == nil {
 			for _, old := range existing.Status.Conditions {
 				switch {
-				case old.Type != ready.Type:
+				case old.Type == ready.Type:
+					if old.Status == ready.Status {
+						ready.LastTransitionTime = old.LastTransitionTime
+					}
+				case accepted != nil && old.Type == accepted.Type:
+					if old.Status == accepted.Status {
+						accepted.LastTransitionTime = old.LastTransitionTime
+					}
+				default:
 					others = append(others, old) // Joined, written by the cluster manager
-				case old.Status == ready.Status:
-					ready.LastTransitionTime = old.LastTransitionTime
 				}
 			}
 		}
-		status.Conditions = append([]metav1.Condition{ready}, others...)
+		status.Conditions = []metav1.Condition{ready}
+		if accepted != nil {
+			status.Conditions = append(status.Conditions, *accepted)
+		}
+		status.Conditions = append(status.Conditions, others...)
 		// The rest of the status is replaced, so totals of resources no node has any more, and APIs no longer
 		// served, go too.
 		content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -488,5 +489,50 @@ func TestStatusIsCopiedOnlyForKindsAnRIDescribes(t *testing.T) {
 				t.Errorf("status written %v, want %v (actions %v)", wrote, tt.wantStatus, dynamic.Actions())
 			}
 		})
+	}
+}
+
+// TestInvalidClusterIsShownNotAccepted: a Cluster whose taint its CRD's schema let in though it is invalid shows
+// Accepted=False naming the field's path and value, and that it takes no new workloads; fixed, Accepted=True.
+// Other conditions (Joined, Ready) stay beside it, and a writer that restarted knows the spec from the state.
+func TestInvalidClusterIsShownNotAccepted(t *testing.T) {
+	f := newFleetStatusFixture(t)
+	withEffect := func(effect string) *schemas.ObjectChanged {
+		return &schemas.ObjectChanged{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster",
+			"metadata": map[string]any{"name": "east", "uid": "uid-east", "resourceVersion": "2"},
+			"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": "east", "namespace": "fleetflow-system"},
+				"taints": []any{map[string]any{"key": "maintenance", "value": "true", "effect": effect}}}}}
+	}
+	accepted := func() *metav1.Condition {
+		for _, c := range f.shown().Conditions {
+			if c.Type == v1alpha1.ClusterConditionAccepted {
+				return &c
+			}
+		}
+		return nil
+	}
+	f.must(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), withEffect("NoSchedul"))
+	want := `Cluster east is invalid: spec.taints[0].effect: Unsupported value: "NoSchedul"`
+	if c := accepted(); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "Invalid" ||
+		!strings.Contains(c.Message, want) || !strings.Contains(c.Message, "takes no new workloads") {
+		t.Fatalf("Accepted = %+v, want False saying %q and that the cluster takes no new workloads", c, want)
+	}
+	f.must(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"), &schemas.ClusterHeartbeat{Cluster: "east", Time: time.Now()})
+	if c := accepted(); c == nil || c.Status != metav1.ConditionFalse || readyOf(f.shown()) != metav1.ConditionTrue {
+		t.Errorf("after a heartbeat Accepted = %+v and Ready = %s, want both shown", c, readyOf(f.shown()))
+	}
+
+	f.must(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), withEffect("NoSchedule"))
+	if c := accepted(); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Accepted once the taint is fixed = %+v, want True", c)
+	}
+
+	// A writer that starts reads the spec from the state stream: its first write shows it, and does not drop it.
+	restarted := newFleetStatusFixture(t)
+	restarted.s.Restore(schemas.TypeClusterChanged, withEffect("NoSchedul"), time.Time{})
+	f = restarted
+	f.must(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"), &schemas.ClusterHeartbeat{Cluster: "east", Time: time.Now()})
+	if c := accepted(); c == nil || c.Status != metav1.ConditionFalse {
+		t.Errorf("Accepted written by a restarted writer = %+v, want False", c)
 	}
 }
