@@ -133,7 +133,7 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 		}
 		applied := p.(*schemas.PlacementApplied)
 		if applied.Action == schemas.ActionDelete {
-			if err := s.forgetDeletedCopy(ctx, applied); err != nil {
+			if err := s.forgetCopy(ctx, applied.Workload, applied.Cluster); err != nil {
 				return err
 			}
 		}
@@ -348,7 +348,10 @@ func shownClusters(obj *unstructured.Unstructured) []string {
 
 func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus) error {
 	if p.Gone {
-		return nil
+		// A copy deleted in its cluster (by hand, or with its CRD) is gone as surely as one whose Delete the
+		// applier carried out. Handle skipped a Gone that a newer status of the cluster superseded (the copy
+		// came back), and withCurrent one of another incarnation of the workload.
+		return s.forgetCopy(ctx, p.Workload, p.Cluster)
 	}
 	return s.withCurrent(ctx, p.Workload, func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
 		// Once a verdict shows where the workload is placed, it alone names the clusters, and only their
@@ -805,20 +808,21 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 	return s.annotateObject(ctx, client, obj, p.Workload, annotations)
 }
 
-// forgetDeletedCopy stops showing a cluster whose copy was deleted, when no Placed verdict shows it: a workload
-// that turned Unschedulable keeps showing where it still runs, until its copy there goes (its Cluster was
-// deleted, say). With no cluster left, its phase and status, which told of that copy, go too.
-func (s *StatusWriter) forgetDeletedCopy(ctx context.Context, p *schemas.PlacementApplied) error {
-	return s.withCurrent(ctx, p.Workload, func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+// forgetCopy stops showing cluster once the copy of ref there was deleted (by the applier, or reported gone
+// from its cluster), when no Placed verdict shows it: a workload that turned Unschedulable keeps showing where
+// it still runs, until its copy there goes (its Cluster was deleted, say). With no cluster left, its phase and
+// status, which told of that copy, go too.
+func (s *StatusWriter) forgetCopy(ctx context.Context, ref schemas.ObjectRef, cluster string) error {
+	return s.withCurrent(ctx, ref, func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
 		a := obj.GetAnnotations()
 		if a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced) || a[schemas.AnnotationCluster] == "" {
 			return nil
 		}
 		shown := strings.Split(a[schemas.AnnotationCluster], ",")
-		if !slices.Contains(shown, p.Cluster) {
+		if !slices.Contains(shown, cluster) {
 			return nil
 		}
-		left := slices.DeleteFunc(shown, func(c string) bool { return c == p.Cluster })
+		left := slices.DeleteFunc(shown, func(c string) bool { return c == cluster })
 		annotations := map[string]any{schemas.AnnotationCluster: nilIfEmpty(strings.Join(left, ","))}
 		if len(left) == 0 {
 			annotations[schemas.AnnotationPhase] = nil
@@ -826,12 +830,12 @@ func (s *StatusWriter) forgetDeletedCopy(ctx context.Context, p *schemas.Placeme
 			annotations[schemas.AnnotationClusterReplicas] = nil
 			if current, _ := obj.Object["status"].(map[string]any); len(current) > 0 {
 				var err error
-				if obj, err = s.writeStatus(ctx, client, obj, &schemas.WorkloadStatus{Cluster: p.Cluster, Workload: p.Workload}); err != nil {
+				if obj, err = s.writeStatus(ctx, client, obj, &schemas.WorkloadStatus{Cluster: cluster, Workload: ref}); err != nil {
 					return err
 				}
 			}
 		}
-		return s.annotateObject(ctx, client, obj, p.Workload, annotations)
+		return s.annotateObject(ctx, client, obj, ref, annotations)
 	})
 }
 

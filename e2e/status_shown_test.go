@@ -499,3 +499,80 @@ func TestNoPolicyVerdictNotShownStillOutranksAnOlderOne(t *testing.T) {
 			a[schemas.AnnotationVerdictSequence])
 	}
 }
+
+// deploymentStatus is the status of a Deployment's copy running replicas, ready of them.
+func deploymentStatus(replicas, ready int64) map[string]any {
+	return map[string]any{"replicas": replicas, "readyReplicas": ready}
+}
+
+// showsNothingOfACopy says whether the Deployment ref shows the verdict it is given and no cluster, phase or
+// status: what a workload no verdict places shows once none of its copies runs.
+func showsNothingOfACopy(t *testing.T, e *e2eenv.Env, ref schemas.ObjectRef, verdict schemas.VerdictStatus) func() bool {
+	return func() bool {
+		obj := e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name)
+		a := obj.GetAnnotations()
+		status, _, _ := unstructured.NestedMap(obj.Object, "status")
+		_, hasCluster := a[schemas.AnnotationCluster]
+		_, hasPhase := a[schemas.AnnotationPhase]
+		return !hasCluster && !hasPhase && len(status) == 0 && a[schemas.AnnotationPlacement] == string(verdict)
+	}
+}
+
+// TestUnschedulableWorkloadStopsShowingACopyReportedGone: a workload that turned Unschedulable keeps showing
+// the cluster its copy runs on until the cluster reports the copy gone (deleted there, or its CRD removed),
+// as it does once the applier deleted the copy; a Gone of another incarnation of the workload, or one a newer
+// status of the cluster superseded (the copy came back), changes nothing.
+func TestUnschedulableWorkloadStopsShowingACopyReportedGone(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	ref, epoch, seq := shownDeployment(t, e, "team-gone")
+	subject := schemas.WorkloadStatusSubject("cluster-a", ref)
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, subject, "gone-running",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: deploymentStatus(10, 10)})
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "gone-placed", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 1000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "pin", Clusters: []string{"cluster-a"}})
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "gone-unschedulable", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 2000, Epoch: epoch, Status: schemas.VerdictUnschedulable, Policy: "pin",
+		Message: "the copy on cluster-a keeps running"})
+	shownOnA := func(phase string, ready int64) func() bool {
+		return func() bool {
+			obj := e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name)
+			a := obj.GetAnnotations()
+			shownReady, _, _ := unstructured.NestedInt64(obj.Object, "status", "readyReplicas")
+			return a[schemas.AnnotationPlacement] == string(schemas.VerdictUnschedulable) && a[schemas.AnnotationCluster] == "cluster-a" &&
+				a[schemas.AnnotationPhase] == phase && shownReady == ready
+		}
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "Unschedulable, still shown on cluster-a where it runs", shownOnA("Running", 10))
+
+	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherIncarnation := ref
+	otherIncarnation.UID = "uid-of-an-earlier-web"
+	if err := writer.Handle(ctx, publishDelivery(t, e, schemas.TypeWorkloadStatus, subject, "gone-other",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: otherIncarnation, Gone: true})); err != nil {
+		t.Fatal(err)
+	}
+	if !shownOnA("Running", 10)() {
+		t.Fatal("a Gone of another incarnation of the workload stopped showing cluster-a")
+	}
+	// Reported gone, then back with a new status; the Gone handled again after that (a retried delivery).
+	gone := publishDelivery(t, e, schemas.TypeWorkloadStatus, subject, "gone-stale",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Gone: true})
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, subject, "gone-back",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: deploymentStatus(10, 9)})
+	e2eenv.Eventually(t, e2eenv.Settle, "cluster-a shown with the status its copy reported once back", shownOnA("Initializing", 9))
+	if err := writer.Handle(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	if !shownOnA("Initializing", 9)() {
+		t.Fatal("a Gone superseded by a newer status of cluster-a stopped showing it")
+	}
+
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, subject, "gone-for-good",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: deploymentStatus(10, 9), Gone: true})
+	e2eenv.Eventually(t, e2eenv.Settle, "no cluster, phase or status shown once cluster-a reported its copy gone",
+		showsNothingOfACopy(t, e, ref, schemas.VerdictUnschedulable))
+}
