@@ -339,11 +339,27 @@ func isStale(err error) bool {
 
 // shownClusters are the clusters a Placed verdict shown on obj names, nil when it shows none.
 func shownClusters(obj *unstructured.Unstructured) []string {
-	annotations := obj.GetAnnotations()
-	if annotations[schemas.AnnotationPlacement] != string(schemas.VerdictPlaced) || annotations[schemas.AnnotationCluster] == "" {
+	if obj.GetAnnotations()[schemas.AnnotationPlacement] != string(schemas.VerdictPlaced) {
 		return nil
 	}
-	return strings.Split(annotations[schemas.AnnotationCluster], ",")
+	return clustersOf(obj)
+}
+
+// runningClusters are the clusters obj shows its copies run on while no Placed verdict shows it: those the
+// last Placed verdict named, less the ones whose copy went since. Nil when it shows none, or a Placed verdict.
+func runningClusters(obj *unstructured.Unstructured) []string {
+	if obj.GetAnnotations()[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced) {
+		return nil
+	}
+	return clustersOf(obj)
+}
+
+// clustersOf are the clusters obj shows, whichever verdict it shows; nil when it shows none.
+func clustersOf(obj *unstructured.Unstructured) []string {
+	if shown := obj.GetAnnotations()[schemas.AnnotationCluster]; shown != "" {
+		return strings.Split(shown, ",")
+	}
+	return nil
 }
 
 func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus) error {
@@ -363,6 +379,11 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 			s.Log.Debug("status from a cluster the workload is not shown placed on; not copied", "workload", p.Workload.Key(),
 				"cluster", p.Cluster, "placed_on", shown)
 			return nil
+		}
+		// A spread no verdict places any more still runs on each of its clusters: one copy's status does not
+		// make it shown on that cluster alone.
+		if running := runningClusters(obj); shown == nil && len(running) > 1 && slices.Contains(running, p.Cluster) {
+			shown = running
 		}
 		if len(shown) > 1 && s.LastStatus != nil {
 			return s.showSpreadStatus(ctx, client, obj, shown, p, map[string]any{})
@@ -788,6 +809,11 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 		lines = append(lines, c+": "+p.Reasons[c])
 	}
 	annotations[schemas.AnnotationReasons] = nilIfEmpty(strings.Join(lines, "\n"))
+	if running := clustersOf(obj); p.Status != schemas.VerdictPlaced && len(running) > 1 && s.LastStatus != nil {
+		// The verdict leaves the copies of the spread where they run (and the shown clusters as they are):
+		// their phases and status are still shown together.
+		return s.showSpreadStatus(ctx, client, obj, running, nil, annotations)
+	}
 	newShares := obj.GetAnnotations()[schemas.AnnotationClusterReplicas] != clusterReplicas(p)
 	if p.Status == schemas.VerdictPlaced && (!slices.Equal(shownClusters(obj), p.Clusters) || newShares) && s.LastStatus != nil {
 		// Newly placed: the status shown comes from its clusters from now on, and one of theirs may have been

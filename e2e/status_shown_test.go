@@ -576,3 +576,70 @@ func TestUnschedulableWorkloadStopsShowingACopyReportedGone(t *testing.T) {
 	e2eenv.Eventually(t, e2eenv.Settle, "no cluster, phase or status shown once cluster-a reported its copy gone",
 		showsNothingOfACopy(t, e, ref, schemas.VerdictUnschedulable))
 }
+
+// unplacedSpread submits a Deployment of 10 replicas and shows it divided over cluster-a (5 replicas, 5 ready),
+// cluster-b (3, 1 ready) and cluster-c (2, 2 ready), then Unschedulable, its copies left where they run; it
+// returns the Deployment and the epoch and sequence of the Unschedulable verdict. The statuses are the test's:
+// the placer has put no copy anywhere.
+func unplacedSpread(t *testing.T, e *e2eenv.Env, ns string) (schemas.ObjectRef, string, uint64) {
+	t.Helper()
+	ref, epoch, seq := shownDeployment(t, e, ns)
+	for cluster, ready := range map[string][2]int64{"cluster-a": {5, 5}, "cluster-b": {3, 1}, "cluster-c": {2, 2}} {
+		publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(cluster, ref), ns+"-"+cluster,
+			&schemas.WorkloadStatus{Cluster: cluster, Workload: ref, Status: deploymentStatus(ready[0], ready[1])})
+	}
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), ns+"-divided", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 1000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "divide",
+		Clusters: []string{"cluster-a", "cluster-b", "cluster-c"}, Replicas: map[string]int32{"cluster-a": 5, "cluster-b": 3, "cluster-c": 2}})
+	e2eenv.Eventually(t, e2eenv.Settle, "the divided verdict shown with each cluster's phase", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name).GetAnnotations()
+		return a[schemas.AnnotationClusterPhases] == "cluster-a=Running,cluster-b=Initializing,cluster-c=Running"
+	})
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), ns+"-unschedulable", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 2000, Epoch: epoch, Status: schemas.VerdictUnschedulable, Policy: "divide",
+		Message: "the copy on cluster-a, cluster-b, cluster-c keeps running"})
+	e2eenv.Eventually(t, e2eenv.Settle, "the Unschedulable verdict shown", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name).GetAnnotations()
+		return a[schemas.AnnotationPlacement] == string(schemas.VerdictUnschedulable)
+	})
+	return ref, epoch, seq + 2000
+}
+
+// spreadShown is what a Deployment shows of a spread: its clusters, their shares and phases, its phase, and
+// its status's ready replicas.
+type spreadShown struct {
+	clusters, replicas, clusterPhases, phase string
+	ready                                    int64
+}
+
+func shownSpread(t *testing.T, e *e2eenv.Env, ref schemas.ObjectRef) spreadShown {
+	obj := e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name)
+	a := obj.GetAnnotations()
+	ready, _, _ := unstructured.NestedInt64(obj.Object, "status", "readyReplicas")
+	return spreadShown{clusters: a[schemas.AnnotationCluster], replicas: a[schemas.AnnotationClusterReplicas],
+		clusterPhases: a[schemas.AnnotationClusterPhases], phase: a[schemas.AnnotationPhase], ready: ready}
+}
+
+// TestUnschedulableSpreadStaysShownOnAllItsClusters: a spread whose verdict turned Unschedulable keeps showing
+// every cluster its copies run on, each one's phase and their status taken together, as while it was placed;
+// a status from one of them does not show the workload on that cluster alone.
+func TestUnschedulableSpreadStaysShownOnAllItsClusters(t *testing.T) {
+	e := newEnv(t)
+	ref, _, _ := unplacedSpread(t, e, "team-unplaced-spread")
+	want := spreadShown{clusters: "cluster-a,cluster-b,cluster-c", replicas: "cluster-a=5,cluster-b=3,cluster-c=2",
+		clusterPhases: "cluster-a=Running,cluster-b=Initializing,cluster-c=Running", phase: "Initializing", ready: 8}
+	if got := shownSpread(t, e, ref); got != want {
+		t.Errorf("Unschedulable spread shows %+v, want %+v", got, want)
+	}
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-b", ref), "unplaced-b-ready",
+		&schemas.WorkloadStatus{Cluster: "cluster-b", Workload: ref, Status: deploymentStatus(3, 3)})
+	want.clusterPhases, want.phase, want.ready = "cluster-a=Running,cluster-b=Running,cluster-c=Running", "Running", 10
+	var got spreadShown
+	e2eenv.Eventually(t, e2eenv.Settle, "every cluster shown with cluster-b's new status", func() bool {
+		got = shownSpread(t, e, ref)
+		return got.clusterPhases == want.clusterPhases || got.clusters != want.clusters
+	})
+	if got != want {
+		t.Errorf("after cluster-b's status the spread shows %+v, want %+v", got, want)
+	}
+}
