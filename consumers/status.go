@@ -849,20 +849,64 @@ func (s *StatusWriter) forgetCopy(ctx context.Context, ref schemas.ObjectRef, cl
 			return nil
 		}
 		left := slices.DeleteFunc(shown, func(c string) bool { return c == cluster })
-		annotations := map[string]any{schemas.AnnotationCluster: nilIfEmpty(strings.Join(left, ","))}
-		if len(left) == 0 {
-			annotations[schemas.AnnotationPhase] = nil
-			annotations[schemas.AnnotationClusterPhases] = nil
-			annotations[schemas.AnnotationClusterReplicas] = nil
-			if current, _ := obj.Object["status"].(map[string]any); len(current) > 0 {
-				var err error
-				if obj, err = s.writeStatus(ctx, client, obj, &schemas.WorkloadStatus{Cluster: cluster, Workload: ref}); err != nil {
-					return err
-				}
-			}
-		}
-		return s.annotateObject(ctx, client, obj, ref, annotations)
+		return s.showCopies(ctx, client, obj, left, map[string]any{})
 	})
+}
+
+// showCopies shows obj, which no Placed verdict shows, on clusters, where its copies still run, together with
+// annotations: their shares, phases and status as copyStatus shows them (a spread's taken together), taken anew
+// so that none is of a copy that went; with no cluster left, no phase and no status.
+func (s *StatusWriter) showCopies(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
+	clusters []string, annotations map[string]any) error {
+	ref := schemas.RefOf(obj.Object)
+	annotations[schemas.AnnotationCluster] = nilIfEmpty(strings.Join(clusters, ","))
+	shares := obj.GetAnnotations()[schemas.AnnotationClusterReplicas]
+	annotations[schemas.AnnotationClusterReplicas] = nilIfEmpty(sharesOn(shares, clusters))
+	switch {
+	case len(clusters) > 1 && s.LastStatus != nil:
+		return s.showSpreadStatus(ctx, client, obj, clusters, nil, annotations)
+	case len(clusters) > 1:
+		// Without the events stream the other copies' statuses cannot be read: the spread is shown as it was.
+		return s.annotateObject(ctx, client, obj, ref, annotations)
+	case len(clusters) == 1 && s.LastStatus != nil:
+		status, err := s.LastStatus(ctx, schemas.WorkloadStatusSubject(clusters[0], ref))
+		if err != nil {
+			return err
+		}
+		if status != nil && !status.Gone && status.Workload.UID == ref.UID {
+			annotations[schemas.AnnotationClusterPhases] = nil
+			return s.showStatus(ctx, client, obj, status, annotations)
+		}
+	}
+	annotations[schemas.AnnotationClusterPhases] = nil
+	if len(clusters) == 0 || obj.GetAnnotations()[schemas.AnnotationClusterPhases] != "" {
+		// The phase shown told of copies no longer shown (a spread's is the least of its copies'), and the
+		// status shown may be one of theirs.
+		annotations[schemas.AnnotationPhase] = nil
+		var err error
+		if obj, err = s.clearStatus(ctx, client, obj); err != nil {
+			return err
+		}
+	}
+	return s.annotateObject(ctx, client, obj, ref, annotations)
+}
+
+// clearStatus empties obj's status, which told of a copy no longer shown, and returns obj as written.
+func (s *StatusWriter) clearStatus(ctx context.Context, client dynamic.ResourceInterface,
+	obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return s.writeStatus(ctx, client, obj, &schemas.WorkloadStatus{Workload: schemas.RefOf(obj.Object)})
+}
+
+// sharesOn is the part of AnnotationClusterReplicas shares that names clusters: the share of a copy that went
+// is no longer shown, those of the others are still theirs.
+func sharesOn(shares string, clusters []string) string {
+	var kept []string
+	for part := range strings.SplitSeq(shares, ",") {
+		if name, _, ok := strings.Cut(part, "="); ok && slices.Contains(clusters, name) {
+			kept = append(kept, part)
+		}
+	}
+	return strings.Join(kept, ",")
 }
 
 // clearPlacementError removes the placement error shown once the cluster it names carried out a decision: a

@@ -536,3 +536,26 @@ func TestInvalidClusterIsShownNotAccepted(t *testing.T) {
 		t.Errorf("Accepted written by a restarted writer = %+v, want False", c)
 	}
 }
+
+// TestSharesShownOnTheClustersLeft: a Divide's shares shown keep those of the clusters still shown, in their
+// order, and drop the others'.
+func TestSharesShownOnTheClustersLeft(t *testing.T) {
+	tests := []struct {
+		name, shares string
+		clusters     []string
+		want         string
+	}{
+		{"one of three gone", "a=5,b=3,c=2", []string{"a", "c"}, "a=5,c=2"},
+		{"the last one left", "a=5,b=3", []string{"b"}, "b=3"},
+		{"none left", "a=5,b=3", nil, ""},
+		{"not divided", "", []string{"a", "b"}, ""},
+		{"a cluster whose name another's begins with", "east=4,east-2=6", []string{"east-2"}, "east-2=6"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sharesOn(tt.shares, tt.clusters); got != tt.want {
+				t.Errorf("sharesOn(%q, %v) = %q, want %q", tt.shares, tt.clusters, got, tt.want)
+			}
+		})
+	}
+}

@@ -643,3 +643,37 @@ func TestUnschedulableSpreadStaysShownOnAllItsClusters(t *testing.T) {
 		t.Errorf("after cluster-b's status the spread shows %+v, want %+v", got, want)
 	}
 }
+
+// TestUnschedulableSpreadForgetsEachCopyThatWent: once a copy of a spread no verdict places goes (deleted by
+// the applier, or reported gone by its cluster), its cluster, share and phase are no longer shown, and the
+// phase and status are taken anew from the copies left: of the last one alone, mapped against its share, once
+// it is the only one.
+func TestUnschedulableSpreadForgetsEachCopyThatWent(t *testing.T) {
+	e := newEnv(t)
+	ref, _, seq := unplacedSpread(t, e, "team-spread-went")
+	shows := func(what string, want spreadShown) {
+		t.Helper()
+		var got spreadShown
+		e2eenv.Eventually(t, e2eenv.Settle, what, func() bool {
+			got = shownSpread(t, e, ref)
+			return got == want
+		})
+	}
+	publishDelivery(t, e, schemas.TypePlacementApplied, schemas.PlacementSubject("cluster-b", ref), "spread-went-b", &schemas.PlacementApplied{
+		DecisionID: "spread-went/Delete/cluster-b", Workload: ref, Cluster: "cluster-b", Action: schemas.ActionDelete, Sequence: seq + 1})
+	shows("cluster-b's copy deleted: the two others shown, Running", spreadShown{clusters: "cluster-a,cluster-c",
+		replicas: "cluster-a=5,cluster-c=2", clusterPhases: "cluster-a=Running,cluster-c=Running", phase: "Running", ready: 7})
+
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-a", ref), "spread-went-a",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: deploymentStatus(5, 5), Gone: true})
+	shows("cluster-a's copy gone: cluster-c's alone, Running with its 2 of 2", spreadShown{clusters: "cluster-c",
+		replicas: "cluster-c=2", phase: "Running", ready: 2})
+
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("cluster-c", ref), "spread-went-c",
+		&schemas.WorkloadStatus{Cluster: "cluster-c", Workload: ref, Status: deploymentStatus(2, 2), Gone: true})
+	e2eenv.Eventually(t, e2eenv.Settle, "no cluster, phase or status shown once every copy went",
+		showsNothingOfACopy(t, e, ref, schemas.VerdictUnschedulable))
+	if got := shownSpread(t, e, ref); got != (spreadShown{}) {
+		t.Errorf("with no copy left the workload shows %+v, want nothing of them", got)
+	}
+}
