@@ -418,17 +418,20 @@ func (s *StatusWriter) showSpreadStatus(ctx context.Context, client dynamic.Reso
 		statuses[i] = status
 		phases[i] = s.phaseOf(obj, status, annotations)
 	}
-	shown := leastAdvanced(statuses, phases)
-	if shown == nil {
-		return s.annotateObject(ctx, client, obj, ref, annotations)
+	var err error
+	if shown := leastAdvanced(statuses, phases); shown != nil {
+		divided := false
+		for _, cluster := range clusters {
+			divided = divided || shownShare(obj, annotations, cluster) > 0
+		}
+		whole := &schemas.WorkloadStatus{Cluster: shown.Cluster, Workload: shown.Workload,
+			Status: spreadStatus(obj, statuses, shown, divided)}
+		obj, err = s.writeStatus(ctx, client, obj, whole)
+	} else {
+		// No copy shown has reported: a status shown is of one elsewhere (that went, or the workload left),
+		// and the phases shown are of clusters no longer all shown.
+		obj, err = s.clearStatus(ctx, client, obj)
 	}
-	divided := false
-	for _, cluster := range clusters {
-		divided = divided || shownShare(obj, annotations, cluster) > 0
-	}
-	whole := &schemas.WorkloadStatus{Cluster: shown.Cluster, Workload: shown.Workload,
-		Status: spreadStatus(obj, statuses, shown, divided)}
-	obj, err := s.writeStatus(ctx, client, obj, whole)
 	if err != nil {
 		return err
 	}
@@ -815,7 +818,11 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 		return s.showSpreadStatus(ctx, client, obj, running, nil, annotations)
 	}
 	newShares := obj.GetAnnotations()[schemas.AnnotationClusterReplicas] != clusterReplicas(p)
-	if p.Status == schemas.VerdictPlaced && (!slices.Equal(shownClusters(obj), p.Clusters) || newShares) && s.LastStatus != nil {
+	placedAnew := p.Status == schemas.VerdictPlaced && (!slices.Equal(shownClusters(obj), p.Clusters) || newShares)
+	if p.Status == schemas.VerdictPlaced && len(p.Clusters) > 1 && !placedAnew {
+		delete(annotations, schemas.AnnotationClusterPhases) // the same spread (with new reasons): its phases stand
+	}
+	if placedAnew && s.LastStatus != nil {
 		// Newly placed: the status shown comes from its clusters from now on, and one of theirs may have been
 		// handled before this verdict. New Divide shares judge each cluster's status anew.
 		if len(p.Clusters) > 1 {
@@ -828,6 +835,15 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 			}
 			if status != nil && !status.Gone && status.Workload.UID == p.Workload.UID {
 				return s.showStatus(ctx, client, obj, status, annotations)
+			}
+		}
+		if obj.GetAnnotations()[schemas.AnnotationClusterPhases] != "" {
+			// A spread now placed on a cluster that has not reported: its phase was the least of copies no
+			// longer shown, and its status one of theirs.
+			annotations[schemas.AnnotationPhase] = nil
+			var err error
+			if obj, err = s.clearStatus(ctx, client, obj); err != nil {
+				return err
 			}
 		}
 	}

@@ -677,3 +677,61 @@ func TestUnschedulableSpreadForgetsEachCopyThatWent(t *testing.T) {
 		t.Errorf("with no copy left the workload shows %+v, want nothing of them", got)
 	}
 }
+
+// TestSpreadPlacedElsewhereDropsItsLeastPhase: a Placed verdict on the clusters a spread is shown on (with new
+// reasons) keeps each one's phase shown; one that places it on clusters that have not reported shows neither
+// the phase of the spread, which was the least of copies no longer shown, nor their status: on one cluster no
+// phase, on several each one's Undefined.
+func TestSpreadPlacedElsewhereDropsItsLeastPhase(t *testing.T) {
+	e := newEnv(t)
+	ref, epoch, seq := shownDeployment(t, e, "team-spread-to-one")
+	for cluster, ready := range map[string][2]int64{"cluster-a": {6, 6}, "cluster-b": {4, 2}} {
+		publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(cluster, ref), "to-one-"+cluster,
+			&schemas.WorkloadStatus{Cluster: cluster, Workload: ref, Status: deploymentStatus(ready[0], ready[1])})
+	}
+	divided := func(id string, after uint64, reasons map[string]string) {
+		publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), id, &schemas.PlacementVerdict{
+			Workload: ref, Sequence: seq + after, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "divide", Reasons: reasons,
+			Clusters: []string{"cluster-a", "cluster-b"}, Replicas: map[string]int32{"cluster-a": 6, "cluster-b": 4}})
+	}
+	divided("to-one-divided", 1000, nil)
+	want := spreadShown{clusters: "cluster-a,cluster-b", replicas: "cluster-a=6,cluster-b=4",
+		clusterPhases: "cluster-a=Running,cluster-b=Initializing", phase: "Initializing", ready: 8}
+	e2eenv.Eventually(t, e2eenv.Settle, "the divided verdict shown with each cluster's phase", func() bool {
+		return shownSpread(t, e, ref) == want
+	})
+	divided("to-one-reasons", 2000, map[string]string{"cluster-c": "does not fit"})
+	e2eenv.Eventually(t, e2eenv.Settle, "the new reasons shown", func() bool {
+		return e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name).GetAnnotations()[schemas.AnnotationReasons] != ""
+	})
+	if got := shownSpread(t, e, ref); got != want {
+		t.Errorf("the same spread with new reasons shows %+v, want %+v", got, want)
+	}
+
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "to-one-c", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 3000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "divide", Clusters: []string{"cluster-c"}})
+	var got spreadShown
+	e2eenv.Eventually(t, e2eenv.Settle, "the verdict placing it on cluster-c shown", func() bool {
+		got = shownSpread(t, e, ref)
+		return got.clusters == "cluster-c"
+	})
+	if want := (spreadShown{clusters: "cluster-c"}); got != want {
+		t.Errorf("placed on cluster-c, which has not reported, the workload shows %+v, want %+v", got, want)
+	}
+
+	divided("to-one-divided-again", 4000, nil)
+	e2eenv.Eventually(t, e2eenv.Settle, "the divided verdict shown again with each cluster's phase", func() bool {
+		return shownSpread(t, e, ref) == want
+	})
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "to-two-new", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 5000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "divide",
+		Clusters: []string{"cluster-c", "cluster-d"}})
+	e2eenv.Eventually(t, e2eenv.Settle, "the verdict placing it on cluster-c and cluster-d shown", func() bool {
+		got = shownSpread(t, e, ref)
+		return got.clusters == "cluster-c,cluster-d"
+	})
+	want = spreadShown{clusters: "cluster-c,cluster-d", clusterPhases: "cluster-c=Undefined,cluster-d=Undefined", phase: "Undefined"}
+	if got != want {
+		t.Errorf("placed on two clusters neither of which has reported, the workload shows %+v, want %+v", got, want)
+	}
+}
