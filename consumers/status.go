@@ -812,10 +812,11 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 		lines = append(lines, c+": "+p.Reasons[c])
 	}
 	annotations[schemas.AnnotationReasons] = nilIfEmpty(strings.Join(lines, "\n"))
-	if running := clustersOf(obj); p.Status != schemas.VerdictPlaced && len(running) > 1 && s.LastStatus != nil {
-		// The verdict leaves the copies of the spread where they run (and the shown clusters as they are):
-		// their phases and status are still shown together.
-		return s.showSpreadStatus(ctx, client, obj, running, nil, annotations)
+	if running := clustersOf(obj); p.Status != schemas.VerdictPlaced && len(running) > 0 && s.LastStatus != nil {
+		// The verdict leaves the copies where they run (and the shown clusters as they are; a spread's phases and
+		// status still shown together), but for one reported gone while a Placed verdict was shown: its Gone was
+		// handled before this verdict, and a copy that went does not keep running.
+		return s.showCopies(ctx, client, obj, running, annotations)
 	}
 	newShares := obj.GetAnnotations()[schemas.AnnotationClusterReplicas] != clusterReplicas(p)
 	placedAnew := p.Status == schemas.VerdictPlaced && (!slices.Equal(shownClusters(obj), p.Clusters) || newShares)
@@ -869,12 +870,19 @@ func (s *StatusWriter) forgetCopy(ctx context.Context, ref schemas.ObjectRef, cl
 	})
 }
 
-// showCopies shows obj, which no Placed verdict shows, on clusters, where its copies still run, together with
-// annotations: their shares, phases and status as copyStatus shows them (a spread's taken together), taken anew
-// so that none is of a copy that went; with no cluster left, no phase and no status.
+// showCopies shows obj, which no Placed verdict shows, on clusters, where its copies still run (but for those
+// their cluster reported gone), together with annotations: their shares, phases and status as copyStatus shows
+// them (a spread's taken together), taken anew so that none is of a copy that went; with no cluster left, no
+// phase and no status.
 func (s *StatusWriter) showCopies(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
 	clusters []string, annotations map[string]any) error {
 	ref := schemas.RefOf(obj.Object)
+	if s.LastStatus != nil {
+		var err error
+		if clusters, err = s.withoutGoneCopies(ctx, ref, clusters); err != nil {
+			return err
+		}
+	}
 	annotations[schemas.AnnotationCluster] = nilIfEmpty(strings.Join(clusters, ","))
 	shares := obj.GetAnnotations()[schemas.AnnotationClusterReplicas]
 	annotations[schemas.AnnotationClusterReplicas] = nilIfEmpty(sharesOn(shares, clusters))
@@ -905,6 +913,22 @@ func (s *StatusWriter) showCopies(ctx context.Context, client dynamic.ResourceIn
 		}
 	}
 	return s.annotateObject(ctx, client, obj, ref, annotations)
+}
+
+// withoutGoneCopies are clusters but those whose last status on the events stream reports the copy of ref
+// gone: a Gone handled while a Placed verdict was shown did not stop showing its cluster.
+func (s *StatusWriter) withoutGoneCopies(ctx context.Context, ref schemas.ObjectRef, clusters []string) ([]string, error) {
+	running := make([]string, 0, len(clusters))
+	for _, cluster := range clusters {
+		status, err := s.LastStatus(ctx, schemas.WorkloadStatusSubject(cluster, ref))
+		if err != nil {
+			return nil, err
+		}
+		if status == nil || !status.Gone || status.Workload.UID != ref.UID {
+			running = append(running, cluster)
+		}
+	}
+	return running, nil
 }
 
 // clearStatus empties obj's status, which told of a copy no longer shown, and returns obj as written.

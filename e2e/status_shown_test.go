@@ -735,3 +735,27 @@ func TestSpreadPlacedElsewhereDropsItsLeastPhase(t *testing.T) {
 		t.Errorf("placed on two clusters neither of which has reported, the workload shows %+v, want %+v", got, want)
 	}
 }
+
+// TestCopyReportedGoneBeforeTheVerdictIsNotShownRunning: a copy its cluster reported gone while the workload was
+// shown placed there (the placer had not decided anew yet) is not shown running once a verdict that does not
+// place the workload follows: a copy that went does not keep running.
+func TestCopyReportedGoneBeforeTheVerdictIsNotShownRunning(t *testing.T) {
+	e := newEnv(t)
+	ref, epoch, seq := shownDeployment(t, e, "team-gone-first")
+	subject := schemas.WorkloadStatusSubject("cluster-a", ref)
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, subject, "gone-first-running",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: deploymentStatus(10, 10)})
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "gone-first-placed", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 1000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "pin", Clusters: []string{"cluster-a"}})
+	e2eenv.Eventually(t, e2eenv.Settle, "Placed on cluster-a, Running", func() bool {
+		a := e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name).GetAnnotations()
+		return a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced) && a[schemas.AnnotationPhase] == "Running"
+	})
+	// Handled in this order: the status writer handles the events stream in order.
+	publishDelivery(t, e, schemas.TypeWorkloadStatus, subject, "gone-first-gone",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: deploymentStatus(10, 10), Gone: true})
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "gone-first-unschedulable", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: seq + 2000, Epoch: epoch, Status: schemas.VerdictUnschedulable, Policy: "pin"})
+	e2eenv.Eventually(t, e2eenv.Settle, "Unschedulable, with no cluster, phase or status of the copy that went",
+		showsNothingOfACopy(t, e, ref, schemas.VerdictUnschedulable))
+}
