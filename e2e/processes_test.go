@@ -88,7 +88,7 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(binary, append(args, "--nats-url", url)...)
+		cmd := exec.Command(binary, append(args, "--nats-url", url, "--data-dir", t.TempDir())...)
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start %s: %v", name, err)
