@@ -113,6 +113,17 @@ func (f *rebuildFixture) waitForStateOf(t *testing.T, msgs, lastSeq uint64) {
 // rebuild rebuilds a new placer connected at url, checks it found everything published, and returns it.
 func (f *rebuildFixture) rebuild(t *testing.T, url string) *Placer {
 	t.Helper()
+	p := f.rebuilt(t, url)
+	if p.clusters["east"] == nil || p.policies["all"] == nil || p.workloads[workloadIDOf(f.web.Ref())] == nil {
+		t.Errorf("rebuilt view misses what the streams hold: clusters %d, policies %d, workloads %d",
+			len(p.clusters), len(p.policies), len(p.workloads))
+	}
+	return p
+}
+
+// rebuilt is a new placer connected at url, rebuilt from the streams.
+func (f *rebuildFixture) rebuilt(t *testing.T, url string) *Placer {
+	t.Helper()
 	conn, placerJS, err := bus.Connect(url, "placer", nats.MaxReconnects(0))
 	if err != nil {
 		t.Fatal(err)
@@ -128,10 +139,6 @@ func (f *rebuildFixture) rebuild(t *testing.T, url string) *Placer {
 	}
 	if err := p.Rebuild(f.ctx, placerJS); err != nil {
 		t.Fatalf("rebuild: %v", err)
-	}
-	if p.clusters["east"] == nil || p.policies["all"] == nil || p.workloads[workloadIDOf(f.web.Ref())] == nil {
-		t.Errorf("rebuilt view misses what the streams hold: clusters %d, policies %d, workloads %d",
-			len(p.clusters), len(p.policies), len(p.workloads))
 	}
 	return p
 }
@@ -597,22 +604,7 @@ func TestRebuildTakesNewerEventsFromHistory(t *testing.T) {
 	f.publish(t, schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(f.web.Ref()), "web-deleted",
 		&schemas.ObjectDeleted{Workload: f.web.Ref()})
 
-	conn, placerJS, err := bus.Connect(f.srv.ClientURL(), "placer", nats.MaxReconnects(0))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(conn.Close)
-	builtins, err := karta.Builtins()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := NewPlacer(bus.NewPublisher(placerJS), karta.NewRegistry(builtins...), PlacerConfig{}, f.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.Rebuild(f.ctx, placerJS); err != nil {
-		t.Fatalf("rebuild: %v", err)
-	}
+	p := f.rebuilt(t, f.srv.ClientURL())
 	if e := p.workloads[workloadIDOf(f.web.Ref())]; e != nil {
 		t.Errorf("the rebuilt placer tracks the deleted %s", f.web.Ref().Key())
 	}

@@ -200,23 +200,7 @@ func TestApplierDeletesWhatItsDiscoveryMissed(t *testing.T) {
 			if _, err := f.applier.Clients.Mapper.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1"); err != nil {
 				t.Fatal(err)
 			}
-			crd := widgetCRD(plural, true)
-			if err := f.cluster.Apply(ctx, e2eenv.FieldManager, crd); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() {
-				_ = f.cluster.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1",
-					Resource: "customresourcedefinitions"}).Delete(t.Context(), crd.GetName(), metav1.DeleteOptions{})
-			})
-			widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.fleetflow.io/v1", "kind": kindOf(plural),
-				"metadata": map[string]any{"name": "w", "namespace": "team-applier", "labels": map[string]any{
-					schemas.LabelManagedBy: consumers.FieldManager, schemas.LabelWorkloadUID: "uid-w"}}}}
-			if err := f.cluster.EnsureNamespace(ctx, "team-applier", e2eenv.FieldManager, nil); err != nil {
-				t.Fatal(err)
-			}
-			if err := f.cluster.Apply(ctx, e2eenv.FieldManager, widget); err != nil {
-				t.Fatal(err)
-			}
+			widget := f.widgetCopy(plural)
 			if tt.stopServingV1 {
 				if err := f.cluster.Apply(ctx, e2eenv.FieldManager, widgetCRD(plural, false)); err != nil {
 					t.Fatal(err)
@@ -235,6 +219,31 @@ func TestApplierDeletesWhatItsDiscoveryMissed(t *testing.T) {
 }
 
 func kindOf(plural string) string { return "Widget" + plural[len("widgets"):] }
+
+// widgetCopy installs the test kind of plural (widgetCRD, serving v1 too) and a copy of it, w in team-applier,
+// as the applier leaves it for the workload uid-w; both go when the test ends.
+func (f *applierFixture) widgetCopy(plural string) *unstructured.Unstructured {
+	f.t.Helper()
+	ctx := f.t.Context()
+	crd := widgetCRD(plural, true)
+	if err := f.cluster.Apply(ctx, e2eenv.FieldManager, crd); err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() {
+		_ = f.cluster.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1",
+			Resource: "customresourcedefinitions"}).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{})
+	})
+	widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.fleetflow.io/v1", "kind": kindOf(plural),
+		"metadata": map[string]any{"name": "w", "namespace": "team-applier", "labels": map[string]any{
+			schemas.LabelManagedBy: consumers.FieldManager, schemas.LabelWorkloadUID: "uid-w"}}}}
+	if err := f.cluster.EnsureNamespace(ctx, "team-applier", e2eenv.FieldManager, nil); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := f.cluster.Apply(ctx, e2eenv.FieldManager, widget); err != nil {
+		f.t.Fatal(err)
+	}
+	return widget
+}
 
 // widgetCRD is a namespaced test kind served in v2 and, while servingV1, v1; stored as v2, listed first so
 // kube.Clients.Apply waits for a version that is served.
@@ -357,23 +366,7 @@ func TestApplierRetriesADeleteWhileItsApiserverStarts(t *testing.T) {
 	f := newApplierFixture(t)
 	ctx := t.Context()
 	const plural = "widgets9"
-	crd := widgetCRD(plural, true)
-	if err := f.cluster.Apply(ctx, e2eenv.FieldManager, crd); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = f.cluster.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1",
-			Resource: "customresourcedefinitions"}).Delete(context.Background(), crd.GetName(), metav1.DeleteOptions{})
-	})
-	widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.fleetflow.io/v1", "kind": kindOf(plural),
-		"metadata": map[string]any{"name": "w", "namespace": "team-applier", "labels": map[string]any{
-			schemas.LabelManagedBy: consumers.FieldManager, schemas.LabelWorkloadUID: "uid-w"}}}}
-	if err := f.cluster.EnsureNamespace(ctx, "team-applier", e2eenv.FieldManager, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.cluster.Apply(ctx, e2eenv.FieldManager, widget); err != nil {
-		t.Fatal(err)
-	}
+	widget := f.widgetCopy(plural)
 	cfg, starting := localfleettest.Starting(f.applier.Clients.Config, "e2e.fleetflow.io")
 	clients, err := kube.NewClients(cfg)
 	if err != nil {

@@ -23,44 +23,115 @@ import (
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 )
 
+// clusterManagerTest is the shared fleet's control plane, with fleetflow's CRDs, for a ClusterManager of the
+// test's own.
+type clusterManagerTest struct {
+	t            *testing.T
+	controlPlane *kube.Clients
+	// kubeconfig reaches the control plane's own apiserver, which no Cluster of the shared fleet names: a second
+	// Cluster of one apiserver is refused (TestASecondClusterOfOneApiserverIsRefused).
+	kubeconfig []byte
+}
+
+var clusterGVR = schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
+
+func newClusterManagerTest(t *testing.T) *clusterManagerTest {
+	t.Helper()
+	fleet := localfleettest.Fleet(t)
+	c := &clusterManagerTest{t: t, controlPlane: e2eenv.ClientsFor(t, fleet.ControlPlane)}
+	if err := pipeline.InstallControlPlaneCRDs(t.Context(), c.controlPlane, e2eenv.FieldManager); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	if c.kubeconfig, err = os.ReadFile(fleet.ControlPlane.KubeconfigPath); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// register registers the Cluster name with kubeconfig (RegisterCluster: its Secret is cluster-<name>-kubeconfig),
+// and deletes both when the test ends.
+func (c *clusterManagerTest) register(name string, kubeconfig []byte) {
+	c.t.Helper()
+	if err := pipeline.RegisterCluster(c.t.Context(), c.controlPlane, name, kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
+		c.t.Fatal(err)
+	}
+	c.forget(name, "cluster-"+name+"-kubeconfig")
+}
+
+// forget deletes the Cluster name and its Secret when the test ends.
+func (c *clusterManagerTest) forget(name, secret string) {
+	c.t.Cleanup(func() {
+		_ = c.controlPlane.Dynamic.Resource(clusterGVR).Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = c.controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Delete(context.Background(), secret, metav1.DeleteOptions{})
+	})
+}
+
+// start runs m on the control plane, resyncing every 200 ms, until the test ends.
+func (c *clusterManagerTest) start(m *pipeline.ClusterManager) {
+	c.t.Helper()
+	m.ControlPlane, m.Resync = c.controlPlane, 200*time.Millisecond
+	if m.Log == nil {
+		m.Log = slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil))
+	}
+	ctx, cancel := context.WithCancel(c.t.Context())
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	c.t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			c.t.Errorf("manager ended with %v", err)
+		}
+	})
+}
+
+// joined is the Cluster name's Joined condition as the control plane shows it.
+func (c *clusterManagerTest) joined(name string) (status, reason, message string) {
+	obj, err := c.controlPlane.Dynamic.Resource(clusterGVR).Get(c.t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		return "", "", ""
+	}
+	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, cond := range conditions {
+		if m, _ := cond.(map[string]any); m["type"] == "Joined" {
+			return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
+		}
+	}
+	return "", "", ""
+}
+
+// shows is a condition that the Cluster name shows Joined with status and reason, and message within its message.
+func (c *clusterManagerTest) shows(name, status, reason, message string) func() bool {
+	return func() bool {
+		s, r, m := c.joined(name)
+		return s == status && r == reason && strings.Contains(m, message)
+	}
+}
+
 // TestClusterJoinsOnceItsSecretExists: a Cluster applied before its kubeconfig Secret (as `kubectl apply -f
 // dir/` does, cluster.yaml before secret.yaml) is not run while the Secret is missing, joins once it exists,
 // and a runner that stops with an error is started again, all without any change to the Cluster object.
 func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
-	fleet := localfleettest.Fleet(t)
-	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
+	c := newClusterManagerTest(t)
 	ctx := t.Context()
-	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
-		t.Fatal(err)
-	}
-	if err := controlPlane.EnsureNamespace(ctx, pipeline.SystemNamespace, e2eenv.FieldManager, nil); err != nil {
-		t.Fatal(err)
-	}
-	// The control plane's own apiserver, which no Cluster of the shared fleet names: a second Cluster of one
-	// apiserver is refused (TestASecondClusterOfOneApiserverIsRefused).
-	kubeconfig, err := os.ReadFile(fleet.ControlPlane.KubeconfigPath)
-	if err != nil {
+	if err := c.controlPlane.EnsureNamespace(ctx, pipeline.SystemNamespace, e2eenv.FieldManager, nil); err != nil {
 		t.Fatal(err)
 	}
 	const name, secretName = "late-secret", "late-secret-kubeconfig"
-	clusterGVR := schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
 	cluster := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster", "metadata": map[string]any{"name": name},
 		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": secretName, "namespace": pipeline.SystemNamespace}},
 	}}
-	if err := controlPlane.Apply(ctx, e2eenv.FieldManager, cluster); err != nil {
+	if err := c.controlPlane.Apply(ctx, e2eenv.FieldManager, cluster); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = controlPlane.Dynamic.Resource(clusterGVR).Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Delete(context.Background(), secretName, metav1.DeleteOptions{})
-	})
+	c.forget(name, secretName)
 
 	logs := &logbuf.Buffer{}
 	var mu sync.Mutex
 	starts := 0
-	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(logs, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
+	c.start(&pipeline.ClusterManager{Log: slog.New(slog.NewTextHandler(logs, nil)),
+		Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
 			if cluster != name {
 				<-ctx.Done()
 				return nil
@@ -74,16 +145,7 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 			}
 			<-ctx.Done()
 			return nil
-		}}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- manager.Start(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager ended with %v", err)
-		}
-	}()
+		}})
 	started := func() int {
 		mu.Lock()
 		defer mu.Unlock()
@@ -93,41 +155,20 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 	e2eenv.Eventually(t, time.Minute, "the missing Secret reported", func() bool {
 		return logs.Contains("kubeconfig unavailable")
 	})
-	joined := func() (status, reason, message string) {
-		obj, err := controlPlane.Dynamic.Resource(clusterGVR).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return "", "", ""
-		}
-		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-		for _, c := range conditions {
-			if m, _ := c.(map[string]any); m["type"] == "Joined" {
-				status, _ = m["status"].(string)
-				reason, _ = m["reason"].(string)
-				message, _ = m["message"].(string)
-			}
-		}
-		return status, reason, message
-	}
-	e2eenv.Eventually(t, time.Minute, "the missing Secret shown on the Cluster", func() bool {
-		status, reason, message := joined()
-		return status == "False" && reason == "KubeconfigUnavailable" &&
-			strings.Contains(message, "spec.kubeconfigSecretRef: Secret "+pipeline.SystemNamespace+"/"+secretName+" not found")
-	})
+	e2eenv.Eventually(t, time.Minute, "the missing Secret shown on the Cluster", c.shows(name, "False", "KubeconfigUnavailable",
+		"spec.kubeconfigSecretRef: Secret "+pipeline.SystemNamespace+"/"+secretName+" not found"))
 	if n := started(); n != 0 {
 		t.Fatalf("the runner started %d times while its kubeconfig Secret was missing", n)
 	}
 	secret := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": secretName, "namespace": pipeline.SystemNamespace},
-		"stringData": map[string]any{pipeline.DefaultKubeconfigKey: string(kubeconfig)},
+		"stringData": map[string]any{pipeline.DefaultKubeconfigKey: string(c.kubeconfig)},
 	}}
-	if err := controlPlane.Apply(ctx, e2eenv.FieldManager, secret); err != nil {
+	if err := c.controlPlane.Apply(ctx, e2eenv.FieldManager, secret); err != nil {
 		t.Fatal(err)
 	}
 	e2eenv.Eventually(t, time.Minute, "the runner started again after its first run failed", func() bool { return started() >= 2 })
-	e2eenv.Eventually(t, time.Minute, "the Cluster shown joined", func() bool {
-		status, reason, _ := joined()
-		return status == "True" && reason == "RunnerStarted"
-	})
+	e2eenv.Eventually(t, time.Minute, "the Cluster shown joined", c.shows(name, "True", "RunnerStarted", ""))
 }
 
 // TestClusterKeepsWorkingThroughABadKubeconfig: a joined cluster whose kubeconfig Secret is replaced by an
@@ -135,114 +176,68 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 // it was clears the error without starting the runner again. Stopping the runner would fail the cluster's
 // workloads over for a typo. A runner that fails shows why on its Cluster, not "joined".
 func TestClusterKeepsWorkingThroughABadKubeconfig(t *testing.T) {
-	fleet := localfleettest.Fleet(t)
-	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
+	c := newClusterManagerTest(t)
 	ctx := t.Context()
-	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
-		t.Fatal(err)
-	}
-	// The control plane's own apiserver, which no Cluster of the shared fleet names: a second Cluster of one
-	// apiserver is refused (TestASecondClusterOfOneApiserverIsRefused).
-	kubeconfig, err := os.ReadFile(fleet.ControlPlane.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const name, failing = "kept-runner", "failing-runner"
-	clusterGVR := schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
 	unreachable := []byte("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\", insecure-skip-tls-verify: true}}]\n" +
 		"contexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\nusers: [{name: u, user: {token: t}}]\n")
-	for cluster, config := range map[string][]byte{name: kubeconfig, failing: unreachable} {
-		if err := pipeline.RegisterCluster(ctx, controlPlane, cluster, config, nil, nil, e2eenv.FieldManager); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = controlPlane.Dynamic.Resource(clusterGVR).Delete(context.Background(), cluster, metav1.DeleteOptions{})
-			_ = controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Delete(context.Background(),
-				"cluster-"+cluster+"-kubeconfig", metav1.DeleteOptions{})
-		})
-	}
+	c.register(name, c.kubeconfig)
+	c.register(failing, unreachable)
 	secretName := "cluster-" + name + "-kubeconfig" // as RegisterCluster names it
 	var mu sync.Mutex
 	starts, stops := 0, 0
-	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
-			if cluster == failing {
-				return errors.New("list nodes: forbidden")
-			}
-			if cluster != name {
-				<-ctx.Done()
-				return nil
-			}
-			mu.Lock()
-			starts++
-			mu.Unlock()
-			<-ctx.Done()
-			mu.Lock()
-			stops++
-			mu.Unlock()
-			return nil
-		}}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- manager.Start(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager ended with %v", err)
+	c.start(&pipeline.ClusterManager{Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
+		if cluster == failing {
+			return errors.New("list nodes: forbidden")
 		}
-	}()
+		if cluster != name {
+			<-ctx.Done()
+			return nil
+		}
+		mu.Lock()
+		starts++
+		mu.Unlock()
+		<-ctx.Done()
+		mu.Lock()
+		stops++
+		mu.Unlock()
+		return nil
+	}})
 	runs := func() (int, int) {
 		mu.Lock()
 		defer mu.Unlock()
 		return starts, stops
 	}
-	lastJoined := ""
 	defer func() {
 		if t.Failed() {
-			t.Logf("Joined condition last read: %s", lastJoined)
+			status, reason, message := c.joined(name)
+			t.Logf("Joined condition last read: %s %s %s", status, reason, message)
 		}
 	}()
-	joinedAs := func(cluster, status, reason, message string) func() bool {
-		return func() bool {
-			obj, err := controlPlane.Dynamic.Resource(clusterGVR).Get(ctx, cluster, metav1.GetOptions{})
-			if err != nil {
-				return false
-			}
-			conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-			for _, c := range conditions {
-				if m, _ := c.(map[string]any); m["type"] == "Joined" {
-					lastJoined = fmt.Sprint(m)
-					return m["status"] == status && m["reason"] == reason && strings.Contains(fmt.Sprint(m["message"]), message)
-				}
-			}
-			return false
-		}
-	}
 	setSecret := func(data []byte) {
 		t.Helper()
-		secret, err := controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Get(ctx, secretName, metav1.GetOptions{})
+		secret, err := c.controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Get(ctx, secretName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		secret.Data = map[string][]byte{pipeline.DefaultKubeconfigKey: data}
-		if _, err := controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		if _, err := c.controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	joined := func(status, reason, message string) func() bool { return joinedAs(name, status, reason, message) }
-	e2eenv.Eventually(t, time.Minute, "the cluster joined", joined("True", "RunnerStarted", "working with"))
+	e2eenv.Eventually(t, time.Minute, "the cluster joined", c.shows(name, "True", "RunnerStarted", "working with"))
 	e2eenv.Eventually(t, time.Minute, "the failing runner shown on its Cluster",
-		joinedAs(failing, "False", "RunnerFailed", "the cluster's producer and applier stopped: list nodes: forbidden"))
+		c.shows(failing, "False", "RunnerFailed", "the cluster's producer and applier stopped: list nodes: forbidden"))
 
 	setSecret([]byte("apiVersion: v1\nkind: Config\nclusters: []\n"))
 	e2eenv.Eventually(t, time.Minute, "the unusable kubeconfig shown, the runner kept",
-		joined("False", "KubeconfigInvalid", "names no cluster; still working with the kubeconfig read before"))
+		c.shows(name, "False", "KubeconfigInvalid", "names no cluster; still working with the kubeconfig read before"))
 	if started, stopped := runs(); started != 1 || stopped != 0 {
 		t.Fatalf("runner started %d and stopped %d times, want started once and never stopped", started, stopped)
 	}
 
-	setSecret(kubeconfig)
-	e2eenv.Eventually(t, time.Minute, "the restored kubeconfig clears the error", joined("True", "RunnerStarted", "working with"))
+	setSecret(c.kubeconfig)
+	e2eenv.Eventually(t, time.Minute, "the restored kubeconfig clears the error", c.shows(name, "True", "RunnerStarted", "working with"))
 	if started, stopped := runs(); started != 1 || stopped != 0 {
 		t.Errorf("runner started %d and stopped %d times, want started once and never stopped", started, stopped)
 	}
@@ -252,73 +247,28 @@ func TestClusterKeepsWorkingThroughABadKubeconfig(t *testing.T) {
 // capacity twice, and a Delete through one would remove the other's copies. The one registered first runs; the
 // second is not run, and its Joined condition names the first.
 func TestASecondClusterOfOneApiserverIsRefused(t *testing.T) {
-	fleet := localfleettest.Fleet(t)
-	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
-	ctx := t.Context()
-	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := os.ReadFile(fleet.ControlPlane.KubeconfigPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clusterGVR := schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
+	c := newClusterManagerTest(t)
 	const first, second = "apiserver-first", "apiserver-alias"
 	for _, cluster := range []string{first, second} {
-		if err := pipeline.RegisterCluster(ctx, controlPlane, cluster, kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = controlPlane.Dynamic.Resource(clusterGVR).Delete(context.Background(), cluster, metav1.DeleteOptions{})
-			_ = controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Delete(context.Background(),
-				"cluster-"+cluster+"-kubeconfig", metav1.DeleteOptions{})
-		})
+		c.register(cluster, c.kubeconfig)
 		// Registered one after the other: creation times have a resolution of a second.
 		e2eenv.Eventually(t, time.Minute, cluster+" created", func() bool {
-			obj, err := controlPlane.Dynamic.Resource(clusterGVR).Get(ctx, cluster, metav1.GetOptions{})
+			obj, err := c.controlPlane.Dynamic.Resource(clusterGVR).Get(t.Context(), cluster, metav1.GetOptions{})
 			return err == nil && time.Since(obj.GetCreationTimestamp().Time) >= time.Second
 		})
 	}
 	var mu sync.Mutex
 	started := map[string]int{}
-	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond,
-		Log: slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)), Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
-			mu.Lock()
-			started[cluster]++
-			mu.Unlock()
-			<-ctx.Done()
-			return nil
-		}}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- manager.Start(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager ended with %v", err)
-		}
-	}()
-	joined := func(cluster string) (status, reason, message string) {
-		obj, err := controlPlane.Dynamic.Resource(clusterGVR).Get(ctx, cluster, metav1.GetOptions{})
-		if err != nil {
-			return "", "", ""
-		}
-		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-		for _, c := range conditions {
-			if m, _ := c.(map[string]any); m["type"] == "Joined" {
-				return fmt.Sprint(m["status"]), fmt.Sprint(m["reason"]), fmt.Sprint(m["message"])
-			}
-		}
-		return "", "", ""
-	}
-	e2eenv.Eventually(t, time.Minute, "the second Cluster refused, naming the first", func() bool {
-		status, reason, message := joined(second)
-		return status == "False" && reason == "DuplicateCluster" && strings.Contains(message, "is Cluster "+first+"'s")
-	})
-	e2eenv.Eventually(t, time.Minute, "the first Cluster joined", func() bool {
-		status, reason, _ := joined(first)
-		return status == "True" && reason == "RunnerStarted"
-	})
+	c.start(&pipeline.ClusterManager{Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
+		mu.Lock()
+		started[cluster]++
+		mu.Unlock()
+		<-ctx.Done()
+		return nil
+	}})
+	e2eenv.Eventually(t, time.Minute, "the second Cluster refused, naming the first",
+		c.shows(second, "False", "DuplicateCluster", "is Cluster "+first+"'s"))
+	e2eenv.Eventually(t, time.Minute, "the first Cluster joined", c.shows(first, "True", "RunnerStarted", ""))
 	mu.Lock()
 	defer mu.Unlock()
 	if started[first] != 1 || started[second] != 0 {
@@ -331,36 +281,22 @@ func TestASecondClusterOfOneApiserverIsRefused(t *testing.T) {
 // stream for good), and is kept until its applier drained; registered again meanwhile, the cluster gets a
 // runner that reports it again.
 func TestDeletedClusterIsNoLongerReported(t *testing.T) {
-	fleet := localfleettest.Fleet(t)
-	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
+	c := newClusterManagerTest(t)
 	ctx := t.Context()
-	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := os.ReadFile(fleet.ControlPlane.KubeconfigPath) // no other Cluster reaches it
-	if err != nil {
-		t.Fatal(err)
-	}
 	const name = "retiring"
-	clusterGVR := schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
 	register := func() {
 		t.Helper()
-		if err := pipeline.RegisterCluster(ctx, controlPlane, name, kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
+		if err := pipeline.RegisterCluster(ctx, c.controlPlane, name, c.kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
 			t.Fatal(err)
 		}
 	}
 	deregister := func() {
 		t.Helper()
-		if err := controlPlane.Dynamic.Resource(clusterGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		if err := c.controlPlane.Dynamic.Resource(clusterGVR).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	register()
-	t.Cleanup(func() {
-		_ = controlPlane.Dynamic.Resource(clusterGVR).Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Delete(context.Background(),
-			"cluster-"+name+"-kubeconfig", metav1.DeleteOptions{})
-	})
+	c.register(name, c.kubeconfig)
 
 	type run struct {
 		retired <-chan struct{}
@@ -369,8 +305,7 @@ func TestDeletedClusterIsNoLongerReported(t *testing.T) {
 	var mu sync.Mutex
 	var runs []*run
 	var drained atomic.Bool
-	manager := &pipeline.ClusterManager{ControlPlane: controlPlane, Resync: 200 * time.Millisecond, RetireTimeout: time.Hour,
-		Log: slog.New(slog.NewTextHandler(&logbuf.Buffer{}, nil)),
+	c.start(&pipeline.ClusterManager{RetireTimeout: time.Hour,
 		Run: func(ctx context.Context, cluster string, _ *kube.Clients, retired <-chan struct{}) error {
 			if cluster != name {
 				<-ctx.Done()
@@ -384,16 +319,7 @@ func TestDeletedClusterIsNoLongerReported(t *testing.T) {
 			close(r.stopped)
 			return nil
 		},
-		Drained: func(context.Context, string) (bool, error) { return drained.Load(), nil }}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- manager.Start(runCtx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager ended with %v", err)
-		}
-	}()
+		Drained: func(context.Context, string) (bool, error) { return drained.Load(), nil }})
 	runAt := func(i int) *run {
 		mu.Lock()
 		defer mu.Unlock()

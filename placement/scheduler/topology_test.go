@@ -59,6 +59,39 @@ func spreadTemplate(key string, maxSkew int32, edit func(*corev1.TopologySpreadC
 			TopologySpreadConstraints: []corev1.TopologySpreadConstraint{tsc}}}
 }
 
+// placeOnNodes places a job of pods 1-GPU workers of template on one cluster c1 of nodes, and returns how many
+// pods went to each node and to each zone; it fails the test unless the job is placed, or, when reason is
+// set, unless it is unschedulable saying reason (the counts are nil then).
+func placeOnNodes(t *testing.T, nodes []spreadNode, template *corev1.PodTemplateSpec, pods int64, reason string) (perNode, perZone map[string]int64) {
+	t.Helper()
+	h := placementtest.NewHarness(t)
+	h.AddCluster("c1")
+	addSpreadNodes(h, "c1", nodes)
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+	job := placementtest.PyTorchJob("ml", "job").Component("worker", pods, res("nvidia.com/gpu", "1")).Obj()
+	job.Components[0].PodTemplate = template
+	d := h.Place(h.AddWorkload(job, nil))
+	if reason != "" {
+		if d.Status != structs.StatusUnschedulable || !strings.Contains(d.Reasons["c1"], reason) {
+			t.Fatalf("decision %s (reasons %v), want unschedulable saying %q", d.Status, d.Reasons, reason)
+		}
+		return nil, nil
+	}
+	if d.Status != structs.StatusPlaced {
+		t.Fatalf("decision %s (reasons %v), want placed", d.Status, d.Reasons)
+	}
+	zoneOf := map[string]string{}
+	for _, n := range nodes {
+		zoneOf[n.name] = n.zone
+	}
+	perNode, perZone = map[string]int64{}, map[string]int64{}
+	for _, a := range d.Assignments {
+		perNode[a.Node] += a.Pods
+		perZone[zoneOf[a.Node]] += a.Pods
+	}
+	return perNode, perZone
+}
+
 // TestHardTopologySpreadBoundsEachDomain: pods under a DoNotSchedule topology spread constraint counting
 // themselves go where kube-scheduler's PodTopologySpread filter lets them: no domain more than maxSkew past the
 // emptiest, a domain they cannot use (full, or tainted unless the constraint honours taints) counting as empty,
@@ -120,35 +153,12 @@ func TestHardTopologySpreadBoundsEachDomain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := placementtest.NewHarness(t)
-			h.AddCluster("c1")
-			addSpreadNodes(h, "c1", tt.nodes)
-			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
-			job := placementtest.PyTorchJob("ml", "job").Component("worker", tt.pods, res("nvidia.com/gpu", "1")).Obj()
-			job.Components[0].PodTemplate = tt.template
-			d := h.Place(h.AddWorkload(job, nil))
-			if tt.perDomain == nil {
-				if d.Status != structs.StatusUnschedulable || !strings.Contains(d.Reasons["c1"], tt.reason) {
-					t.Fatalf("decision %s (reasons %v), want unschedulable saying %q", d.Status, d.Reasons, tt.reason)
-				}
-				return
+			perNode, perZone := placeOnNodes(t, tt.nodes, tt.template, tt.pods, tt.reason)
+			got := perNode
+			if tt.byZone {
+				got = perZone
 			}
-			if d.Status != structs.StatusPlaced {
-				t.Fatalf("decision %s (reasons %v), want placed", d.Status, d.Reasons)
-			}
-			zoneOf := map[string]string{}
-			for _, n := range tt.nodes {
-				zoneOf[n.name] = n.zone
-			}
-			got := map[string]int64{}
-			for _, a := range d.Assignments {
-				domain := a.Node
-				if tt.byZone {
-					domain = zoneOf[a.Node]
-				}
-				got[domain] += a.Pods
-			}
-			if !maps.Equal(got, tt.perDomain) {
+			if tt.perDomain != nil && !maps.Equal(got, tt.perDomain) {
 				t.Errorf("pods per domain %v, want %v", got, tt.perDomain)
 			}
 		})
@@ -218,37 +228,15 @@ func TestRequiredPodAffinityToItselfKeepsPodsTogether(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := placementtest.NewHarness(t)
-			h.AddCluster("c1")
-			addSpreadNodes(h, "c1", tt.nodes)
-			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
-			job := placementtest.PyTorchJob("ml", "job").Component("worker", tt.pods, res("nvidia.com/gpu", "1")).Obj()
-			job.Components[0].PodTemplate = tt.template
-			d := h.Place(h.AddWorkload(job, nil))
+			perNode, perZone := placeOnNodes(t, tt.nodes, tt.template, tt.pods, tt.reason)
 			if tt.want == nil {
-				if d.Status != structs.StatusUnschedulable || !strings.Contains(d.Reasons["c1"], tt.reason) {
-					t.Fatalf("decision %s (reasons %v), want unschedulable saying %q", d.Status, d.Reasons, tt.reason)
-				}
 				return
 			}
-			if d.Status != structs.StatusPlaced {
-				t.Fatalf("decision %s (reasons %v), want placed", d.Status, d.Reasons)
+			if !maps.Equal(perZone, tt.want) {
+				t.Errorf("pods per zone %v, want %v", perZone, tt.want)
 			}
-			zoneOf := map[string]string{}
-			for _, n := range tt.nodes {
-				zoneOf[n.name] = n.zone
-			}
-			got := map[string]int64{}
-			nodes := map[string]bool{}
-			for _, a := range d.Assignments {
-				got[zoneOf[a.Node]] += a.Pods
-				nodes[a.Node] = true
-			}
-			if !maps.Equal(got, tt.want) {
-				t.Errorf("pods per zone %v, want %v", got, tt.want)
-			}
-			if tt.template.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey == corev1.LabelHostname && len(nodes) != 1 {
-				t.Errorf("pods on nodes %v, want one", nodes)
+			if tt.template.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[0].TopologyKey == corev1.LabelHostname && len(perNode) != 1 {
+				t.Errorf("pods on nodes %v, want one", perNode)
 			}
 		})
 	}
