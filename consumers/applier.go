@@ -271,13 +271,14 @@ func (a *Applier) delete(ctx context.Context, decided *schemas.PlacementDecided)
 		// installed), or the cluster may no longer serve the version the copy was applied in while it serves
 		// another, which addresses the same stored object. Only a kind the cluster does not serve at all, by
 		// fresh discovery, has nothing to delete.
+		// An apiserver starting up serves its CRDs' kinds only once it has read them: its copies are still there,
+		// and taken for gone they would run on two clusters. Ready first, so the discovery that follows is one of
+		// an apiserver done starting.
+		if ready := a.Clients.Ready(ctx); ready != nil {
+			return fmt.Errorf("cannot tell whether cluster %s serves %s: %w", a.Cluster, ref.Kind, ready)
+		}
 		client, err = a.resourceInAnyVersion(ref)
 		if kube.IsNoMatch(err) {
-			// An apiserver starting up serves its CRDs' kinds only once it has read them: its copies are still
-			// there, and taken for gone they would run on two clusters.
-			if ready := a.Clients.Ready(ctx); ready != nil {
-				return fmt.Errorf("cannot tell whether cluster %s serves %s: %w", a.Cluster, ref.Kind, ready)
-			}
 			a.Log.Info("nothing to delete: the cluster does not serve the kind", "workload", ref.Key(), "cluster", a.Cluster)
 			return nil
 		}

@@ -2,7 +2,6 @@ package consumers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -207,44 +205,44 @@ var historyCheckedSubjects = []string{
 // and a deleted workload be placed again. The events stream, which removes nothing but by age, still has its
 // later versions and its deletion.
 func (p *Placer) catchUpFromHistory(ctx context.Context, js jetstream.JetStream) (int, error) {
-	consumer, err := js.OrderedConsumer(ctx, schemas.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: historyCheckedSubjects, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy})
-	if err != nil {
-		return 0, fmt.Errorf("placer rebuild: %w", err)
-	}
-	defer bus.DeleteOrderedConsumer(js, schemas.StreamEvents, consumer)
-	info, err := consumer.Info(ctx)
-	if err != nil {
-		return 0, fmt.Errorf("placer rebuild: %w", err)
-	}
 	// Decisions made at rebuild take the placer's sequence: it must not fall back to an older event's.
 	last, applied := p.seq, 0
-	for pending := info.NumPending; pending > 0; {
-		msg, err := consumer.Next(jetstream.FetchMaxWait(5 * time.Second))
-		if errors.Is(err, nats.ErrTimeout) {
-			// After an unclean stop the server may count messages it no longer holds: what came is all there is.
-			p.log.Warn("rebuild: the events stream delivered fewer messages than it counted; going on with those",
-				"missing", pending)
-			break
-		}
-		if err != nil {
-			return applied, fmt.Errorf("placer rebuild: history of %v: %w", historyCheckedSubjects, err)
-		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			pending--
-			continue
-		}
-		pending = meta.NumPending
-		if p.rebuildFrom(msg, meta.Sequence.Stream) {
-			applied++
-			p.log.Info("rebuild: the events stream holds a newer event than the state stream", "subject", msg.Subject(),
-				"sequence", meta.Sequence.Stream)
-		}
-		last = max(last, meta.Sequence.Stream)
+	err := bus.ReadMessages(ctx, js, schemas.StreamEvents, jetstream.OrderedConsumerConfig{
+		FilterSubjects: historyCheckedSubjects, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy},
+		func(msg jetstream.Msg, _ time.Time) {
+			meta, err := msg.Metadata()
+			if err != nil {
+				return
+			}
+			last = max(last, meta.Sequence.Stream)
+			if p.seen[msg.Subject()] == 0 && deletion(msg) {
+				return // the state stream holds nothing of it: pruned once it was gone, as it should be
+			}
+			if p.rebuildFrom(msg, meta.Sequence.Stream) {
+				applied++
+				p.log.Info("rebuild: the events stream holds a newer event than the state stream", "subject", msg.Subject(),
+					"sequence", meta.Sequence.Stream)
+			}
+		})
+	if err != nil {
+		return applied, fmt.Errorf("placer rebuild: history: %w", err)
 	}
 	p.seq = last
 	return applied, nil
+}
+
+// deletion reports whether msg is the event of an object's deletion.
+func deletion(msg jetstream.Msg) bool {
+	event, err := bus.Decode(msg.Headers(), msg.Data())
+	if err != nil {
+		return false
+	}
+	payload, err := schemas.DecodePayload(event)
+	if err != nil {
+		return false
+	}
+	_, deleted := payload.(*schemas.ObjectDeleted)
+	return deleted
 }
 
 // setReplayFloor makes the placer skip the events the state stream has copied when the rebuild starts

@@ -37,12 +37,7 @@ const readStallWaits = 10
 // the server cannot be asked, or keeps saying messages are pending without delivering any.
 func ReadStoredEvents(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig,
 	take func(eventType string, payload schemas.Payload, stored time.Time)) error {
-	consumer, err := js.OrderedConsumer(ctx, stream, cfg)
-	if err != nil {
-		return fmt.Errorf("read %s %v: %w", stream, cfg.FilterSubjects, err)
-	}
-	defer DeleteOrderedConsumer(js, stream, consumer)
-	err = readPending(ctx, consumer, func(msg jetstream.Msg, stored time.Time) {
+	return ReadMessages(ctx, js, stream, cfg, func(msg jetstream.Msg, stored time.Time) {
 		event, err := Decode(msg.Headers(), msg.Data())
 		if err != nil {
 			return
@@ -51,7 +46,18 @@ func ReadStoredEvents(ctx context.Context, js jetstream.JetStream, stream string
 			take(event.Type(), payload, stored)
 		}
 	})
+}
+
+// ReadMessages is ReadStoredEvents for a reader that wants the messages themselves (their subjects and
+// sequences), undecoded.
+func ReadMessages(ctx context.Context, js jetstream.JetStream, stream string, cfg jetstream.OrderedConsumerConfig,
+	take func(msg jetstream.Msg, stored time.Time)) error {
+	consumer, err := js.OrderedConsumer(ctx, stream, cfg)
 	if err != nil {
+		return fmt.Errorf("read %s %v: %w", stream, cfg.FilterSubjects, err)
+	}
+	defer DeleteOrderedConsumer(js, stream, consumer)
+	if err := readPending(ctx, consumer, take); err != nil {
 		return fmt.Errorf("read %s %v: %w", stream, cfg.FilterSubjects, err)
 	}
 	return nil

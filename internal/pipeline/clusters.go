@@ -135,8 +135,10 @@ type ClusterManager struct {
 	// RetireTimeout bounds that wait; it defaults to DefaultRetireTimeout.
 	RetireTimeout time.Duration
 
-	mu      sync.Mutex
-	running map[string]*runningCluster
+	// reconcileMu runs one reconcile at a time.
+	reconcileMu sync.Mutex
+	mu          sync.Mutex
+	running     map[string]*runningCluster
 	// unreachable holds why each Cluster that cannot be run could not, so a resync logs it only when it changes.
 	unreachable map[string]string
 	// retiring marks the runners of deleted Clusters kept until their applier drained; a Cluster registered
@@ -242,6 +244,10 @@ func (m *ClusterManager) Start(ctx context.Context) error {
 }
 
 func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Unstructured) {
+	// The informer's handler and the start's ordered pass both reconcile: two at once for one Cluster would
+	// each start a runner, one of them never stopped.
+	m.reconcileMu.Lock()
+	defer m.reconcileMu.Unlock()
 	name := cluster.GetName()
 	log := m.Log.With("cluster", name)
 	m.mu.Lock()

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
@@ -54,18 +56,36 @@ func (l *topologyLimits) took(node *structs.Node, n int64) {
 //
 // Pods with a required pod affinity to themselves all go to one domain of its key: the first, by name, with room
 // for all of them, as kube-scheduler keeps every pod after the first to the first's domain.
+//
+// With more than one key (a spread by zone and one by node, say) the spreads only bound their domains, at the
+// least room plus maxSkew, rather than set how many each takes: targets worked out key by key would each put
+// pods on other nodes, and no node could satisfy them all. Of several pod affinities, one by node keeps the pods
+// on one node, in one domain of any other key too.
 func (p *packer) spreadLimits(it item, key string) (*topologyLimits, string) {
 	g := it.group
 	limits := &topologyLimits{}
+	affinityKeys := g.AffinityKeys
+	if len(affinityKeys) > 1 {
+		if slices.Contains(affinityKeys, corev1.LabelHostname) {
+			affinityKeys = []string{corev1.LabelHostname}
+		} else {
+			affinityKeys = affinityKeys[:1]
+		}
+	}
+	boundsOnly := len(g.SpreadConstraints)+len(affinityKeys) > 1
 	for _, c := range g.SpreadConstraints {
-		targets, reason := spreadTargets(p.domainRoom(it, key, c), it.count, c)
+		room := p.domainRoom(it, key, c)
+		targets, reason := spreadTargets(room, it.count, c)
 		if reason != "" {
 			return nil, fmt.Sprintf("%s fits no node: %s", podOf(g.Component), reason)
+		}
+		if boundsOnly {
+			targets = spreadBounds(room, c)
 		}
 		limits.keys = append(limits.keys, c.TopologyKey)
 		limits.remaining = append(limits.remaining, targets)
 	}
-	for _, topologyKey := range g.AffinityKeys {
+	for _, topologyKey := range affinityKeys {
 		// Pod affinity honours the pods' node selector and affinity, and taints too.
 		targets, reason := togetherTargets(p.domainRoom(it, key, structs.SpreadConstraint{TopologyKey: topologyKey, TaintsHonored: true}),
 			it.count, topologyKey)
@@ -137,6 +157,25 @@ func inSpreadDomain(n *structs.Node, g *structs.PodGroup, c structs.SpreadConstr
 		return false
 	}
 	return true
+}
+
+// spreadBounds is, per domain of one constraint, the most pods it may take: no more than the least room of any
+// domain plus maxSkew (the least counted as none below minDomains).
+func spreadBounds(room map[string]int64, c structs.SpreadConstraint) map[string]int64 {
+	floor := int64(-1)
+	for _, r := range room {
+		if floor < 0 || r < floor {
+			floor = r
+		}
+	}
+	if int64(len(room)) < c.MinDomains {
+		floor = 0
+	}
+	bounds := make(map[string]int64, len(room))
+	for d, r := range room {
+		bounds[d] = min(r, floor+c.MaxSkew)
+	}
+	return bounds
 }
 
 // spreadTargets spreads count pods over the domains of one constraint, each holding room of them at most: at the

@@ -241,3 +241,50 @@ func TestRequiredPodAffinityToItselfKeepsPodsTogether(t *testing.T) {
 		})
 	}
 }
+
+// TestSeveralTopologyKeysTogether: a spread by zone and one by node (a common pair), or pod affinities by zone and
+// by node, are satisfied together: two 1-GPU pods fit four free nodes in two zones, and four pods that keep to
+// one zone and one node go to the node that has room for all of them.
+func TestSeveralTopologyKeysTogether(t *testing.T) {
+	byZoneAndNode := spreadTemplate(zoneKey, 1, nil)
+	byZoneAndNode.Spec.TopologySpreadConstraints = append(byZoneAndNode.Spec.TopologySpreadConstraints,
+		spreadTemplate(corev1.LabelHostname, 1, nil).Spec.TopologySpreadConstraints...)
+	togetherByZoneAndNode := affinityTemplate(zoneKey, "train")
+	togetherByZoneAndNode.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(
+		togetherByZoneAndNode.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution,
+		affinityTemplate(corev1.LabelHostname, "train").Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+	tests := []struct {
+		name     string
+		nodes    []spreadNode
+		template *corev1.PodTemplateSpec
+		pods     int64
+		perNode  map[string]int64
+	}{
+		{name: "spread by zone and by node", template: byZoneAndNode, pods: 2,
+			nodes: []spreadNode{{name: "h1", zone: "b", gpus: "8"}, {name: "h2", zone: "b", gpus: "8"},
+				{name: "h3", zone: "a", gpus: "8"}, {name: "h4", zone: "a", gpus: "8"}}},
+		{name: "together by zone and by node", template: togetherByZoneAndNode, pods: 4,
+			nodes:   []spreadNode{{name: "n-a", zone: "z2", gpus: "8"}, {name: "n-b", zone: "z1", gpus: "4"}, {name: "n-c", zone: "z1", gpus: "2"}},
+			perNode: map[string]int64{"n-a": 4}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			perNode, _ := placeOnNodes(t, tt.nodes, tt.template, tt.pods, "")
+			if tt.perNode != nil && !maps.Equal(perNode, tt.perNode) {
+				t.Errorf("pods per node %v, want %v", perNode, tt.perNode)
+			}
+		})
+	}
+}
+
+// TestAnEmptySelectorCountsThePodsThemselves: a spread constraint whose labelSelector is {} selects every pod,
+// its own pods among them; a nil one selects none.
+func TestAnEmptySelectorCountsThePodsThemselves(t *testing.T) {
+	withFull := []spreadNode{{name: "n1", gpus: "8"}, {name: "n2", gpus: "8"}, {name: "n3", gpus: "8", used: "8"}}
+	empty := spreadTemplate(corev1.LabelHostname, 1, func(c *corev1.TopologySpreadConstraint) { c.LabelSelector = &metav1.LabelSelector{} })
+	placeOnNodes(t, withFull, empty, 4, "2 of its 4 pods fit under its topologySpreadConstraint")
+	none := spreadTemplate(corev1.LabelHostname, 1, func(c *corev1.TopologySpreadConstraint) { c.LabelSelector = nil })
+	if perNode, _ := placeOnNodes(t, withFull, none, 4, ""); perNode["n1"] != 4 {
+		t.Errorf("pods per node %v under a nil selector, want all 4 on n1", perNode)
+	}
+}

@@ -673,7 +673,7 @@ func selfSpreadConstraints(template *corev1.PodTemplateSpec) []structs.SpreadCon
 			continue
 		}
 		selector, err := metav1.LabelSelectorAsSelector(tsc.LabelSelector)
-		if err != nil || selector.Empty() || !selector.Matches(labels.Set(template.Labels)) {
+		if err != nil || !selector.Matches(labels.Set(template.Labels)) { // {} selects every pod, its own too
 			continue
 		}
 		c := structs.SpreadConstraint{TopologyKey: tsc.TopologyKey, MaxSkew: int64(tsc.MaxSkew), MinDomains: 1,
@@ -701,7 +701,7 @@ func selfAffinityKeys(template *corev1.PodTemplateSpec) []string {
 			continue
 		}
 		selector, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
-		if err != nil || selector.Empty() || !selector.Matches(labels.Set(template.Labels)) || slices.Contains(keys, term.TopologyKey) {
+		if err != nil || !selector.Matches(labels.Set(template.Labels)) || slices.Contains(keys, term.TopologyKey) {
 			continue
 		}
 		keys = append(keys, term.TopologyKey)
