@@ -108,16 +108,16 @@ func (f *busFlags) open(ctx context.Context, name string) (*pipeline.Bus, error)
 // versions a process stopped in the middle of evaluating (see karta.EvaluationGuard). Without a writable
 // path it guards nothing, with a warning.
 func guardEvaluations(path string) *evalguard.File {
-	guard, leftBehind, err := evalguard.Open(path)
+	guard, refused, err := evalguard.Open(path)
 	if err != nil {
 		slog.Warn("user ResourceInterfaces are evaluated unguarded: one that stops the process (out of memory) would stop "+
 			"it again at its restart; give a writable --data-dir", "error", err)
 		return nil
 	}
-	for _, identity := range leftBehind {
-		slog.Error("refusing a ResourceInterface version: the last process stopped while evaluating it (out of memory, or "+
+	for _, identity := range refused {
+		slog.Error("refusing a ResourceInterface version: a process stopped while evaluating it (out of memory, or "+
 			"a runaway expression); workloads of its kind are Invalid until the RI changes", "resource_interface", identity)
-		karta.Refuse(identity, "the last fleetflow process stopped while evaluating it (out of memory, or a runaway expression)")
+		karta.Refuse(identity, "a fleetflow process stopped while evaluating it (out of memory, or a runaway expression)")
 	}
 	karta.SetEvaluationGuard(guard)
 	return guard

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 )
 
@@ -23,8 +25,12 @@ type File struct {
 	free []int
 }
 
-// Open opens (or creates) the record at path. It returns the identities a process left behind in it, which
-// died evaluating them, and empties it.
+// maxRefused bounds the refused identities kept, the most recent first.
+const maxRefused = 64
+
+// Open opens (or creates) the record at path. It returns the identities to refuse: those a process left behind in
+// it, which died evaluating them, and those refused before (kept in path.refused, so a process that refused one
+// and stopped cleanly does not leave the next to evaluate it again and die). It empties the record.
 func Open(path string) (*File, []string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, nil, fmt.Errorf("record of RI evaluations %s: %w", path, err)
@@ -45,11 +51,37 @@ func Open(path string) (*File, []string, error) {
 		_ = f.Close()
 		return nil, nil, fmt.Errorf("record of RI evaluations %s: %w", path, err)
 	}
+	refused, err := keepRefused(path+".refused", leftBehind)
+	if err != nil {
+		_ = f.Close()
+		return nil, nil, err
+	}
 	g := &File{f: f}
 	for i := range slots {
 		g.free = append(g.free, i)
 	}
-	return g, leftBehind, nil
+	return g, refused, nil
+}
+
+// keepRefused adds newly refused identities to those in the file at path, and returns them all.
+func keepRefused(path string, newly []string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, fmt.Errorf("refused RI versions %s: %w", path, err)
+	}
+	refused := slices.Clone(newly)
+	for _, line := range strings.Split(string(data), "\n") {
+		if line != "" && !slices.Contains(refused, line) {
+			refused = append(refused, line)
+		}
+	}
+	refused = refused[:min(len(refused), maxRefused)]
+	if len(newly) > 0 {
+		if err := os.WriteFile(path, []byte(strings.Join(refused, "\n")+"\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("refused RI versions %s: %w", path, err)
+		}
+	}
+	return refused, nil
 }
 
 // Enter records that identity is being evaluated until leave is called. A record that cannot be written

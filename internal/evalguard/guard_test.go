@@ -7,7 +7,8 @@ import (
 )
 
 // TestRecordOutlivesAProcessThatDiesEvaluating: an evaluation entered and never left (the process died in it)
-// is found by the next Open, and only it; an evaluation left, or a record closed cleanly, leaves nothing.
+// is found by the next Open, and only it, and stays refused by the Opens after, whatever stopped cleanly in
+// between; an evaluation left, or a record closed cleanly, leaves nothing.
 func TestRecordOutlivesAProcessThatDiesEvaluating(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "ri-evaluations")
 	first, left, err := Open(path)
@@ -29,9 +30,9 @@ func TestRecordOutlivesAProcessThatDiesEvaluating(t *testing.T) {
 		t.Fatal(err)
 	}
 	leave()
-	third, left, err := Open(path)
-	if err != nil || len(left) != 0 {
-		t.Errorf("after a clean stop and a fresh open: %v left behind, error %v", left, err)
+	third, refused, err := Open(path)
+	if err != nil || !slices.Equal(refused, []string{"bomb@2"}) {
+		t.Errorf("after a clean stop and a fresh open: refused %v, error %v; want bomb@2 still refused, slow@3 not", refused, err)
 	}
 	_ = third.Close()
 }

@@ -579,8 +579,14 @@ func uncountableResource(spec *corev1.PodSpec) error {
 		}
 		for _, name := range slices.Sorted(maps.Keys(r.Requests)) {
 			request := r.Requests[name]
-			if limit, ok := r.Limits[name]; ok && request.Cmp(limit) > 0 {
+			limit, ok := r.Limits[name]
+			switch {
+			case !ok:
+			case request.Cmp(limit) > 0:
 				return fmt.Errorf("%sresources.requests.%s: %s is more than its limit %s", where, name, request.String(), limit.String())
+			case (extendedResource(name) || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)) && request.Cmp(limit) != 0:
+				return fmt.Errorf("%sresources.requests.%s: %s is not its limit %s: Kubernetes does not overcommit it", where,
+					name, request.String(), limit.String())
 			}
 		}
 		return nil
@@ -606,7 +612,7 @@ func uncountableResource(spec *corev1.PodSpec) error {
 // extendedResource reports whether name is an extended resource (nvidia.com/gpu), which the API takes in whole
 // units only, as opposed to a native one (cpu, memory, hugepages-2Mi, kubernetes.io/...).
 func extendedResource(name corev1.ResourceName) bool {
-	return strings.Contains(string(name), "/") && !strings.HasPrefix(string(name), "kubernetes.io/") &&
+	return strings.Contains(string(name), "/") && !strings.Contains(string(name), "kubernetes.io/") &&
 		!strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix)
 }
 

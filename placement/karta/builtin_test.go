@@ -218,6 +218,13 @@ metadata: {name: neg, namespace: ml}
 spec:
   template: {spec: {containers: [{name: web, resources: {requests: {cpu: "8"}, limits: {cpu: "2"}}}]}}`,
 			`containers[web]: resources.requests.cpu: 8 is more than its limit 2`},
+		{"a GPU request under its limit", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: neg, namespace: ml}
+spec:
+  template: {spec: {containers: [{name: web, resources: {requests: {nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "2"}}}]}}`,
+			`containers[web]: resources.requests.nvidia.com/gpu: 1 is not its limit 2`},
 	}
 	reg := builtinRegistry(t)
 	for _, tt := range tests {

@@ -33,10 +33,8 @@ type Compiled struct {
 	combined *gojq.Code
 	slots    int
 
-	// timeoutsInARow counts the evaluations in a row that ran out of time or were slow, and givenUpAt is when
-	// it reached maxTimeoutsInARow, in Unix nanoseconds (see givenUp).
+	// timeoutsInARow counts the evaluations in a row that ran out of time or were slow (see givenUp).
 	timeoutsInARow *atomic.Int32
-	givenUpAt      *atomic.Int64
 	// identity names this version of the RI (Identity).
 	identity string
 }
@@ -244,7 +242,7 @@ func Compile(ri *ResourceInterface, source string) (*Compiled, error) {
 		cp.name = name
 	}
 	c := &Compiled{Name: name, Source: source, GVK: gvk, Warnings: ri.Warnings, timeoutsInARow: new(atomic.Int32),
-		givenUpAt: new(atomic.Int64), identity: identityOf(name, ri)}
+		identity: identityOf(name, ri)}
 
 	names := map[string]*ComponentDefinition{root.Name: root}
 	for i := range sd.ChildComponents {

@@ -59,48 +59,35 @@ var evalTimeout = time.Second
 var errEvalTimeout = errors.New("evaluation did not finish")
 
 // maxTimeoutsInARow is how many evaluations of a user RI in a row may run out of time, or be slow, before it is
-// given up on for givenUpFor: every workload of its kind would otherwise hold the placer for up to a second or
-// two (one RI event re-analyzes them all, one after another), and every other workload waits behind them.
+// given up on until it changes: every workload of its kind would otherwise hold the placer for up to a second
+// or two (one RI event re-analyzes them all, one after another), and every other workload waits behind them.
 // Built-in RIs are never given up on; neither is an RI after a single slow evaluation, which a stalled machine
 // can cause.
 const maxTimeoutsInARow = 2
 
 // slowEvaluation is how long an evaluation of a user RI may take before it counts as slow: one of a sane RI
-// takes microseconds, and one that takes a tenth of a second limits placement to ten workloads a second.
-var slowEvaluation = 100 * time.Millisecond
-
-// givenUpFor is how long an RI is given up on before it is evaluated again, once: an RI that a stalled
-// machine made slow is not refused for good, and one that is slow again is given up on again.
-var givenUpFor = 5 * time.Minute
+// takes microseconds, and one that takes a quarter of a second limits placement to four workloads a second.
+var slowEvaluation = 250 * time.Millisecond
 
 // noteTimeout counts an evaluation that ran out of time or took longer than slowEvaluation, and forgets the
 // count after one that did neither.
 func (c *Compiled) noteTimeout(err error, took time.Duration) {
 	switch {
 	case errors.Is(err, errEvalTimeout) || took > slowEvaluation:
-		if c.timeoutsInARow.Add(1) >= maxTimeoutsInARow {
-			c.givenUpAt.Store(time.Now().UnixNano())
-		}
+		c.timeoutsInARow.Add(1)
 	case c.timeoutsInARow.Load() != 0:
 		c.timeoutsInARow.Store(0)
 	}
 }
 
-// givenUp fails at once an evaluation of a user RI whose last evaluations all ran out of time or were slow,
-// until givenUpFor has passed.
+// givenUp fails at once an evaluation of a user RI whose last evaluations all ran out of time or were slow.
 func (c *Compiled) givenUp(input map[string]any) error {
 	if c.Builtin || c.timeoutsInARow.Load() < maxTimeoutsInARow {
 		return nil
 	}
-	retry := time.Unix(0, c.givenUpAt.Load()).Add(givenUpFor)
-	if time.Now().After(retry) {
-		c.timeoutsInARow.Store(maxTimeoutsInARow - 1) // one more try: slow again, and it is given up on again
-		return nil
-	}
 	return &AnalysisError{RI: c.label(), Object: objectLabel(input),
 		Err: fmt.Errorf("not evaluated: its last %d evaluations took longer than %v each (or did not finish within %v); "+
-			"it is evaluated again once it changes, or after %s", maxTimeoutsInARow, slowEvaluation, evalTimeout,
-			retry.UTC().Format(time.RFC3339))}
+			"it is evaluated again once it changes", maxTimeoutsInARow, slowEvaluation, evalTimeout)}
 }
 
 // newEvaluation runs the combined program, which evaluates every CR path of the RI in one gojq run
