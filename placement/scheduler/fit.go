@@ -639,6 +639,11 @@ func (p *packer) diagnose(it item, placed int64, key string) string {
 		return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has room for it where no other pod of the "+
 			"workload holds %s (one pod per node)%s", who, p.rt.Format(g.Request), allowedNodes, strings.Join(g.NodeExclusive, ", "), others)
 	}
+	if p.spread != nil {
+		return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has all of it free at once in a domain "+
+			"its topology spread constraints or pod affinity leave it (%s)%s", who, p.rt.Format(g.Request), allowedNodes,
+			strings.Join(p.spread.keys, ", "), others)
+	}
 	return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has all of it free at once%s",
 		who, p.rt.Format(g.Request), allowedNodes, others)
 }
