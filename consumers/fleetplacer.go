@@ -111,7 +111,11 @@ type Placer struct {
 	// the view, and each such event has its cluster reported gone again (TakeGoneFleet): the state stream would
 	// otherwise keep it for good, and every rebuild would find the cluster beating.
 	deletedClusters map[string]bool
-	policies        map[string]*policyEntry
+	// heldOfDeleted keeps, per deleted cluster, the last node states and APIs its producer sent after the
+	// deletion: a Cluster deleted and registered again under the name may have its new producer's reports
+	// arrive before its registration, and they are applied then rather than missing until the producer's resync.
+	heldOfDeleted map[string]*heldReports
+	policies      map[string]*policyEntry
 	// refusedRIs are the RIs whose newest version was refused, by name: their subject and UID, for a rebuild
 	// to look up their last valid version in the history (recoverLastValid).
 	refusedRIs map[string]refusedObject

@@ -470,6 +470,9 @@ func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touch
 	if err := p.syncCluster(c); err != nil {
 		return err
 	}
+	if err := p.replayHeld(c.name, touched, rebuilding); err != nil {
+		return err
+	}
 	if rebuilding {
 		return nil
 	}
@@ -516,6 +519,7 @@ func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touch
 		return err
 	}
 	p.deletedClusters[name] = true
+	delete(p.heldOfDeleted, name) // reports of the cluster before this deletion
 	p.reportGoneCluster(name)
 	if rebuilding {
 		return nil
@@ -540,6 +544,54 @@ func (p *Placer) sentAfterDeletion(cluster string) bool {
 	}
 	p.reportGoneCluster(cluster)
 	return true
+}
+
+// heldReports are what a deleted cluster's producer sent after the deletion (see Placer.heldOfDeleted).
+type heldReports struct {
+	nodes map[string]*schemas.NodeState
+	apis  *schemas.ClusterAPIs
+}
+
+// maxHeldClusters bounds the deleted clusters whose late reports are held.
+const maxHeldClusters = 64
+
+// hold keeps a late report of a deleted cluster: n or apis.
+func (p *Placer) hold(cluster string, n *schemas.NodeState, apis *schemas.ClusterAPIs) {
+	if p.heldOfDeleted == nil {
+		p.heldOfDeleted = map[string]*heldReports{}
+	}
+	h := p.heldOfDeleted[cluster]
+	if h == nil {
+		if len(p.heldOfDeleted) >= maxHeldClusters {
+			return
+		}
+		h = &heldReports{nodes: map[string]*schemas.NodeState{}}
+		p.heldOfDeleted[cluster] = h
+	}
+	if n != nil {
+		h.nodes[n.Name] = n
+	}
+	if apis != nil {
+		h.apis = apis
+	}
+}
+
+// replayHeld applies what a cluster registered again sent while it counted as deleted.
+func (p *Placer) replayHeld(cluster string, touched *touchedSet, rebuilding bool) error {
+	h := p.heldOfDeleted[cluster]
+	delete(p.heldOfDeleted, cluster)
+	if h == nil {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(h.nodes)) {
+		if err := p.onNode(h.nodes[name], touched, rebuilding); err != nil {
+			return err
+		}
+	}
+	if h.apis != nil {
+		return p.onAPIs(h.apis, touched, rebuilding)
+	}
+	return nil
 }
 
 func (p *Placer) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, rebuilding bool) error {
@@ -567,6 +619,7 @@ func (p *Placer) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, 
 
 func (p *Placer) onAPIs(apis *schemas.ClusterAPIs, touched *touchedSet, rebuilding bool) error {
 	if p.sentAfterDeletion(apis.Cluster) {
+		p.hold(apis.Cluster, nil, apis)
 		return nil
 	}
 	c := p.cluster(apis.Cluster)
@@ -583,6 +636,7 @@ func (p *Placer) onAPIs(apis *schemas.ClusterAPIs, touched *touchedSet, rebuildi
 
 func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bool) error {
 	if p.sentAfterDeletion(n.Cluster) {
+		p.hold(n.Cluster, n, nil)
 		return nil
 	}
 	var pods map[string]int64

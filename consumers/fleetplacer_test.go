@@ -991,6 +991,33 @@ func TestWhatADeletedClusterSendsAfterItsDeletionIsLeftOut(t *testing.T) {
 	}
 }
 
+// TestAClusterRegisteredAgainKeepsWhatItsProducerSentFirst: a Cluster deleted and registered again under its name
+// gets a new runner, whose producer may report the nodes and APIs before the control plane's registration
+// reaches the placer; those reports count once it does, rather than missing until the producer's resync.
+func TestAClusterRegisteredAgainKeepsWhatItsProducerSentFirst(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	burst := object("fleetflow.io/v1alpha1", "Cluster", "", "burst", nil, map[string]any{
+		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": "burst", "namespace": "fleetflow-system"}}})
+	f.deliver(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("burst"), burst)
+	f.deliver(schemas.TypeClusterDeleted, schemas.ClusterSpecSubject("burst"), &schemas.ObjectDeleted{Workload: burst.Ref()})
+	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("burst", "n1"), &schemas.NodeState{Cluster: "burst", Name: "n1", Ready: true,
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}})
+	f.deliver(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject("burst"), &schemas.ClusterAPIs{Cluster: "burst", APIs: []string{"apps/v1/Deployment"}})
+	if nodes := f.p.Snapshot().Nodes("burst"); len(nodes) != 0 {
+		t.Fatalf("the deleted cluster has %d nodes in the view, want none while it is deleted", len(nodes))
+	}
+	again := object("fleetflow.io/v1alpha1", "Cluster", "", "burst", nil, map[string]any{
+		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": "burst", "namespace": "fleetflow-system"}}})
+	again.Object["metadata"].(map[string]any)["uid"] = "uid-burst-2"
+	f.deliver(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("burst"), again)
+	if nodes := f.p.Snapshot().Nodes("burst"); len(nodes) != 1 {
+		t.Errorf("the cluster registered again has %d nodes, want the one its producer sent first", len(nodes))
+	}
+	if c := f.p.Snapshot().Cluster("burst"); c == nil || len(c.APIs) == 0 {
+		t.Errorf("the cluster registered again = %+v, want the APIs its producer sent first", c)
+	}
+}
+
 // TestInvalidClusterTaintKeepsNewWorkloadsOff: a Cluster whose taint an older CRD let in though it is invalid (a
 // misspelt effect) takes no new workloads, keeps those it runs, and says why with the Cluster, the field's path
 // and its value, instead of the taint being ignored and workloads placed where it was meant to keep them off.
