@@ -261,6 +261,12 @@ func TestBuiltinTrainingOperatorKinds(t *testing.T) {
 			manifest: `{apiVersion: kubeflow.org/v1, kind: TFJob, metadata: {name: tf, namespace: ml}, spec: {runPolicy: {suspend: true},
   tfReplicaSpecs: {Worker: {replicas: 4, template: ` + gpuWorker[len("{template: "):] + `}}}`,
 			pods: 0, requests: map[string]string{}, components: []string{"worker"}},
+		{name: "TFJob with replica types in lower case",
+			// The operator's defaulting takes ps and worker for PS and Worker: 2 pods of 1 CPU/2Gi and one GPU worker.
+			manifest: `{apiVersion: kubeflow.org/v1, kind: TFJob, metadata: {name: tf, namespace: ml}, spec: {tfReplicaSpecs: {
+  ps: {replicas: 2, template: ` + cpuPod[len("{template: "):] + `, worker: ` + gpuWorker + `}}}`,
+			pods: 3, requests: map[string]string{"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"},
+			components: []string{"ps", "worker"}},
 		{name: "XGBoostJob",
 			manifest: `{apiVersion: kubeflow.org/v1, kind: XGBoostJob, metadata: {name: xgb, namespace: ml}, spec: {xgbReplicaSpecs: {
   Master: ` + cpuPod + `, Worker: {replicas: 3, template: ` + cpuPod[len("{template: "):] + `}}}`,
