@@ -31,7 +31,7 @@ var consumerLag = &lagCollector{consumers: map[int]watchedConsumer{},
 	unacknowledged: prometheus.NewDesc(namespace+"_consumer_unacknowledged_messages",
 		"Messages delivered to a durable consumer and not acknowledged yet.", []string{"consumer"}, nil)}
 
-// lagInfoTimeout bounds the server round trip of each consumer a scrape asks about.
+// lagInfoTimeout bounds the server round trips of a scrape.
 const lagInfoTimeout = 2 * time.Second
 
 // WatchConsumer reports consumer's lag under name until the returned function is called.
@@ -67,14 +67,20 @@ func (l *lagCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	l.mu.Unlock()
+	// Asked together: a process runs a consumer per workload cluster, and one after the other, a slow server
+	// would hold the scrape past its timeout.
+	ctx, cancel := context.WithTimeout(context.Background(), lagInfoTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
 	for _, w := range watched {
-		ctx, cancel := context.WithTimeout(context.Background(), lagInfoTimeout)
-		info, err := w.consumer.Info(ctx)
-		cancel()
-		if err != nil {
-			continue
-		}
-		ch <- prometheus.MustNewConstMetric(l.pending, prometheus.GaugeValue, float64(info.NumPending), w.name)
-		ch <- prometheus.MustNewConstMetric(l.unacknowledged, prometheus.GaugeValue, float64(info.NumAckPending), w.name)
+		wg.Go(func() {
+			info, err := w.consumer.Info(ctx)
+			if err != nil {
+				return
+			}
+			ch <- prometheus.MustNewConstMetric(l.pending, prometheus.GaugeValue, float64(info.NumPending), w.name)
+			ch <- prometheus.MustNewConstMetric(l.unacknowledged, prometheus.GaugeValue, float64(info.NumAckPending), w.name)
+		})
 	}
+	wg.Wait()
 }
