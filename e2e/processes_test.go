@@ -142,7 +142,7 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 
 	// What an operator's probes and Prometheus read of the processes.
 	if code, body := httpGet(t, placerHealth, "/readyz"); code != 200 || !strings.Contains(body, "[+]placer ok") ||
-		!strings.Contains(body, "[+]nats ok") {
+		!strings.Contains(body, "[+]nats-connected ok") {
 		t.Errorf("the placer's /readyz answered %d:\n%s", code, body)
 	}
 	_, placerConsumer := schemas.PlacerConsumer()

@@ -44,6 +44,13 @@ var (
 )
 
 func init() {
+	// Series that exist before their first event, so a rate() or an alert on them has something to read.
+	for _, status := range []string{"Placed", "Unschedulable", "NoPolicy", "Invalid"} {
+		Verdicts.WithLabelValues(status)
+	}
+	for _, action := range []string{"Apply", "Delete"} {
+		Decisions.WithLabelValues(action)
+	}
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		EventsHandled, EventHandleSeconds, EventsPublished, PublishErrors, PlacerLeader, Verdicts, Decisions,
 		ApplierOperations, consumerLag)

@@ -111,13 +111,13 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 		return nil, err
 	}
 	b.unchecked = append(b.unchecked,
-		observe.AddLiveness("nats", func() error {
+		observe.AddLiveness("nats-open", func() error {
 			if nc.IsClosed() {
 				return errors.New("the connection to " + b.URL + " closed for good")
 			}
 			return nil
 		}),
-		observe.AddReadiness("nats", func() error {
+		observe.AddReadiness("nats-connected", func() error {
 			if !nc.IsConnected() {
 				return fmt.Errorf("not connected to %s (%s)", b.URL, nc.Status())
 			}

@@ -163,9 +163,6 @@ type packer struct {
 	chunks []chunkState
 	// nodeExclusive holds what the gang's pods placed so far hold on each node alone (PodGroup.NodeExclusive).
 	nodeExclusive map[nodeKey][]string
-	// spread bounds the domains of the pod group being packed under its hard topology spread constraints; nil
-	// when it has none.
-	spread *topologyLimits
 }
 
 // chunkState is what a packer changed in one chunk.
@@ -219,13 +216,13 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 		key := memoKey(it.group)
 		pos := nodeKey{}
 		placed := int64(0)
-		p.spread = nil
-		if (len(it.group.SpreadConstraints) > 0 || len(it.group.AffinityKeys) > 0) && it.count > 0 {
-			limits, reason := p.spreadLimits(it, key)
+		if len(it.group.SpreadConstraints) > 0 || len(it.group.AffinityKeys) > 0 {
+			assignments, reason := p.packConstrained(it, key)
 			if reason != "" {
 				return nil, reason
 			}
-			p.spread = limits
+			out = append(out, assignments...)
+			continue
 		}
 		for placed < it.count {
 			var ok bool
@@ -236,9 +233,6 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 			// replica count costs no more than a small one; next found the node allowed and with room for one.
 			n := p.roomFor(pos, it.group, it.count-placed)
 			p.take(pos, it.group.Request, n)
-			if p.spread != nil {
-				p.spread.took(p.c.Chunks[pos.chunk].Nodes[pos.node].Node, n)
-			}
 			if len(it.group.NodeExclusive) > 0 {
 				if p.nodeExclusive == nil {
 					p.nodeExclusive = map[nodeKey][]string{}
@@ -251,7 +245,6 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 				Pods: n, PodRequest: it.group.Request}})
 		}
 	}
-	p.spread = nil
 	return out, ""
 }
 
@@ -332,9 +325,6 @@ func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
 		}
 	}
 	nc := p.c.Chunks[k.chunk].Nodes[k.node]
-	if p.spread != nil && !p.spread.admits(nc.Node) {
-		return false
-	}
 	plus, minus := p.adjust(k, nc.Node.Name)
 	if plus == nil && minus == nil {
 		return g.Request.FitsIn(nc.Free)
@@ -349,15 +339,11 @@ func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
 
 // roomFor returns how many more pods of g, up to limit, fit on a node where one does: the fewest that any
 // requested resource leaves room for, and one when the pods hold something on their node alone (PodGroup.NodeExclusive).
-// The node's topology domains bound it too (packer.spread).
 func (p *packer) roomFor(k nodeKey, g *structs.PodGroup, limit int64) int64 {
 	if len(g.NodeExclusive) > 0 {
 		return 1
 	}
 	nc := p.c.Chunks[k.chunk].Nodes[k.node]
-	if p.spread != nil {
-		limit = p.spread.room(nc.Node, limit)
-	}
 	plus, minus := p.adjust(k, nc.Node.Name)
 	n := limit
 	for r, want := range g.Request {
@@ -638,11 +624,6 @@ func (p *packer) diagnose(it item, placed int64, key string) string {
 	if len(g.NodeExclusive) > 0 && p.nodeExclusive != nil {
 		return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has room for it where no other pod of the "+
 			"workload holds %s (one pod per node)%s", who, p.rt.Format(g.Request), allowedNodes, strings.Join(g.NodeExclusive, ", "), others)
-	}
-	if p.spread != nil {
-		return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has all of it free at once in a domain "+
-			"its topology spread constraints or pod affinity leave it (%s)%s", who, p.rt.Format(g.Request), allowedNodes,
-			strings.Join(p.spread.keys, ", "), others)
 	}
 	return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has all of it free at once%s",
 		who, p.rt.Format(g.Request), allowedNodes, others)

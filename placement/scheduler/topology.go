@@ -5,97 +5,188 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
-// topologyLimits is how many more pods of the group being packed each domain takes, per topology key its hard
-// spread constraints (PodGroup.SpreadConstraints) and its pod affinities to itself (PodGroup.AffinityKeys) name:
-// per key, per value.
-type topologyLimits struct {
-	keys      []string
-	remaining []map[string]int64
-}
-
-// admits reports whether node n lies in a domain of every constraint that takes one more pod; a node without a
-// constraint's topology key is in none (kube-scheduler's PodTopologySpread filter turns it down).
-func (l *topologyLimits) admits(n *structs.Node) bool {
-	return l.room(n, 1) > 0
-}
-
-// room is how many of up to limit more pods the domains of n take.
-func (l *topologyLimits) room(n *structs.Node, limit int64) int64 {
-	for i, key := range l.keys {
-		value, ok := n.Labels.Get(key)
-		if !ok {
-			return 0
-		}
-		limit = min(limit, l.remaining[i][value])
-	}
-	return max(limit, 0)
-}
-
-// took records n pods placed on node.
-func (l *topologyLimits) took(node *structs.Node, n int64) {
-	for i, key := range l.keys {
-		if value, ok := node.Labels.Get(key); ok {
-			l.remaining[i][value] -= n
-		}
-	}
-}
-
-// spreadLimits works out, before the pods of it are packed, how many of them each domain takes under each of its
-// hard spread constraints. kube-scheduler places a pod in a domain only while that domain holds at most maxSkew
-// more than the emptiest, and a domain the pods cannot use (full, tainted, too small) stays empty: so no domain
-// takes more than the least room of any domain plus maxSkew, and within that the pods go round the domains
-// evenly, as pods placed one at a time do. It returns the reason when that leaves room for fewer than all the
-// pods. The room of a domain is what the group's pods find free on its nodes now, after the gang's groups
-// packed before it.
-//
-// Pods with a required pod affinity to themselves all go to one domain of its key: the first, by name, with room
-// for all of them, as kube-scheduler keeps every pod after the first to the first's domain.
-//
-// With more than one key (a spread by zone and one by node, say) the spreads only bound their domains, at the
-// least room plus maxSkew, rather than set how many each takes: targets worked out key by key would each put
-// pods on other nodes, and no node could satisfy them all. Of several pod affinities, one by node keeps the pods
-// on one node, in one domain of any other key too.
-func (p *packer) spreadLimits(it item, key string) (*topologyLimits, string) {
+// packConstrained places the pods of a group with hard topology spread constraints or pod affinities to
+// itself one at a time, as kube-scheduler does: each goes to an allowed node with room where, for every spread
+// constraint, its domain would hold at most maxSkew more of the group's pods than the emptiest domain (a domain
+// the pods cannot use stays empty and so bounds the others), and, for every affinity, the domain of the pods
+// placed before it. Among those it takes the node whose domains hold the fewest, spreading as kube-scheduler's
+// scoring does, the first by name among equals. It returns the assignments, or why not every pod fits.
+func (p *packer) packConstrained(it item, key string) ([]ownedAssignment, string) {
 	g := it.group
-	limits := &topologyLimits{}
+	type spread struct {
+		c       structs.SpreadConstraint
+		counts  map[string]int64 // pods of the group per domain, every domain listed
+		domains int
+	}
+	spreads := make([]*spread, len(g.SpreadConstraints))
+	for i, c := range g.SpreadConstraints {
+		spreads[i] = &spread{c: c, counts: map[string]int64{}}
+	}
 	affinityKeys := g.AffinityKeys
-	if len(affinityKeys) > 1 {
-		if slices.Contains(affinityKeys, corev1.LabelHostname) {
-			affinityKeys = []string{corev1.LabelHostname}
+	chosen := make([]string, len(affinityKeys)) // the domain of the first pod, per affinity key
+	// kube-scheduler's scoring sends the first pod where there is most room, and the others follow it: here the
+	// pods keep to the first domain, by name, with room for all of them, of the finest key (a node's, which
+	// implies the others').
+	if len(affinityKeys) > 0 {
+		first := 0
+		if i := slices.Index(affinityKeys, corev1.LabelHostname); i >= 0 {
+			first = i
+		}
+		targets, reason := togetherTargets(p.domainRoom(it, key, structs.SpreadConstraint{TopologyKey: affinityKeys[first],
+			TaintsHonored: true}), it.count, affinityKeys[first])
+		if reason != "" {
+			return nil, podOf(g.Component) + " fits no node: " + reason
+		}
+		for d := range targets {
+			chosen[first] = d
+		}
+	}
+	var nodes []nodeKey
+	for ci, ch := range p.c.Chunks {
+		el := eligibilityOf(ch, g, key)
+		for j, nc := range ch.Nodes {
+			for _, sp := range spreads {
+				if value, ok := domainOf(nc.Node, sp.c.TopologyKey); ok && inSpreadDomain(nc.Node, g, sp.c) {
+					if _, seen := sp.counts[value]; !seen {
+						sp.counts[value], sp.domains = 0, sp.domains+1
+					}
+				}
+			}
+			if el.mask[j] {
+				nodes = append(nodes, nodeKey{ci, j})
+			}
+		}
+	}
+	perNode := map[nodeKey]int64{}
+	var order []nodeKey
+	for placed := int64(0); placed < it.count; {
+		floors := make([]int64, len(spreads))
+		for i, sp := range spreads {
+			floors[i] = -1
+			for _, n := range sp.counts {
+				if floors[i] < 0 || n < floors[i] {
+					floors[i] = n
+				}
+			}
+			if int64(sp.domains) < sp.c.MinDomains || floors[i] < 0 {
+				floors[i] = 0
+			}
+		}
+		best, bestLoad := nodeKey{chunk: -1}, int64(-1)
+	candidates:
+		for _, k := range nodes {
+			n := p.c.Chunks[k.chunk].Nodes[k.node].Node
+			var load int64
+			for i, sp := range spreads {
+				value, ok := domainOf(n, sp.c.TopologyKey)
+				if !ok {
+					continue candidates
+				}
+				if sp.counts[value]+1-floors[i] > sp.c.MaxSkew {
+					continue candidates
+				}
+				load += sp.counts[value]
+			}
+			for i, topologyKey := range affinityKeys {
+				value, ok := domainOf(n, topologyKey)
+				if !ok || chosen[i] != "" && value != chosen[i] {
+					continue candidates
+				}
+			}
+			if !p.hasRoom(k, g) {
+				continue
+			}
+			if bestLoad < 0 || load < bestLoad {
+				best, bestLoad = k, load
+			}
+		}
+		if best.chunk < 0 {
+			return nil, p.constrainedReason(it, key, placed)
+		}
+		n := p.c.Chunks[best.chunk].Nodes[best.node].Node
+		// As many pods at once as the node takes and no spread's skew refuses, counted against the emptiest domains
+		// as they are now (placing pods only raises them): one step per pod would cost a walk of the nodes each.
+		batch := p.roomFor(best, g, it.count-placed)
+		for i, sp := range spreads {
+			value, _ := domainOf(n, sp.c.TopologyKey)
+			batch = min(batch, floors[i]+sp.c.MaxSkew-sp.counts[value])
+		}
+		batch = max(batch, 1)
+		p.take(best, g.Request, batch)
+		if len(g.NodeExclusive) > 0 {
+			if p.nodeExclusive == nil {
+				p.nodeExclusive = map[nodeKey][]string{}
+			}
+			p.nodeExclusive[best] = append(p.nodeExclusive[best], g.NodeExclusive...)
+		}
+		for _, sp := range spreads {
+			value, _ := domainOf(n, sp.c.TopologyKey)
+			sp.counts[value] += batch
+		}
+		for i, topologyKey := range affinityKeys {
+			chosen[i], _ = domainOf(n, topologyKey)
+		}
+		if perNode[best] == 0 {
+			order = append(order, best)
+		}
+		perNode[best] += batch
+		placed += batch
+	}
+	out := make([]ownedAssignment, 0, len(order))
+	for _, k := range order {
+		out = append(out, ownedAssignment{owner: it.owner, Assignment: structs.Assignment{Cluster: p.c.Name,
+			Node: p.c.Chunks[k.chunk].Nodes[k.node].Node.Name, Component: g.Component, Pods: perNode[k], PodRequest: g.Request}})
+	}
+	return out, ""
+}
+
+// domainOf is node n's value of topology key key. The kubelet labels every node with its hostname; a node
+// described without the label (a simulated one) is its own host.
+func domainOf(n *structs.Node, key string) (string, bool) {
+	if value, ok := n.Labels.Get(key); ok {
+		return value, true
+	}
+	if key == corev1.LabelHostname {
+		return n.Name, true
+	}
+	return "", false
+}
+
+// constrainedReason says why only placed of the pods of it fit: for a single constraint, what bounds them (see
+// spreadTargets and togetherTargets); otherwise how many fit and under what. The capacity the failed attempt
+// took is read as it stands, which is what the reason describes.
+func (p *packer) constrainedReason(it item, key string, placed int64) string {
+	g := it.group
+	who := podOf(g.Component)
+	if len(g.SpreadConstraints)+len(g.AffinityKeys) == 1 {
+		fresh := &packer{rt: p.rt, c: p.c, g: p.g, ownTotal: p.ownTotal}
+		var reason string
+		if len(g.SpreadConstraints) == 1 {
+			_, reason = spreadTargets(fresh.domainRoom(it, key, g.SpreadConstraints[0]), it.count, g.SpreadConstraints[0])
 		} else {
-			affinityKeys = affinityKeys[:1]
+			_, reason = togetherTargets(fresh.domainRoom(it, key, structs.SpreadConstraint{TopologyKey: g.AffinityKeys[0],
+				TaintsHonored: true}), it.count, g.AffinityKeys[0])
+		}
+		if reason != "" {
+			return who + " fits no node: " + reason
 		}
 	}
-	boundsOnly := len(g.SpreadConstraints)+len(affinityKeys) > 1
+	var keys []string
 	for _, c := range g.SpreadConstraints {
-		room := p.domainRoom(it, key, c)
-		targets, reason := spreadTargets(room, it.count, c)
-		if reason != "" {
-			return nil, fmt.Sprintf("%s fits no node: %s", podOf(g.Component), reason)
-		}
-		if boundsOnly {
-			targets = spreadBounds(room, c)
-		}
-		limits.keys = append(limits.keys, c.TopologyKey)
-		limits.remaining = append(limits.remaining, targets)
+		keys = append(keys, fmt.Sprintf("spread by %s (maxSkew %d)", c.TopologyKey, c.MaxSkew))
 	}
-	for _, topologyKey := range affinityKeys {
-		// Pod affinity honours the pods' node selector and affinity, and taints too.
-		targets, reason := togetherTargets(p.domainRoom(it, key, structs.SpreadConstraint{TopologyKey: topologyKey, TaintsHonored: true}),
-			it.count, topologyKey)
-		if reason != "" {
-			return nil, fmt.Sprintf("%s fits no node: %s", podOf(g.Component), reason)
-		}
-		limits.keys = append(limits.keys, topologyKey)
-		limits.remaining = append(limits.remaining, targets)
+	for _, k := range g.AffinityKeys {
+		keys = append(keys, "together by "+k)
 	}
-	return limits, ""
+	return fmt.Sprintf("%s: %d of its %d pods fit, placed one at a time as kube-scheduler does, under its %s",
+		who, placed, it.count, strings.Join(keys, " and "))
 }
 
 // togetherTargets puts all count pods in the first domain, by name, with room for them, or says how many the
@@ -107,8 +198,8 @@ func togetherTargets(room map[string]int64, count int64, topologyKey string) (ma
 	}
 	sort.Strings(domains)
 	if len(domains) == 0 {
-		return nil, fmt.Sprintf("no node it may use has the label %s its required pod affinity to its own pods keeps them together by",
-			topologyKey)
+		return nil, fmt.Sprintf("no node it may use has the label %s, by which its required pod affinity to its own pods keeps "+
+			"them together", topologyKey)
 	}
 	roomiest := domains[0]
 	for _, d := range domains {
@@ -132,7 +223,7 @@ func (p *packer) domainRoom(it item, key string, c structs.SpreadConstraint) map
 		el := eligibilityOf(ch, g, key)
 		for j, nc := range ch.Nodes {
 			n := nc.Node
-			value, ok := n.Labels.Get(c.TopologyKey)
+			value, ok := domainOf(n, c.TopologyKey)
 			if !ok || !inSpreadDomain(n, g, c) {
 				continue
 			}
@@ -157,25 +248,6 @@ func inSpreadDomain(n *structs.Node, g *structs.PodGroup, c structs.SpreadConstr
 		return false
 	}
 	return true
-}
-
-// spreadBounds is, per domain of one constraint, the most pods it may take: no more than the least room of any
-// domain plus maxSkew (the least counted as none below minDomains).
-func spreadBounds(room map[string]int64, c structs.SpreadConstraint) map[string]int64 {
-	floor := int64(-1)
-	for _, r := range room {
-		if floor < 0 || r < floor {
-			floor = r
-		}
-	}
-	if int64(len(room)) < c.MinDomains {
-		floor = 0
-	}
-	bounds := make(map[string]int64, len(room))
-	for d, r := range room {
-		bounds[d] = min(r, floor+c.MaxSkew)
-	}
-	return bounds
 }
 
 // spreadTargets spreads count pods over the domains of one constraint, each holding room of them at most: at the

@@ -137,9 +137,12 @@ func TestHardTopologySpreadBoundsEachDomain(t *testing.T) {
 			reason:   "2 values of topology.kubernetes.io/zone are fewer than its minDomains 3, so none takes more than 1"},
 		{name: "no node has the key", nodes: fourFree, template: spreadTemplate(zoneKey, 1, nil), pods: 1,
 			reason: "no node it may use has the label topology.kubernetes.io/zone"},
-		{name: "a node without the key takes none", pods: 2, template: spreadTemplate(corev1.LabelHostname, 2, nil),
-			nodes:     []spreadNode{{name: "keyless", gpus: "8", noHostLabel: true}, {name: "n1", gpus: "8"}},
+		{name: "a node without the key takes none", pods: 2, template: spreadTemplate(zoneKey, 2, nil),
+			nodes:     []spreadNode{{name: "keyless", gpus: "8"}, {name: "n1", zone: "a", gpus: "8"}},
 			perDomain: map[string]int64{"n1": 2}},
+		{name: "a node without its hostname label is its own host", pods: 2, template: spreadTemplate(corev1.LabelHostname, 1, nil),
+			nodes:     []spreadNode{{name: "h1", gpus: "8", noHostLabel: true}, {name: "h2", gpus: "8", noHostLabel: true}},
+			perDomain: map[string]int64{"h1": 1, "h2": 1}},
 		{name: "a selector of other pods is not modelled", nodes: withFull, pods: 8,
 			template: spreadTemplate(corev1.LabelHostname, 1, func(c *corev1.TopologySpreadConstraint) {
 				c.LabelSelector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "serve"}}
@@ -287,4 +290,26 @@ func TestAnEmptySelectorCountsThePodsThemselves(t *testing.T) {
 	if perNode, _ := placeOnNodes(t, withFull, none, 4, ""); perNode["n1"] != 4 {
 		t.Errorf("pods per node %v under a nil selector, want all 4 on n1", perNode)
 	}
+}
+
+// TestConstraintsTogetherAsKubeSchedulerPlacesPods: pods under several constraints are placed one at a time, each
+// where every constraint lets it, so no more fit than kube-scheduler would place. Zones a (a1, a2) and b (b1), 8
+// GPUs each. Spread by zone and by node, both maxSkew 1: a1, b1, a2, b1, a1, and a sixth pod has nowhere to go
+// (zone a would lead by 2, or b1 by 2). Together by zone and spread by node: zone a, whose nodes may hold one
+// pod each while b1 holds none.
+func TestConstraintsTogetherAsKubeSchedulerPlacesPods(t *testing.T) {
+	nodes := []spreadNode{{name: "a1", zone: "a", gpus: "8"}, {name: "a2", zone: "a", gpus: "8"}, {name: "b1", zone: "b", gpus: "8"}}
+	byZoneAndNode := spreadTemplate(zoneKey, 1, nil)
+	byZoneAndNode.Spec.TopologySpreadConstraints = append(byZoneAndNode.Spec.TopologySpreadConstraints,
+		spreadTemplate(corev1.LabelHostname, 1, nil).Spec.TopologySpreadConstraints...)
+	togetherSpread := affinityTemplate(zoneKey, "train")
+	togetherSpread.Spec.TopologySpreadConstraints = spreadTemplate(corev1.LabelHostname, 1, nil).Spec.TopologySpreadConstraints
+	if perNode, _ := placeOnNodes(t, nodes, byZoneAndNode, 5, ""); !maps.Equal(perNode, map[string]int64{"a1": 2, "a2": 1, "b1": 2}) {
+		t.Errorf("spread by zone and node, 5 pods: %v, want a1 2, a2 1, b1 2", perNode)
+	}
+	placeOnNodes(t, nodes, byZoneAndNode, 6, "5 of its 6 pods fit, placed one at a time as kube-scheduler does")
+	if perNode, _ := placeOnNodes(t, nodes, togetherSpread, 2, ""); !maps.Equal(perNode, map[string]int64{"a1": 1, "a2": 1}) {
+		t.Errorf("together by zone, spread by node, 2 pods: %v, want one on each node of zone a", perNode)
+	}
+	placeOnNodes(t, nodes, togetherSpread, 3, "2 of its 3 pods fit")
 }
