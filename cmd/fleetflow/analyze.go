@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +24,7 @@ func newAnalyzeCommand() *cobra.Command {
 			"reserve for each. Without --ri the built-in ResourceInterfaces are used; with --ri only the given RI\n" +
 			"files are (Karta compatibility mode). The RI is chosen by the CR's group, version and kind.\n" +
 			"A file of several documents, or a List, is read object by object: objects no RI describes (a\n" +
-			"ConfigMap beside the CR) are skipped with a warning, and -o json prints one report per CR.",
+			"ConfigMap beside the CR) are skipped with a warning, and -o json prints an array of reports.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAnalyze(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), riFiles, args[0], output)
@@ -57,6 +58,7 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 		return err
 	}
 	analyzed := 0
+	var reports []karta.Report // -o json of several CRs prints them as one array
 	for _, parsed := range objects {
 		source := crFile
 		if len(objects) > 1 {
@@ -75,7 +77,9 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 		if fromFiles {
 			shown = ri.Source
 		}
-		if output == "json" {
+		if output == "json" && len(objects) > 1 {
+			reports = append(reports, karta.NewReport(analysis, shown))
+		} else if output == "json" {
 			err = karta.WriteJSON(w, analysis, shown)
 		} else {
 			if analyzed > 0 {
@@ -90,6 +94,14 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 	}
 	if analyzed == 0 {
 		return fmt.Errorf("%s: none of its %d objects is a kind a ResourceInterface describes", crFile, len(objects))
+	}
+	if reports != nil {
+		data, err := json.MarshalIndent(reports, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", data)
+		return err
 	}
 	return nil
 }

@@ -219,9 +219,10 @@ func TestAnalyzeTableNamesAGeneratedNameAndRoundsMixedMemory(t *testing.T) {
 	}
 }
 
-// TestAnalyzeReadsEveryObjectOfAStream: a file of several documents is analyzed CR by CR, objects of a kind no RI
-// describes skipped with a warning naming their line; a List is read item by item; "-" reads standard input;
-// and a stream with no CR at all is an error.
+// TestAnalyzeReadsEveryObjectOfAStream: a file of several documents is analyzed CR by CR (-o json prints an array
+// of reports then), objects of a kind no RI describes skipped with a warning naming their line; a List is read
+// item by item, a typed one (DeploymentList) giving its items their kind; "-" reads standard input; and a stream
+// with no CR at all is an error.
 func TestAnalyzeReadsEveryObjectOfAStream(t *testing.T) {
 	const configMap = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: ml}\ndata: {a: b}\n"
 	list := `{"apiVersion": "v1", "kind": "List", "items": [` +
@@ -237,6 +238,9 @@ func TestAnalyzeReadsEveryObjectOfAStream(t *testing.T) {
 			wantNames: []string{"demo", "other"}, wantWarning: "docs.yaml:1: no ResourceInterface for /v1, Kind=ConfigMap in the built-in ResourceInterfaces; skipped"},
 		{name: "a List", file: writeFile(t, "list.json", list), wantNames: []string{"first", "second"}},
 		{name: "standard input", file: "-", stdin: testRayCluster, wantNames: []string{"demo"}},
+		{name: "a typed list from the API, whose items leave their kind out", file: writeFile(t, "deployments.json",
+			`{"apiVersion": "apps/v1", "kind": "DeploymentList", "items": [{"metadata": {"name": "web", "namespace": "ml"},
+  "spec": {"template": {"spec": {"containers": [{"name": "web"}]}}}}]}`), wantNames: []string{"web"}},
 		{name: "no CR", file: writeFile(t, "cm.yaml", configMap+"---\n"+configMap), wantErr: "none of its 2 objects is a kind a ResourceInterface describes"},
 	}
 	for _, tt := range tests {
@@ -252,15 +256,21 @@ func TestAnalyzeReadsEveryObjectOfAStream(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			type report struct {
+				Name string `json:"name"`
+				Kind string `json:"kind"`
+			}
+			var reports []report
+			if err := json.Unmarshal(out.Bytes(), &reports); err != nil { // several CRs: an array
+				var one report
+				if err := json.Unmarshal(out.Bytes(), &one); err != nil {
+					t.Fatalf("output is neither a report nor an array of them: %v\n%s", err, out.String())
+				}
+				reports = []report{one}
+			}
 			var names []string
-			for decoder := json.NewDecoder(&out); decoder.More(); {
-				var report struct {
-					Name string `json:"name"`
-				}
-				if err := decoder.Decode(&report); err != nil {
-					t.Fatal(err)
-				}
-				names = append(names, report.Name)
+			for _, r := range reports {
+				names = append(names, r.Name)
 			}
 			if strings.Join(names, ",") != strings.Join(tt.wantNames, ",") {
 				t.Errorf("reports for %v, want %v", names, tt.wantNames)

@@ -171,6 +171,13 @@ func ParseObjects(data []byte, source string) ([]ParsedObject, error) {
 			if !ok {
 				return nil, fmt.Errorf("%s:%d: items[%d]: not an object", source, doc.startLine, n)
 			}
+			// A typed list from the API (DeploymentList) leaves its items' apiVersion and kind out: they are the list's.
+			if _, has := itemObj["kind"]; !has && kind != "List" {
+				itemObj["kind"] = strings.TrimSuffix(kind, "List")
+				if _, has := itemObj["apiVersion"]; !has {
+					itemObj["apiVersion"] = obj["apiVersion"]
+				}
+			}
 			found = append(found, ParsedObject{Object: itemObj, Line: doc.startLine})
 		}
 	}

@@ -42,7 +42,7 @@ func (p *packer) packConstrained(it item, key string) ([]ownedAssignment, string
 		targets, reason := togetherTargets(p.domainRoom(it, key, structs.SpreadConstraint{TopologyKey: affinityKeys[first],
 			TaintsHonored: true}), it.count, affinityKeys[first])
 		if reason != "" {
-			return nil, podOf(g.Component) + " fits no node: " + reason
+			return nil, podOf(g.Component) + ": " + reason
 		}
 		for d := range targets {
 			chosen[first] = d
@@ -175,7 +175,8 @@ func (p *packer) constrainedReason(it item, key string, placed int64) string {
 				TaintsHonored: true}), it.count, g.AffinityKeys[0])
 		}
 		if reason != "" {
-			return who + " fits no node: " + reason
+			// Each pod may fit a node: the set of them does not fit the constraint.
+			return who + ": " + reason
 		}
 	}
 	var keys []string
