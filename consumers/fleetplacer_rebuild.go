@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -145,20 +146,24 @@ func sourcesBehind(sources []*jetstream.StreamSourceInfo, originLast map[string]
 }
 
 func (p *Placer) rebuildOne(msg jetstream.Msg) {
-	p.rebuildFrom(msg, originSequence(msg.Headers().Get(streamSourceHeader)))
+	if event, payload, ok := decodeMessage(msg); ok {
+		p.rebuildFrom(msg, event, payload, originSequence(msg.Headers().Get(streamSourceHeader)))
+	}
 }
 
-// rebuildFrom applies one message read at rebuild, at seq, its sequence in the events stream (or, for a decision,
-// in the decisions stream); it reports whether it applied it.
-func (p *Placer) rebuildFrom(msg jetstream.Msg, seq uint64) bool {
+// decodeMessage is msg's event and payload; ok is false for a message that is no valid event.
+func decodeMessage(msg jetstream.Msg) (cloudevents.Event, schemas.Payload, bool) {
 	event, err := bus.Decode(msg.Headers(), msg.Data())
 	if err != nil {
-		return false
+		return event, nil, false
 	}
 	payload, err := schemas.DecodePayload(event)
-	if err != nil {
-		return false
-	}
+	return event, payload, err == nil
+}
+
+// rebuildFrom applies the event of msg, read at rebuild, at seq, its sequence in the events stream (or, for a
+// decision, in the decisions stream); it reports whether it applied it.
+func (p *Placer) rebuildFrom(msg jetstream.Msg, event cloudevents.Event, payload schemas.Payload, seq uint64) bool {
 	if seq == 0 {
 		return false
 	}
@@ -215,10 +220,14 @@ func (p *Placer) catchUpFromHistory(ctx context.Context, js jetstream.JetStream)
 				return
 			}
 			last = max(last, meta.Sequence.Stream)
-			if p.seen[msg.Subject()] == 0 && deletion(msg) {
+			event, payload, ok := decodeMessage(msg)
+			if !ok {
+				return
+			}
+			if _, deleted := payload.(*schemas.ObjectDeleted); deleted && p.seen[msg.Subject()] == 0 {
 				return // the state stream holds nothing of it: pruned once it was gone, as it should be
 			}
-			if p.rebuildFrom(msg, meta.Sequence.Stream) {
+			if p.rebuildFrom(msg, event, payload, meta.Sequence.Stream) {
 				applied++
 				p.log.Info("rebuild: the events stream holds a newer event than the state stream", "subject", msg.Subject(),
 					"sequence", meta.Sequence.Stream)
@@ -229,20 +238,6 @@ func (p *Placer) catchUpFromHistory(ctx context.Context, js jetstream.JetStream)
 	}
 	p.seq = last
 	return applied, nil
-}
-
-// deletion reports whether msg is the event of an object's deletion.
-func deletion(msg jetstream.Msg) bool {
-	event, err := bus.Decode(msg.Headers(), msg.Data())
-	if err != nil {
-		return false
-	}
-	payload, err := schemas.DecodePayload(event)
-	if err != nil {
-		return false
-	}
-	_, deleted := payload.(*schemas.ObjectDeleted)
-	return deleted
 }
 
 // setReplayFloor makes the placer skip the events the state stream has copied when the rebuild starts
