@@ -39,14 +39,12 @@ func (p *packer) packConstrained(it item, key string) ([]ownedAssignment, string
 		if i := slices.Index(affinityKeys, corev1.LabelHostname); i >= 0 {
 			first = i
 		}
-		targets, reason := togetherTargets(p.domainRoom(it, key, structs.SpreadConstraint{TopologyKey: affinityKeys[first],
+		domain, reason := togetherDomain(p.domainRoom(it, key, structs.SpreadConstraint{TopologyKey: affinityKeys[first],
 			TaintsHonored: true}), it.count, affinityKeys[first])
 		if reason != "" {
 			return nil, podOf(g.Component) + ": " + reason
 		}
-		for d := range targets {
-			chosen[first] = d
-		}
+		chosen[first] = domain
 	}
 	var nodes []nodeKey
 	for ci, ch := range p.c.Chunks {
@@ -160,7 +158,7 @@ func domainOf(n *structs.Node, key string) (string, bool) {
 }
 
 // constrainedReason says why only placed of the pods of it fit: for a single constraint, what bounds them (see
-// spreadTargets and togetherTargets); otherwise how many fit and under what. The capacity the failed attempt
+// spreadShortfall and togetherDomain); otherwise how many fit and under what. The capacity the failed attempt
 // took is read as it stands, which is what the reason describes.
 func (p *packer) constrainedReason(it item, key string, placed int64) string {
 	g := it.group
@@ -169,9 +167,9 @@ func (p *packer) constrainedReason(it item, key string, placed int64) string {
 		fresh := &packer{rt: p.rt, c: p.c, g: p.g, ownTotal: p.ownTotal}
 		var reason string
 		if len(g.SpreadConstraints) == 1 {
-			_, reason = spreadTargets(fresh.domainRoom(it, key, g.SpreadConstraints[0]), it.count, g.SpreadConstraints[0])
+			reason = spreadShortfall(fresh.domainRoom(it, key, g.SpreadConstraints[0]), it.count, g.SpreadConstraints[0])
 		} else {
-			_, reason = togetherTargets(fresh.domainRoom(it, key, structs.SpreadConstraint{TopologyKey: g.AffinityKeys[0],
+			_, reason = togetherDomain(fresh.domainRoom(it, key, structs.SpreadConstraint{TopologyKey: g.AffinityKeys[0],
 				TaintsHonored: true}), it.count, g.AffinityKeys[0])
 		}
 		if reason != "" {
@@ -190,28 +188,27 @@ func (p *packer) constrainedReason(it item, key string, placed int64) string {
 		who, placed, it.count, strings.Join(keys, " and "))
 }
 
-// togetherTargets puts all count pods in the first domain, by name, with room for them, or says how many the
-// roomiest holds.
-func togetherTargets(room map[string]int64, count int64, topologyKey string) (map[string]int64, string) {
+// togetherDomain is the first domain, by name, with room for all count pods, or says how many the roomiest holds.
+func togetherDomain(room map[string]int64, count int64, topologyKey string) (string, string) {
 	domains := make([]string, 0, len(room))
 	for value := range room {
 		domains = append(domains, value)
 	}
 	sort.Strings(domains)
 	if len(domains) == 0 {
-		return nil, fmt.Sprintf("no node it may use has the label %s, by which its required pod affinity to its own pods keeps "+
+		return "", fmt.Sprintf("no node it may use has the label %s, by which its required pod affinity to its own pods keeps "+
 			"them together", topologyKey)
 	}
 	roomiest := domains[0]
 	for _, d := range domains {
 		if room[d] >= count {
-			return map[string]int64{d: count}, ""
+			return d, ""
 		}
 		if room[d] > room[roomiest] {
 			roomiest = d
 		}
 	}
-	return nil, fmt.Sprintf("its required pod affinity to its own pods keeps all %d of them in one %s, and the roomiest, %s=%s, "+
+	return "", fmt.Sprintf("its required pod affinity to its own pods keeps all %d of them in one %s, and the roomiest, %s=%s, "+
 		"has room for %d", count, topologyKey, topologyKey, roomiest, room[roomiest])
 }
 
@@ -251,18 +248,17 @@ func inSpreadDomain(n *structs.Node, g *structs.PodGroup, c structs.SpreadConstr
 	return true
 }
 
-// spreadTargets spreads count pods over the domains of one constraint, each holding room of them at most: at the
-// lowest level L (every domain taking min(room, L)) that holds them all, the first domains by name take L and
-// the rest L-1, so no two differ by more than one but where room runs out. L may not pass the least room plus
-// maxSkew; when that holds fewer than count pods, the reason says what bounds them.
-func spreadTargets(room map[string]int64, count int64, c structs.SpreadConstraint) (map[string]int64, string) {
+// spreadShortfall says why not all count pods fit the domains of one constraint, each holding room of them at
+// most: none takes more than the least room of any domain plus maxSkew (the least counted as none below
+// minDomains), and those bounds may hold fewer than count. "" when they hold them all.
+func spreadShortfall(room map[string]int64, count int64, c structs.SpreadConstraint) string {
 	domains := make([]string, 0, len(room))
 	for value := range room {
 		domains = append(domains, value)
 	}
 	sort.Strings(domains)
 	if len(domains) == 0 {
-		return nil, fmt.Sprintf("no node it may use has the label %s its topologySpreadConstraint spreads over", c.TopologyKey)
+		return fmt.Sprintf("no node it may use has the label %s its topologySpreadConstraint spreads over", c.TopologyKey)
 	}
 	least := slices.MinFunc(domains, func(a, b string) int { return cmp.Compare(room[a], room[b]) })
 	floor := room[least]
@@ -270,37 +266,17 @@ func spreadTargets(room map[string]int64, count int64, c structs.SpreadConstrain
 		floor = 0
 	}
 	ceiling := floor + c.MaxSkew
-	// held is how many pods the domains hold at level L, counted no further than count.
-	held := func(level int64) int64 {
-		var total int64
-		for _, d := range domains {
-			if total += min(room[d], level); total >= count {
-				return count
-			}
-		}
-		return total
-	}
-	if most := held(ceiling); most < count {
-		bound := fmt.Sprintf("%s=%s has room for %d of them, so no other takes more than %d", c.TopologyKey, least, floor, ceiling)
-		if int64(len(domains)) < c.MinDomains {
-			bound = fmt.Sprintf("%d values of %s are fewer than its minDomains %d, so none takes more than %d",
-				len(domains), c.TopologyKey, c.MinDomains, ceiling)
-		}
-		return nil, fmt.Sprintf("%d of its %d pods fit under its topologySpreadConstraint on %s (maxSkew %d): %s",
-			most, count, c.TopologyKey, c.MaxSkew, bound)
-	}
-	level := sort.Search(int(min(ceiling, count)), func(l int) bool { return held(int64(l)+1) >= count }) + 1
-	targets := make(map[string]int64, len(domains))
-	extra := count
+	var most int64 // counted no further than count
 	for _, d := range domains {
-		targets[d] = min(room[d], int64(level-1))
-		extra -= targets[d]
-	}
-	for _, d := range domains {
-		if extra > 0 && room[d] >= int64(level) {
-			targets[d]++
-			extra--
+		if most += min(room[d], ceiling); most >= count {
+			return ""
 		}
 	}
-	return targets, ""
+	bound := fmt.Sprintf("%s=%s has room for %d of them, so no other takes more than %d", c.TopologyKey, least, floor, ceiling)
+	if int64(len(domains)) < c.MinDomains {
+		bound = fmt.Sprintf("%d values of %s are fewer than its minDomains %d, so none takes more than %d",
+			len(domains), c.TopologyKey, c.MinDomains, ceiling)
+	}
+	return fmt.Sprintf("%d of its %d pods fit under its topologySpreadConstraint on %s (maxSkew %d): %s",
+		most, count, c.TopologyKey, c.MaxSkew, bound)
 }
