@@ -18,6 +18,9 @@ const (
 	slotSize = 512
 )
 
+// empty clears slots; it is only read.
+var empty = make([]byte, slots*slotSize)
+
 // File records evaluations in progress in its slots, one write when each starts and one when it ends.
 type File struct {
 	f    *os.File
@@ -47,7 +50,7 @@ func Open(path string) (*File, []string, error) {
 			leftBehind = append(leftBehind, identity)
 		}
 	}
-	if _, err := f.WriteAt(make([]byte, slots*slotSize), 0); err != nil {
+	if _, err := f.WriteAt(empty, 0); err != nil {
 		_ = f.Close()
 		return nil, nil, fmt.Errorf("record of RI evaluations %s: %w", path, err)
 	}
@@ -99,7 +102,7 @@ func (g *File) Enter(identity string) (leave func()) {
 	copy(record, identity)
 	_, _ = g.f.WriteAt(record, int64(slot*slotSize))
 	return func() {
-		_, _ = g.f.WriteAt(make([]byte, slotSize), int64(slot*slotSize))
+		_, _ = g.f.WriteAt(empty[:slotSize], int64(slot*slotSize))
 		g.mu.Lock()
 		g.free = append(g.free, slot)
 		g.mu.Unlock()
@@ -109,7 +112,7 @@ func (g *File) Enter(identity string) (leave func()) {
 // Close empties the record and closes it: a process that stops cleanly leaves nothing behind, whatever its
 // goroutines were evaluating when it was told to stop.
 func (g *File) Close() error {
-	_, err := g.f.WriteAt(make([]byte, slots*slotSize), 0)
+	_, err := g.f.WriteAt(empty, 0)
 	if closeErr := g.f.Close(); err == nil {
 		err = closeErr
 	}
