@@ -153,7 +153,7 @@ func (p *ClusterProducer) apisLoop(ctx context.Context) {
 // kinds only once it has read them, and discovery before that would have every copy of those kinds reported
 // gone, and moved, while it still runs.
 func (p *ClusterProducer) publishAPIs(ctx context.Context, previous map[string][]string) (map[string][]string, error) {
-	if err := p.probe(ctx); err != nil {
+	if err := p.Clients.Ready(ctx); err != nil {
 		return nil, fmt.Errorf("the apiserver is not ready, so its discovery may lack kinds it serves: %w", err)
 	}
 	apis, byGV, err := DiscoverAPIs(p.Clients.Core.Discovery(), previous)

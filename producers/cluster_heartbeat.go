@@ -56,7 +56,7 @@ func (p *ClusterProducer) heartbeatLoop(ctx context.Context) {
 func (p *ClusterProducer) beat(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, max(p.Heartbeat, minBeatTimeout))
 	defer cancel()
-	if err := p.probe(ctx); err != nil {
+	if err := p.Clients.Ready(ctx); err != nil {
 		return err
 	}
 	now := time.Now().UTC()
@@ -69,6 +69,3 @@ func (p *ClusterProducer) beat(ctx context.Context) error {
 	_, err = p.Publisher.Publish(ctx, subject, event)
 	return err
 }
-
-// probe asks the apiserver's /readyz, which also checks its storage.
-func (p *ClusterProducer) probe(ctx context.Context) error { return p.Clients.Ready(ctx) }
