@@ -296,10 +296,7 @@ func TestDivideShareJudgesEachClustersPhase(t *testing.T) {
 	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "divided", &schemas.PlacementVerdict{
 		Workload: ref, Sequence: seq + 1000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "divide",
 		Clusters: []string{"cluster-a", "cluster-b"}, Replicas: map[string]int32{"cluster-a": 6, "cluster-b": 4}})
-	for cluster, ready := range map[string][2]int64{"cluster-a": {6, 6}, "cluster-b": {4, 2}} {
-		publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(cluster, ref), "share-"+cluster,
-			&schemas.WorkloadStatus{Cluster: cluster, Workload: ref, Status: map[string]any{"replicas": ready[0], "readyReplicas": ready[1]}})
-	}
+	publishShareStatuses(t, e, ref, "share-")
 	var a map[string]string
 	e2eenv.Eventually(t, e2eenv.Settle, "each cluster's phase judged against its share", func() bool {
 		a = e2eenv.Get(t, e.ControlPlane, deploymentKind, ref.Namespace, ref.Name).GetAnnotations()
@@ -450,10 +447,7 @@ func TestObjectNoPolicySelectsIsLeftAlone(t *testing.T) {
 func TestDivideShareStatusBeforeVerdict(t *testing.T) {
 	e := newEnv(t)
 	ref, epoch, seq := shownDeployment(t, e, "team-share-first")
-	for cluster, ready := range map[string][2]int64{"cluster-a": {6, 6}, "cluster-b": {4, 2}} {
-		publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(cluster, ref), "share-first-"+cluster,
-			&schemas.WorkloadStatus{Cluster: cluster, Workload: ref, Status: map[string]any{"replicas": ready[0], "readyReplicas": ready[1]}})
-	}
+	publishShareStatuses(t, e, ref, "share-first-")
 	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "divided-after", &schemas.PlacementVerdict{
 		Workload: ref, Sequence: seq + 1000, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "divide",
 		Clusters: []string{"cluster-a", "cluster-b"}, Replicas: map[string]int32{"cluster-a": 6, "cluster-b": 4}})
@@ -501,6 +495,16 @@ func TestNoPolicyVerdictNotShownStillOutranksAnOlderOne(t *testing.T) {
 }
 
 // deploymentStatus is the status of a Deployment's copy running replicas, ready of them.
+// publishShareStatuses publishes the statuses of the copies of a Deployment divided 6/4: cluster-a's 6 of 6 ready,
+// cluster-b's 2 of 4, with ids starting with prefix.
+func publishShareStatuses(t *testing.T, e *e2eenv.Env, ref schemas.ObjectRef, prefix string) {
+	t.Helper()
+	for cluster, ready := range map[string][2]int64{"cluster-a": {6, 6}, "cluster-b": {4, 2}} {
+		publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(cluster, ref), prefix+cluster,
+			&schemas.WorkloadStatus{Cluster: cluster, Workload: ref, Status: deploymentStatus(ready[0], ready[1])})
+	}
+}
+
 func deploymentStatus(replicas, ready int64) map[string]any {
 	return map[string]any{"replicas": replicas, "readyReplicas": ready}
 }
@@ -685,10 +689,7 @@ func TestUnschedulableSpreadForgetsEachCopyThatWent(t *testing.T) {
 func TestSpreadPlacedElsewhereDropsItsLeastPhase(t *testing.T) {
 	e := newEnv(t)
 	ref, epoch, seq := shownDeployment(t, e, "team-spread-to-one")
-	for cluster, ready := range map[string][2]int64{"cluster-a": {6, 6}, "cluster-b": {4, 2}} {
-		publishDelivery(t, e, schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject(cluster, ref), "to-one-"+cluster,
-			&schemas.WorkloadStatus{Cluster: cluster, Workload: ref, Status: deploymentStatus(ready[0], ready[1])})
-	}
+	publishShareStatuses(t, e, ref, "to-one-")
 	divided := func(id string, after uint64, reasons map[string]string) {
 		publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), id, &schemas.PlacementVerdict{
 			Workload: ref, Sequence: seq + after, Epoch: epoch, Status: schemas.VerdictPlaced, Policy: "divide", Reasons: reasons,
