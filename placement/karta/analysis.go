@@ -40,7 +40,10 @@ type Analysis struct {
 	// TotalRequests is the sum over Components of Pods × PodRequests.
 	TotalRequests corev1.ResourceList
 	GangGroups    []GangGroup
-	Status        Phase
+	// ExclusiveUnits are the sets of pods that each need a topology domain of their own (see
+	// AnnotationExclusiveTopology), nil when the RI says none.
+	ExclusiveUnits []ExclusiveUnit
+	Status         Phase
 }
 
 // ComponentInstance is one instance of one pod-bearing child component.

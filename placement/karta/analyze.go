@@ -121,6 +121,13 @@ func (c *Compiled) analyze(ev *evaluation) (*Analysis, error) {
 			a.Components = append(a.Components, instances...)
 		}
 	}
+	if c.exclusive != nil {
+		units, err := c.exclusiveUnits(ev, a.Components)
+		if err != nil {
+			return nil, err
+		}
+		a.ExclusiveUnits = units
+	}
 	for name, q := range a.TotalRequests {
 		if q.IsZero() {
 			delete(a.TotalRequests, name)

@@ -28,6 +28,8 @@ type Compiled struct {
 	components []*compiledComponent
 	status     *compiledStatus
 	gangGroups []GangGroup
+	// exclusive is the AnnotationExclusiveTopology expression, nil without one.
+	exclusive *program
 
 	// combined evaluates every path Analyze reads from the CR in one run; slots is its arity.
 	combined *gojq.Code
@@ -277,6 +279,9 @@ func Compile(ri *ResourceInterface, source string) (*Compiled, error) {
 		c.status = cp.statusDefinition(root.Name, root.StatusDefinition, true)
 	}
 	c.gangGroups = cp.gangGroups(ri.Spec.OptimizationInstructions, names)
+	if expr := ri.Annotations[AnnotationExclusiveTopology]; strings.TrimSpace(expr) != "" {
+		c.exclusive = cp.onCR(cp.jq("", exclusiveField, &expr))
+	}
 	if cp.err != nil {
 		return nil, cp.err
 	}

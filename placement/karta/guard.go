@@ -45,6 +45,8 @@ func identityOf(name string, ri *ResourceInterface) string {
 	if err != nil {
 		return name
 	}
+	// The exclusive-topology expression is evaluated as the spec's paths are.
+	spec = append(spec, ri.Annotations[AnnotationExclusiveTopology]...)
 	sum := sha256.Sum256(spec)
 	return name + "@" + hex.EncodeToString(sum[:8])
 }

@@ -26,7 +26,15 @@ type Report struct {
 	TotalPods         int64             `json:"totalPods"`
 	TotalRequests     map[string]string `json:"totalRequests"`
 	GangGroups        []GangReport      `json:"gangGroups"`
-	Status            Phase             `json:"status"`
+	// ExclusiveUnits are the sets of pods that each need a topology domain of their own; omitted when none.
+	ExclusiveUnits []ExclusiveUnitReport `json:"exclusiveUnits,omitempty"`
+	Status         Phase                 `json:"status"`
+}
+
+// ExclusiveUnitReport is one exclusive-topology unit: its pods by "component" or "component/instance".
+type ExclusiveUnitReport struct {
+	TopologyKey string           `json:"topologyKey"`
+	Pods        map[string]int64 `json:"pods"`
 }
 
 // ComponentReport is one component instance; counts are null when the RI's paths leave them unset.
@@ -104,6 +112,13 @@ func NewReport(a *Analysis, resourceInterface string) Report {
 		}
 		r.GangGroups = append(r.GangGroups, gr)
 	}
+	for _, u := range a.ExclusiveUnits {
+		ur := ExclusiveUnitReport{TopologyKey: u.TopologyKey, Pods: make(map[string]int64, len(u.Pods))}
+		for _, p := range u.Pods {
+			ur.Pods[unitName(p)] = p.Pods
+		}
+		r.ExclusiveUnits = append(r.ExclusiveUnits, ur)
+	}
 	return r
 }
 
@@ -149,6 +164,11 @@ func WriteTable(w io.Writer, a *Analysis, resourceInterface string) error {
 		quantity(a.TotalRequests, corev1.ResourceCPU), readableBytes(a.TotalRequests, corev1.ResourceMemory))
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, line := range exclusiveLines(a.ExclusiveUnits) {
+		if _, err := fmt.Fprintln(w, line); err != nil {
+			return err
+		}
 	}
 	if others := otherResources(a.TotalRequests); others != "" {
 		_, err := fmt.Fprintf(w, "other resources in total: %s\n", others)
@@ -225,4 +245,31 @@ func otherResources(rl corev1.ResourceList) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// exclusiveLines says what the exclusive units need, alike units on one line in first-seen order:
+// "3 units, each in a cloud.google.com/gke-nodepool of its own: leader 1 + worker 3".
+func exclusiveLines(units []ExclusiveUnit) []string {
+	var lines []string
+	var counts []int
+	seen := map[string]int{}
+	for _, u := range units {
+		key := u.TopologyKey + "\x00" + u.String()
+		if i, ok := seen[key]; ok {
+			counts[i]++
+			continue
+		}
+		seen[key] = len(lines)
+		lines = append(lines, key)
+		counts = append(counts, 1)
+	}
+	for i, key := range lines {
+		topologyKey, pods, _ := strings.Cut(key, "\x00")
+		noun := "unit"
+		if counts[i] > 1 {
+			noun = "units"
+		}
+		lines[i] = fmt.Sprintf("exclusive topology: %d %s, each in a %s of its own: %s", counts[i], noun, topologyKey, pods)
+	}
+	return lines
 }

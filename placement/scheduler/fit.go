@@ -36,6 +36,9 @@ type gang struct {
 	// cordonTolerant: some pod group tolerates node.kubernetes.io/unschedulable, so cordoned nodes, which the
 	// capacity summaries leave out, may take its pods and the summaries cannot bound it.
 	cordonTolerant bool
+	// units are the exclusive-topology units of the gang's workloads, packed before the items, whose counts
+	// leave their pods out.
+	units []gangUnit
 }
 
 // ownReservations collects what the given workloads hold, per cluster and node: their reservations, and what
@@ -106,7 +109,7 @@ func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
 			return c.totalReason(i, want, free)
 		}
 	}
-	for _, it := range g.items {
+	podFits := func(it item) string {
 		for i, want := range it.group.Request {
 			if want == 0 {
 				continue
@@ -119,6 +122,19 @@ func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
 				}
 				return podOf(it.group.Component) + " (" + name + " " + rt.Quantity(i, want) +
 					") fits no node: largest free " + rt.Quantity(i, largest) + " on " + cc.MaxFreeNode[i]
+			}
+		}
+		return ""
+	}
+	for _, it := range g.items {
+		if reason := podFits(it); reason != "" {
+			return reason
+		}
+	}
+	for _, u := range g.units {
+		for _, it := range u.pods {
+			if reason := podFits(it); reason != "" {
+				return reason
 			}
 		}
 	}
@@ -193,6 +209,14 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 			p.state(ci).own = true
 		}
 	}
+	var out []ownedAssignment
+	if len(p.g.units) > 0 {
+		assignments, reason := p.packUnits()
+		if reason != "" {
+			return nil, reason
+		}
+		out = assignments
+	}
 	items := p.g.items
 	if len(items) > 1 {
 		size := func(it item) float64 {
@@ -211,7 +235,6 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 		slices.SortStableFunc(items, func(a, b item) int { return cmp.Compare(size(b), size(a)) })
 	}
 
-	var out []ownedAssignment
 	for _, it := range items {
 		key := memoKey(it.group)
 		pos := nodeKey{}

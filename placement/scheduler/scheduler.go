@@ -324,18 +324,30 @@ func (f *clusterFilters) get(p *policy.Policy, apiKey string, capacities []*stru
 func newGang(rt *structs.ResourceTable, workloads []*structs.Workload) *gang {
 	g := &gang{demand: make(structs.Vector, rt.Len())}
 	for owner, wl := range workloads {
+		units, held := gangUnits(owner, wl)
+		g.units = append(g.units, units...)
 		for i := range wl.PodGroups {
 			pg := &wl.PodGroups[i]
 			if pg.Count == 0 {
 				continue
 			}
-			g.items = append(g.items, item{owner: owner, group: pg, count: pg.Count})
+			if count := pg.Count - heldBy(held, i); count > 0 {
+				g.items = append(g.items, item{owner: owner, group: pg, count: count})
+			}
 			// A pod bound by spec.nodeName skips the scheduler, so a cordon does not keep it off its node either.
 			g.cordonTolerant = g.cordonTolerant || toleratesCordon(pg.Tolerations) || pg.NodeName != ""
 			g.demand.AddInPlace(pg.Request, pg.Count)
 		}
 	}
 	return g
+}
+
+// heldBy is held[i], 0 past its end.
+func heldBy(held []int64, i int) int64 {
+	if i < len(held) {
+		return held[i]
+	}
+	return 0
 }
 
 // fit tries to fit the gang on one candidate; it returns the assignments or the reason it does not fit.

@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -488,6 +489,52 @@ func TestWorkloadAskingPastWhatIsCountedIsRefused(t *testing.T) {
 			}
 			if wl := s.Snapshot().Workload(structs.WorkloadID("kubeflow.org/v1", "PyTorchJob", "ml", "huge")); wl != nil {
 				t.Errorf("the refused workload was stored: %+v", wl)
+			}
+		})
+	}
+}
+
+// TestExclusiveUnitsByPodGroup: a workload's exclusive units refer to its pod groups by index, and units that
+// name pods the workload does not have are refused, naming the workload and the component.
+func TestExclusiveUnitsByPodGroup(t *testing.T) {
+	unit := func(pods ...karta.UnitPods) karta.ExclusiveUnit {
+		return karta.ExclusiveUnit{TopologyKey: "rack", Pods: pods}
+	}
+	cases := []struct {
+		name  string
+		units []karta.ExclusiveUnit
+		want  []structs.ExclusiveUnit
+		err   string
+	}{
+		{name: "two units", units: []karta.ExclusiveUnit{
+			unit(karta.UnitPods{Component: "leader", Pods: 1}, karta.UnitPods{Component: "worker", Instance: "a", Pods: 2}),
+			unit(karta.UnitPods{Component: "leader", Pods: 1}, karta.UnitPods{Component: "worker", Instance: "a", Pods: 2})},
+			want: []structs.ExclusiveUnit{
+				{TopologyKey: "rack", Pods: []structs.UnitPods{{Group: 0, Count: 1}, {Group: 1, Count: 2}}},
+				{TopologyKey: "rack", Pods: []structs.UnitPods{{Group: 0, Count: 1}, {Group: 1, Count: 2}}}}},
+		{name: "unknown component", units: []karta.ExclusiveUnit{unit(karta.UnitPods{Component: "worker", Pods: 1})},
+			err: `an exclusive-topology unit names 1 pods of "worker", which it does not have`},
+		{name: "more pods than the group", units: []karta.ExclusiveUnit{unit(karta.UnitPods{Component: "leader", Pods: 3})},
+			err: `its exclusive-topology units hold 3 pods of "leader", which has 2`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestStore(t)
+			wl, err := s.UpsertWorkload(2, structs.WorkloadInfo{Generation: 1, Analysis: &karta.Analysis{
+				APIVersion: "leaderworkerset.x-k8s.io/v1", Kind: "LeaderWorkerSet", Namespace: "ml", Name: "lws",
+				Components:     []karta.ComponentInstance{{Name: "leader", Pods: 2}, {Name: "worker", Instance: "a", Pods: 4}},
+				ExclusiveUnits: tc.units}})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), "LeaderWorkerSet/ml/lws") || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("UpsertWorkload error = %v, want one naming the workload and %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(wl.ExclusiveUnits, tc.want) {
+				t.Errorf("ExclusiveUnits = %+v, want %+v", wl.ExclusiveUnits, tc.want)
 			}
 		})
 	}

@@ -342,6 +342,9 @@ func (w *writeTxn) upsertWorkload(info structs.WorkloadInfo) (*structs.Workload,
 		}
 		wl.Demand.AddInPlace(req, c.Pods)
 	}
+	if err := exclusiveUnits(wl, a.ExclusiveUnits); err != nil {
+		return nil, err
+	}
 	raw, err := w.first(TableWorkloads, indexID, wl.ID)
 	if err != nil {
 		return nil, err
@@ -731,3 +734,37 @@ func constraintKey(c *karta.ComponentInstance, nodeName string) string {
 
 // unkeyedConstraints numbers constraint sets that could not be keyed, each a key of its own.
 var unkeyedConstraints atomic.Uint64
+
+// exclusiveUnits sets the workload's exclusive units from its analysis's, by pod group.
+func exclusiveUnits(wl *structs.Workload, units []karta.ExclusiveUnit) error {
+	if len(units) == 0 {
+		return nil
+	}
+	byName := make(map[string]int, len(wl.PodGroups))
+	for i, g := range wl.PodGroups {
+		byName[g.Component] = i
+	}
+	held := make([]int64, len(wl.PodGroups))
+	wl.ExclusiveUnits = make([]structs.ExclusiveUnit, 0, len(units))
+	for _, u := range units {
+		unit := structs.ExclusiveUnit{TopologyKey: u.TopologyKey, Pods: make([]structs.UnitPods, 0, len(u.Pods))}
+		for _, p := range u.Pods {
+			name := p.Component
+			if p.Instance != "" {
+				name += "/" + p.Instance
+			}
+			i, ok := byName[name]
+			if !ok || p.Pods <= 0 {
+				return fmt.Errorf("state: workload %s: an exclusive-topology unit names %d pods of %q, which it does not have",
+					wl.DisplayName(), p.Pods, name)
+			}
+			if held[i] += p.Pods; held[i] > wl.PodGroups[i].Count {
+				return fmt.Errorf("state: workload %s: its exclusive-topology units hold %d pods of %q, which has %d",
+					wl.DisplayName(), held[i], name, wl.PodGroups[i].Count)
+			}
+			unit.Pods = append(unit.Pods, structs.UnitPods{Group: i, Count: p.Pods})
+		}
+		wl.ExclusiveUnits = append(wl.ExclusiveUnits, unit)
+	}
+	return nil
+}

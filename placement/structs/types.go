@@ -172,8 +172,24 @@ type Workload struct {
 	// decision rewrites anyway, so a decision costs one write.
 	Reservation *Reservation
 	// Avoid maps clusters the workload is kept off to why (see WorkloadInfo.Avoid).
-	Avoid       map[string]string
-	ModifyIndex uint64
+	Avoid map[string]string
+	// ExclusiveUnits are sets of the workload's pods that each need a domain of their topology key to themselves
+	// (karta.ExclusiveUnit), nil when there are none.
+	ExclusiveUnits []ExclusiveUnit
+	ModifyIndex    uint64
+}
+
+// ExclusiveUnit is a set of pods of a workload that run together in one domain of TopologyKey (the nodes sharing a
+// value of the label) that no other of the workload's units with that key shares.
+type ExclusiveUnit struct {
+	TopologyKey string
+	Pods        []UnitPods
+}
+
+// UnitPods is Count pods of the workload's pod group PodGroups[Group] in an exclusive unit.
+type UnitPods struct {
+	Group int
+	Count int64
 }
 
 // DisplayName is "Kind/namespace/name", the name people read.

@@ -1,0 +1,230 @@
+package scheduler
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// gangUnit is an exclusive-topology unit of one of a gang's workloads (structs.ExclusiveUnit).
+type gangUnit struct {
+	owner int
+	key   string
+	pods  []item
+}
+
+// String renders the unit's pods as "leader 1 + worker 3".
+func (u gangUnit) String() string {
+	parts := make([]string, 0, len(u.pods))
+	for _, it := range u.pods {
+		parts = append(parts, fmt.Sprintf("%s %d", it.group.Component, it.count))
+	}
+	return strings.Join(parts, " + ")
+}
+
+// gangUnits returns the exclusive units of workload wl (the gang's owner-th), and how many pods of each of its
+// pod groups they hold: the group's items leave those out.
+func gangUnits(owner int, wl *structs.Workload) ([]gangUnit, []int64) {
+	if len(wl.ExclusiveUnits) == 0 {
+		return nil, nil
+	}
+	held := make([]int64, len(wl.PodGroups))
+	units := make([]gangUnit, 0, len(wl.ExclusiveUnits))
+	for _, u := range wl.ExclusiveUnits {
+		gu := gangUnit{owner: owner, key: u.TopologyKey}
+		for _, p := range u.Pods {
+			if p.Group < 0 || p.Group >= len(wl.PodGroups) || p.Count <= 0 {
+				continue
+			}
+			held[p.Group] += p.Count
+			gu.pods = append(gu.pods, item{owner: owner, group: &wl.PodGroups[p.Group], count: p.Count})
+		}
+		if len(gu.pods) > 0 {
+			units = append(units, gu)
+		}
+	}
+	return units, held
+}
+
+// domain is the nodes of a cluster that share one value of a topology key, in chunk order.
+type domain struct {
+	value string
+	nodes []nodeKey
+}
+
+// domainsOf lists the domains of topology key key among the cluster's nodes, by value.
+func (p *packer) domainsOf(key string) []domain {
+	index := map[string]int{}
+	var out []domain
+	for ci, ch := range p.c.Chunks {
+		for j, nc := range ch.Nodes {
+			value, ok := domainOf(nc.Node, key)
+			if !ok {
+				continue
+			}
+			i, seen := index[value]
+			if !seen {
+				i = len(out)
+				index[value] = i
+				out = append(out, domain{value: value})
+			}
+			out[i].nodes = append(out[i].nodes, nodeKey{ci, j})
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].value < out[b].value })
+	return out
+}
+
+// packUnits places each exclusive unit of the gang, before the rest of its pods, in a domain of the unit's key
+// that no other unit with that key uses, as the pod affinity and anti-affinity the workload's controller adds
+// keep it: in the first domain, by value, where all of the unit's pods fit. It returns the assignments, or why a
+// unit fits no domain left.
+func (p *packer) packUnits() ([]ownedAssignment, string) {
+	domainsByKey := map[string][]domain{}
+	taken := map[string]map[string]bool{}
+	var out []ownedAssignment
+	for ui, u := range p.g.units {
+		domains, ok := domainsByKey[u.key]
+		if !ok {
+			domains = p.domainsOf(u.key)
+			domainsByKey[u.key] = domains
+			taken[u.key] = map[string]bool{}
+		}
+		placed := false
+		for _, d := range domains {
+			if taken[u.key][d.value] {
+				continue
+			}
+			if assignments, ok := p.packUnitIn(u, d); ok {
+				out = append(out, assignments...)
+				taken[u.key][d.value] = true
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			return nil, p.unitReason(ui, u, domains)
+		}
+	}
+	return out, ""
+}
+
+// packUnitIn packs every pod of unit u onto the nodes of domain d, first fit, or takes back what it packed and
+// reports false when they do not all fit.
+func (p *packer) packUnitIn(u gangUnit, d domain) ([]ownedAssignment, bool) {
+	type taking struct {
+		at        nodeKey
+		req       structs.Vector
+		pods      int64
+		exclusive int // length of p.nodeExclusive[at] before the taking
+	}
+	var takings []taking
+	var out []ownedAssignment
+	undo := func() {
+		for i := len(takings) - 1; i >= 0; i-- {
+			t := takings[i]
+			p.take(t.at, t.req, -t.pods)
+			if p.nodeExclusive != nil {
+				p.nodeExclusive[t.at] = p.nodeExclusive[t.at][:t.exclusive]
+			}
+		}
+	}
+	for _, it := range u.pods {
+		g := it.group
+		key := memoKey(g)
+		remaining := it.count
+		for _, k := range d.nodes {
+			if remaining == 0 {
+				break
+			}
+			if !eligibilityOf(p.c.Chunks[k.chunk], g, key).mask[k.node] || !p.hasRoom(k, g) {
+				continue
+			}
+			n := p.roomFor(k, g, remaining)
+			t := taking{at: k, req: g.Request, pods: n}
+			if p.nodeExclusive != nil {
+				t.exclusive = len(p.nodeExclusive[k])
+			}
+			p.take(k, g.Request, n)
+			if len(g.NodeExclusive) > 0 {
+				if p.nodeExclusive == nil {
+					p.nodeExclusive = map[nodeKey][]string{}
+				}
+				p.nodeExclusive[k] = append(p.nodeExclusive[k], g.NodeExclusive...)
+			}
+			takings = append(takings, t)
+			remaining -= n
+			out = append(out, ownedAssignment{owner: it.owner, Assignment: structs.Assignment{Cluster: p.c.Name,
+				Node: p.c.Chunks[k.chunk].Nodes[k.node].Node.Name, Component: g.Component, Pods: n, PodRequest: g.Request}})
+		}
+		if remaining > 0 {
+			undo()
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// unitReason says why unit ui of the gang, u, fits no domain left: how many units did, and how many domains of its
+// key could hold it alone, with nothing else of the gang packed.
+func (p *packer) unitReason(ui int, u gangUnit, domains []domain) string {
+	total := 0
+	for _, other := range p.g.units {
+		if other.owner == u.owner && other.key == u.key {
+			total++
+		}
+	}
+	if len(domains) == 0 {
+		return fmt.Sprintf("its exclusive topology keeps each of its %d units (%s) in a %s of its own, and no node has the "+
+			"label %s", total, u, u.key, u.key)
+	}
+	roomy := 0
+	for _, d := range domains {
+		fresh := &packer{rt: p.rt, c: p.c, g: p.g, ownTotal: p.ownTotal}
+		if _, ok := fresh.packUnitIn(u, d); ok {
+			roomy++
+		}
+	}
+	placed := 0
+	for _, other := range p.g.units[:ui] {
+		if other.owner == u.owner && other.key == u.key {
+			placed++
+		}
+	}
+	return fmt.Sprintf("its exclusive topology keeps each of its %d units (%s) in a %s of its own: %s of %s on the "+
+		"cluster's nodes %s room for one, and %s before this one", total, u, u.key,
+		countOf(roomy, len(domains)), u.key, hasOrHave(roomy, len(domains)), fitted(placed))
+}
+
+// countOf reads "1 of the 2 values" or "the 1 value" (n of all).
+func countOf(n, all int) string {
+	if all == 1 {
+		if n == 1 {
+			return "the 1 value"
+		}
+		return "none of the 1 value"
+	}
+	return fmt.Sprintf("%d of the %d values", n, all)
+}
+
+// hasOrHave agrees with countOf.
+func hasOrHave(n, all int) string {
+	if all == 1 {
+		return "has"
+	}
+	return "have"
+}
+
+// fitted reads "no unit fitted", "1 unit fitted" or "2 units fitted".
+func fitted(n int) string {
+	switch n {
+	case 0:
+		return "no unit fitted"
+	case 1:
+		return "1 unit fitted"
+	default:
+		return fmt.Sprintf("%d units fitted", n)
+	}
+}

@@ -1,0 +1,169 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/placementtest"
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+const poolKey = "cloud.google.com/gke-nodepool"
+
+// pool is a node pool of an exclusive-topology test: nodes nodes of gpus GPUs each, labelled with the pool's
+// name unless unlabelled.
+type pool struct {
+	name       string
+	nodes      int
+	gpus       string
+	unlabelled bool
+}
+
+// addPools adds the nodes of each pool to cluster, and returns the pool of each node by name.
+func addPools(h *placementtest.Harness, cluster string, pools []pool) map[string]string {
+	poolOf := map[string]string{}
+	for _, p := range pools {
+		labels := map[string]string{poolKey: p.name}
+		if p.unlabelled {
+			labels = nil
+		}
+		prefix := cluster + "-" + p.name
+		h.AddNodes(cluster, placementtest.NodeSpec{Prefix: prefix, Count: p.nodes, Labels: labels,
+			Allocatable: res("cpu", "64", "memory", "512Gi", "nvidia.com/gpu", p.gpus)})
+		for i := range max(1, p.nodes) {
+			name := prefix
+			if p.nodes > 1 {
+				name = fmt.Sprintf("%s-%d", prefix, i)
+			}
+			poolOf[name] = p.name
+		}
+	}
+	return poolOf
+}
+
+// leaderWorkerSet is the analysis of a LeaderWorkerSet of groups groups of size 1-GPU pods, each group in a pool
+// of its own.
+func leaderWorkerSet(groups, size int64) *karta.Analysis {
+	a := placementtest.Workload("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet", "ml", "lws").
+		Component("leader", groups, res("nvidia.com/gpu", "1")).
+		Component("worker", groups*(size-1), res("nvidia.com/gpu", "1")).Obj()
+	for range groups {
+		a.ExclusiveUnits = append(a.ExclusiveUnits, karta.ExclusiveUnit{TopologyKey: poolKey, Pods: []karta.UnitPods{
+			{Component: "leader", Pods: 1}, {Component: "worker", Pods: size - 1}}})
+	}
+	return a
+}
+
+func TestExclusiveTopologyUnits(t *testing.T) {
+	tests := []struct {
+		name   string
+		pools  []pool
+		reason string // "" when the workload must be placed
+	}{
+		{name: "a pool per group", pools: []pool{{name: "a", nodes: 1, gpus: "4"}, {name: "b", nodes: 2, gpus: "2"}, {name: "c", nodes: 1, gpus: "8"}}},
+		{name: "a spare pool too small", pools: []pool{{name: "a", nodes: 1, gpus: "2"}, {name: "b", nodes: 1, gpus: "4"},
+			{name: "c", nodes: 1, gpus: "4"}, {name: "d", nodes: 1, gpus: "4"}}},
+		{name: "two roomy pools for three groups", pools: []pool{{name: "a", nodes: 2, gpus: "8"}, {name: "b", nodes: 2, gpus: "8"}},
+			reason: "its exclusive topology keeps each of its 3 units (leader 1 + worker 3) in a " + poolKey +
+				" of its own: 2 of the 2 values of " + poolKey + " on the cluster's nodes have room for one, and 2 units fitted before this one"},
+		{name: "one pool too small", pools: []pool{{name: "a", nodes: 1, gpus: "4"}, {name: "b", nodes: 1, gpus: "3"}, {name: "c", nodes: 1, gpus: "8"}},
+			reason: "2 of the 3 values of " + poolKey + " on the cluster's nodes have room for one"},
+		{name: "no node in a pool", pools: []pool{{name: "a", nodes: 4, gpus: "8", unlabelled: true}},
+			reason: "in a " + poolKey + " of its own, and no node has the label " + poolKey},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("c1")
+			poolOf := addPools(h, "c1", tt.pools)
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			d := h.Place(h.AddWorkload(leaderWorkerSet(3, 4), nil))
+			if tt.reason != "" {
+				if d.Status != structs.StatusUnschedulable || !strings.Contains(d.Reasons["c1"], tt.reason) {
+					t.Fatalf("decision %s (reasons %v), want unschedulable saying %q", d.Status, d.Reasons, tt.reason)
+				}
+				return
+			}
+			if d.Status != structs.StatusPlaced {
+				t.Fatalf("decision %s (reasons %v), want placed", d.Status, d.Reasons)
+			}
+			// Each pool used holds one whole group: its leader and its three workers.
+			perPool := map[string]map[string]int64{}
+			for _, a := range d.Assignments {
+				p := poolOf[a.Node]
+				if perPool[p] == nil {
+					perPool[p] = map[string]int64{}
+				}
+				perPool[p][a.Component] += a.Pods
+			}
+			if len(perPool) != 3 {
+				t.Fatalf("groups went to pools %v, want three pools", slices.Sorted(maps.Keys(perPool)))
+			}
+			for p, pods := range perPool {
+				if pods["leader"] != 1 || pods["worker"] != 3 {
+					t.Errorf("pool %s holds %v, want one group: leader 1 and worker 3", p, pods)
+				}
+			}
+		})
+	}
+}
+
+// TestExclusiveTopologyChoosesCluster: a cluster with more GPUs free but too few pools loses to one with a pool for
+// every group, and a workload without the annotation's units goes where the GPUs are.
+func TestExclusiveTopologyChoosesCluster(t *testing.T) {
+	for _, exclusive := range []bool{true, false} {
+		t.Run(fmt.Sprintf("exclusive=%v", exclusive), func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("big")
+			addPools(h, "big", []pool{{name: "a", nodes: 4, gpus: "8"}})
+			h.AddCluster("pooled")
+			addPools(h, "pooled", []pool{{name: "a", nodes: 1, gpus: "4"}, {name: "b", nodes: 1, gpus: "4"}})
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{Scoring: v1alpha1.ScoringSpread}))
+			lws := leaderWorkerSet(2, 4)
+			want := "pooled"
+			if !exclusive {
+				lws.ExclusiveUnits, want = nil, "big"
+			}
+			d := h.Place(h.AddWorkload(lws, nil))
+			if d.Status != structs.StatusPlaced || !slices.Equal(d.Clusters, []string{want}) {
+				t.Fatalf("decision %s on %v (reasons %v), want placed on %s", d.Status, d.Clusters, d.Reasons, want)
+			}
+			if exclusive && !strings.Contains(d.Reasons["big"], "exclusive topology") {
+				t.Errorf("reason for big = %q, want it to name the exclusive topology", d.Reasons["big"])
+			}
+		})
+	}
+}
+
+// TestExclusiveTopologyGivesBackWhatAFailedPoolTook: a unit tried on a pool too small for it takes nothing there,
+// so the workload's pods outside units still fit that pool.
+func TestExclusiveTopologyGivesBackWhatAFailedPoolTook(t *testing.T) {
+	h := placementtest.NewHarness(t)
+	h.AddCluster("c1")
+	poolOf := addPools(h, "c1", []pool{{name: "a", nodes: 1, gpus: "3"}, {name: "b", nodes: 1, gpus: "4"}, {name: "c", nodes: 1, gpus: "4"}})
+	h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+	js := placementtest.Workload("jobset.x-k8s.io/v1alpha2", "JobSet", "ml", "js").
+		Component("workers", 8, res("nvidia.com/gpu", "1")).
+		Component("driver", 3, res("nvidia.com/gpu", "1")).Obj()
+	for range 2 {
+		js.ExclusiveUnits = append(js.ExclusiveUnits, karta.ExclusiveUnit{TopologyKey: poolKey,
+			Pods: []karta.UnitPods{{Component: "workers", Pods: 4}}})
+	}
+	d := h.Place(h.AddWorkload(js, nil))
+	if d.Status != structs.StatusPlaced {
+		t.Fatalf("decision %s (reasons %v), want placed", d.Status, d.Reasons)
+	}
+	perPool := map[string]string{}
+	for _, a := range d.Assignments {
+		perPool[poolOf[a.Node]] += fmt.Sprintf("%s %d;", a.Component, a.Pods)
+	}
+	want := map[string]string{"a": "driver 3;", "b": "workers 4;", "c": "workers 4;"}
+	if !maps.Equal(perPool, want) {
+		t.Errorf("pods per pool = %v, want %v", perPool, want)
+	}
+}
