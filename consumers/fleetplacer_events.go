@@ -436,7 +436,21 @@ func (p *Placer) syncCluster(c *clusterEntry) error {
 		apis[api] = struct{}{}
 	}
 	return p.store.UpsertCluster(p.seq, &structs.Cluster{Name: c.name, Labels: c.labels, Taints: c.taints,
-		Invalid: c.invalid, Ready: c.ready, APIs: apis})
+		Invalid: c.invalid, Ready: c.ready, NotReady: p.notReady(c), APIs: apis})
+}
+
+// notReady says why a cluster is not Ready, in words that stay the same until it is again, since a verdict is
+// published again when its reasons change.
+func (p *Placer) notReady(c *clusterEntry) string {
+	switch {
+	case c.ready:
+		return ""
+	case c.lastHeartbeat.IsZero():
+		return "its producer has sent no heartbeat yet (the Cluster's Joined condition says whether fleetflow reaches it)"
+	default:
+		return fmt.Sprintf("its producer has sent no heartbeat since %s (timeout %s)",
+			c.lastHeartbeat.UTC().Format(time.RFC3339), p.config.HeartbeatTimeout)
+	}
 }
 
 func (p *Placer) fresh(c *clusterEntry) bool {

@@ -251,6 +251,11 @@ func TestSilentClusterFailsOverOnTick(t *testing.T) {
 	if len(verdicts) < 2 || !equal(verdicts[len(verdicts)-1].Clusters, []string{"west"}) {
 		t.Fatalf("verdicts = %+v, want a last one placing the workload on west", verdicts)
 	}
+	// The reason says since when east has been silent, in words that stay the same at the next ticks.
+	reason := verdicts[len(verdicts)-1].Reasons["east"]
+	if !strings.HasPrefix(reason, "is not Ready: its producer has sent no heartbeat since ") || !strings.HasSuffix(reason, "(timeout 10s)") {
+		t.Errorf("reason for east = %q, want it to say since when it sent no heartbeat, and the timeout", reason)
+	}
 }
 
 // TestHeartbeatFromAClockRunningAheadCountsAsOfItsStoring: a heartbeat stamped later than the stream stored it

@@ -230,7 +230,11 @@ func judgeCluster(p *policy.Policy, apiKey string, cl *structs.Cluster) clusterV
 		return clusterVerdict{before: &rejection{structs.RejectSelector, "is in no tier of the policy's orderedClusterSelector"}}
 	}
 	if !cl.Ready {
-		return clusterVerdict{before: &rejection{structs.RejectNotReady, "is not Ready"}}
+		reason := "is not Ready"
+		if cl.NotReady != "" {
+			reason += ": " + cl.NotReady
+		}
+		return clusterVerdict{before: &rejection{structs.RejectNotReady, reason}}
 	}
 	taintRejection := func(t *corev1.Taint) *rejection {
 		return &rejection{structs.RejectTaint, "has taint " + taintString(t.Key, t.Value, string(t.Effect)) +

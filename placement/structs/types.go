@@ -25,6 +25,8 @@ type Cluster struct {
 	Labels map[string]string
 	Taints []corev1.Taint
 	Ready  bool
+	// NotReady says why a cluster is not Ready ("has sent no heartbeat since ..."), "" when it is or nobody said.
+	NotReady string
 	// Invalid says why the Cluster object is invalid (a taint an older CRD let in), "" when it is not. Such a
 	// cluster takes no new workloads, and those on it stay, as under an untolerated NoSchedule taint: what the
 	// misspelt taint was meant to do is unknown, and ignoring it placed what it was meant to keep off.
