@@ -89,6 +89,8 @@ type NodeSpec struct {
 	Allocatable   corev1.ResourceList
 	Requested     corev1.ResourceList
 	Unschedulable bool
+	// PodsByWorkload counts the pods of placed workloads running on each node, by structs.WorkloadLabelValue.
+	PodsByWorkload map[string]int64
 }
 
 // AddNodes adds nodes to a cluster.
@@ -101,7 +103,8 @@ func (h *Harness) AddNodes(cluster string, spec NodeSpec) {
 			name = fmt.Sprintf("%s-%d", spec.Prefix, i)
 		}
 		infos = append(infos, structs.NodeInfo{Cluster: cluster, Name: name, Labels: spec.Labels, Taints: spec.Taints,
-			Unschedulable: spec.Unschedulable, Allocatable: spec.Allocatable, Requested: spec.Requested})
+			Unschedulable: spec.Unschedulable, Allocatable: spec.Allocatable, Requested: spec.Requested,
+			PodsByWorkload: spec.PodsByWorkload})
 	}
 	if err := h.Store.UpsertNodes(h.NextSeq(), infos...); err != nil {
 		h.T.Fatalf("add nodes to %s: %v", cluster, err)

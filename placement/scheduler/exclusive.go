@@ -10,9 +10,10 @@ import (
 
 // gangUnit is an exclusive-topology unit of one of a gang's workloads (structs.ExclusiveUnit).
 type gangUnit struct {
-	owner int
-	key   string
-	pods  []item
+	owner    int
+	workload *structs.Workload
+	key      string
+	pods     []item
 }
 
 // String renders the unit's pods as "leader 1 + worker 3".
@@ -33,7 +34,7 @@ func gangUnits(owner int, wl *structs.Workload) ([]gangUnit, []int64) {
 	held := make([]int64, len(wl.PodGroups))
 	units := make([]gangUnit, 0, len(wl.ExclusiveUnits))
 	for _, u := range wl.ExclusiveUnits {
-		gu := gangUnit{owner: owner, key: u.TopologyKey}
+		gu := gangUnit{owner: owner, workload: wl, key: u.TopologyKey}
 		for _, p := range u.Pods {
 			if p.Group < 0 || p.Group >= len(wl.PodGroups) || p.Count <= 0 {
 				continue
@@ -92,9 +93,10 @@ func (p *packer) packUnits() ([]ownedAssignment, string) {
 			domainsByKey[u.key] = domains
 			taken[u.key] = map[string]bool{}
 		}
+		held := p.held[heldKey{owner: u.owner, key: u.key}]
 		placed := false
 		for _, d := range domains {
-			if taken[u.key][d.value] {
+			if taken[u.key][d.value] || held[d.value] {
 				continue
 			}
 			if assignments, ok := p.packUnitIn(u, d); ok {
@@ -105,7 +107,7 @@ func (p *packer) packUnits() ([]ownedAssignment, string) {
 			}
 		}
 		if !placed {
-			return nil, p.unitReason(ui, u, domains)
+			return nil, p.unitReason(ui, u, domains, held)
 		}
 	}
 	return out, ""
@@ -169,7 +171,7 @@ func (p *packer) packUnitIn(u gangUnit, d domain) ([]ownedAssignment, bool) {
 
 // unitReason says why unit ui of the gang, u, fits no domain left: how many units did, and how many domains of its
 // key could hold it alone, with nothing else of the gang packed.
-func (p *packer) unitReason(ui int, u gangUnit, domains []domain) string {
+func (p *packer) unitReason(ui int, u gangUnit, domains []domain, held map[string]bool) string {
 	total := 0
 	for _, other := range p.g.units {
 		if other.owner == u.owner && other.key == u.key {
@@ -180,11 +182,14 @@ func (p *packer) unitReason(ui int, u gangUnit, domains []domain) string {
 		return fmt.Sprintf("its exclusive topology keeps each of its %d units (%s) in a %s of its own, and no node has the "+
 			"label %s", total, u, u.key, u.key)
 	}
-	roomy := 0
+	roomy, roomyHeld := 0, 0
 	for _, d := range domains {
 		fresh := &packer{rt: p.rt, c: p.c, g: p.g, ownTotal: p.ownTotal}
 		if _, ok := fresh.packUnitIn(u, d); ok {
 			roomy++
+			if held[d.value] {
+				roomyHeld++
+			}
 		}
 	}
 	placed := 0
@@ -193,9 +198,73 @@ func (p *packer) unitReason(ui int, u gangUnit, domains []domain) string {
 			placed++
 		}
 	}
+	others := ""
+	if roomyHeld > 0 {
+		others = fmt.Sprintf(" (%d of them held by other %ss of namespace %s, whose pods its controller keeps apart)",
+			roomyHeld, u.workload.Kind, u.workload.Namespace)
+	}
 	return fmt.Sprintf("its exclusive topology keeps each of its %d units (%s) in a %s of its own: %s of %s on the "+
-		"cluster's nodes %s room for one, and %s before this one", total, u, u.key,
-		countOf(roomy, len(domains)), u.key, hasOrHave(roomy, len(domains)), fitted(placed))
+		"cluster's nodes %s room for one%s, and %s before this one", total, u, u.key,
+		countOf(roomy, len(domains)), u.key, hasOrHave(roomy, len(domains)), others, fitted(placed))
+}
+
+// heldKey names the domains of one topology key that a gang's owner-th workload may not use.
+type heldKey struct {
+	owner int
+	key   string
+}
+
+// domainsHeld returns, for the exclusive units of gang g, the domains of their key on cluster cc where other
+// workloads of the same kind in the same namespace run pods or hold a reservation. The controllers' pod
+// anti-affinity keeps a unit out of them: it is to every pod of the kind in the namespace (LeaderWorkerSet's
+// group-key and JobSet's job-key labels, which all their pods carry), exclusive or not. Only gangs with units
+// pay for the walk.
+func (c *cycle) domainsHeld(cc *structs.ClusterCapacity, g *gang) map[heldKey]map[string]bool {
+	own := map[string]bool{}
+	for _, u := range g.units {
+		own[u.workload.ID] = true
+	}
+	out := map[heldKey]map[string]bool{}
+	var others []*structs.Workload
+	for _, u := range g.units {
+		hk := heldKey{owner: u.owner, key: u.key}
+		if _, done := out[hk]; done {
+			continue
+		}
+		held := map[string]bool{}
+		out[hk] = held
+		if others == nil {
+			others = c.st.WorkloadsOn(cc.Name)
+		}
+		for _, w := range others {
+			if own[w.ID] || w.Group != u.workload.Group || w.Kind != u.workload.Kind || w.Namespace != u.workload.Namespace {
+				continue
+			}
+			label := structs.WorkloadLabelValue(w.ID)
+			for _, ch := range cc.Chunks {
+				for _, nc := range ch.Nodes {
+					if nc.Node.PodsByWorkload[label] > 0 {
+						if value, ok := domainOf(nc.Node, u.key); ok {
+							held[value] = true
+						}
+					}
+				}
+			}
+			for _, r := range c.st.ReservationsOf(w.ID) {
+				for _, nr := range r.Nodes {
+					if nr.Cluster != cc.Name {
+						continue
+					}
+					if nc := cc.Node(nr.Node); nc != nil {
+						if value, ok := domainOf(nc.Node, u.key); ok {
+							held[value] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 // countOf reads "1 of the 2 values" or "the 1 value" (n of all).

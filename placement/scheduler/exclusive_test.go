@@ -167,3 +167,61 @@ func TestExclusiveTopologyGivesBackWhatAFailedPoolTook(t *testing.T) {
 		t.Errorf("pods per pool = %v, want %v", perPool, want)
 	}
 }
+
+// TestExclusiveTopologyKeepsOutOfOtherWorkloadsDomains: the controller's anti-affinity is to every pod of its kind
+// in the namespace, so a pool that another LeaderWorkerSet of the namespace holds (reserved, or running its pods)
+// takes no group of a new one; a LeaderWorkerSet of another namespace may share it.
+func TestExclusiveTopologyKeepsOutOfOtherWorkloadsDomains(t *testing.T) {
+	lwsIn := func(namespace, name string, groups int64) *karta.Analysis {
+		a := leaderWorkerSet(groups, 2)
+		a.Namespace, a.Name = namespace, name
+		return a
+	}
+	tests := []struct {
+		name      string
+		namespace string
+		running   bool // the first LWS's pods run (reported on their nodes) instead of being reserved
+		reason    string
+	}{
+		{name: "reserved by another of the namespace", namespace: "ml",
+			reason: "the 3 values of " + poolKey + " on the cluster's nodes have room for one (2 of them held by other LeaderWorkerSets of namespace ml"},
+		{name: "running pods of another of the namespace", namespace: "ml", running: true,
+			reason: "(2 of them held by other LeaderWorkerSets of namespace ml"},
+		{name: "another namespace", namespace: "other"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("c1")
+			pools := []pool{{name: "a", nodes: 1, gpus: "8"}, {name: "b", nodes: 1, gpus: "8"}, {name: "c", nodes: 1, gpus: "8"}}
+			addPools(h, "c1", pools)
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			firstID := h.AddWorkload(lwsIn("ml", "first", 2), nil)
+			if d := h.Place(firstID); d.Status != structs.StatusPlaced {
+				t.Fatalf("first LWS: %s (%v)", d.Status, d.Reasons)
+			}
+			if tt.running {
+				// Its pods run on the pools' first nodes, and the reservation is gone once they are reported.
+				label := structs.WorkloadLabelValue(firstID)
+				for _, p := range pools[:2] {
+					h.AddNodes("c1", placementtest.NodeSpec{Prefix: "c1-" + p.name, Labels: map[string]string{poolKey: p.name},
+						Allocatable: res("cpu", "64", "memory", "512Gi", "nvidia.com/gpu", p.gpus), Requested: res("nvidia.com/gpu", "2"),
+						PodsByWorkload: map[string]int64{label: 2}})
+				}
+				if n := len(h.Store.Snapshot().ReservationsOf(firstID)); n != 0 {
+					t.Fatalf("first LWS still holds %d reservations once its pods are reported", n)
+				}
+			}
+			d := h.Place(h.AddWorkload(lwsIn(tt.namespace, "second", 2), nil))
+			if tt.reason == "" {
+				if d.Status != structs.StatusPlaced {
+					t.Fatalf("second LWS: %s (%v), want placed", d.Status, d.Reasons)
+				}
+				return
+			}
+			if d.Status != structs.StatusUnschedulable || !strings.Contains(d.Reasons["c1"], tt.reason) {
+				t.Fatalf("second LWS: %s (%v), want unschedulable saying %q", d.Status, d.Reasons, tt.reason)
+			}
+		})
+	}
+}

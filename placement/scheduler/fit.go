@@ -179,6 +179,9 @@ type packer struct {
 	chunks []chunkState
 	// nodeExclusive holds what the gang's pods placed so far hold on each node alone (PodGroup.NodeExclusive).
 	nodeExclusive map[nodeKey][]string
+	// held is, per exclusive unit's workload and key, the domains other workloads keep its units out of
+	// (cycle.domainsHeld).
+	held map[heldKey]map[string]bool
 }
 
 // chunkState is what a packer changed in one chunk.

@@ -360,6 +360,9 @@ func (c *cycle) fit(cand candidate, g *gang) ([]ownedAssignment, string) {
 		return nil, reason
 	}
 	p := &packer{rt: c.rt, c: cand.capacity, g: g}
+	if len(g.units) > 0 {
+		p.held = c.domainsHeld(cand.capacity, g)
+	}
 	return p.pack()
 }
 
