@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
@@ -110,8 +111,15 @@ type ConsumeLoop struct {
 	GiveUp GiveUpFunc
 	Log    *slog.Logger
 
+	// StallAfter is how long one handling or flush may run before the process's liveness check fails
+	// (default 5 min): a handler that never returns (a call that hangs with no deadline) stops the consumer for
+	// good, and only a restart frees it.
+	StallAfter time.Duration
+
 	// name labels the loop's metrics: the consumer's durable name.
 	name string
+	// busySince is when the handling or flush in progress started (Unix nanoseconds), 0 when none is.
+	busySince atomic.Int64
 	// closed says why the iterator closed while the loop was running; set by the goroutine that reads it.
 	closed error
 }
@@ -133,6 +141,7 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 		return fmt.Errorf("start consuming: %w", err)
 	}
 	defer observe.WatchConsumer(l.name, l.Consumer)()
+	defer observe.AddLiveness("consumer "+l.name, l.stalled)()
 	stopped := make(chan struct{})
 	defer close(stopped)
 	go func() {
@@ -302,7 +311,9 @@ func (l *ConsumeLoop) process(ctx context.Context, m decodedMsg, batch []handled
 	}
 	msg, d := m.msg, m.d
 	started := time.Now()
+	l.busySince.Store(started.UnixNano())
 	err := l.handleSafely(ctx, d)
+	l.busySince.Store(0)
 	observe.EventHandleSeconds.WithLabelValues(l.name).Observe(time.Since(started).Seconds())
 	if err == nil {
 		observe.EventsHandled.WithLabelValues(l.name, d.Event.Type(), "ok").Inc()
@@ -333,7 +344,10 @@ func (l *ConsumeLoop) flush(ctx context.Context, batch []handledMsg) []handledMs
 	if len(batch) == 0 {
 		return batch
 	}
-	if err := l.Flush(ctx); err != nil {
+	l.busySince.Store(time.Now().UnixNano())
+	err := l.Flush(ctx)
+	l.busySince.Store(0)
+	if err != nil {
 		for _, h := range batch {
 			l.settleFailed(ctx, h.msg, h.d, fmt.Errorf("flush after handling: %w", err))
 		}
@@ -370,6 +384,27 @@ func (l *ConsumeLoop) settleFailed(ctx context.Context, msg jetstream.Msg, d Del
 		}
 	}
 }
+
+// stalled is the loop's liveness check: it fails while one handling or flush has run longer than StallAfter.
+func (l *ConsumeLoop) stalled() error {
+	since := l.busySince.Load()
+	if since == 0 {
+		return nil
+	}
+	limit := l.StallAfter
+	if limit <= 0 {
+		limit = defaultStallAfter
+	}
+	if busy := time.Since(time.Unix(0, since)); busy > limit {
+		return fmt.Errorf("one event's handling (or the flush of a batch) has run for %s, longer than %s: the consumer "+
+			"is stuck", busy.Round(time.Second), limit)
+	}
+	return nil
+}
+
+// defaultStallAfter is ConsumeLoop.StallAfter's default: far beyond any handling that makes progress (the
+// placer's cycle takes milliseconds, an applier's call to an apiserver seconds).
+const defaultStallAfter = 5 * time.Minute
 
 func (l *ConsumeLoop) handleSafely(ctx context.Context, d Delivery) (err error) {
 	defer func() {
