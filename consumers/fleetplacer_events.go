@@ -21,6 +21,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/jsondec"
 	"github.com/fleetflow/fleetflow/internal/jsonenc"
+	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
@@ -1157,7 +1158,35 @@ func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
 			return err
 		}
 	}
+	p.countFleet()
 	return nil
+}
+
+// countFleet sets the fleet gauges (observe.FleetWorkloads, observe.FleetClusters) at each tick, from the placer's
+// goroutine, so a scrape reads numbers rather than the placer's state.
+func (p *Placer) countFleet() {
+	var ready, notReady float64
+	for _, c := range p.clusters {
+		switch {
+		case !c.registered:
+		case c.ready:
+			ready++
+		default:
+			notReady++
+		}
+	}
+	var placed, unplaced float64
+	for _, wl := range p.store.Snapshot().Workloads() {
+		if wl.Placement != nil {
+			placed++
+		} else {
+			unplaced++
+		}
+	}
+	observe.FleetClusters.WithLabelValues("true").Set(ready)
+	observe.FleetClusters.WithLabelValues("false").Set(notReady)
+	observe.FleetWorkloads.WithLabelValues("true").Set(placed)
+	observe.FleetWorkloads.WithLabelValues("false").Set(unplaced)
 }
 
 // movePending moves workloads whose pods have been Pending on their cluster for longer than

@@ -11,10 +11,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/placement/structs"
@@ -255,6 +257,21 @@ func TestSilentClusterFailsOverOnTick(t *testing.T) {
 	reason := verdicts[len(verdicts)-1].Reasons["east"]
 	if !strings.HasPrefix(reason, "is not Ready: its producer has sent no heartbeat since ") || !strings.HasSuffix(reason, "(timeout 10s)") {
 		t.Errorf("reason for east = %q, want it to say since when it sent no heartbeat, and the timeout", reason)
+	}
+	// The tick counted the fleet for the gauges: west Ready, east not, the workload placed.
+	for _, g := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"ready clusters", testutil.ToFloat64(observe.FleetClusters.WithLabelValues("true")), 1},
+		{"clusters not Ready", testutil.ToFloat64(observe.FleetClusters.WithLabelValues("false")), 1},
+		{"placed workloads", testutil.ToFloat64(observe.FleetWorkloads.WithLabelValues("true")), 1},
+		{"unplaced workloads", testutil.ToFloat64(observe.FleetWorkloads.WithLabelValues("false")), 0},
+	} {
+		if g.got != g.want {
+			t.Errorf("gauge of %s = %v, want %v", g.name, g.got, g.want)
+		}
 	}
 }
 

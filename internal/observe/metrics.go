@@ -37,6 +37,13 @@ var (
 	// Decisions counts the placer's decisions by action (apply, delete).
 	Decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "placer_decisions_total",
 		Help: "Decisions the placer sent to workload clusters, by action."}, []string{"action"})
+	// FleetWorkloads is how many workloads the leading placer knows, by whether they are placed, as of its last
+	// tick (every 2 s); FleetClusters how many registered clusters, by whether they are Ready. Both go back to
+	// 0 when the placer stops leading, so only the leader's series count.
+	FleetWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "placer_workloads",
+		Help: "Workloads the leading placer knows, by whether they are placed."}, []string{"placed"})
+	FleetClusters = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "placer_clusters",
+		Help: "Registered clusters the leading placer knows, by whether they are Ready."}, []string{"ready"})
 	// ApplierOperations counts what the appliers carried out, by cluster, operation (apply, delete) and outcome
 	// (ok, failed).
 	ApplierOperations = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "applier_operations_total",
@@ -53,5 +60,14 @@ func init() {
 	}
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		EventsHandled, EventHandleSeconds, EventsPublished, PublishErrors, PlacerLeader, Verdicts, Decisions,
-		ApplierOperations, consumerLag)
+		FleetWorkloads, FleetClusters, ApplierOperations, consumerLag)
+	ResetFleet()
+}
+
+// ResetFleet sets the fleet gauges to 0: a placer that is not leading counts nothing.
+func ResetFleet() {
+	for _, v := range []string{"true", "false"} {
+		FleetWorkloads.WithLabelValues(v).Set(0)
+		FleetClusters.WithLabelValues(v).Set(0)
+	}
 }

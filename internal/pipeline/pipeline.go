@@ -279,6 +279,7 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 		return nil
 	})()
 	defer observe.PlacerLeader.Set(0)
+	defer observe.ResetFleet()
 	for {
 		lease, err := acquireLease(ctx, b, schemas.LeasePlacer, ttl, log)
 		if err != nil {
@@ -303,6 +304,7 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 			})
 		rebuilding.Store(false)
 		observe.PlacerLeader.Set(0)
+		observe.ResetFleet()
 		cause := context.Cause(leaderCtx)
 		cancel(nil)
 		<-renewed
