@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/state"
 )
 
 func init() { registerCommand(newAnalyzeCommand) }
@@ -78,14 +80,16 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 			shown = ri.Source
 		}
 		if output == "json" && len(objects) > 1 {
-			reports = append(reports, karta.NewReport(analysis, shown))
+			reports = append(reports, reportOf(analysis, shown))
 		} else if output == "json" {
-			err = karta.WriteJSON(w, analysis, shown)
+			err = writeJSON(w, reportOf(analysis, shown))
 		} else {
 			if analyzed > 0 {
 				_, _ = fmt.Fprintln(w)
 			}
-			err = karta.WriteTable(w, analysis, shown)
+			if err = karta.WriteTable(w, analysis, shown); err == nil {
+				err = writeConstraints(w, analysis)
+			}
 		}
 		if err != nil {
 			return err
@@ -96,12 +100,59 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 		return fmt.Errorf("%s: none of its %d objects is a kind a ResourceInterface describes", crFile, len(objects))
 	}
 	if reports != nil {
-		data, err := json.MarshalIndent(reports, "", "  ")
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", data)
+		return writeJSON(w, reports)
+	}
+	return nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
 		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", data)
+	return err
+}
+
+// reportOf is the JSON report of an analysis, with each component's constraints between pods as placement reads
+// them.
+func reportOf(a *karta.Analysis, shown string) karta.Report {
+	r := karta.NewReport(a, shown)
+	for i := range r.Components {
+		applied, ignored := state.DescribeConstraints(a.Components[i].PodTemplate)
+		if len(applied)+len(ignored) > 0 {
+			r.Components[i].PodConstraints = &karta.PodConstraints{Applied: nonNilStrings(applied), Ignored: nonNilStrings(ignored)}
+		}
+	}
+	return r
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// writeConstraints lists, under the table, each component's constraints between pods: which placement applies,
+// and which it leaves out because they name pods it does not see.
+func writeConstraints(w io.Writer, a *karta.Analysis) error {
+	for _, c := range a.Components {
+		applied, ignored := state.DescribeConstraints(c.PodTemplate)
+		name := c.Name
+		if c.Instance != "" {
+			name += "/" + c.Instance
+		}
+		if len(applied) > 0 {
+			if _, err := fmt.Fprintf(w, "%s: placement applies %s\n", name, strings.Join(applied, "; ")); err != nil {
+				return err
+			}
+		}
+		if len(ignored) > 0 {
+			if _, err := fmt.Fprintf(w, "%s: placement ignores %s\n", name, strings.Join(ignored, "; ")); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -326,3 +326,65 @@ spec:
 		t.Errorf("analysis of a Gadget: %v, want the RI refused, saying why", err)
 	}
 }
+
+// TestAnalyzeShowsConstraintsBetweenPods: the table and -o json say which of a component's required constraints
+// between pods placement applies (a spread over its own pods, a host port) and which it ignores (an
+// anti-affinity to pods it does not see); a component without any shows none.
+func TestAnalyzeShowsConstraintsBetweenPods(t *testing.T) {
+	cr := writeFile(t, "job.yaml", `apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: spread, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      template:
+        spec:
+          containers: [{name: pytorch}]
+    Worker:
+      replicas: 4
+      template:
+        metadata: {labels: {app: train}}
+        spec:
+          topologySpreadConstraints:
+          - {maxSkew: 1, topologyKey: kubernetes.io/hostname, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: train}}}
+          affinity:
+            podAntiAffinity:
+              requiredDuringSchedulingIgnoredDuringExecution:
+              - {topologyKey: topology.kubernetes.io/zone, labelSelector: {matchLabels: {app: db}}}
+          containers:
+          - {name: pytorch, ports: [{containerPort: 29500, hostPort: 29500}]}
+`)
+	var table bytes.Buffer
+	if err := runAnalyze(nil, &table, io.Discard, nil, cr, "table"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"\nworker: placement applies spread by kubernetes.io/hostname (maxSkew 1); one per node (host port TCP/29500)\n",
+		"\nworker: placement ignores pod anti-affinity by topology.kubernetes.io/zone to other pods (app=db)\n",
+	} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table:\n%s\nwant the line %q", table.String(), strings.TrimSpace(want))
+		}
+	}
+	if strings.Contains(table.String(), "master:") {
+		t.Errorf("table:\n%s\nshows constraints for the master, which has none", table.String())
+	}
+	var out bytes.Buffer
+	if err := runAnalyze(nil, &out, io.Discard, nil, cr, "json"); err != nil {
+		t.Fatal(err)
+	}
+	var report karta.Report
+	if err := json.Unmarshal(out.Bytes(), &report); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*karta.PodConstraints{}
+	for _, c := range report.Components {
+		byName[c.Name] = c.PodConstraints
+	}
+	if byName["master"] != nil {
+		t.Errorf("master's podConstraints = %+v, want none", byName["master"])
+	}
+	if w := byName["worker"]; w == nil || len(w.Applied) != 2 || len(w.Ignored) != 1 {
+		t.Errorf("worker's podConstraints = %+v, want 2 applied and 1 ignored", w)
+	}
+}

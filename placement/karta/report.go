@@ -48,6 +48,16 @@ type ComponentReport struct {
 	PodRequests  map[string]string   `json:"podRequests"`
 	NodeSelector map[string]string   `json:"nodeSelector"`
 	Tolerations  []corev1.Toleration `json:"tolerations"`
+	// PodConstraints, filled by whoever knows the scheduler (the CLI), are the template's required constraints
+	// between pods; omitted when it has none.
+	PodConstraints *PodConstraints `json:"podConstraints,omitempty"`
+}
+
+// PodConstraints are a pod template's required constraints between pods: those placement applies, and those
+// it leaves out (they name pods fleetflow does not see).
+type PodConstraints struct {
+	Applied []string `json:"applied"`
+	Ignored []string `json:"ignored"`
 }
 
 // GangReport is one gang group.
