@@ -239,8 +239,8 @@ spec:
 	}
 }
 
-// TestBuiltinTrainingOperatorKinds: the training-operator kinds beside PyTorchJob and MPIJob read one pod
-// component per replica type, each defaulting to 1 replica, all in one gang, and nothing while suspended.
+// TestBuiltinTrainingOperatorKinds: the training-operator kinds read one pod component per replica type, each
+// defaulting to 1 replica, all in one gang, and nothing while suspended.
 func TestBuiltinTrainingOperatorKinds(t *testing.T) {
 	const gpuWorker = `{template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: "1"}}}]}}}`
 	const cpuPod = `{template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1", memory: 2Gi}}}]}}}`
@@ -267,6 +267,11 @@ func TestBuiltinTrainingOperatorKinds(t *testing.T) {
   ps: {replicas: 2, template: ` + cpuPod[len("{template: "):] + `, worker: ` + gpuWorker + `}}}`,
 			pods: 3, requests: map[string]string{"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"},
 			components: []string{"ps", "worker"}},
+		{name: "PyTorchJob with replica types in other cases",
+			// The operator's defaulting takes master and WORKER for Master and Worker: 1 + 3 GPU pods.
+			manifest: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: pt, namespace: ml}, spec: {pytorchReplicaSpecs: {
+  master: ` + gpuWorker + `, WORKER: {replicas: 3, template: ` + gpuWorker[len("{template: "):] + `}}}`,
+			pods: 4, requests: map[string]string{"nvidia.com/gpu": "4"}, components: []string{"master", "worker"}},
 		{name: "XGBoostJob",
 			manifest: `{apiVersion: kubeflow.org/v1, kind: XGBoostJob, metadata: {name: xgb, namespace: ml}, spec: {xgbReplicaSpecs: {
   Master: ` + cpuPod + `, Worker: {replicas: 3, template: ` + cpuPod[len("{template: "):] + `}}}`,
