@@ -131,13 +131,13 @@ func TestBuiltinInferenceServiceReplicas(t *testing.T) {
 			requests: map[string]string{"cpu": "1", "memory": "2Gi"},
 		},
 		{
-			name: "KServe's webhook fills in the main container's cpu and memory requests: from its limits, else 1 and 2Gi; a sidecar gets none",
+			name: "KServe's webhook fills in the main container's missing cpu and memory requests with 1 and 2Gi, whatever its limits; a sidecar gets none",
 			spec: `
   predictor: {containers: [{name: kserve-container, resources: {limits: {cpu: "3"}}}, {name: proxy, resources: {requests: {cpu: 100m}}}]}
   transformer: {minReplicas: 2, containers: [{name: t, resources: {limits: {memory: 4Gi}}}]}
   explainer: {alibi: {type: AnchorTabular, resources: {requests: {cpu: 500m}}}}`,
 			pods:     4,
-			requests: map[string]string{"cpu": "5600m", "memory": "12Gi"}, // 3.1 + 2 × 1 + 0.5 cpu; 2 + 2 × 4 + 2 Gi
+			requests: map[string]string{"cpu": "3600m", "memory": "8Gi"}, // 1.1 + 2 × 1 + 0.5 cpu; 2 + 2 × 2 + 2 Gi
 		},
 	}
 	for _, tt := range tests {
