@@ -80,6 +80,16 @@ spec:
   rayClusterSpec:
     headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "1"}}}]}}}
 `, 1, map[string]string{"cpu": "1"}},
+		{"rayjob with a clusterSelector runs on that cluster: no Ray pods of its own, only the submitter", `
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: rj}
+spec:
+  clusterSelector: {ray.io/cluster: shared}
+  rayClusterSpec:
+    headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "4"}}}]}}}
+    workerGroupSpecs: [{groupName: g, replicas: 2, template: {spec: {containers: [{name: w, resources: {requests: {nvidia.com/gpu: "1"}}}]}}}]
+`, 1, map[string]string{"cpu": "500m", "memory": "200Mi"}},
 		{"jobset completions bound parallelism", `
 apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet
