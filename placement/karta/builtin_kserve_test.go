@@ -170,3 +170,36 @@ spec:
 		t.Errorf("canary instances %v, want %v", got, want)
 	}
 }
+
+// TestBuiltinInferenceServiceStopped: KServe runs no pod of any component while the service carries the
+// annotation serving.kserve.io/stop: "true", in any case (GetForceStopRuntime), and runs them all otherwise.
+func TestBuiltinInferenceServiceStopped(t *testing.T) {
+	const spec = `
+spec:
+  predictor:
+    minReplicas: 2
+    model: {modelFormat: {name: huggingface}, resources: {requests: {cpu: "2", memory: 4Gi, nvidia.com/gpu: "1"}}}
+    workerSpec: {pipelineParallelSize: 2}
+  transformer: {containers: [{name: t, resources: {requests: {cpu: "1", memory: 2Gi}}}]}
+  canary: [{trafficPercent: 50, predictor: {name: v2}}]
+`
+	tests := []struct {
+		name, annotations string
+		pods              int64
+		requests          map[string]string
+	}{
+		{"stopped", `{serving.kserve.io/stop: "true"}`, 0, map[string]string{}},
+		{"stopped, the value in another case", `{serving.kserve.io/stop: "TRUE"}`, 0, map[string]string{}},
+		// Predictor 2 - 1 canary pod, head and one worker with a GPU each, the canary, the transformer.
+		{"stop annotation false", `{serving.kserve.io/stop: "false"}`, 4,
+			map[string]string{"cpu": "5", "memory": "10Gi", "nvidia.com/gpu": "3"}},
+		{"no annotations", `{}`, 4, map[string]string{"cpu": "5", "memory": "10Gi", "nvidia.com/gpu": "3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := mustParseObject(t, "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: isvc, annotations: "+
+				tt.annotations+"}"+spec)
+			checkTotals(t, analyzeBuiltin(t, obj), tt.pods, tt.requests)
+		})
+	}
+}
