@@ -353,3 +353,51 @@ func TestTemplatesKeepTopologySpreadConstraints(t *testing.T) {
 		t.Errorf("topology spread constraints %+v, want the template's", tscs)
 	}
 }
+
+// TestBuiltinMilvusNodeConstraints: a Milvus component takes each node constraint of spec.components as a
+// whole unless it sets its own (the operator's MergeComponentSpec): its own affinity replaces the global one,
+// required node affinity and all, and an empty nodeSelector or tolerations list counts as unset.
+func TestBuiltinMilvusNodeConstraints(t *testing.T) {
+	a := analyzeBuiltin(t, mustParseObject(t, `apiVersion: milvus.io/v1beta1
+kind: Milvus
+metadata: {name: m, namespace: db}
+spec:
+  mode: cluster
+  components:
+    nodeSelector: {pool: milvus}
+    tolerations: [{key: dedicated, operator: Exists}]
+    affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}}}
+    queryNode:
+      nodeSelector: {}
+      tolerations: []
+      affinity: {podAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 1, podAffinityTerm: {topologyKey: kubernetes.io/hostname}}]}}
+    dataNode:
+      nodeSelector: {pool: data}
+      tolerations: [{key: data, operator: Exists}, {key: ssd, operator: Exists}]
+`))
+	tests := []struct {
+		component    string
+		pool         string
+		tolerations  int
+		zoneAffinity bool
+	}{
+		{"proxy", "milvus", 1, true},
+		{"queryNode", "milvus", 1, false},
+		{"dataNode", "data", 2, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.component, func(t *testing.T) {
+			i := slices.IndexFunc(a.Components, func(c ComponentInstance) bool { return c.Name == tt.component })
+			if i < 0 {
+				t.Fatalf("no component %s in %+v", tt.component, a.Components)
+			}
+			ci := a.Components[i]
+			if ci.NodeSelector["pool"] != tt.pool || len(ci.Tolerations) != tt.tolerations {
+				t.Errorf("nodeSelector %v and %d tolerations, want pool %s and %d", ci.NodeSelector, len(ci.Tolerations), tt.pool, tt.tolerations)
+			}
+			if got := ci.RequiredNodeAffinity != nil; got != tt.zoneAffinity {
+				t.Errorf("required node affinity %+v, want one: %v", ci.RequiredNodeAffinity, tt.zoneAffinity)
+			}
+		})
+	}
+}
