@@ -71,6 +71,36 @@ spec:
   autoscalerOptions: {resources: {requests: {cpu: "1", memory: 1Gi}}}
   headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "2", memory: 4Gi}}}]}}}
 `, 1, map[string]string{"cpu": "3", "memory": "5Gi"}},
+		{"raycluster history-server collector sidecar in the head and every worker", `
+apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: rc}
+spec:
+  historyServerOptions: {collectorOptions: {image: collector}}
+  headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "1"}}}]}}}
+  # 2 GPU-only workers: each pod also runs the collector's default 50m CPU and 64Mi
+  workerGroupSpecs: [{groupName: g, replicas: 2, template: {spec: {containers: [{name: w, resources: {limits: {nvidia.com/gpu: "1"}}}]}}}]
+`, 3, map[string]string{"cpu": "1150m", "memory": "192Mi", "nvidia.com/gpu": "2"}},
+		{"rayjob collector sidecar with its own resources", `
+apiVersion: ray.io/v1
+kind: RayJob
+metadata: {name: rj}
+spec:
+  submissionMode: HTTPMode
+  rayClusterSpec:
+    historyServerOptions: {collectorOptions: {resources: {requests: {cpu: "1", memory: 1Gi}}}}
+    headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "1"}}}]}}}
+    workerGroupSpecs: [{groupName: g, replicas: 1, template: {spec: {containers: [{name: w, resources: {requests: {cpu: "2"}}}]}}}]
+`, 2, map[string]string{"cpu": "5", "memory": "2Gi"}},
+		{"rayservice collector sidecar", `
+apiVersion: ray.io/v1
+kind: RayService
+metadata: {name: rs}
+spec:
+  rayClusterConfig:
+    historyServerOptions: {collectorOptions: {}}
+    headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "1"}}}]}}}
+`, 1, map[string]string{"cpu": "1050m", "memory": "64Mi"}},
 		{"rayjob in HTTP mode has no submitter pod", `
 apiVersion: ray.io/v1
 kind: RayJob
