@@ -328,8 +328,9 @@ func TestBuiltinVolcanoJob(t *testing.T) {
 	if len(a.GangGroups) != 1 {
 		t.Errorf("gang groups %+v, want the whole job as one", a.GangGroups)
 	}
+	// Aborted is the suspended state (vcctl job suspend; resumable), not a failure.
 	for phase, want := range map[string]Phase{"Pending": PhaseInitializing, "Running": PhaseRunning, "Completing": PhaseRunning,
-		"Completed": PhaseCompleted, "Failed": PhaseFailed, "Aborted": PhaseFailed, "Terminated": PhaseFailed} {
+		"Completed": PhaseCompleted, "Failed": PhaseFailed, "Aborted": PhaseUndefined, "Terminated": PhaseFailed} {
 		got := analyzeBuiltin(t, mustParseObject(t, job+`, status: {state: {phase: `+phase+`}}}`)).Status
 		if got != want {
 			t.Errorf("phase %s: status %s, want %s", phase, got, want)
