@@ -402,3 +402,33 @@ spec:
 		})
 	}
 }
+
+// TestBuiltinRayClusterStatus: KubeRay retries a pod it failed to create or delete, so RayClusterReplicaFailure
+// makes a cluster degraded, not failed; a cluster that reports only conditions (status.state is deprecated) is
+// running once provisioned with its head ready.
+func TestBuiltinRayClusterStatus(t *testing.T) {
+	tests := []struct {
+		name, status string
+		want         Phase
+	}{
+		{"ready state", `{state: ready}`, PhaseRunning},
+		{"failed state", `{state: failed}`, PhaseFailed},
+		{"pod creation failed, retried", `{state: ready, conditions: [{type: RayClusterReplicaFailure, status: "True", reason: FailedCreateWorkerPod}]}`, PhaseDegraded},
+		{"conditions only, provisioned and head ready", `{conditions: [{type: RayClusterProvisioned, status: "True"}, {type: HeadPodReady, status: "True"}]}`, PhaseRunning},
+		{"conditions only, provisioned but head not ready", `{conditions: [{type: RayClusterProvisioned, status: "True"}, {type: HeadPodReady, status: "False"}]}`, PhaseUndefined},
+		{"not provisioned yet", `{conditions: [{type: RayClusterProvisioned, status: "False"}, {type: HeadPodReady, status: "False"}]}`, PhaseInitializing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := analyzeBuiltin(t, mustParseObject(t, `apiVersion: ray.io/v1
+kind: RayCluster
+metadata: {name: rc}
+spec:
+  headGroupSpec: {template: {spec: {containers: [{name: head}]}}}
+status: `+tt.status+"\n"))
+			if a.Status != tt.want {
+				t.Errorf("status %s, want %s", a.Status, tt.want)
+			}
+		})
+	}
+}
