@@ -203,3 +203,30 @@ spec:
 		})
 	}
 }
+
+// TestBuiltinInferenceServiceModelMesh: in ModelMesh mode the shared ModelMesh runtime serves the model and KServe
+// reconciles no predictor of the service's own, only its transformer or explainer.
+func TestBuiltinInferenceServiceModelMesh(t *testing.T) {
+	const spec = `
+spec:
+  predictor:
+    minReplicas: 2
+    model: {modelFormat: {name: sklearn}, resources: {requests: {cpu: "2", memory: 4Gi}}}
+  transformer: {containers: [{name: t, resources: {requests: {cpu: "1", memory: 2Gi}}}]}
+`
+	tests := []struct {
+		name, annotations string
+		pods              int64
+		requests          map[string]string
+	}{
+		{"ModelMesh: the transformer alone", `{serving.kserve.io/deploymentMode: ModelMesh}`, 1, map[string]string{"cpu": "1", "memory": "2Gi"}},
+		{"RawDeployment: predictor and transformer", `{serving.kserve.io/deploymentMode: RawDeployment}`, 3, map[string]string{"cpu": "5", "memory": "10Gi"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := mustParseObject(t, "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: isvc, annotations: "+
+				tt.annotations+"}"+spec)
+			checkTotals(t, analyzeBuiltin(t, obj), tt.pods, tt.requests)
+		})
+	}
+}
