@@ -146,7 +146,7 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 	cmd.Flags().StringVar(&binDir, "bin-dir", "bin", "directory holding the etcd and kube-apiserver binaries")
 	cmd.Flags().BoolVar(&detach, "detach", false, "return once the fleet is ready and leave it running")
 	cmd.Flags().BoolVar(&register, "register", true, "with --fleet, install fleetflow's CRDs on the control plane and register each workload "+
-		"cluster there (a Cluster with the file's labels and taints, its kubeconfig in a Secret), so `fleetflow run --control-plane` "+
+		"cluster there (a Cluster with the file's labels and taints, its kubeconfig in a Secret), so \"fleetflow run --control-plane\" "+
 		"needs no --cluster")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long startup may take")
 	return cmd

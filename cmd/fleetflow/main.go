@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -35,7 +36,32 @@ func newRootCommand() *cobra.Command {
 	for _, factory := range commandFactories {
 		root.AddCommand(factory())
 	}
+	refuseStrayArguments(root)
 	return root
+}
+
+// refuseStrayArguments makes every command below root fail on an argument it does not take. Without it, a
+// group (audit, bench, fleet) given a misspelt subcommand prints its help and exits 0, and a part (run,
+// placer, ...) runs and ignores the argument.
+func refuseStrayArguments(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		switch {
+		case c.HasSubCommands() && !c.Runnable():
+			c.Args = cobra.NoArgs // "unknown command "tial" for "fleetflow audit""
+			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
+		case c.Args == nil:
+			c.Args = noArguments
+		}
+		refuseStrayArguments(c)
+	}
+}
+
+func noArguments(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		path := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
+		return fmt.Errorf("%s takes no arguments, got %q (flags start with --)", path, args)
+	}
+	return nil
 }
 
 func main() {
