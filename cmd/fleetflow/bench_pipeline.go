@@ -34,6 +34,12 @@ func newBenchPipelineCommand() *cobra.Command {
 			if output != "json" && output != "table" {
 				return fmt.Errorf("--output %q: want json or table", output)
 			}
+			if cfg.Timeout < 0 {
+				return fmt.Errorf("--timeout %s: must be 0 (no limit) or more", cfg.Timeout)
+			}
+			if err := validGCPercent(gcPercent); err != nil {
+				return err
+			}
 			cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			// The placer runs in this process, tuned as `fleetflow placer` tunes its own.
 			pipeline.TuneGCForPlacer(gcPercent, cfg.Log)
@@ -106,7 +112,7 @@ func newBenchPipelineCommand() *cobra.Command {
 	cmd.Flags().Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload mix")
 	cmd.Flags().IntVar(&cfg.RawMessages, "raw-messages", cfg.RawMessages, "messages of the raw publish reference (0: max(workloads, 100000))")
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "JetStream storage directory (default: a temporary directory, removed afterwards)")
-	cmd.Flags().DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up after this long")
+	cmd.Flags().DurationVar(&cfg.Timeout, "timeout", cfg.Timeout, "give up after this long (0: no limit)")
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the workload phase to this file (go tool pprof)")
 	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile taken right after the workload phase to this file, and one taken right before it to FILE.before "+
 		"(go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE: what the phase allocated)")

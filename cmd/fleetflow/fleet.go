@@ -54,6 +54,9 @@ foreground until SIGINT or SIGTERM and then stops the fleet; with --detach it re
 ready, and "fleetflow fleet down --dir DIR" stops it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := positiveDurations(map[string]time.Duration{"--timeout": timeout}); err != nil {
+				return err
+			}
 			var spec *fleetspec.Fleet
 			var names []string
 			if fleetFile != "" {
@@ -186,6 +189,9 @@ func newFleetDownCommand() *cobra.Command {
 		Short: "Stop the fleet in --dir by the pids it recorded, also one started by another process",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if grace < 0 {
+				return fmt.Errorf("--grace %s: must be 0 (SIGKILL at once) or more", grace)
+			}
 			stopped, err := localfleet.Down(cmd.Context(), dir, grace)
 			if err != nil {
 				return err
@@ -199,7 +205,7 @@ func newFleetDownCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".fleet", "directory of the fleet")
-	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL")
+	cmd.Flags().DurationVar(&grace, "grace", 10*time.Second, "time between SIGTERM and SIGKILL (0: SIGKILL at once)")
 	return cmd
 }
 

@@ -74,3 +74,46 @@ func TestFlagHelpNamesAValueType(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandsRefuseBadValues: a value a flag cannot mean is refused, naming the flag, before anything
+// starts, instead of quietly meaning a default or failing later with another message. Each case's other
+// flags make a command that would not refuse it fail fast instead of starting a server or a fleet.
+func TestCommandsRefuseBadValues(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"fleet up with a negative timeout", []string{"fleet", "up", "--timeout", "-1s", "--dir", "DATA", "--bin-dir", "DATA"},
+			"--timeout -1s: must be positive"},
+		{"fleet up with no timeout", []string{"fleet", "up", "--timeout", "0s", "--dir", "DATA", "--bin-dir", "DATA"},
+			"--timeout 0s: must be positive"},
+		{"fleet down with a negative grace", []string{"fleet", "down", "--grace", "-5s", "--dir", "DATA"},
+			"--grace -5s: must be 0 (SIGKILL at once) or more"},
+		{"bench pipeline with a negative timeout", []string{"bench", "pipeline", "--timeout", "-1s", "--workloads", "0"},
+			"--timeout -1s: must be 0 (no limit) or more"},
+		{"bench pipeline with a negative GC target", []string{"bench", "pipeline", "--gc-percent", "-5", "--workloads", "0"},
+			"--gc-percent -5: must be 0 (Go's default) or more"},
+		{"placer with a negative GC target", []string{"placer", "--gc-percent", "-1", "--nats-url", "nats://127.0.0.1:1", "--data-dir", "DATA"},
+			"--gc-percent -1: must be 0 (Go's default) or more"},
+		{"run with a negative GC target", []string{"run", "--gc-percent", "-1", "--control-plane", "DATA/none", "--data-dir", "DATA"},
+			"--gc-percent -1: must be 0 (Go's default) or more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := make([]string, len(tt.args))
+			for i, a := range tt.args {
+				args[i] = strings.ReplaceAll(a, "DATA", dir)
+			}
+			root := newRootCommand()
+			root.SetArgs(args)
+			root.SetOut(&strings.Builder{})
+			root.SetErr(&strings.Builder{})
+			err := root.ExecuteContext(t.Context())
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -221,8 +221,19 @@ func (f *placerFlags) register(flags *pflag.FlagSet) {
 
 // validate refuses durations a placer cannot work with; zero or less would otherwise quietly mean a default.
 func (f *placerFlags) validate() error {
-	return positiveDurations(map[string]time.Duration{"--heartbeat-timeout": f.heartbeatTimeout,
-		"--pending-timeout": f.pendingTimeout, "--reservation-ttl": f.reservationTTL, "--state-prune-grace": f.statePruneGrace})
+	if err := positiveDurations(map[string]time.Duration{"--heartbeat-timeout": f.heartbeatTimeout,
+		"--pending-timeout": f.pendingTimeout, "--reservation-ttl": f.reservationTTL, "--state-prune-grace": f.statePruneGrace}); err != nil {
+		return err
+	}
+	return validGCPercent(f.gcPercent)
+}
+
+// validGCPercent refuses a negative --gc-percent, which would otherwise quietly mean Go's default.
+func validGCPercent(percent int) error {
+	if percent < 0 {
+		return fmt.Errorf("--gc-percent %d: must be 0 (Go's default) or more", percent)
+	}
+	return nil
 }
 
 // positiveDurations fails on the first flag, in name order, whose duration is not positive.
