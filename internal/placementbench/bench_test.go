@@ -28,6 +28,29 @@ func TestRunSmall(t *testing.T) {
 	}
 }
 
+// TestBytesPerNode: a heap that shrank while a tiny fleet was built (bench placement --clusters 2
+// --nodes-per-cluster 10) reports 0 bytes per node, not an unsigned wrap-around.
+func TestBytesPerNode(t *testing.T) {
+	tests := []struct {
+		name          string
+		before, after uint64
+		nodes         int
+		want          float64
+	}{
+		{"grew", 1000, 3000, 10, 200},
+		{"unchanged", 1000, 1000, 10, 0},
+		{"shrank", 3000, 1000, 10, 0},
+		{"no nodes", 1000, 3000, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := bytesPerNode(tt.before, tt.after, tt.nodes); got != tt.want {
+				t.Errorf("bytesPerNode(%d, %d, %d) = %v, want %v", tt.before, tt.after, tt.nodes, got, tt.want)
+			}
+		})
+	}
+}
+
 // BenchmarkPlacement places workloads one at a time on a loaded fleet; each op is one decision (upsert,
 // cycle, reserve). The fleet is rebuilt whenever it fills up, outside the timer.
 func BenchmarkPlacement(b *testing.B) {

@@ -50,6 +50,16 @@ func liveHeap() uint64 {
 	return m.HeapAlloc
 }
 
+// bytesPerNode divides the heap's growth from before to after among nodes. A small fleet can grow the heap
+// less than the garbage collected meanwhile shrinks it: that counts as 0, not as an unsigned wrap-around
+// (9.2e17 bytes per node).
+func bytesPerNode(before, after uint64, nodes int) float64 {
+	if after <= before || nodes <= 0 {
+		return 0
+	}
+	return float64(after-before) / float64(nodes)
+}
+
 // Run builds the fleet, then places cfg.Workloads workloads one after another, each decision's reservations
 // counting against the next.
 func Run(cfg Config) (*Result, error) {
@@ -67,7 +77,7 @@ func Run(cfg Config) (*Result, error) {
 	}
 	nodes := cfg.Clusters * cfg.NodesPerCluster
 	res := &Result{Clusters: cfg.Clusters, Nodes: nodes, Workloads: cfg.Workloads}
-	res.BytesPerNode = float64(liveHeap()-before) / float64(nodes)
+	res.BytesPerNode = bytesPerNode(before, liveHeap(), nodes)
 
 	var profile *os.File
 	if cfg.CPUProfile != "" {
@@ -98,7 +108,7 @@ func Run(cfg Config) (*Result, error) {
 	if res.Seconds > 0 {
 		res.DecisionsPerSecond = float64(cfg.Workloads) / res.Seconds
 	}
-	res.BytesPerNodeAfterRun = float64(liveHeap()-before) / float64(nodes)
+	res.BytesPerNodeAfterRun = bytesPerNode(before, liveHeap(), nodes)
 	runtime.KeepAlive(fleet)
 	return res, nil
 }
