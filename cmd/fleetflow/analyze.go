@@ -168,6 +168,9 @@ func (e *noResourceInterfaceError) Error() string {
 
 // analyzeOne reads obj through the RI of its kind.
 func analyzeOne(obj map[string]any, registry *karta.Registry, fromFiles bool, source string, warnings io.Writer) (*karta.Analysis, *karta.Compiled, error) {
+	if err := karta.CheckTypeMeta(obj); err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", source, err)
+	}
 	gvk := karta.GVKOf(obj)
 	ri, ok := registry.Lookup(gvk)
 	if !ok {

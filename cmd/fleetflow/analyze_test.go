@@ -152,6 +152,32 @@ func TestAnalyzeErrors(t *testing.T) {
 	}
 }
 
+// TestAnalyzeNamesAMissingOrMalformedTypeMeta: a CR without a usable apiVersion or kind is refused with the
+// field and the reason, not as "no ResourceInterface for /, Kind=".
+func TestAnalyzeNamesAMissingOrMalformedTypeMeta(t *testing.T) {
+	tests := []struct {
+		name, cr, want string
+	}{
+		{"neither", "metadata: {name: x}\nspec: {}\n", "x.yaml: apiVersion: required; kind: required"},
+		{"no apiVersion", "kind: PyTorchJob\nmetadata: {name: x}\n", "x.yaml: apiVersion: required"},
+		{"no kind", "apiVersion: kubeflow.org/v1\nmetadata: {name: x}\n", "x.yaml: kind: required"},
+		{"not strings", "apiVersion: 5\nkind: [PyTorchJob]\n",
+			"x.yaml: apiVersion: want a string, got float64 5; kind: want a string, got []interface {} [PyTorchJob]"},
+		{"no version", "apiVersion: kubeflow.org/\nkind: PyTorchJob\n", `x.yaml: apiVersion "kubeflow.org/": want VERSION or GROUP/VERSION`},
+		{"one of several documents", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n---\nkind: PyTorchJob\nmetadata: {name: x}\n",
+			"x.yaml:5: apiVersion: required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := writeFile(t, "x.yaml", tt.cr)
+			err := runAnalyze(nil, &bytes.Buffer{}, io.Discard, nil, file, "table")
+			if err == nil || !strings.HasSuffix(err.Error(), tt.want) {
+				t.Errorf("got %v, want an error ending in %q", err, tt.want)
+			}
+		})
+	}
+}
+
 // TestAnalyzeReadsAnOlderVersionThroughTheRIOfAnother: a CR in a version no RI names (ray.io/v1alpha1, which
 // KubeRay's CRD still serves) is read through the RI of the one version that has one, with a warning saying so;
 // a kind no version of which has an RI is still refused.

@@ -108,6 +108,10 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 			errs = append(errs, &FieldError{Path: path, Reason: err.Error()})
 			continue
 		}
+		if err := karta.CheckTypeMeta(obj); err != nil {
+			errs = append(errs, &FieldError{Path: path, Reason: err.Error()})
+			continue
+		}
 		if fe := stringMetadata(obj); fe != nil {
 			errs = append(errs, &FieldError{Path: path + "." + fe.Path, Reason: fe.Reason})
 			continue
@@ -127,7 +131,8 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 	return in, nil
 }
 
-// stringMetadata checks that the metadata placement reads are strings, as the API server would insist. YAML
+// stringMetadata checks that the workload has a name and that the metadata placement reads are strings, as
+// the API server would insist. YAML
 // reads an unquoted y, n, yes, no, on or off as a boolean, and a label silently dropped would change which
 // policy takes the workload.
 func stringMetadata(obj map[string]any) *FieldError {
@@ -137,7 +142,7 @@ func stringMetadata(obj map[string]any) *FieldError {
 	case present && !ok:
 		return &FieldError{Path: "metadata", Reason: fmt.Sprintf("want an object, got %T %v", raw, raw)}
 	case !ok:
-		return nil // resolve's analysis reports a missing name
+		return &FieldError{Path: "metadata.name", Reason: "required"}
 	}
 	for _, field := range []string{"name", "namespace"} {
 		if v, present := meta[field]; present {
@@ -145,6 +150,9 @@ func stringMetadata(obj map[string]any) *FieldError {
 				return &FieldError{Path: "metadata." + field, Reason: notAString(v)}
 			}
 		}
+	}
+	if name, _ := meta["name"].(string); name == "" {
+		return &FieldError{Path: "metadata.name", Reason: "required"}
 	}
 	for _, field := range []string{"labels", "annotations"} {
 		raw, present := meta[field]

@@ -121,6 +121,18 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 		{"metadata that is no object", func(s string) string {
 			return strings.Replace(s, "metadata: {name: frontend, namespace: team-a}", "metadata: 5", 1)
 		}, "workloads[1].metadata: want an object, got float64 5"},
+		{"a workload without apiVersion and kind", func(s string) string {
+			return strings.Replace(s, "    apiVersion: apps/v1\n    kind: Deployment\n", "", 1)
+		}, "workloads[1]: apiVersion: required; kind: required"},
+		{"a workload whose apiVersion is no group/version", func(s string) string {
+			return strings.Replace(s, "apiVersion: apps/v1", "apiVersion: apps/v1/beta", 1)
+		}, `workloads[1]: apiVersion "apps/v1/beta": want VERSION or GROUP/VERSION`},
+		{"a workload without a name", func(s string) string {
+			return strings.Replace(s, "metadata: {name: frontend, namespace: team-a}", "metadata: {namespace: team-a}", 1)
+		}, "workloads[1].metadata.name: required"},
+		{"a workload without metadata", func(s string) string {
+			return strings.Replace(s, "    metadata: {name: frontend, namespace: team-a}\n", "", 1)
+		}, "workloads[1].metadata.name: required"},
 		{"one workload twice", func(s string) string {
 			return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n- file: train.yaml", 1)
 		},
