@@ -38,14 +38,21 @@ func ParseWorkloadSelector(s string) (*WorkloadSelector, error) {
 	switch len(parts) {
 	case 3:
 		sel.Namespace, sel.Name = parts[1], parts[2]
+		if sel.Namespace == "" {
+			return nil, fmt.Errorf("workload %q: the namespace is empty; a cluster-scoped workload is KIND[.GROUP]/NAME", s)
+		}
 	case 2:
 		sel.Name = parts[1]
 	default:
 		return nil, fmt.Errorf("workload %q: want KIND[.GROUP]/NAMESPACE/NAME or KIND[.GROUP]/NAME", s)
 	}
-	sel.Kind, sel.Group, _ = strings.Cut(parts[0], ".")
+	var dotted bool
+	sel.Kind, sel.Group, dotted = strings.Cut(parts[0], ".")
 	if sel.Kind == "" || sel.Name == "" {
 		return nil, fmt.Errorf("workload %q: kind and name are required", s)
+	}
+	if dotted && sel.Group == "" {
+		return nil, fmt.Errorf("workload %q: the group after %q is empty; leave the dot out for any group", s, sel.Kind+".")
 	}
 	return &sel, nil
 }

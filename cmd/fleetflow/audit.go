@@ -29,7 +29,7 @@ func newAuditTailCommand() *cobra.Command {
 	var auth bus.ClientAuth
 	var follow bool
 	cmd := &cobra.Command{
-		Use:   "tail [--workload KIND[.GROUP]/NAMESPACE/NAME] [--since 1h] [--follow]",
+		Use:   "tail [--workload KIND[.GROUP]/[NAMESPACE/]NAME] [--since 1h] [--follow]",
 		Short: "Print every event about a workload, in order, from history: submitted, analyzed, decided, applied, status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -90,20 +90,33 @@ func newAuditTailCommand() *cobra.Command {
 				_, err := fmt.Fprintf(out, "%s  %-34s %s\n", at.UTC().Format("2006-01-02T15:04:05.000Z"), shortType(eventType), summary)
 				return err
 			})
-			if err == nil && printed == 0 && q.Workload != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "audit: no events about %s in the streams%s; the kind is case-sensitive "+
-					"(PyTorchJob, not pytorchjob) and a group, when given, must be the kind's API group\n", workload, sinceNote(since))
+			if err == nil && printed == 0 {
+				fmt.Fprintln(cmd.ErrOrStderr(), noEventsNote(q.Workload, workload, since))
 			}
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS JetStream URL")
 	registerNATSAuth(cmd.Flags(), &auth)
-	cmd.Flags().StringVar(&workload, "workload", "", "only events about this workload: KIND[.GROUP]/NAMESPACE/NAME")
+	cmd.Flags().StringVar(&workload, "workload", "", "only events about this workload: KIND[.GROUP]/NAMESPACE/NAME, or KIND[.GROUP]/NAME when cluster-scoped")
 	cmd.Flags().StringVar(&since, "since", "", "start this long ago (e.g. 1h); default: all history")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, or json (one CloudEvent record per line)")
 	return cmd
+}
+
+// noEventsNote says on stderr why a tail printed nothing, so an empty answer is not mistaken for a hang or a
+// wrong server.
+func noEventsNote(sel *consumers.WorkloadSelector, workload, since string) string {
+	if sel == nil {
+		return fmt.Sprintf("audit: no events in the streams%s", sinceNote(since))
+	}
+	note := fmt.Sprintf("audit: no events about %s in the streams%s; the kind is case-sensitive (PyTorchJob, not "+
+		"pytorchjob) and a group, when given, must be the kind's API group", workload, sinceNote(since))
+	if sel.Namespace == "" {
+		note += "; KIND/NAME names a cluster-scoped workload, a namespaced one is KIND/NAMESPACE/NAME"
+	}
+	return note
 }
 
 func sinceNote(since string) string {
