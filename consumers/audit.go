@@ -2,6 +2,7 @@ package consumers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -197,6 +198,10 @@ func AuditTail(ctx context.Context, js jetstream.JetStream, q AuditQuery, emit f
 			cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
 		}
 		consumer, err := js.OrderedConsumer(ctx, st.name, cfg)
+		if errors.Is(err, jetstream.ErrStreamNotFound) {
+			return fmt.Errorf("audit %s: the server has no such stream: no fleetflow part has used it yet, or it is not "+
+				"the server fleetflow uses: %w", st.name, err)
+		}
 		if err != nil {
 			return fmt.Errorf("audit %s: %w", st.name, err)
 		}

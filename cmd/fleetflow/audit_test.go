@@ -88,3 +88,20 @@ func TestAuditTailRefusesBadSelectors(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditTailOnAServerWithoutFleetflowsStreams: a server no fleetflow part has used (a wrong --nats-url)
+// is named as such, not only as a JetStream API error.
+func TestAuditTailOnAServerWithoutFleetflowsStreams(t *testing.T) {
+	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Shutdown)
+	for _, args := range [][]string{nil, {"--follow"}, {"--workload", "PyTorchJob/team-a/job", "--since", "1h"}} {
+		_, err := runAudit(t, append([]string{"--nats-url", srv.ClientURL()}, args...)...)
+		want := "audit FLEETFLOW_EVENTS: the server has no such stream: no fleetflow part has used it yet, or it is not the server fleetflow uses"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want an error containing %q", args, err, want)
+		}
+	}
+}
