@@ -210,7 +210,7 @@ func loadRegistry(riFiles []string, warnings io.Writer) (*karta.Registry, bool, 
 	for _, file := range riFiles {
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, true, err
+			return nil, true, fmt.Errorf("--ri: %w", err)
 		}
 		ris, err := karta.ParseResourceInterfaces(data, file)
 		if err != nil {

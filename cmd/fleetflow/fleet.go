@@ -62,7 +62,7 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 			if fleetFile != "" {
 				data, err := os.ReadFile(fleetFile)
 				if err != nil {
-					return err
+					return fmt.Errorf("--fleet: %w", err)
 				}
 				if spec, err = fleetspec.Parse(data, fleetFile); err != nil {
 					return err
