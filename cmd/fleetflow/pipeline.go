@@ -66,6 +66,25 @@ func registerNATSAuth(flags *pflag.FlagSet, auth *bus.ClientAuth) {
 	flags.StringVar(&auth.TLSKeyFile, "nats-tls-key", "", "key of --nats-tls-cert")
 }
 
+// streamOptions reads --history and --stream-replicas. Each part checks them before it starts anything.
+func (f *busFlags) streamOptions() (schemas.StreamOptions, error) {
+	opts := schemas.DefaultStreamOptions()
+	history, err := parseDuration("--history", f.history)
+	if err != nil {
+		return opts, err
+	}
+	if history < opts.DuplicateWindow {
+		// JetStream refuses a stream whose messages age out before their duplicates stop being detected.
+		return opts, fmt.Errorf("--history %q: must be at least the streams' duplicate window, %s", f.history, opts.DuplicateWindow)
+	}
+	opts.History = history
+	if f.replicas < 1 || f.replicas > 5 {
+		return opts, fmt.Errorf("--stream-replicas %d: JetStream replicates a stream on 1 to 5 servers", f.replicas)
+	}
+	opts.Replicas = f.replicas
+	return opts, nil
+}
+
 // open serves the health endpoints and metrics (--health-address) for as long as ctx lasts, then connects to
 // NATS: /healthz answers while the connection is made, and /readyz says why the process is not ready yet.
 func (f *busFlags) open(ctx context.Context, name string) (*pipeline.Bus, error) {
@@ -76,16 +95,10 @@ func (f *busFlags) open(ctx context.Context, name string) (*pipeline.Bus, error)
 		}
 		slog.Info("serving health and metrics", "address", addr)
 	}
-	opts := schemas.DefaultStreamOptions()
-	history, err := parseDuration("--history", f.history)
+	opts, err := f.streamOptions()
 	if err != nil {
 		return nil, err
 	}
-	opts.History = history
-	if f.replicas < 1 || f.replicas > 5 {
-		return nil, fmt.Errorf("--stream-replicas %d: JetStream replicates a stream on 1 to 5 servers", f.replicas)
-	}
-	opts.Replicas = f.replicas
 	dataDir, err := filepath.Abs(f.dataDir)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", f.dataDir, err)
@@ -273,6 +286,9 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 			if err := pf.validate(); err != nil {
 				return err
 			}
+			if _, err := bf.streamOptions(); err != nil {
+				return err
+			}
 			clusters, err := parseClusters(clusterFlags)
 			if err != nil {
 				return err
@@ -355,6 +371,9 @@ func newProducerCommand() *cobra.Command {
 				return fmt.Errorf("give one of --control-plane and --cluster, not both")
 			}
 			if err := positiveDurations(map[string]time.Duration{"--heartbeat": heartbeat}); err != nil {
+				return err
+			}
+			if _, err := bf.streamOptions(); err != nil {
 				return err
 			}
 			kinds, err := parseKinds(watch)
@@ -441,6 +460,9 @@ func newStatusCommand() *cobra.Command {
 			if err := positiveDurations(map[string]time.Duration{"--heartbeat-timeout": heartbeatTimeout}); err != nil {
 				return err
 			}
+			if _, err := bf.streamOptions(); err != nil {
+				return err
+			}
 			cp, err := controlPlaneClients(controlPlane)
 			if err != nil {
 				return err
@@ -468,6 +490,9 @@ func newApplierCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
+			if _, err := bf.streamOptions(); err != nil {
+				return err
+			}
 			name, clients, err := clusterClients(cluster)
 			if err != nil {
 				return err
