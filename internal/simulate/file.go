@@ -88,7 +88,7 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 		errs = append(errs, err)
 	}
 	if len(f.Workloads) == 0 {
-		errs = append(errs, &FieldError{Path: "workloads", Reason: "required: nothing to place"})
+		errs = append(errs, &FieldError{Path: "workloads", Reason: "required: nothing to place; list the CRs as - file: CR.yaml (relative to the fleet file) or - object: {apiVersion: ..., kind: ..., ...}"})
 	}
 	policyAt := map[string]int{}
 	for i, p := range f.Policies {
