@@ -61,21 +61,24 @@ The fleet keeps running, with kubeconfigs to explore it, until Ctrl-C tears ever
 
 func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err error) {
 	step := func(format string, args ...any) { fmt.Fprintf(errOut, "demo: "+format+"\n", args...) }
+	if err := positiveDurations(map[string]time.Duration{"--timeout": o.timeout}); err != nil {
+		return err
+	}
 	spec, err := readFleetFile(o.fleetFile)
 	if err != nil {
-		return err
+		return fmt.Errorf("--fleet: %w", err)
 	}
 	crds, err := readObjectsFile(o.crds)
 	if err != nil {
-		return err
+		return fmt.Errorf("--crds: %w", err)
 	}
 	policies, err := readObjectsFile(o.policies)
 	if err != nil {
-		return err
+		return fmt.Errorf("--policies: %w", err)
 	}
 	workloads, err := readObjectsFile(o.workloads)
 	if err != nil {
-		return err
+		return fmt.Errorf("--workloads: %w", err)
 	}
 	names := make([]string, 0, len(spec.Clusters))
 	for _, c := range spec.Clusters {
