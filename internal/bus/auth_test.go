@@ -119,6 +119,30 @@ func privateCA(t *testing.T, dir string) (string, *tls.Config) {
 		Certificates: []tls.Certificate{{Certificate: [][]byte{serverDER}, PrivateKey: serverKey}}}
 }
 
+// TestEmbeddedServerRefusesListenAddressesItCannotTake: an address that cannot be listened on is refused
+// with the reason, and only a taken port is blamed on another fleetflow part.
+func TestEmbeddedServerRefusesListenAddressesItCannotTake(t *testing.T) {
+	tests := []struct{ listen, want, notWant string }{
+		{"127.0.0.1:99999", `embedded nats listen address "127.0.0.1:99999": port 99999: want 0 (any free port) to 65535`, ""},
+		{"127.0.0.1:-5", `embedded nats listen address "127.0.0.1:-5": port -5: want 0 (any free port) to 65535`, ""},
+		{"127.0.0.1", `embedded nats listen address "127.0.0.1": address 127.0.0.1: missing port in address`, ""},
+		{"192.0.2.1:4999", "embedded nats cannot listen on 192.0.2.1:4999: listen tcp 192.0.2.1:4999: ",
+			"another fleetflow part"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.listen, func(t *testing.T) {
+			srv, err := StartEmbedded(EmbeddedOptions{StoreDir: t.TempDir(), Listen: tt.listen})
+			if err == nil {
+				srv.Shutdown()
+				t.Fatalf("started on %s", tt.listen)
+			}
+			if !strings.Contains(err.Error(), tt.want) || (tt.notWant != "" && strings.Contains(err.Error(), tt.notWant)) {
+				t.Errorf("error %q, want it to hold %q and not %q", err, tt.want, tt.notWant)
+			}
+		})
+	}
+}
+
 // TestEmbeddedServerSaysItsPortIsTaken: a second embedded server on a taken port fails naming the address
 // and what to do (before, it waited 30 s for a server that could not listen, then said it was not ready).
 func TestEmbeddedServerSaysItsPortIsTaken(t *testing.T) {

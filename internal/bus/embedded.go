@@ -1,9 +1,11 @@
 package bus
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -42,6 +44,9 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		if err != nil {
 			return nil, fmt.Errorf("embedded nats listen address %q: port: %w", opts.Listen, err)
 		}
+		if n < 0 || n > 65535 {
+			return nil, fmt.Errorf("embedded nats listen address %q: port %d: want 0 (any free port) to 65535", opts.Listen, n)
+		}
 		host = h
 		if n != 0 {
 			port = n
@@ -52,10 +57,14 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 	}
 	if port > 0 {
 		// The server logs nothing here and would only time out on a port it cannot take, so try it first.
-		l, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-		if err != nil {
+		addr := net.JoinHostPort(host, strconv.Itoa(port))
+		l, err := net.Listen("tcp", addr)
+		if errors.Is(err, syscall.EADDRINUSE) {
 			return nil, fmt.Errorf("embedded nats cannot listen on %s (another fleetflow part embedding a server there? "+
-				"share it with --nats-url, or pick a free port with --nats-listen 127.0.0.1:0): %w", net.JoinHostPort(host, strconv.Itoa(port)), err)
+				"share it with --nats-url, or pick a free port with --nats-listen 127.0.0.1:0): %w", addr, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("embedded nats cannot listen on %s: %w", addr, err)
 		}
 		_ = l.Close()
 	}
