@@ -47,7 +47,8 @@ func newFleetUpCommand() *cobra.Command {
 		Long: `Start one etcd and N+1 kube-apiservers on free loopback ports: a control plane ("control-plane") and
 N workload clusters named cluster-1..N, or named by the fleet file. With --fleet, the workload clusters get
 the file's nodes (plain Node objects, no kubelet) and the control plane its namespaces, fleetflow's CRDs and
-a Cluster for each workload cluster, with the file's labels and taints (--register=false leaves those out).
+a Cluster for each workload cluster, with the file's labels and taints. --register=false leaves out the CRDs
+and the Clusters; the namespaces are created anyway.
 
 Everything lives under --dir: logs, kubeconfigs, pid files and fleet.json. The command stays in the
 foreground until SIGINT or SIGTERM and then stops the fleet; with --detach it returns once the fleet is
