@@ -66,7 +66,8 @@ func Run(in *Input, logger *slog.Logger) ([]Result, error) {
 		gvk := karta.GVKOf(obj)
 		ri, ok := registry.Lookup(gvk)
 		if !ok {
-			errs = append(errs, &FieldError{Path: path, Reason: fmt.Sprintf("no ResourceInterface for %s", gvk)})
+			errs = append(errs, &FieldError{Path: path, Reason: fmt.Sprintf("no ResourceInterface for %s: simulate places "+
+				"only kinds an RI describes (built in, or listed under resourceInterfaces)", gvk)})
 			continue
 		}
 		a, err := ri.Analyze(obj)

@@ -95,7 +95,7 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 			"workloads[0]: set either file or object, not both"},
 		{"a kind without a ResourceInterface",
 			func(s string) string { return strings.Replace(s, "kind: RayCluster", "kind: Widget", 1) },
-			"workloads[2]: no ResourceInterface for ray.io/v1, Kind=Widget"},
+			"workloads[2]: no ResourceInterface for ray.io/v1, Kind=Widget: simulate places only kinds an RI describes (built in, or listed under resourceInterfaces)"},
 		{"a misspelled field", func(s string) string { return strings.Replace(s, "workloads:", "workload:", 1) }, "unknown field"},
 		{"a second YAML document", func(s string) string { return s + "---\nworkloads: [{file: train.yaml}]\n" },
 			"holds 2 YAML documents; a fleet file is one document"},
