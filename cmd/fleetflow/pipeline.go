@@ -52,7 +52,7 @@ func (f *busFlags) register(flags *pflag.FlagSet) {
 	flags.StringVar(&f.url, "nats-url", "", "external NATS JetStream URL; empty embeds a server")
 	flags.StringVar(&f.dataDir, "data-dir", ".fleet/nats", "local storage: the embedded NATS server's, and the record of user ResourceInterface evaluations in progress")
 	flags.StringVar(&f.listen, "nats-listen", "127.0.0.1:4222", "listen address of the embedded NATS server (port 0 picks one)")
-	flags.StringVar(&f.history, "history", "168h", "how long events and decisions are kept for audit and replay")
+	flags.StringVar(&f.history, "history", "168h", "how long events and decisions are kept for audit and replay (at least the streams' 2m duplicate window)")
 	flags.IntVar(&f.replicas, "stream-replicas", 1, "JetStream replication factor of fleetflow's streams (up to the external cluster's size)")
 	flags.StringVar(&f.health, "health-address", "", "serve /healthz, /readyz and Prometheus /metrics on this address (e.g. :8080); empty serves none")
 	registerNATSAuth(flags, &f.auth)
