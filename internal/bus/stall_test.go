@@ -21,7 +21,7 @@ func TestConsumeLoopStuckHandlerFailsLiveness(t *testing.T) {
 	consumer, _, cfg := placerConsumer(t, js, log)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	entered, release := make(chan struct{}), make(chan struct{})
+	entered, release := make(chan struct{}, 1), make(chan struct{})
 	loop := &bus.ConsumeLoop{Consumer: consumer, Log: log, StallAfter: 50 * time.Millisecond,
 		Handle: func(context.Context, bus.Delivery) error {
 			select {
