@@ -539,6 +539,14 @@ func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touch
 	if rebuilding {
 		return nil
 	}
+	// A copy kept running there while its workload is placed nowhere (Unschedulable, NoPolicy) is not among
+	// affected: publishDecisions deletes it, since fleetflow no longer watches that cluster. Left untouched, it
+	// would run unseen, and the control plane would go on showing the workload running there.
+	for id, e := range p.workloads {
+		if prev, ok := e.published[name]; ok && prev.action == schemas.ActionApply {
+			touched.add(id)
+		}
+	}
 	// Every workload on the cluster that left goes elsewhere, a completed one too: fleetflow no longer watches
 	// that cluster, and would otherwise send its copy there again were it registered again.
 	return p.reevaluateAll(affected, touched)

@@ -1465,13 +1465,20 @@ func TestNegativeQuantityMakesTheWorkloadInvalid(t *testing.T) {
 
 // A Cluster object deleted takes the copies on it along: with another cluster that fits the workload moves
 // there first; with none it is Unschedulable, but its copy on the cluster that left the fleet is deleted
-// all the same, since fleetflow no longer watches it.
+// all the same, since fleetflow no longer watches it. So is the copy a workload that turned Unschedulable
+// kept running there, though the workload is placed nowhere.
 func TestClusterDeletedTakesItsCopiesAlong(t *testing.T) {
 	for _, tt := range []struct {
 		name string
 		west bool
-		want []string
-	}{{"another cluster fits", true, []string{"Apply west", "Delete east"}}, {"no other cluster", false, []string{"Delete east"}}} {
+		// unschedulable grows the workload past every cluster before the deletion: its copy keeps running on east.
+		unschedulable bool
+		want          []string
+	}{
+		{name: "another cluster fits", west: true, want: []string{"Apply west", "Delete east"}},
+		{name: "no other cluster", want: []string{"Delete east"}},
+		{name: "kept running while unschedulable", west: true, unschedulable: true, want: []string{"Delete east"}},
+	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newPlacerFixture(t, PlacerConfig{})
 			if tt.west {
@@ -1480,6 +1487,16 @@ func TestClusterDeletedTakesItsCopiesAlong(t *testing.T) {
 				f.eastThenWestWith(nil)
 			}
 			_, mark := f.placedWebOnEast()
+			if tt.unschedulable {
+				grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
+					firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
+				})
+				f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
+				if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable {
+					t.Fatalf("verdict %s, want Unschedulable", v.Status)
+				}
+				mark = len(f.pub.ofType(schemas.TypePlacementDecided))
+			}
 			east := object("fleetflow.io/v1alpha1", "Cluster", "", "east", nil, nil).Ref()
 			f.deliver(schemas.TypeClusterDeleted, schemas.ClusterSpecSubject("east"), &schemas.ObjectDeleted{Workload: east})
 			if got := f.decisions(mark); !equal(got, tt.want) {
