@@ -362,6 +362,21 @@ func (p *Placer) restore(touched *touchedSet) error {
 		e := p.workloads[id]
 		e.restore, e.newestApply = e.restoredVerdict(), nil
 		wl := snap.Workload(id)
+		if wl != nil && !e.deleted && (e.restore == nil || e.restore.Status != schemas.VerdictPlaced) {
+			// Placed nowhere, its copies still run where it was applied: its own room there, as a running placer
+			// keeps it (structs.Workload.Kept).
+			var kept []string
+			for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
+				if e.published[cluster].action == schemas.ActionApply && p.clusterRegistered(cluster) {
+					kept = append(kept, cluster)
+				}
+			}
+			if len(kept) > 0 {
+				if err := p.store.KeepOn(p.seq, id, kept); err != nil {
+					return fmt.Errorf("placer rebuild: %w", err)
+				}
+			}
+		}
 		if wl == nil || e.restore == nil || e.restore.Status != schemas.VerdictPlaced {
 			continue
 		}

@@ -1992,3 +1992,86 @@ func TestCopyGoneWhileUnschedulableIsAppliedWhenPlacedAgain(t *testing.T) {
 		t.Errorf("decisions once it fits again = %v, want [Apply east]", got)
 	}
 }
+
+// A workload placed nowhere for a while (a policy edit left it no cluster) keeps its copy running where it was,
+// and once a cluster fits it again it is judged with that copy's pods as its own room and stays where it kept
+// running, as a placed workload would: not Unschedulable against its own pods, nor moved (started again) to
+// another cluster.
+func TestWorkloadKeptRunningWhileUnschedulableStaysOnceItFitsAgain(t *testing.T) {
+	tiers := func(first, second string) map[string]any {
+		return map[string]any{"orderedClusterSelector": map[string]any{"tiers": []any{
+			map[string]any{"matchLabels": map[string]any{"name": first}},
+			map[string]any{"matchLabels": map[string]any{"name": second}},
+		}}}
+	}
+	tests := []struct {
+		name string
+		// otherCPU is requested on east's node by pods of no placed workload.
+		otherCPU int64
+		// restored is the policy's spec once a cluster fits the workload again.
+		restored map[string]any
+	}{
+		{name: "its pods are its own room", otherCPU: 2, restored: tiers("east", "west")},
+		{name: "it stays where it kept running", restored: tiers("west", "east")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWest()
+			web := deploymentVersion("web", "1", 6, nil)
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			if got := f.decisions(0); !equal(got, []string{"Apply east"}) {
+				t.Fatalf("decisions = %v, want web on east", got)
+			}
+			f.confirm("east", web)
+			// east reports web's six pods running on its node, beside the other pods.
+			f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+				Requested:   corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(6+tt.otherCPU, resource.DecimalSI)},
+				Pods:        6 + int(tt.otherCPU), WorkloadPods: map[string]int{web.Ref().UID: 6},
+				WorkloadRequested: map[string]corev1.ResourceList{web.Ref().UID: {corev1.ResourceCPU: resource.MustParse("6")}}})
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			f.policy("any", map[string]any{"clusterSelector": map[string]any{"matchLabels": map[string]any{"name": "nowhere"}}})
+			if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable || !strings.Contains(v.Message, "the copy on east keeps running") {
+				t.Fatalf("verdict %s %q, want Unschedulable with the copy on east running", v.Status, v.Message)
+			}
+			f.policy("any", tt.restored)
+			if got := f.decisions(mark); len(got) != 0 {
+				t.Errorf("decisions once a cluster fits again = %v, want none: the copy on east runs this version", got)
+			}
+			if v := f.lastVerdictSent(); v.Status != schemas.VerdictPlaced || !equal(v.Clusters, []string{"east"}) {
+				t.Errorf("verdict %s on %v (%q, reasons %v), want Placed on east", v.Status, v.Clusters, v.Message, v.Reasons)
+			}
+		})
+	}
+}
+
+// A restarted placer finds a workload placed nowhere whose copy kept running from the Apply it published there,
+// and judges it with that copy's pods as its own room, as the placer before it would have: once a cluster fits
+// it again, it stays where it runs.
+func TestRestoredPlacerKeepsAnUnschedulableWorkloadWhereItRuns(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	web := deploymentVersion("web", "1", 6, nil)
+	ref := web.Ref()
+	placed := &schemas.PlacementVerdict{Workload: ref, Sequence: 5, Status: schemas.VerdictPlaced, Policy: "any", Clusters: []string{"east"}}
+	f.readState(
+		stateMessage{schemas.TypeWorkloadChanged, web},
+		stateMessage{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
+			Action: schemas.ActionApply, Sequence: 5, Object: web.Object, Policy: "any", Clusters: []string{"east"}, Verdict: placed}},
+		stateMessage{schemas.TypePlacementVerdict, &schemas.PlacementVerdict{Workload: ref, Sequence: 7,
+			Status: schemas.VerdictUnschedulable, Policy: "any"}},
+		stateMessage{schemas.TypeNodeChanged, &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+			Requested:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
+			Pods:        8, WorkloadPods: map[string]int{ref.UID: 6},
+			WorkloadRequested: map[string]corev1.ResourceList{ref.UID: {corev1.ResourceCPU: resource.MustParse("6")}}}},
+	)
+	mark := f.restoreAndPublish()
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Errorf("decisions after the restart = %v, want none: the copy on east runs this version", got)
+	}
+	if wl := f.p.store.Snapshot().Workload(f.p.byUID[ref.UID]); wl.Placement == nil || !equal(wl.Placement.Clusters, []string{"east"}) {
+		t.Errorf("placement after the restart %+v, want east", wl.Placement)
+	}
+}

@@ -42,9 +42,11 @@ type gang struct {
 }
 
 // ownReservations collects what the given workloads hold, per cluster and node: their reservations, and what
-// their pods running on the clusters they are placed on request. Both count against a node's free capacity, and
-// a workload packed again (a new version of it) takes their place: a grown CR whose old pods plus the new ones
-// fit where it runs stays there. Only placed workloads hold any, so fresh workloads cost no lookup.
+// their pods running on the clusters they are placed on (or, placed nowhere now, still run on: Kept) request.
+// Both count against a node's free capacity, and a workload packed again (a new version of it) takes their
+// place: a grown CR whose old pods plus the new ones fit where it runs stays there, and one that was
+// Unschedulable for a while fits again where its copy kept running. Only placed and kept workloads hold any, so
+// fresh workloads cost no lookup.
 func ownReservations(st State, workloads []*structs.Workload) map[string]map[string]structs.Vector {
 	var own map[string]map[string]structs.Vector
 	add := func(cluster, node string, v structs.Vector) {
@@ -58,16 +60,20 @@ func ownReservations(st State, workloads []*structs.Workload) map[string]map[str
 	}
 	var capacities []*structs.ClusterCapacity
 	for _, wl := range workloads {
-		if wl.Placement == nil {
-			continue
-		}
-		for _, r := range st.ReservationsOf(wl.ID) {
-			for _, n := range r.Nodes {
-				add(n.Cluster, n.Node, n.Request)
+		runsOn := wl.Kept
+		if wl.Placement != nil {
+			runsOn = wl.Placement.Clusters
+			for _, r := range st.ReservationsOf(wl.ID) {
+				for _, n := range r.Nodes {
+					add(n.Cluster, n.Node, n.Request)
+				}
 			}
 		}
+		if len(runsOn) == 0 {
+			continue
+		}
 		label := structs.WorkloadLabelValue(wl.ID)
-		for _, cluster := range wl.Placement.Clusters {
+		for _, cluster := range runsOn {
 			if capacities == nil {
 				capacities = st.Capacities()
 			}

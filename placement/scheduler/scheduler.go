@@ -513,6 +513,10 @@ func (c *cycle) scheduleOne(wl *structs.Workload, p *policy.Policy) *structs.Dec
 	d := c.newDecision(wl, p)
 	cands := c.filter(wl, p, d)
 	sticky := stickyCluster(wl)
+	if sticky == "" && wl.Placement == nil && len(wl.Kept) == 1 {
+		// Placed nowhere for a while, its copy kept running there: it stays there once it fits again.
+		sticky = wl.Kept[0]
+	}
 	if sticky != "" && c.runsAsIs(wl, sticky) &&
 		slices.ContainsFunc(cands, func(cand candidate) bool { return cand.capacity.Name == sticky }) {
 		d.Status = structs.StatusPlaced

@@ -352,6 +352,7 @@ func (w *writeTxn) upsertWorkload(info structs.WorkloadInfo) (*structs.Workload,
 	if raw != nil {
 		wl.Placement = raw.(*structs.Workload).Placement
 		wl.Reservation = raw.(*structs.Workload).Reservation
+		wl.Kept = raw.(*structs.Workload).Kept
 	}
 	return wl, w.insert(TableWorkloads, wl)
 }
@@ -368,6 +369,21 @@ func (s *Store) DeleteWorkload(seq uint64, id string) error {
 		}
 		w.releaseWorkload(raw.(*structs.Workload))
 		return nil
+	})
+}
+
+// KeepOn records clusters where a workload placed nowhere still runs (Workload.Kept), as a rebuilding placer
+// finds them from the Applies it published. A placed workload, or one the store does not hold, is left as it is.
+func (s *Store) KeepOn(seq uint64, workloadID string, clusters []string) error {
+	return s.write(seq, func(w *writeTxn) error {
+		raw, err := w.first(TableWorkloads, indexID, workloadID)
+		if err != nil || raw == nil || raw.(*structs.Workload).Placement != nil {
+			return err
+		}
+		next := *raw.(*structs.Workload)
+		next.ModifyIndex = w.seq
+		next.Kept = slices.Clone(clusters)
+		return w.insert(TableWorkloads, &next)
 	})
 }
 
@@ -514,10 +530,15 @@ func (w *writeTxn) applyDecision(d *structs.Decision, expires int64) error {
 	wl.ModifyIndex = w.seq
 	wl.Placement = nil
 	wl.Reservation = nil
-	if d.Status == structs.StatusPlaced {
+	switch {
+	case d.Status == structs.StatusPlaced:
 		wl.Placement = &structs.Placement{DecisionID: d.ID, Policy: d.Policy, Generation: d.Generation,
 			Clusters: slices.Clone(d.Clusters), Replicas: maps.Clone(d.Replicas)}
 		wl.Reservation = w.reserve(d, old, expires)
+		wl.Kept = nil
+	case old.Placement != nil:
+		// Placed nowhere now, its copies keep running where it was placed (the placer takes none down).
+		wl.Kept = slices.Clone(old.Placement.Clusters)
 	}
 	return w.insert(TableWorkloads, &wl)
 }

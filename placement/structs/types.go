@@ -175,6 +175,11 @@ type Workload struct {
 	Reservation *Reservation
 	// Avoid maps clusters the workload is kept off to why (see WorkloadInfo.Avoid).
 	Avoid map[string]string
+	// Kept lists, while the workload is placed nowhere (an Unschedulable or NoPolicy decision replaced its
+	// placement), the clusters it was last placed on: its copies keep running there, so what their pods take is
+	// the workload's own room, and it stays on the one cluster it ran on once it fits there again rather than
+	// moving (a job started again elsewhere). nil while it is placed, and for a workload never placed.
+	Kept []string
 	// ExclusiveUnits are sets of the workload's pods that each need a domain of their topology key to themselves
 	// (karta.ExclusiveUnit), nil when there are none.
 	ExclusiveUnits []ExclusiveUnit
