@@ -541,10 +541,19 @@ func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touch
 	}
 	// A copy kept running there while its workload is placed nowhere (Unschedulable, NoPolicy) is not among
 	// affected: publishDecisions deletes it, since fleetflow no longer watches that cluster. Left untouched, it
-	// would run unseen, and the control plane would go on showing the workload running there.
-	for id, e := range p.workloads {
-		if prev, ok := e.published[name]; ok && prev.action == schemas.ActionApply {
-			touched.add(id)
+	// would run unseen, and the control plane would go on showing the workload running there. The workload is
+	// judged again, so its verdict no longer says the copy runs there nor gives the cluster's reason.
+	snap := p.store.Snapshot()
+	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
+		e := p.workloads[id]
+		if prev, ok := e.published[name]; !ok || prev.action != schemas.ActionApply {
+			continue
+		}
+		touched.add(id)
+		if wl := snap.Workload(id); wl != nil && wl.Placement == nil && !e.deleted && e.objectJSON != nil {
+			if err := p.process(id, touched); err != nil {
+				return err
+			}
 		}
 	}
 	// Every workload on the cluster that left goes elsewhere, a completed one too: fleetflow no longer watches

@@ -1502,6 +1502,12 @@ func TestClusterDeletedTakesItsCopiesAlong(t *testing.T) {
 			if got := f.decisions(mark); !equal(got, tt.want) {
 				t.Fatalf("decisions = %v, want %v", got, tt.want)
 			}
+			if !tt.unschedulable {
+				return
+			}
+			if v := f.lastVerdictSent(); strings.Contains(v.Message, "east") || v.Reasons["east"] != "" {
+				t.Errorf("verdict %s %q, reasons %v: want nothing said of east, which left the fleet", v.Status, v.Message, v.Reasons)
+			}
 		})
 	}
 }
