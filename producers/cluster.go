@@ -224,7 +224,7 @@ func (p *ClusterProducer) init(ctx context.Context) error {
 	}
 	p.kindWatches = map[schema.GroupVersionKind]*kindWatch{}
 	p.publisher = &statePublisher{publisher: p.Publisher, source: schemas.SourceClusterProducer(p.Cluster),
-		log: p.Log, last: map[string]*publishedState{}}
+		log: p.Log, last: map[string]*publishedState{}, registration: schemas.ClusterSpecSubject(p.Cluster)}
 	p.owners = newOwnerResolver(p.Clients)
 	p.nodeQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-nodes-" + p.Cluster})

@@ -74,3 +74,49 @@ func TestRestartedProducerStoresAStateThatReturned(t *testing.T) {
 	defer stop()
 	b.waitNode(nodeName, "one pod again, stored after the state with two", func(s *schemas.NodeState) bool { return s.Pods == 1 })
 }
+
+// TestProducerOfAClusterRegisteredAgainStoresItsStatesAgain: a Cluster deleted and registered again has the
+// placer drop what its cluster reported before (nodes, installed APIs) and wait for the producer started again to
+// report them. Their content is unchanged, so JetStream would drop them as duplicates of the copies stored
+// before the deletion, for as long as those are in its duplicate window; the producer stores them again after
+// the Cluster's last change instead.
+func TestProducerOfAClusterRegisteredAgainStoresItsStatesAgain(t *testing.T) {
+	b := newBench(t)
+	const nodeName = "node-registered-again"
+	b.createNode(nodeSpec{name: nodeName, allocatable: resources("cpu=16"), ready: true})
+
+	run := func() (stop func()) {
+		p := &producers.ClusterProducer{Cluster: testCluster, Clients: b.clients, Publisher: b.pub,
+			Log: slog.New(slog.DiscardHandler), Heartbeat: time.Second, CoalesceWindow: 100 * time.Millisecond}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		return func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("producer Run: %v", err)
+			}
+		}
+	}
+	stop := run()
+	b.waitNode(nodeName, "the node's state", func(*schemas.NodeState) bool { return true })
+	eventually(t, "the installed APIs", func() bool { _, ok := b.last(schemas.ClusterAPIsSubject(testCluster)); return ok })
+	stop()
+
+	// The Cluster is deleted and registered again, as the control-plane producer reports it.
+	cluster := &schemas.ObjectDeleted{Workload: schemas.ObjectRef{APIVersion: "fleetflow.io/v1alpha1", Kind: "Cluster",
+		Name: testCluster, UID: "uid-first"}}
+	b.publishToState(schemas.TypeClusterDeleted, schemas.ClusterSpecSubject(testCluster), "cluster-deleted/uid-first", cluster)
+	registered, ok := b.last(schemas.ClusterSpecSubject(testCluster))
+	if !ok {
+		t.Fatal("the Cluster's deletion is not stored")
+	}
+	stop = run()
+	defer stop()
+	for _, subject := range []string{schemas.NodeSubject(testCluster, nodeName), schemas.ClusterAPIsSubject(testCluster)} {
+		eventually(t, subject+" stored again after the Cluster's registration", func() bool {
+			last, ok := b.last(subject)
+			return ok && last.seq > registered.seq
+		})
+	}
+}

@@ -22,11 +22,19 @@ import (
 // sequence is older than the last one this publisher stored or saw acknowledged on the subject, the state
 // is republished with the id qualified by that sequence. Replicas that saw the same history compute the
 // same qualified id, so they still store it once. A publisher that knows nothing of the subject yet (started
-// since) reads the last sequence on the subject from the stream.
+// since) reads the last sequence on the subject from the stream, and the last one on registration's.
+//
+// registration is the subject of the cluster's Cluster object (schemas.ClusterSpecSubject). A Cluster deleted
+// and registered again makes the placer drop what the cluster reported before the deletion (its installed
+// APIs, its nodes) and wait for its producer, started again, to report them anew: the same content, which
+// JetStream dropped as a duplicate while its first copy was in the duplicate window. The cluster then served
+// no kind and had no nodes, for the placer, until the next StateResync (10 minutes). A state whose stored copy
+// predates the Cluster's last change is stored again after it.
 type statePublisher struct {
-	publisher *bus.Publisher
-	source    string
-	log       *slog.Logger
+	publisher    *bus.Publisher
+	source       string
+	log          *slog.Logger
+	registration string
 
 	mu   sync.Mutex
 	last map[string]*publishedState // by subject
@@ -88,6 +96,13 @@ func (s *statePublisher) send(ctx context.Context, eventType, subject, id string
 			return 0, err
 		}
 		lastSeq = stored
+		if s.registration != "" {
+			registered, err := s.publisher.LastStored(ctx, schemas.StreamEvents, s.registration)
+			if err != nil {
+				return 0, err
+			}
+			lastSeq = max(lastSeq, registered)
+		}
 	}
 	if ack.Duplicate && ack.Sequence < lastSeq {
 		// The stored copy predates a later state on this subject: store this state again, after it.
