@@ -116,6 +116,34 @@ func (p *Placer) completedEverywhere(id string) bool {
 func (p *Placer) record(d *structs.Decision, touched *touchedSet) {
 	touched.decided(d)
 	p.blocked.Record(d)
+	if d.Status == structs.StatusPlaced {
+		p.placedBack(d)
+	}
+}
+
+// placedBack forgets that a workload placed again on a cluster it was moved off earlier (no other cluster took
+// it) keeps off that cluster: it runs there now, so it stays while it fits, and pods pending there, a failure
+// or a refused Apply move it off again. Kept avoided, the cluster would have it leave at its next
+// re-evaluation, and its pods pending there would never move it.
+func (p *Placer) placedBack(d *structs.Decision) {
+	e := p.workloads[d.WorkloadID]
+	if e == nil || len(e.avoid) == 0 {
+		return
+	}
+	back := false
+	for _, cluster := range d.Clusters {
+		if _, ok := e.avoid[cluster]; ok {
+			delete(e.avoid, cluster)
+			back = true
+		}
+	}
+	if !back {
+		return
+	}
+	if err := p.upsertWorkload(e); err != nil {
+		p.log.Warn("could not record that a workload no longer keeps off a cluster", "workload", e.ref.Key(),
+			"clusters", d.Clusters, "error", err)
+	}
 }
 
 // reconcile publishes what an event changed: verdicts (with the analysis each answers), then per-cluster

@@ -2081,3 +2081,37 @@ func TestRestoredPlacerKeepsAnUnschedulableWorkloadWhereItRuns(t *testing.T) {
 		t.Errorf("placement after the restart %+v, want east", wl.Placement)
 	}
 }
+
+// A workload moved off a cluster where its pods pended, then on a cluster that goes silent, fails over back to
+// the first one when no other cluster takes it, rather than stay on the silent cluster for good; placed there
+// again, it no longer keeps off it, so its pods pending there move it again.
+func TestWorkloadMovedOffFailsOverBackWhenNothingElseFits(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{PendingTimeout: time.Minute, HeartbeatTimeout: 10 * time.Second})
+	f.eastThenWest()
+	web, mark := f.placedWebOnEast()
+	since := f.now.Add(-2 * time.Minute)
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), PendingPods: 1, PendingSince: &since})
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
+	f.confirm("west", web)
+	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
+		t.Fatalf("decisions after its pods pended on east = %v, want [Apply west Delete east]", got)
+	}
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Gone: true})
+	mark = len(f.pub.ofType(schemas.TypePlacementDecided))
+
+	later := f.now.Add(15 * time.Second)
+	f.heartbeat("east", later)
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: later})
+	if got := f.decisions(mark); !equal(got, []string{"Apply east", "Delete west"}) {
+		t.Fatalf("decisions after west went silent = %v, want [Apply east Delete west]", got)
+	}
+	if v := f.pub.ofType(schemas.TypePlacementDecided)[mark].payload(t).(*schemas.PlacementDecided).Verdict; v == nil ||
+		!strings.Contains(v.Message, "goes back to east") {
+		t.Errorf("verdict carried by the Apply to east %+v, want it to say the workload goes back to east", v)
+	}
+	if e := f.p.workloads[f.p.byUID[web.Ref().UID]]; len(e.avoid) != 0 {
+		t.Errorf("workload keeps off %v, want no cluster once it runs on east again", e.avoid)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
@@ -85,7 +86,7 @@ func (s *Scheduler) Schedule(st State, workloadID string) (*structs.Plan, error)
 	case p.Spec.SpreadConstraints != nil && p.Spec.SpreadConstraints.SpreadMode == v1alpha1.SpreadModeDivide:
 		plan = c.single(c.scheduleDivide(wl, p))
 	default:
-		plan = c.single(c.scheduleOne(wl, p))
+		plan = c.single(c.scheduleOneOrBack(wl, p))
 	}
 	if s.logger.Enabled(context.Background(), slog.LevelDebug) {
 		for _, d := range plan.Decisions {
@@ -539,6 +540,63 @@ func (c *cycle) scheduleOne(wl *structs.Workload, p *policy.Policy) *structs.Dec
 	}
 	d.Message = c.rankedBelowMessage(p, best.capacity.Name, rank, best.capacity.Name == sticky)
 	return d
+}
+
+// scheduleOneOrBack is scheduleOne, falling back, when no cluster takes the workload and no Ready cluster runs
+// it, to the clusters it was moved off earlier (Avoid) and no longer runs on: its pods pended there, it failed
+// there, or its Apply was refused. Those keep it off while another cluster fits, or while it still runs on a
+// Ready cluster (one relabelled away from its policy keeps it: it is not sent back where it could not run),
+// but are no reason to leave it on a cluster that stopped answering: a job moved off a cluster whose pods
+// pended for a while, then on a cluster that went NotReady (or left the fleet), would otherwise stay on the
+// silent cluster for good though the first had room again. A cluster it is leaving now stays avoided.
+func (c *cycle) scheduleOneOrBack(wl *structs.Workload, p *policy.Policy) *structs.Decision {
+	d := c.scheduleOne(wl, p)
+	if d.Status == structs.StatusPlaced || len(wl.Avoid) == 0 || c.runsOnAReadyCluster(wl, d) {
+		return d
+	}
+	back := *wl
+	back.Avoid = nil
+	var earlier []string
+	for cluster, why := range wl.Avoid {
+		if wl.Placement != nil && slices.Contains(wl.Placement.Clusters, cluster) {
+			if back.Avoid == nil {
+				back.Avoid = map[string]string{}
+			}
+			back.Avoid[cluster] = why
+			continue
+		}
+		if d.RejectCodes[cluster] == structs.RejectAvoided {
+			earlier = append(earlier, cluster)
+		}
+	}
+	if len(earlier) == 0 {
+		return d
+	}
+	fallback := c.scheduleOne(&back, p)
+	if fallback.Status != structs.StatusPlaced {
+		return d
+	}
+	if why, ok := wl.Avoid[fallback.Clusters[0]]; ok {
+		note := "no other cluster takes it, so it goes back to " + fallback.Clusters[0] + ", which it was moved off earlier: " + why
+		fallback.Message = strings.TrimPrefix(fallback.Message+"; "+note, "; ")
+	}
+	return fallback
+}
+
+// runsOnAReadyCluster reports whether a cluster the workload is placed on (or, placed nowhere, still runs on:
+// Kept) is in the fleet and was not rejected by d as NotReady.
+func (c *cycle) runsOnAReadyCluster(wl *structs.Workload, d *structs.Decision) bool {
+	runsOn := wl.Kept
+	if wl.Placement != nil {
+		runsOn = wl.Placement.Clusters
+	}
+	for _, cluster := range runsOn {
+		inFleet := slices.ContainsFunc(c.capacities, func(cc *structs.ClusterCapacity) bool { return cc.Name == cluster })
+		if inFleet && d.RejectCodes[cluster] != structs.RejectNotReady {
+			return true
+		}
+	}
+	return false
 }
 
 // compareFavour orders a cluster without an untolerated PreferNoSchedule taint before one with it.
