@@ -210,6 +210,11 @@ type workloadEntry struct {
 type publishedDecision struct {
 	action   schemas.DecisionAction
 	sequence uint64
+	// uid is the uid of the workload the decision was for. An entry goes on with a workload created again under
+	// its name, and a copy of the earlier one may still stand (its Delete was given up on while its cluster was
+	// down): that copy's Delete must name its uid, the applier deleting only the copies of the uid it is given,
+	// and it is no Apply of the new workload. "" for decisions recorded before it was kept.
+	uid string
 	// object is the control-plane object the decision applied (before a Divide's share of replicas), the
 	// same bytes as its workload's objectJSON then. content identifies what an applier copies of it
 	// (contentOf), so a new resourceVersion that changed nothing to copy (fleetflow's own annotations,

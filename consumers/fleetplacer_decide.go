@@ -417,7 +417,8 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 	}
 	for _, cluster := range slices.Sorted(maps.Keys(desired)) {
 		replicas := desired[cluster]
-		if prev, ok := e.published[cluster]; ok && prev.action == schemas.ActionApply && prev.replicas == replicas && !e.reapply[cluster] {
+		if prev, ok := e.published[cluster]; ok && prev.action == schemas.ActionApply && prev.replicas == replicas && !e.reapply[cluster] &&
+			(prev.uid == "" || prev.uid == e.ref.UID) {
 			same, err := e.appliedNow(&prev)
 			if err != nil {
 				return err
@@ -515,9 +516,14 @@ func (p *Placer) desiredObject(e *workloadEntry, wl *structs.Workload, replicas 
 // when one is given.
 func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, action schemas.DecisionAction,
 	objectJSON []byte, replicas int64, wl *structs.Workload, verdict *heldVerdict) error {
+	ref, earlier := e.ref, false
+	if prev := e.published[cluster]; action == schemas.ActionDelete && prev.uid != "" && prev.uid != ref.UID {
+		// The copy there is an earlier workload's of this name: the applier deletes it only by its own uid.
+		ref.UID, earlier = prev.uid, true
+	}
 	d := &schemas.PlacementDecided{
-		DecisionID: fmt.Sprintf("%s/%d/%s/%s", e.ref.UID, p.seq, action, cluster),
-		Workload:   e.ref, Cluster: cluster, Action: action, Sequence: p.seq, Epoch: p.epoch, ObjectJSON: objectJSON,
+		DecisionID: fmt.Sprintf("%s/%d/%s/%s", ref.UID, p.seq, action, cluster),
+		Workload:   ref, Cluster: cluster, Action: action, Sequence: p.seq, Epoch: p.epoch, ObjectJSON: objectJSON,
 		Replicas: replicas,
 	}
 	policyName := ""
@@ -541,7 +547,7 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 		d.Verdict = verdict.v
 	}
 	switch {
-	case action == schemas.ActionDelete && e.deleted:
+	case action == schemas.ActionDelete && (e.deleted || earlier):
 		d.Reason = "workload deleted on the control plane"
 	case action == schemas.ActionDelete:
 		d.Reason = "workload no longer placed on " + cluster
@@ -552,7 +558,7 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 	if err := p.send(ctx, schemas.TypePlacementDecided, subject, d.DecisionID, d); err != nil {
 		return err
 	}
-	published := publishedDecision{action: action, sequence: p.seq, replicas: replicas,
+	published := publishedDecision{action: action, sequence: p.seq, replicas: replicas, uid: ref.UID,
 		namespaceLabels: namespaceLabelsKey(d.NamespaceLabels)}
 	if action == schemas.ActionApply {
 		published.object, published.content = e.objectJSON, e.content

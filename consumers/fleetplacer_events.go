@@ -1110,21 +1110,20 @@ func (p *Placer) onDeleteFailed(f *schemas.PlacementFailed, touched *touchedSet)
 		e = p.workloads[id]
 	} else {
 		// The workload was deleted, and forgotten once its Deletes were sent. Its copy may have survived on
-		// the cluster that was down, so it is tracked again, as deleted, until a Delete goes through.
-		if other := p.workloads[workloadIDOf(f.Workload)]; other != nil {
-			p.log.Warn("a copy of a deleted workload may remain on a cluster that was down; a new workload has its name",
-				"workload", f.Workload.Key(), "uid", f.Workload.UID, "cluster", f.Cluster, "new_uid", other.ref.UID)
-			return
+		// the cluster that was down, so it is tracked again, as deleted, until a Delete goes through; by the
+		// workload created again under its name when there is one, whose entry keeps the copy's uid for its
+		// Delete (publishedDecision.uid).
+		if e = p.workloads[workloadIDOf(f.Workload)]; e == nil {
+			e = p.entry(f.Workload)
+			e.deleted = true
 		}
-		e = p.entry(f.Workload)
-		e.deleted = true
 	}
 	if prev, ok := e.published[f.Cluster]; ok && prev.sequence > f.Sequence {
 		return // a newer decision for that cluster was published since
 	}
 	// The copy may have survived on a cluster that was down; treat it as still applied, to be deleted
 	// again once the cluster is back.
-	e.published[f.Cluster] = publishedDecision{action: schemas.ActionApply, sequence: f.Sequence}
+	e.published[f.Cluster] = publishedDecision{action: schemas.ActionApply, sequence: f.Sequence, uid: f.Workload.UID}
 	if e.redelete == nil {
 		e.redelete = map[string]bool{}
 	}
@@ -1250,7 +1249,7 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 			p.log.Warn("rebuild: decision not compared", "workload", e.ref.Key(), "cluster", d.Cluster, "error", err)
 		}
 	}
-	e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, content: content, replicas: d.Replicas,
+	e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, content: content, replicas: d.Replicas, uid: d.Workload.UID,
 		namespaceLabels: namespaceLabelsKey(d.NamespaceLabels)}
 }
 

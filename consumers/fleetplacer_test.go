@@ -2115,3 +2115,81 @@ func TestWorkloadMovedOffFailsOverBackWhenNothingElseFits(t *testing.T) {
 		t.Errorf("workload keeps off %v, want no cluster once it runs on east again", e.avoid)
 	}
 }
+
+// A workload deleted while its cluster is down, and created again under its name before the cluster is back,
+// still has the copy of the deleted one deleted there once the cluster answers: the Delete sent again names the
+// deleted workload's uid, whose copy it is. Named after the new workload, the applier left the copy alone (not
+// its workload's), and it ran on for good. The new workload placed on that cluster is applied there, not taken
+// for applied by the deleted one's Apply.
+func TestCopyOfAWorkloadDeletedWhileItsClusterWasDownGoesThoughItsNameIsTaken(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		// westToo registers a second cluster, which takes the new workload while east is down.
+		westToo bool
+		// createdFirst creates the new workload before the applier gives up on the Delete.
+		createdFirst bool
+		want         []string
+	}{
+		{name: "the new workload elsewhere", westToo: true, want: []string{"Delete east"}},
+		{name: "the new workload elsewhere before the Delete was given up on", westToo: true, createdFirst: true, want: []string{"Delete east"}},
+		{name: "the new workload on the same cluster", want: []string{"Apply east"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
+			f.policy("any", map[string]any{})
+			f.cluster("east", nil)
+			if tt.westToo {
+				f.cluster("west", nil)
+			}
+			web := deployment("web")
+			ref := web.Ref()
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(ref), web)
+			f.confirm("east", web)
+
+			silent := f.now.Add(15 * time.Second)
+			if tt.westToo {
+				f.heartbeat("west", silent)
+			}
+			f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: silent})
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			f.deliver(schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(ref), &schemas.ObjectDeleted{Workload: ref})
+			deleteSeq := f.pub.ofType(schemas.TypePlacementDecided)[mark].payload(t).(*schemas.PlacementDecided).Sequence
+			gaveUp := func() {
+				f.deliver(schemas.TypePlacementFailed, schemas.PlacementSubject("east", ref), &schemas.PlacementFailed{
+					DecisionID: "delete", Workload: ref, Cluster: "east", Action: schemas.ActionDelete, Sequence: deleteSeq,
+					Error: "the cluster did not answer", Attempts: schemas.MaxDeliver})
+			}
+			if !tt.createdFirst {
+				gaveUp()
+			}
+			again := deployment("web")
+			again.Object["metadata"].(map[string]any)["uid"] = "uid-web-again"
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(again.Ref()), again)
+			if tt.westToo {
+				f.confirm("west", again)
+			}
+			if tt.createdFirst {
+				gaveUp()
+			}
+			mark = len(f.pub.ofType(schemas.TypePlacementDecided))
+
+			back := silent.Add(time.Second)
+			f.heartbeat("east", back)
+			if tt.westToo {
+				f.heartbeat("west", back)
+			}
+			f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: back})
+			if got := f.decisions(mark); !equal(got, tt.want) {
+				t.Fatalf("decisions once east is back = %v, want %v", got, tt.want)
+			}
+			d := f.pub.ofType(schemas.TypePlacementDecided)[mark].payload(t).(*schemas.PlacementDecided)
+			wantUID := again.Ref().UID
+			if d.Action == schemas.ActionDelete {
+				wantUID = ref.UID
+			}
+			if d.Workload.UID != wantUID {
+				t.Errorf("%s on east names uid %s, want %s", d.Action, d.Workload.UID, wantUID)
+			}
+		})
+	}
+}
