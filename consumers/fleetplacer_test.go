@@ -2053,33 +2053,47 @@ func TestWorkloadKeptRunningWhileUnschedulableStaysOnceItFitsAgain(t *testing.T)
 }
 
 // A workload that fills the one cluster it fits, which stops answering for a while, is Unschedulable meanwhile (its
-// copy keeps running there), and Placed there again once the cluster is back: its own pods are its room.
+// copy keeps running there), and Placed there again once the cluster is back: its own pods are its room, and a
+// NoSchedule taint put on the cluster meanwhile keeps new workloads off, not the one already there.
 func TestWorkloadOnAClusterBackFromSilenceIsPlacedThereAgain(t *testing.T) {
-	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
-	f.eastThenWestWith(nil)
-	web := deploymentVersion("web", "1", 6, nil)
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
-	f.confirm("east", web)
-	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
-		Requested:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
-		Pods:        8, WorkloadPods: map[string]int{web.Ref().UID: 6},
-		WorkloadRequested: map[string]corev1.ResourceList{web.Ref().UID: {corev1.ResourceCPU: resource.MustParse("6")}}})
-	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	for _, tt := range []struct {
+		name    string
+		tainted bool
+	}{{name: "untainted"}, {name: "tainted NoSchedule meanwhile", tainted: true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
+			f.eastThenWestWith(nil)
+			web := deploymentVersion("web", "1", 6, nil)
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			f.confirm("east", web)
+			f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
+				Requested:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")},
+				Pods:        8, WorkloadPods: map[string]int{web.Ref().UID: 6},
+				WorkloadRequested: map[string]corev1.ResourceList{web.Ref().UID: {corev1.ResourceCPU: resource.MustParse("6")}}})
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
 
-	silent := f.now.Add(15 * time.Second)
-	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: silent})
-	if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable {
-		t.Fatalf("verdict while east is silent %s %q, want Unschedulable", v.Status, v.Message)
-	}
-	back := silent.Add(time.Second)
-	f.heartbeat("east", back)
-	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: back})
-	if got := f.decisions(mark); len(got) != 0 {
-		t.Errorf("decisions = %v, want none: the copy on east runs this version", got)
-	}
-	if v := f.lastVerdictSent(); v.Status != schemas.VerdictPlaced || !equal(v.Clusters, []string{"east"}) {
-		t.Errorf("verdict once east is back %s on %v (%q, reasons %v), want Placed on east", v.Status, v.Clusters, v.Message, v.Reasons)
+			silent := f.now.Add(15 * time.Second)
+			f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: silent})
+			if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable {
+				t.Fatalf("verdict while east is silent %s %q, want Unschedulable", v.Status, v.Message)
+			}
+			if tt.tainted {
+				f.deliver(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), object("fleetflow.io/v1alpha1", "Cluster", "", "east",
+					map[string]any{"name": "east"}, map[string]any{"spec": map[string]any{
+						"kubeconfigSecretRef": map[string]any{"name": "east", "namespace": "fleetflow-system"},
+						"taints":              []any{map[string]any{"key": "maintenance", "value": "true", "effect": "NoSchedule"}}}}))
+			}
+			back := silent.Add(time.Second)
+			f.heartbeat("east", back)
+			f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: back})
+			if got := f.decisions(mark); len(got) != 0 {
+				t.Errorf("decisions = %v, want none: the copy on east runs this version", got)
+			}
+			if v := f.lastVerdictSent(); v.Status != schemas.VerdictPlaced || !equal(v.Clusters, []string{"east"}) {
+				t.Errorf("verdict once east is back %s on %v (%q, reasons %v), want Placed on east", v.Status, v.Clusters, v.Message, v.Reasons)
+			}
+		})
 	}
 }
 

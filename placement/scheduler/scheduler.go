@@ -198,9 +198,16 @@ func (c *cycle) filter(wl *structs.Workload, p *policy.Policy, d *structs.Decisi
 	return out
 }
 
-// staysOn reports whether a workload already on the cluster stays despite the verdict's rejection.
+// staysOn reports whether a workload already on the cluster stays despite the verdict's rejection: placed there,
+// or placed nowhere for a while with its copy kept running there (Kept).
 func staysOn(v *clusterVerdict, wl *structs.Workload, cluster string) bool {
-	return v.staysOn && wl.Placement != nil && slices.Contains(wl.Placement.Clusters, cluster)
+	if !v.staysOn {
+		return false
+	}
+	if wl.Placement != nil {
+		return slices.Contains(wl.Placement.Clusters, cluster)
+	}
+	return slices.Contains(wl.Kept, cluster)
 }
 
 // clusterVerdict is what filter decides for one cluster regardless of the workload's clusters to avoid: a
