@@ -1226,6 +1226,17 @@ func (p *Placer) movePending(touched *touchedSet) error {
 }
 
 func (p *Placer) onDecided(d *schemas.PlacementDecided) {
+	if e := p.workloads[workloadIDOf(d.Workload)]; e != nil && e.objectJSON != nil && !e.deleted && d.Workload.UID != "" &&
+		e.ref.UID != d.Workload.UID {
+		// A decision about an earlier workload of this name stored after the current one's object: the Delete of
+		// a copy it left on a cluster that was down, sent again once the cluster was back. It is recorded by its
+		// uid (publishedDecision.uid) and leaves the entry the current workload's, whose statuses, reports and
+		// decisions go by its own uid.
+		if prev, ok := e.published[d.Cluster]; !ok || prev.sequence < d.Sequence {
+			e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, uid: d.Workload.UID}
+		}
+		return
+	}
 	e := p.entry(d.Workload)
 	if d.Action == schemas.ActionApply {
 		p.noteGoneCopy(d.Workload.UID, d.Cluster, nil)

@@ -2238,3 +2238,34 @@ func TestCopyOfAWorkloadDeletedWhileItsClusterWasDownGoesThoughItsNameIsTaken(t 
 		})
 	}
 }
+
+// A restarted placer that reads, after a workload's object, the Delete of the copy an earlier workload of its name
+// left on a cluster that was down (sent again once the cluster was back, naming that workload's uid), keeps the
+// entry the current workload's: its statuses, reports and decisions go by its own uid.
+func TestRestoredPlacerKeepsTheWorkloadOfANameThroughAnEarlierOnesDelete(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	earlier := deployment("web").Ref()
+	web := deployment("web")
+	web.Object["metadata"].(map[string]any)["uid"] = "uid-web-again"
+	ref := web.Ref()
+	placed := &schemas.PlacementVerdict{Workload: ref, Sequence: 5, Status: schemas.VerdictPlaced, Policy: "any", Clusters: []string{"west"}}
+	f.readState(
+		stateMessage{schemas.TypeWorkloadChanged, web},
+		stateMessage{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/west", Workload: ref, Cluster: "west",
+			Action: schemas.ActionApply, Sequence: 5, Object: web.Object, Policy: "any", Clusters: []string{"west"}, Verdict: placed}},
+		stateMessage{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/7/east", Workload: earlier, Cluster: "east",
+			Action: schemas.ActionDelete, Sequence: 7}},
+	)
+	mark := f.restoreAndPublish()
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Errorf("decisions after the restart = %v, want none", got)
+	}
+	id, ok := f.p.byUID[ref.UID]
+	if !ok || f.p.workloads[id].ref.UID != ref.UID {
+		t.Fatalf("the workload of uid %s is not tracked by it after the restart (byUID %v)", ref.UID, f.p.byUID)
+	}
+	if wl := f.p.store.Snapshot().Workload(id); wl.Placement == nil || !equal(wl.Placement.Clusters, []string{"west"}) {
+		t.Errorf("placement after the restart %+v, want west", wl.Placement)
+	}
+}
