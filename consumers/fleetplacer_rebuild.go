@@ -367,7 +367,8 @@ func (p *Placer) restore(touched *touchedSet) error {
 			// keeps it (structs.Workload.Kept).
 			var kept []string
 			for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
-				if e.published[cluster].action == schemas.ActionApply && p.clusterRegistered(cluster) {
+				if prev := e.published[cluster]; prev.action == schemas.ActionApply && (prev.uid == "" || prev.uid == e.ref.UID) &&
+					p.clusterRegistered(cluster) {
 					kept = append(kept, cluster)
 				}
 			}
