@@ -60,6 +60,29 @@ func (s *StatusWriter) clusterView(name string) *clusterView {
 	return c
 }
 
+// Follow keeps the writer's view of the fleet current from an event of schemas.StatusFleetSubjects, which
+// every replica of the status writer reads whole: it shows the Cluster statuses the event changes, and puts a
+// ResourceInterface in force (or out of it) for mapping phases. Its Accepted condition, and the policies it
+// makes valid or not, are written by the replica that handles the event on the shared consumer (Handle).
+func (s *StatusWriter) Follow(ctx context.Context, d bus.Delivery) error {
+	if handled, err := s.handleFleet(ctx, d); handled {
+		return err
+	}
+	switch p := d.Payload.(type) {
+	case *schemas.ObjectChanged:
+		if d.Event.Type() == schemas.TypeResourceInterfaceChanged {
+			_, _ = s.upsertRI(p) // a refused one is logged
+		}
+	case *schemas.ObjectDeleted:
+		if d.Event.Type() == schemas.TypeResourceInterfaceDeleted {
+			s.mu.Lock()
+			s.ris = s.ris.Without(p.Workload.Name)
+			s.mu.Unlock()
+		}
+	}
+	return nil
+}
+
 // handleFleet keeps Cluster and SchedulePolicy statuses current. Cluster statuses are written on
 // heartbeats, API changes and readiness changes; node changes show at the next heartbeat, which bounds
 // the write rate to one per cluster per heartbeat.

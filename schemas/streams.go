@@ -187,9 +187,21 @@ func StatusDecisionsConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 	}
 }
 
-// StatusConsumer is the durable consumer of the status writer: workload statuses from the clusters,
-// verdicts of their own, applier outcomes, RIs (whose statusMappings give the phase), policies (validated
-// into their status), and cluster heartbeats, APIs and nodes (summed into Cluster status).
+// StatusFleetSubjects are what every status writer reads whole, each replica for itself (from the state
+// stream, not on its shared durable consumer): cluster heartbeats, APIs, specs and nodes (summed into Cluster
+// status), ticks (a silent cluster turning NotReady), and RIs (whose statusMappings give the phase). Shared
+// out between replicas, each would know only some of a cluster's nodes and RIs, and their Cluster statuses
+// and phases would flip between their partial views.
+var StatusFleetSubjects = []string{
+	SubjectEventsPrefix + ".resourceinterface.>",
+	SubjectEventsPrefix + ".cluster.>",
+	SubjectEventsPrefix + ".node.>",
+	SubjectPlacerTick,
+}
+
+// StatusConsumer is the durable consumer of the status writer, whose replicas share its work: workload
+// statuses from the clusters, verdicts of their own, applier outcomes, RIs (their Accepted condition) and
+// policies (validated into their status). The fleet (StatusFleetSubjects) each replica reads for itself.
 func StatusConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 	return StreamEvents, jetstream.ConsumerConfig{
 		Durable:     ConsumerStatus,
@@ -200,9 +212,6 @@ func StatusConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 			SubjectEventsPrefix + ".placement.>",
 			SubjectEventsPrefix + ".resourceinterface.>",
 			SubjectEventsPrefix + ".policy.>",
-			SubjectEventsPrefix + ".cluster.>",
-			SubjectEventsPrefix + ".node.>",
-			SubjectPlacerTick,
 		},
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		DeliverPolicy: jetstream.DeliverAllPolicy,

@@ -476,6 +476,15 @@ func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clien
 // RunStatusWriter copies workload status and placement outcomes back to the control plane until ctx is done.
 func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, heartbeatTimeout time.Duration, log *slog.Logger) error {
 	log = log.With("component", "status")
+	state, err := b.JetStream.Stream(ctx, schemas.StreamState)
+	if err != nil {
+		return fmt.Errorf("status writer: %w", err)
+	}
+	// What the state stream holds up to here the writer restores; what comes after, it follows.
+	restoredThrough := state.CachedInfo().State.LastSeq
+	if info, err := state.Info(ctx); err == nil {
+		restoredThrough = info.State.LastSeq
+	}
 	writer, err := NewStatusWriter(ctx, b, controlPlane, log)
 	if err != nil {
 		return err
@@ -488,6 +497,8 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 	// carry) are two streams, consumed side by side; the writer orders verdicts by their sequence.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	followed := make(chan error, 1)
+	go func() { followed <- followFleet(ctx, state, restoredThrough+1, writer, log) }()
 	decisionsDone := make(chan error, 1)
 	go func() {
 		stream, cfg := schemas.StatusDecisionsConsumer()
@@ -503,7 +514,52 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 	stream, cfg := schemas.StatusConsumer()
 	err = consume(ctx, b, stream, cfg, log, newLoop)
 	cancel()
-	return errors.Join(err, <-decisionsDone)
+	return errors.Join(err, <-decisionsDone, <-followed)
+}
+
+// followFleet hands writer.Follow every event of schemas.StatusFleetSubjects the state stream stores from
+// sequence start on, until ctx is done. Each status writer reads them all for itself: on the consumer its
+// replicas share, each would see only some of a cluster's nodes, and write Cluster statuses that flip
+// between the replicas' partial sums at every heartbeat. A write that fails is not retried: the next
+// heartbeat or tick writes the cluster's status again.
+func followFleet(ctx context.Context, state jetstream.Stream, start uint64, writer *consumers.StatusWriter, log *slog.Logger) error {
+	consumer, err := state.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: schemas.StatusFleetSubjects,
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start})
+	if err != nil {
+		return fmt.Errorf("status writer: follow the fleet: %w", err)
+	}
+	messages, err := consumer.Messages(bus.PullOptions()...)
+	if err != nil {
+		return fmt.Errorf("status writer: follow the fleet: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		messages.Stop()
+	}()
+	for {
+		msg, err := messages.Next()
+		if err != nil {
+			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return nil
+			}
+			continue // a missed heartbeat: the ordered consumer is created again
+		}
+		event, err := bus.Decode(msg.Headers(), msg.Data())
+		if err != nil {
+			continue
+		}
+		payload, err := schemas.DecodePayload(event)
+		if err != nil {
+			continue
+		}
+		d := bus.Delivery{Event: event, Payload: payload, Subject: msg.Subject(), Attempt: 1}
+		if meta, err := msg.Metadata(); err == nil {
+			d.StreamSequence, d.Stored = meta.Sequence.Stream, meta.Timestamp
+		}
+		if err := writer.Follow(ctx, d); err != nil && ctx.Err() == nil {
+			log.Warn("fleet status not written; the next heartbeat writes it", "subject", d.Subject, "error", err)
+		}
+	}
 }
 
 // NewStatusWriter is a status writer on the control plane and the streams of b, as RunStatusWriter runs it:
