@@ -187,6 +187,9 @@ func (s *StatusWriter) Restore(eventType string, payload schemas.Payload, stored
 		}
 		if c := s.clusterView(p.Cluster); at.After(c.lastHeartbeat) {
 			c.lastHeartbeat = at
+			// Ready as of now, as the Cluster shows it: the first write may come before the next heartbeat or
+			// tick (the cluster's APIs), and would otherwise turn a cluster that beats NotReady until then.
+			c.ready = s.fresh(c, time.Now())
 		}
 	case *schemas.ClusterAPIs:
 		s.clusterView(p.Cluster).apis = slices.Sorted(slices.Values(p.APIs))

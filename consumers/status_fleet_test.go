@@ -559,3 +559,28 @@ func TestSharesShownOnTheClustersLeft(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartedWriterShowsARecentHeartbeatReady: a status writer restored from the state stream, whose first
+// event of a cluster is not a heartbeat (its APIs, resent), shows the cluster Ready when its restored
+// heartbeat is recent, instead of turning it NotReady until the next heartbeat.
+func TestRestartedWriterShowsARecentHeartbeatReady(t *testing.T) {
+	tests := []struct {
+		name      string
+		heartbeat time.Duration // how long ago the restored heartbeat was stored
+		want      metav1.ConditionStatus
+	}{
+		{name: "recent heartbeat", heartbeat: 2 * time.Second, want: metav1.ConditionTrue},
+		{name: "heartbeat past the timeout", heartbeat: time.Minute, want: metav1.ConditionFalse},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFleetStatusFixture(t)
+			at := time.Now().Add(-tt.heartbeat)
+			f.s.Restore(schemas.TypeClusterHeartbeat, &schemas.ClusterHeartbeat{Cluster: "east", Time: at}, at)
+			f.must(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject("east"), &schemas.ClusterAPIs{Cluster: "east", APIs: []string{"v1/Pod"}})
+			if got := readyOf(f.shown()); got != tt.want {
+				t.Errorf("Ready = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
