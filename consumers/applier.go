@@ -45,6 +45,13 @@ type Applier struct {
 	// object's own record of the last decision applied cannot tell once the object is gone: an Apply retried
 	// after a later Delete was carried out would bring back the copy of a deleted workload.
 	Superseded func(ctx context.Context, subject string, seq uint64) (bool, error)
+	// Latest, when set, returns the newest decision on subject in the decisions stream and its stream
+	// sequence (nil when it holds none). Replicas of an applier share its consumer, so a newer decision for a
+	// workload may be carried out by another replica while this one applies an older one: a Delete that found
+	// nothing yet, then this Apply bringing back the copy of a deleted workload; or a newer Apply, then this
+	// one writing the older content over it. After each Apply the applier therefore carries out the newest
+	// decision too, when one came meanwhile.
+	Latest func(ctx context.Context, subject string) (*schemas.PlacementDecided, uint64, error)
 }
 
 // Handle is the bus.Handler of the applier's consumer.
@@ -80,6 +87,9 @@ func (a *Applier) Handle(ctx context.Context, d bus.Delivery) error {
 	case schemas.ActionDelete:
 		err = a.delete(ctx, decided)
 	}
+	if err == nil && decided.Action == schemas.ActionApply {
+		err = a.catchUp(ctx, d.Subject, d.StreamSequence, log)
+	}
 	if err != nil {
 		observe.ApplierOperations.WithLabelValues(a.Cluster, string(decided.Action), "failed").Inc()
 		return err
@@ -88,6 +98,35 @@ func (a *Applier) Handle(ctx context.Context, d bus.Delivery) error {
 	log.Info("decision carried out", "resource_version", rv)
 	if err := a.report(ctx, schemas.TypePlacementApplied, "applied", appliedReport(decided, a.Cluster, rv)); err != nil {
 		return reportError{err: err, resourceVersion: rv}
+	}
+	return nil
+}
+
+// catchUp carries out, after a write for the decision at seq on subject, every newer decision the stream
+// holds for it by then (see Latest). Whichever of this applier and the replica that handled the newer
+// decision writes last, it writes the newer decision: a newer decision stored after this check is handled
+// after this write. The newer decisions are reported by their own handling.
+func (a *Applier) catchUp(ctx context.Context, subject string, seq uint64, log *slog.Logger) error {
+	for a.Latest != nil {
+		latest, latestSeq, err := a.Latest(ctx, subject)
+		if err != nil {
+			return fmt.Errorf("newest decision on %s: %w", subject, err)
+		}
+		if latest == nil || latestSeq <= seq || latest.Cluster != a.Cluster {
+			return nil
+		}
+		log.Info("a newer decision came while applying; carrying it out too, as another replica may have before this Apply",
+			"newer", latest.DecisionID, "newer_action", latest.Action)
+		switch latest.Action {
+		case schemas.ActionApply:
+			_, err = a.apply(ctx, latest)
+		case schemas.ActionDelete:
+			err = a.delete(ctx, latest)
+		}
+		if err != nil {
+			return err
+		}
+		seq = latestSeq
 	}
 	return nil
 }

@@ -52,20 +52,26 @@ func newApplierFixture(t *testing.T) *applierFixture {
 func (f *applierFixture) decide(action schemas.DecisionAction, object *unstructured.Unstructured, uid string) error {
 	f.t.Helper()
 	f.seq++
-	ref := schemas.ObjectRef{APIVersion: object.GetAPIVersion(), Kind: object.GetKind(), Namespace: object.GetNamespace(),
-		Name: object.GetName(), UID: uid}
-	subject := schemas.DecisionSubject("cluster-a", ref)
-	decided := &schemas.PlacementDecided{DecisionID: uid + "/" + strconv.FormatUint(f.seq, 10) + "/" + string(action),
-		Workload: ref, Cluster: "cluster-a", Action: action, Sequence: f.seq, Epoch: "e2e"}
-	if action == schemas.ActionApply {
-		decided.Object, decided.NamespaceLabels = object.Object, f.namespaceLabels
-	}
+	subject, decided := f.decision(action, object, uid, f.seq)
 	event, err := schemas.NewEvent(schemas.TypePlacementDecided, "/e2e", subject, decided.DecisionID, decided)
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return f.applier.Handle(f.t.Context(), bus.Delivery{Event: event, Payload: decided, Subject: subject,
 		StreamSequence: f.seq, Attempt: 1})
+}
+
+// decision is a decision about object on behalf of the control-plane workload uid at seq, and its subject.
+func (f *applierFixture) decision(action schemas.DecisionAction, object *unstructured.Unstructured, uid string,
+	seq uint64) (string, *schemas.PlacementDecided) {
+	ref := schemas.ObjectRef{APIVersion: object.GetAPIVersion(), Kind: object.GetKind(), Namespace: object.GetNamespace(),
+		Name: object.GetName(), UID: uid}
+	decided := &schemas.PlacementDecided{DecisionID: uid + "/" + strconv.FormatUint(seq, 10) + "/" + string(action),
+		Workload: ref, Cluster: "cluster-a", Action: action, Sequence: seq, Epoch: "e2e"}
+	if action == schemas.ActionApply {
+		decided.Object, decided.NamespaceLabels = object.Object, f.namespaceLabels
+	}
+	return schemas.DecisionSubject("cluster-a", ref), decided
 }
 
 // get reads the copy of object from cluster-a, nil when there is none.
@@ -387,5 +393,55 @@ func TestApplierRetriesADeleteWhileItsApiserverStarts(t *testing.T) {
 	}
 	if _, err := f.cluster.Dynamic.Resource(gvr).Namespace("team-applier").Get(ctx, "w", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the copy after its Delete: %v, want it gone", err)
+	}
+}
+
+// TestApplierCarriesOutADecisionThatCameWhileItApplied: replicas of an applier share its consumer, so the
+// newer decision for a workload may be carried out by one replica while another still applies an older one
+// (it found no newer decision in the stream before it wrote). The Delete of a deleted workload then found
+// nothing to delete, and the late Apply left the copy running for good; a newer Apply was overwritten with
+// the older content. The applier carries out the decision that came meanwhile after its Apply.
+func TestApplierCarriesOutADecisionThatCameWhileItApplied(t *testing.T) {
+	f := newApplierFixture(t)
+	tests := []struct {
+		name      string
+		newer     schemas.DecisionAction // the decision stored while the Apply ran; "" for none
+		wantOwner string                 // the copy's data.owner afterwards; "" for no copy
+	}{
+		{name: "nothing newer", wantOwner: "v1"},
+		{name: "a Delete carried out before the Apply landed", newer: schemas.ActionDelete},
+		{name: "a newer Apply carried out before the older landed", newer: schemas.ActionApply, wantOwner: "v2"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name := "raced-" + strconv.Itoa(i)
+			older, newer := configMap("team-applier", name, "v1"), configMap("team-applier", name, "v2")
+			var latest *schemas.PlacementDecided
+			if tt.newer != "" {
+				_, latest = f.decision(tt.newer, newer, "uid-"+name, f.seq+2)
+			}
+			f.applier.Superseded = func(context.Context, string, uint64) (bool, error) { return false, nil }
+			f.applier.Latest = func(context.Context, string) (*schemas.PlacementDecided, uint64, error) {
+				if latest == nil {
+					return nil, 0, nil
+				}
+				return latest, latest.Sequence, nil
+			}
+			t.Cleanup(func() { f.applier.Superseded, f.applier.Latest = nil, nil })
+			if err := f.decide(schemas.ActionApply, older, "uid-"+name); err != nil {
+				t.Fatal(err)
+			}
+			copied := f.get(older)
+			switch {
+			case tt.wantOwner == "" && copied != nil:
+				t.Errorf("copy left: %v", copied.Object["data"])
+			case tt.wantOwner != "" && copied == nil:
+				t.Errorf("no copy, want one with owner %s", tt.wantOwner)
+			case tt.wantOwner != "":
+				if owner, _, _ := unstructured.NestedString(copied.Object, "data", "owner"); owner != tt.wantOwner {
+					t.Errorf("copy's owner = %s, want %s", owner, tt.wantOwner)
+				}
+			}
+		})
 	}
 }

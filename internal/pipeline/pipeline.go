@@ -467,7 +467,7 @@ func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clien
 		return fmt.Errorf("applier for %s: %w", cluster, err)
 	}
 	applier := &consumers.Applier{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Log: log,
-		Superseded: Superseded(decisions)}
+		Superseded: Superseded(decisions), Latest: latestDecision(decisions)}
 	return consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
 		return &bus.ConsumeLoop{Consumer: consumer, Handle: applier.Handle, GiveUp: applier.GiveUp, Log: log}
 	})
@@ -618,6 +618,27 @@ func Superseded(stream jetstream.Stream) func(ctx context.Context, subject strin
 	return func(ctx context.Context, subject string, seq uint64) (bool, error) {
 		last, err := lastMessage(ctx, stream, subject)
 		return last != nil && last.Sequence > seq, err
+	}
+}
+
+// latestDecision returns the newest decision stream holds on a subject, with its sequence (see
+// consumers.Applier.Latest); nil when it holds none, or none that decodes.
+func latestDecision(stream jetstream.Stream) func(ctx context.Context, subject string) (*schemas.PlacementDecided, uint64, error) {
+	return func(ctx context.Context, subject string) (*schemas.PlacementDecided, uint64, error) {
+		msg, err := lastMessage(ctx, stream, subject)
+		if err != nil || msg == nil {
+			return nil, 0, err
+		}
+		event, err := bus.Decode(msg.Header, msg.Data)
+		if err != nil {
+			return nil, 0, nil //nolint:nilerr // not a decision; its own delivery is terminated
+		}
+		payload, err := schemas.DecodePayload(event)
+		if err != nil {
+			return nil, 0, nil //nolint:nilerr // as above
+		}
+		decided, _ := payload.(*schemas.PlacementDecided)
+		return decided, msg.Sequence, nil
 	}
 }
 
