@@ -14,6 +14,8 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -325,6 +327,19 @@ func (p *ControlPlaneProducer) publishMissedDeletions(ctx context.Context, ik in
 		if exists && string(item.(*unstructured.Unstructured).GetUID()) == ref.UID && !p.skipped(ik, gone) {
 			continue
 		}
+		if !p.skipped(ik, gone) {
+			// Created after the informer listed (or deleted and created again), its watch event still on the way,
+			// while another replica published it into the streams: the control plane itself says whether it is gone.
+			there, err := p.stillThere(ctx, ik.gvr, ref)
+			if err != nil {
+				p.Log.Warn("cannot tell whether an object the streams hold is gone; its deletion is not published",
+					"kind", gvk.String(), "object", storeKey, "error", err)
+				continue
+			}
+			if there {
+				continue
+			}
+		}
 		// Not the deletion's usual id: the streams may hold the object again after its deletion was published (a
 		// server stopped uncleanly loses recent removals from the state stream), and JetStream would drop a
 		// second deletion of that id within its dedupe window. Replicas still agree on this one.
@@ -334,6 +349,18 @@ func (p *ControlPlaneProducer) publishMissedDeletions(ctx context.Context, ik in
 	if missed > 0 {
 		p.Log.Info("publishing deletions made while no producer ran", "kind", gvk.String(), "family", family.Name, "deleted", missed)
 	}
+}
+
+// stillThere reads ref from the control plane: whether the object of its uid is there.
+func (p *ControlPlaneProducer) stillThere(ctx context.Context, gvr schema.GroupVersionResource, ref schemas.ObjectRef) (bool, error) {
+	current, err := p.Clients.Dynamic.Resource(gvr).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read %s %s/%s: %w", gvr.Resource, ref.Namespace, ref.Name, err)
+	}
+	return string(current.GetUID()) == ref.UID, nil
 }
 
 // kindFilter selects the subjects of every object of gvk in family, whatever its namespace and name.

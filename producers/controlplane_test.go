@@ -2,12 +2,14 @@ package producers_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -224,4 +226,62 @@ func runUntilTestEnds(t *testing.T, p *producers.ControlPlaneProducer) {
 			t.Errorf("producer ended with %v", err)
 		}
 	})
+}
+
+// TestControlPlaneProducerStartingBesideAReplicaKeepsWhatItsWatchHasNotSeenYet: a producer that starts while
+// another replica runs reads what the state stream holds once its informer has synced. An object created
+// after the informer listed, which the other replica has published already, is then in the state stream but
+// not yet in the informer's cache (its watch event is on the way): it is there, not deleted while no producer
+// ran. Published deleted, its copies went, and its change, when the watch delivered it, was dropped as the
+// other replica's duplicate, so the placer held it deleted for good.
+func TestControlPlaneProducerStartingBesideAReplicaKeepsWhatItsWatchHasNotSeenYet(t *testing.T) {
+	b := newBench(t)
+	// Whether an object's watch event beats the producer's look at its cache is a race: several objects,
+	// created at once as the state stream is read, in several starts.
+	const starts, raced = 3, 10
+	known := pipeline.KnownObjects(b.js)
+	for start := range starts {
+		ns := fmt.Sprintf("replica-start-%d", start)
+		b.namespace(ns)
+		p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Known: func(ctx context.Context, filter string) ([]producers.KnownObject, error) {
+				objects, err := known(ctx, filter)
+				if err != nil {
+					return nil, err
+				}
+				// Created after the informer listed, and published by the other replica.
+				created := make([]producers.KnownObject, raced)
+				errs := make([]error, raced)
+				var wg sync.WaitGroup
+				for i := range raced {
+					wg.Go(func() {
+						cm, err := b.clients.Core.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+							Name: fmt.Sprintf("raced-%d", i)}}, metav1.CreateOptions{})
+						if err != nil {
+							errs[i] = err
+							return
+						}
+						created[i] = producers.KnownObject{Ref: schemas.ObjectRef{APIVersion: "v1", Kind: "ConfigMap",
+							Namespace: ns, Name: cm.Name, UID: string(cm.UID)}, ResourceVersion: cm.ResourceVersion}
+					})
+				}
+				wg.Wait()
+				return append(objects, created...), errors.Join(errs...)
+			}}
+		p.AddKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, producers.WorkloadFamily)
+		runUntilTestEnds(t, p)
+		for i := range raced {
+			subject := schemas.WorkloadSubject(schemas.ObjectRef{APIVersion: "v1", Kind: "ConfigMap", Namespace: ns,
+				Name: fmt.Sprintf("raced-%d", i)})
+			eventually(t, "the ConfigMap created during the start published", func() bool {
+				last, ok := b.last(subject)
+				return ok && last.eventType == schemas.TypeWorkloadChanged
+			})
+			for _, e := range b.messages(subject) {
+				if e.eventType == schemas.TypeWorkloadDeleted {
+					t.Errorf("%s/raced-%d, which is there, was published deleted: %+v", ns, i, e)
+				}
+			}
+		}
+	}
 }
