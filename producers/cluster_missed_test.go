@@ -2,12 +2,16 @@ package producers_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/producers"
@@ -118,5 +122,52 @@ func TestProducerOfAClusterRegisteredAgainStoresItsStatesAgain(t *testing.T) {
 			last, ok := b.last(subject)
 			return ok && last.seq > registered.seq
 		})
+	}
+}
+
+// TestClusterProducerStartingBesideAReplicaKeepsNodesItsWatchHasNotSeenYet: a node added after a starting
+// producer's informer listed, which the other replica has published, is not in the synced cache yet (its
+// watch event is on the way): it is there, and must not be published deleted.
+func TestClusterProducerStartingBesideAReplicaKeepsNodesItsWatchHasNotSeenYet(t *testing.T) {
+	b := newBench(t)
+	// Whether a node's watch event beats the producer's look at its cache is a race: several nodes, added at
+	// once as the state stream is read, in several starts.
+	const starts, raced = 3, 10
+	known := pipeline.KnownNodes(b.js, testCluster)
+	for start := range starts {
+		names := make([]string, raced)
+		for i := range raced {
+			names[i] = fmt.Sprintf("node-raced-%d-%d", start, i)
+			t.Cleanup(func() {
+				_ = b.clients.Core.CoreV1().Nodes().Delete(context.Background(), names[i], metav1.DeleteOptions{})
+			})
+		}
+		b.start(func(p *producers.ClusterProducer) {
+			p.KnownNodes = func(ctx context.Context) ([]string, error) {
+				held, err := known(ctx)
+				if err != nil {
+					return nil, err
+				}
+				// Added after the informer listed, and published by the other replica.
+				errs := make([]error, raced)
+				var wg sync.WaitGroup
+				for i, name := range names {
+					wg.Go(func() {
+						_, errs[i] = b.clients.Core.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}},
+							metav1.CreateOptions{})
+					})
+				}
+				wg.Wait()
+				return append(held, names...), errors.Join(errs...)
+			}
+		})
+		for _, name := range names {
+			b.waitNode(name, name+" published", func(*schemas.NodeState) bool { return true })
+			for _, e := range b.messages(schemas.NodeSubject(testCluster, name)) {
+				if e.eventType == schemas.TypeNodeDeleted {
+					t.Errorf("%s, which is there, was published deleted", name)
+				}
+			}
+		}
 	}
 }

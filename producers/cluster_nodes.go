@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/fleetflow/fleetflow/placement/karta"
@@ -114,9 +116,20 @@ func (p *ClusterProducer) queueMissedNodeDeletions(ctx context.Context) {
 	}
 	var missed []string
 	for _, name := range known {
-		if _, exists, err := p.nodeInformer.GetStore().GetByKey(name); err == nil && !exists {
-			missed = append(missed, name)
+		if _, exists, err := p.nodeInformer.GetStore().GetByKey(name); err != nil || exists {
+			continue
 		}
+		// Added after the informer listed, its watch event still on the way, while another replica published
+		// it: the cluster itself says whether it is gone.
+		_, err := p.Clients.Core.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			continue
+		case !apierrors.IsNotFound(err):
+			p.Log.Warn("cannot tell whether a node the streams hold is gone; it is not published deleted", "node", name, "error", err)
+			continue
+		}
+		missed = append(missed, name)
 	}
 	if len(missed) == 0 {
 		return

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -235,8 +236,11 @@ func (p *ClusterProducer) queueMissedGone(ctx context.Context, gvk schema.GroupV
 		}
 		return
 	}
-	var missed []statusKey
-	p.mu.Lock()
+	type missedCopy struct {
+		key    statusKey
+		status *schemas.WorkloadStatus
+	}
+	var candidates []missedCopy
 	for i := range known {
 		st := &known[i]
 		if st.Gone || st.Cluster != p.Cluster || st.Workload.UID == "" {
@@ -250,10 +254,26 @@ func (p *ClusterProducer) queueMissedGone(ctx context.Context, gvk schema.GroupV
 		if _, exists, err := informer.GetStore().GetByKey(key.storeKey()); err != nil || exists {
 			continue
 		}
-		if _, tomb := p.statusTomb[key]; !tomb {
-			p.statusTomb[key] = &placedTomb{ref: st.Workload, status: st.Status}
+		// Applied after the informer listed, its watch event still on the way, while another replica reported
+		// it: the cluster itself says whether it is gone.
+		current, err := p.Clients.Dynamic.Resource(gvr).Namespace(key.namespace).Get(ctx, key.name, metav1.GetOptions{})
+		switch {
+		case err == nil && current.GetLabels()[schemas.LabelWorkloadUID] == st.Workload.UID:
+			continue
+		case err != nil && !apierrors.IsNotFound(err):
+			p.Log.Warn("cannot tell whether a placed copy the streams hold is gone; it is not published gone",
+				"kind", gvk.String(), "copy", key.storeKey(), "error", err)
+			continue
 		}
-		missed = append(missed, key)
+		candidates = append(candidates, missedCopy{key: key, status: st})
+	}
+	var missed []statusKey
+	p.mu.Lock()
+	for _, c := range candidates {
+		if _, tomb := p.statusTomb[c.key]; !tomb {
+			p.statusTomb[c.key] = &placedTomb{ref: c.status.Workload, status: c.status.Status}
+		}
+		missed = append(missed, c.key)
 	}
 	p.mu.Unlock()
 	for _, key := range missed {

@@ -2,7 +2,10 @@ package producers_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -295,4 +298,61 @@ func TestKindsNamedWithoutAVersionAreWatched(t *testing.T) {
 		e, ok := b.last(subject)
 		return ok && e.payload.(*schemas.WorkloadStatus).Gone
 	})
+}
+
+// TestClusterProducerStartingBesideAReplicaKeepsCopiesItsWatchHasNotSeenYet: a cluster producer that starts
+// while another replica runs compares its synced cache with what the state stream holds. A copy applied after
+// its informer listed, whose status the other replica has published, is not in the cache yet (its watch event
+// is on the way): it is there, not deleted while no producer ran, and must not be published gone.
+func TestClusterProducerStartingBesideAReplicaKeepsCopiesItsWatchHasNotSeenYet(t *testing.T) {
+	b := newBench(t)
+	applyYAML(t, b.clients, trainerCRD)
+	// Whether a copy's watch event beats the producer's look at its cache is a race: several copies, applied
+	// at once as the state stream is read, in several starts.
+	const starts, raced = 3, 10
+	for start := range starts {
+		ns := fmt.Sprintf("replica-start-%d", start)
+		b.namespace(ns)
+		known := pipeline.KnownPlaced(b.js, testCluster)
+		b.start(func(p *producers.ClusterProducer) {
+			p.Kinds = []schema.GroupVersionKind{trainerGVK}
+			p.KnownPlaced = func(ctx context.Context) ([]schemas.WorkloadStatus, error) {
+				statuses, err := known(ctx)
+				if err != nil {
+					return nil, err
+				}
+				// Applied after the informer listed, and reported by the other replica.
+				created := make([]schemas.WorkloadStatus, raced)
+				errs := make([]error, raced)
+				var wg sync.WaitGroup
+				for i := range raced {
+					wg.Go(func() {
+						name := fmt.Sprintf("raced-%d", i)
+						_, err := b.clients.Dynamic.Resource(trainerGVR).Namespace(ns).Create(ctx,
+							placedObject(trainerGVK, ns, name, "uid-"+name), metav1.CreateOptions{})
+						errs[i] = err
+						created[i] = schemas.WorkloadStatus{Cluster: testCluster, Status: map[string]any{"phase": "Running"},
+							Workload: schemas.ObjectRef{APIVersion: trainerGVK.GroupVersion().String(), Kind: trainerGVK.Kind,
+								Namespace: ns, Name: name, UID: "uid-" + name}}
+					})
+				}
+				wg.Wait()
+				return append(statuses, created...), errors.Join(errs...)
+			}
+		})
+		for i := range raced {
+			name := fmt.Sprintf("raced-%d", i)
+			subject := schemas.WorkloadStatusSubject(testCluster, schemas.ObjectRef{APIVersion: trainerGVK.GroupVersion().String(),
+				Kind: trainerGVK.Kind, Namespace: ns, Name: name, UID: "uid-" + name})
+			eventually(t, "the copy applied during the start reported", func() bool {
+				last, ok := b.last(subject)
+				return ok && !last.payload.(*schemas.WorkloadStatus).Gone
+			})
+			for _, m := range b.messages(subject) {
+				if m.payload.(*schemas.WorkloadStatus).Gone {
+					t.Errorf("%s/%s, which is there, was published gone", ns, name)
+				}
+			}
+		}
+	}
 }
