@@ -49,8 +49,8 @@ type Applier struct {
 	// sequence (nil when it holds none). Replicas of an applier share its consumer, so a newer decision for a
 	// workload may be carried out by another replica while this one applies an older one: a Delete that found
 	// nothing yet, then this Apply bringing back the copy of a deleted workload; or a newer Apply, then this
-	// one writing the older content over it. After each Apply the applier therefore carries out the newest
-	// decision too, when one came meanwhile.
+	// one writing the older content over it, or a late Delete removing it. After each decision the applier
+	// therefore carries out the newest one too, when one came meanwhile.
 	Latest func(ctx context.Context, subject string) (*schemas.PlacementDecided, uint64, error)
 }
 
@@ -87,7 +87,7 @@ func (a *Applier) Handle(ctx context.Context, d bus.Delivery) error {
 	case schemas.ActionDelete:
 		err = a.delete(ctx, decided)
 	}
-	if err == nil && decided.Action == schemas.ActionApply {
+	if err == nil {
 		err = a.catchUp(ctx, d.Subject, d.StreamSequence, log)
 	}
 	if err != nil {
@@ -115,7 +115,7 @@ func (a *Applier) catchUp(ctx context.Context, subject string, seq uint64, log *
 		if latest == nil || latestSeq <= seq || latest.Cluster != a.Cluster {
 			return nil
 		}
-		log.Info("a newer decision came while applying; carrying it out too, as another replica may have before this Apply",
+		log.Info("a newer decision came meanwhile; carrying it out too, as another replica may have before this one landed",
 			"newer", latest.DecisionID, "newer_action", latest.Action)
 		switch latest.Action {
 		case schemas.ActionApply:

@@ -397,25 +397,34 @@ func TestApplierRetriesADeleteWhileItsApiserverStarts(t *testing.T) {
 }
 
 // TestApplierCarriesOutADecisionThatCameWhileItApplied: replicas of an applier share its consumer, so the
-// newer decision for a workload may be carried out by one replica while another still applies an older one
-// (it found no newer decision in the stream before it wrote). The Delete of a deleted workload then found
+// newer decision for a workload may be carried out by one replica while another still carries out an older
+// one (it found no newer decision in the stream before it wrote). The Delete of a deleted workload then found
 // nothing to delete, and the late Apply left the copy running for good; a newer Apply was overwritten with
-// the older content. The applier carries out the decision that came meanwhile after its Apply.
+// the older content, or deleted by a late Delete. The applier carries out the decision that came meanwhile.
 func TestApplierCarriesOutADecisionThatCameWhileItApplied(t *testing.T) {
 	f := newApplierFixture(t)
 	tests := []struct {
 		name      string
-		newer     schemas.DecisionAction // the decision stored while the Apply ran; "" for none
+		older     schemas.DecisionAction // the decision handled late
+		newer     schemas.DecisionAction // the decision stored while it ran; "" for none
 		wantOwner string                 // the copy's data.owner afterwards; "" for no copy
 	}{
-		{name: "nothing newer", wantOwner: "v1"},
-		{name: "a Delete carried out before the Apply landed", newer: schemas.ActionDelete},
-		{name: "a newer Apply carried out before the older landed", newer: schemas.ActionApply, wantOwner: "v2"},
+		{name: "nothing newer", older: schemas.ActionApply, wantOwner: "v1"},
+		{name: "a Delete carried out before the Apply landed", older: schemas.ActionApply, newer: schemas.ActionDelete},
+		{name: "a newer Apply carried out before the older landed", older: schemas.ActionApply, newer: schemas.ActionApply,
+			wantOwner: "v2"},
+		{name: "a newer Apply carried out before a Delete landed", older: schemas.ActionDelete, newer: schemas.ActionApply,
+			wantOwner: "v2"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := "raced-" + strconv.Itoa(i)
 			older, newer := configMap("team-applier", name, "v1"), configMap("team-applier", name, "v2")
+			if tt.older == schemas.ActionDelete {
+				if err := f.decide(schemas.ActionApply, older, "uid-"+name); err != nil {
+					t.Fatal(err)
+				}
+			}
 			var latest *schemas.PlacementDecided
 			if tt.newer != "" {
 				_, latest = f.decision(tt.newer, newer, "uid-"+name, f.seq+2)
@@ -428,7 +437,7 @@ func TestApplierCarriesOutADecisionThatCameWhileItApplied(t *testing.T) {
 				return latest, latest.Sequence, nil
 			}
 			t.Cleanup(func() { f.applier.Superseded, f.applier.Latest = nil, nil })
-			if err := f.decide(schemas.ActionApply, older, "uid-"+name); err != nil {
+			if err := f.decide(tt.older, older, "uid-"+name); err != nil {
 				t.Fatal(err)
 			}
 			copied := f.get(older)
