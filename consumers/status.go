@@ -45,6 +45,11 @@ type StatusWriter struct {
 	// skipped, its cluster not yet shown) before the verdict: verdicts carried by decisions come on another
 	// stream.
 	LastStatus func(ctx context.Context, subject string) (*schemas.WorkloadStatus, error)
+	// LastVerdict, when set, returns the newest verdict of its own on subject in the events stream (nil when
+	// there is none). A NoPolicy verdict is not shown on an object that shows no verdict, and an older verdict
+	// handled after it (a Placed one riding an Apply) must not be shown either: the writer remembers the ones it
+	// skipped, but another replica sharing the work may have skipped it.
+	LastVerdict func(ctx context.Context, subject string) (*schemas.PlacementVerdict, error)
 
 	mu       sync.RWMutex
 	ris      *karta.Registry
@@ -780,6 +785,18 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 			s.Log.Info("verdict older than a NoPolicy one not shown; not shown", "workload", p.Workload.Key(),
 				"verdict_sequence", place.mark())
 			return nil
+		}
+		if s.LastVerdict != nil {
+			last, err := s.LastVerdict(ctx, schemas.VerdictSubject(p.Workload))
+			if err != nil {
+				return err
+			}
+			if last != nil && last.Status == schemas.VerdictNoPolicy && last.Workload.UID == p.Workload.UID &&
+				place.before(streamPlace{epoch: last.Epoch, seq: last.Sequence}.mark()) {
+				s.Log.Info("verdict older than a NoPolicy one not shown; not shown", "workload", p.Workload.Key(),
+					"verdict_sequence", place.mark())
+				return nil
+			}
 		}
 	}
 	if shown := obj.GetAnnotations()[schemas.AnnotationVerdictSequence]; place.before(shown) {

@@ -494,6 +494,42 @@ func TestNoPolicyVerdictNotShownStillOutranksAnOlderOne(t *testing.T) {
 	}
 }
 
+// TestNoPolicyVerdictAnotherReplicaSkippedStillOutranksAnOlderOne: status writer replicas share the work, so
+// the NoPolicy verdict not shown (the object never showed one) may have been handled by another replica; the
+// older Placed verdict riding an Apply, handled after it by this one, must not be shown either.
+func TestNoPolicyVerdictAnotherReplicaSkippedStillOutranksAnOlderOne(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	const ns = "team-order-replicas"
+	placedJob(t, e, ns)
+	late := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "late", "namespace": ns}, "data": map[string]any{"k": "v"}}}
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, late); err != nil {
+		t.Fatal(err)
+	}
+	configMapKind := schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
+	ref := schemas.RefOf(e2eenv.Get(t, e.ControlPlane, configMapKind, ns, "late").Object)
+	// The newest verdict, NoPolicy (sequence 2000), stored and left to the pipeline's writer, the other replica.
+	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "replicas-nopolicy", &schemas.PlacementVerdict{
+		Workload: ref, Sequence: 2000, Epoch: "order-epoch", Status: schemas.VerdictNoPolicy})
+	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed := &schemas.PlacementVerdict{Workload: ref, Sequence: 1000, Epoch: "order-epoch", Status: schemas.VerdictPlaced,
+		Policy: "p", Clusters: []string{"cluster-a"}}
+	decided := &schemas.PlacementDecided{DecisionID: "replicas-apply", Workload: ref, Cluster: "cluster-a",
+		Action: schemas.ActionApply, Sequence: 1000, Epoch: "order-epoch", Verdict: placed, Object: late.Object}
+	if err := writer.Handle(ctx, deliveryOf(t, schemas.TypePlacementDecided, schemas.DecisionSubject("cluster-a", ref),
+		"replicas-apply", decided, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if a := e2eenv.Get(t, e.ControlPlane, configMapKind, ns, "late").GetAnnotations(); a[schemas.AnnotationPlacement] != "" {
+		t.Errorf("shown %s at %s, want nothing: the newest verdict, NoPolicy, is not shown", a[schemas.AnnotationPlacement],
+			a[schemas.AnnotationVerdictSequence])
+	}
+}
+
 // deploymentStatus is the status of a Deployment's copy running replicas, ready of them.
 // publishShareStatuses publishes the statuses of the copies of a Deployment divided 6/4: cluster-a's 6 of 6 ready,
 // cluster-b's 2 of 4, with ids starting with prefix.

@@ -595,6 +595,22 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 		status, _ := payload.(*schemas.WorkloadStatus)
 		return status, nil
 	}
+	writer.LastVerdict = func(ctx context.Context, subject string) (*schemas.PlacementVerdict, error) {
+		msg, err := lastMessage(ctx, events, subject)
+		if err != nil || msg == nil {
+			return nil, err
+		}
+		event, err := bus.Decode(msg.Header, msg.Data)
+		if err != nil {
+			return nil, nil //nolint:nilerr // not a verdict the writer can read; nothing newer to go by
+		}
+		payload, err := schemas.DecodePayload(event)
+		if err != nil {
+			return nil, nil //nolint:nilerr // as above
+		}
+		verdict, _ := payload.(*schemas.PlacementVerdict)
+		return verdict, nil
+	}
 	return writer, nil
 }
 
