@@ -62,8 +62,9 @@ func (s *StatusWriter) clusterView(name string) *clusterView {
 
 // Follow keeps the writer's view of the fleet current from an event of schemas.StatusFleetSubjects, which
 // every replica of the status writer reads whole: it shows the Cluster statuses the event changes, and puts a
-// ResourceInterface in force (or out of it) for mapping phases. Its Accepted condition, and the policies it
-// makes valid or not, are written by the replica that handles the event on the shared consumer (Handle).
+// ResourceInterface in force (or out of it) for mapping phases. The RI's Accepted condition is written by the
+// replica that handles the event on the shared consumer (Handle); every replica validates the policies again
+// once it knows the RI, as one may have validated a policy applied with the RI before it knew it.
 func (s *StatusWriter) Follow(ctx context.Context, d bus.Delivery) error {
 	if handled, err := s.handleFleet(ctx, d); handled {
 		return err
@@ -72,12 +73,14 @@ func (s *StatusWriter) Follow(ctx context.Context, d bus.Delivery) error {
 	case *schemas.ObjectChanged:
 		if d.Event.Type() == schemas.TypeResourceInterfaceChanged {
 			_, _ = s.upsertRI(p) // a refused one is logged
+			return s.revalidatePolicies(ctx)
 		}
 	case *schemas.ObjectDeleted:
 		if d.Event.Type() == schemas.TypeResourceInterfaceDeleted {
 			s.mu.Lock()
 			s.ris = s.ris.Without(p.Workload.Name)
 			s.mu.Unlock()
+			return s.revalidatePolicies(ctx)
 		}
 	}
 	return nil

@@ -584,3 +584,52 @@ func TestRestartedWriterShowsARecentHeartbeatReady(t *testing.T) {
 		})
 	}
 }
+
+// TestReplicaRevalidatesPoliciesOnceItLearnsAnRI: status writer replicas share the events of policies and RIs.
+// One that validated a policy before it learnt of an RI its replica handled (the RI and the policy applied
+// together) wrote a condition without the RI; when it follows the RI, it validates every policy again, or that
+// condition would stay.
+func TestReplicaRevalidatesPoliciesOnceItLearnsAnRI(t *testing.T) {
+	builtins, err := karta.Builtins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
+		"metadata": map[string]any{"name": "widgets", "uid": "uid-widgets", "generation": int64(1), "resourceVersion": "1"},
+		"spec": map[string]any{"resourceSelectors": map[string]any{"kinds": []any{
+			map[string]any{"group": "example.com", "kind": "Widget"}}}}}}
+	dynamic := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{schedulePolicyResource: "SchedulePolicyList"}, policy)
+	s := NewStatusWriter(&kube.Clients{Dynamic: dynamic}, karta.NewRegistry(builtins...), slog.New(slog.DiscardHandler))
+	message := func() string {
+		obj, err := dynamic.Resource(schedulePolicyResource).Get(t.Context(), "widgets", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		if len(conditions) != 1 {
+			return ""
+		}
+		m, _ := conditions[0].(map[string]any)["message"].(string)
+		return m
+	}
+	// This replica handles the policy before it learnt of the RI.
+	if err := s.Handle(t.Context(), delivery(t, 1, schemas.TypePolicyChanged, "fleetflow.events.policy.widgets",
+		&schemas.ObjectChanged{Object: policy.Object})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(message(), "no ResourceInterface describes Widget.example.com") {
+		t.Fatalf("condition before the RI = %q, want it to say no RI describes Widget.example.com", message())
+	}
+	ri := &schemas.ObjectChanged{Object: map[string]any{"apiVersion": "optimization.nvidia.com/v1alpha1", "kind": "ResourceInterface",
+		"metadata": map[string]any{"name": "widget", "uid": "uid-ri", "resourceVersion": "1"},
+		"spec": map[string]any{"structureDefinition": map[string]any{"rootComponent": map[string]any{
+			"name": "widget", "kind": map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"},
+			"specDefinition": map[string]any{"podTemplateSpecPath": ".spec.template"}}}}}}
+	if err := s.Follow(t.Context(), delivery(t, 2, schemas.TypeResourceInterfaceChanged, "fleetflow.events.resourceinterface.widget", ri)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(message(), "no ResourceInterface") {
+		t.Errorf("condition once the RI is followed = %q, want the policy validated again with the RI", message())
+	}
+}
