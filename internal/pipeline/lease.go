@@ -57,17 +57,53 @@ func leaseHolder() string {
 	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatInt(time.Now().UnixNano(), 36)
 }
 
-// acquireLease blocks until it holds key, or ctx is done.
+// acquireLease blocks until it holds key, or ctx is done. The server not answering (restarting, or out of
+// reach for a while) is waited out: a placer standing by must not end then, or every standby goes with a
+// server restart and none is left to take over.
 func acquireLease(ctx context.Context, b *Bus, key string, ttl time.Duration, log *slog.Logger) (*lease, error) {
-	kv, err := b.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-		Bucket: schemas.LeaseBucket, Description: "fleetflow leases: which instance of a singleton part works",
-		TTL: ttl, History: 1,
+	var kv jetstream.KeyValue
+	err := untilAnswered(ctx, ttl/5, log, "lease bucket "+schemas.LeaseBucket, func() error {
+		var err error
+		kv, err = b.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
+			Bucket: schemas.LeaseBucket, Description: "fleetflow leases: which instance of a singleton part works",
+			TTL: ttl, History: 1,
+		})
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("lease bucket %s: %w", schemas.LeaseBucket, err)
+		return nil, err
 	}
+	return takeLease(ctx, kv, key, ttl, log)
+}
+
+// untilAnswered calls try until it succeeds or ctx is done, every interval, warning once that it waits.
+func untilAnswered(ctx context.Context, interval time.Duration, log *slog.Logger, what string, try func() error) error {
+	warned := false
+	for {
+		err := try()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if !warned {
+			log.Warn("the server did not answer; trying again", "what", what, "error", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(interval):
+		}
+	}
+}
+
+// takeLease blocks until it holds key in kv, or ctx is done; kv's errors other than the key being held are
+// taken for the server not answering, and waited out.
+func takeLease(ctx context.Context, kv jetstream.KeyValue, key string, ttl time.Duration, log *slog.Logger) (*lease, error) {
 	l := &lease{kv: kv, key: key, holder: leaseHolder(), log: log}
-	waiting := false
+	waiting, unanswered := false, false
 	for {
 		sent := time.Now()
 		revision, err := kv.Create(ctx, key, []byte(l.holder))
@@ -77,10 +113,15 @@ func acquireLease(ctx context.Context, b *Bus, key string, ttl time.Duration, lo
 			log.Info("holding the lease", "lease", key, "holder", l.holder)
 			return l, nil
 		}
-		if !errors.Is(err, jetstream.ErrKeyExists) {
-			return nil, fmt.Errorf("take lease %s: %w", key, err)
-		}
-		if !waiting {
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case !errors.Is(err, jetstream.ErrKeyExists):
+			if !unanswered {
+				log.Warn("cannot take the lease now; trying again", "lease", key, "error", err)
+				unanswered = true
+			}
+		case !waiting:
 			current, _ := kv.Get(ctx, key)
 			holder := ""
 			if current != nil {

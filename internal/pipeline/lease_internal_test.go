@@ -3,10 +3,15 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/schemas"
 )
 
 func TestLeaseHeldUntilItsDeadline(t *testing.T) {
@@ -51,6 +56,53 @@ func TestFencedHandlerStopsPastTheLease(t *testing.T) {
 			}
 			if (err != nil) != tt.wantLost {
 				t.Errorf("handler error = %v, want an error only when the lease is lost", err)
+			}
+		})
+	}
+}
+
+// unansweringKV is a key-value bucket whose server does not answer the first creates (restarting, or out of
+// reach for a while).
+type unansweringKV struct {
+	jetstream.KeyValue
+	unanswered int
+}
+
+func (kv *unansweringKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	if kv.unanswered > 0 {
+		kv.unanswered--
+		return 0, fmt.Errorf("create %s: %w", key, context.DeadlineExceeded)
+	}
+	return kv.KeyValue.Create(ctx, key, value, opts...)
+}
+
+// TestLeaseWaitsOutAServerThatDoesNotAnswer: a placer standing by (or one that lost the lease while the server
+// was away) takes the lease once the server answers again, instead of ending with the error: when the server
+// restarted, every placer standing by ended with "take lease placer: context deadline exceeded".
+func TestLeaseWaitsOutAServerThatDoesNotAnswer(t *testing.T) {
+	tests := []struct {
+		name       string
+		unanswered int
+	}{
+		{name: "server answers", unanswered: 0},
+		{name: "server away for a few tries", unanswered: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			b := OpenTestBus(t)
+			const ttl = 250 * time.Millisecond
+			kv, err := b.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: schemas.LeaseBucket, TTL: ttl, History: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			flaky := &unansweringKV{KeyValue: kv, unanswered: tt.unanswered}
+			l, err := takeLease(ctx, flaky, schemas.LeasePlacer, ttl, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatalf("take lease: %v", err)
+			}
+			if !l.held() || flaky.unanswered != 0 {
+				t.Errorf("lease held = %t after %d unanswered tries left, want held after all of them", l.held(), flaky.unanswered)
 			}
 		})
 	}
