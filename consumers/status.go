@@ -103,18 +103,26 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 	}
 	switch p := d.Payload.(type) {
 	case *schemas.WorkloadStatus:
-		if s.Superseded != nil {
+		superseded := func() (bool, error) {
+			if s.Superseded == nil {
+				return false, nil
+			}
 			superseded, err := s.Superseded(ctx, d.Subject, d.StreamSequence)
 			if err != nil {
-				return fmt.Errorf("status of %s from %s: %w", p.Workload, p.Cluster, err)
+				return false, fmt.Errorf("status of %s from %s: %w", p.Workload, p.Cluster, err)
 			}
 			if superseded {
 				s.Log.Debug("status superseded by a newer one; not copied", "workload", p.Workload.Key(),
 					"cluster", p.Cluster, "stream_seq", d.StreamSequence)
-				return nil
+			}
+			return superseded, nil
+		}
+		if p.Gone {
+			if gone, err := superseded(); err != nil || gone {
+				return err
 			}
 		}
-		return s.copyStatus(ctx, p)
+		return s.copyStatus(ctx, p, superseded)
 	case *schemas.PlacementVerdict:
 		return s.annotateVerdict(ctx, p)
 	case *schemas.PlacementDecided:
@@ -367,7 +375,11 @@ func clustersOf(obj *unstructured.Unstructured) []string {
 	return nil
 }
 
-func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus) error {
+// copyStatus shows p on its workload. superseded says whether the events stream holds a newer status of the
+// copy; it is asked after each read of the object the status would be written on: a writer replica sharing
+// the work may show the newer status between an earlier look and this write, which then fails on the object it
+// read and is decided again.
+func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus, superseded func() (bool, error)) error {
 	if p.Gone {
 		// A copy deleted in its cluster (by hand, or with its CRD) is gone as surely as one whose Delete the
 		// applier carried out. Handle skipped a Gone that a newer status of the cluster superseded (the copy
@@ -375,6 +387,9 @@ func (s *StatusWriter) copyStatus(ctx context.Context, p *schemas.WorkloadStatus
 		return s.forgetCopy(ctx, p.Workload, p.Cluster)
 	}
 	return s.withCurrent(ctx, p.Workload, func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+		if newer, err := superseded(); err != nil || newer {
+			return err
+		}
 		// Once a verdict shows where the workload is placed, it alone names the clusters, and only their
 		// statuses are shown: not one from a cluster the workload moved off (that came back after a failover
 		// and reports the old copy until its Delete goes through). A status from a new cluster handled before

@@ -530,6 +530,51 @@ func TestNoPolicyVerdictAnotherReplicaSkippedStillOutranksAnOlderOne(t *testing.
 	}
 }
 
+// TestStatusSupersededWhileAReplicaWroteIsNotShown: status writer replicas share the work, so a newer status
+// of a copy can be stored and shown by another replica while this one is about to show the older one, which it
+// found the newest when it looked. It must not write the older status over the newer one.
+func TestStatusSupersededWhileAReplicaWroteIsNotShown(t *testing.T) {
+	e := newEnv(t)
+	ctx := t.Context()
+	const ns = "team-late-status"
+	ref, _, _ := placedJob(t, e, ns)
+	subject := schemas.WorkloadStatusSubject("cluster-a", ref)
+	showsCondition := func(condition string) func() bool {
+		return func() bool {
+			conditions, _, _ := unstructured.NestedSlice(e2eenv.Get(t, e.ControlPlane, pytorchJobKind, ns, ref.Name).Object,
+				"status", "conditions")
+			return len(conditions) == 1 && conditions[0].(map[string]any)["type"] == condition
+		}
+	}
+	older := publishDelivery(t, e, schemas.TypeWorkloadStatus, subject, "late-running",
+		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: workerStatus(map[string]any{"active": int64(1)}, "Running")})
+	e2eenv.Eventually(t, e2eenv.Settle, "the older status shown", showsCondition("Running"))
+
+	replica, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	superseded, asked := replica.Superseded, false
+	replica.Superseded = func(ctx context.Context, subject string, seq uint64) (bool, error) {
+		if asked {
+			return superseded(ctx, subject, seq)
+		}
+		asked = true
+		// Nothing newer when asked; right after, the newer status is stored and the pipeline's writer, the other
+		// replica, shows it.
+		publishDelivery(t, e, schemas.TypeWorkloadStatus, subject, "late-failed",
+			&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: workerStatus(map[string]any{"failed": int64(1)}, "Failed")})
+		e2eenv.Eventually(t, e2eenv.Settle, "the newer status shown by the other replica", showsCondition("Failed"))
+		return false, nil
+	}
+	if err := replica.Handle(ctx, older); err != nil {
+		t.Fatal(err)
+	}
+	if !showsCondition("Failed")() {
+		t.Error("the older status was written over the newer one")
+	}
+}
+
 // deploymentStatus is the status of a Deployment's copy running replicas, ready of them.
 // publishShareStatuses publishes the statuses of the copies of a Deployment divided 6/4: cluster-a's 6 of 6 ready,
 // cluster-b's 2 of 4, with ids starting with prefix.
