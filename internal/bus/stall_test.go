@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func TestConsumeLoopStuckHandlerFailsLiveness(t *testing.T) {
 	go func() { done <- loop.Run(ctx) }()
 	healthz := func() (int, string) {
 		rec := httptest.NewRecorder()
-		observe.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+		observe.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/healthz", nil))
 		body, _ := io.ReadAll(rec.Body)
 		return rec.Code, string(body)
 	}

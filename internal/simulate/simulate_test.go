@@ -133,7 +133,7 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 		{"a workload without metadata", func(s string) string {
 			return strings.Replace(s, "    metadata: {name: frontend, namespace: team-a}\n", "", 1)
 		}, "workloads[1].metadata.name: required"},
-		{"no workloads", func(s string) string { return s[:strings.Index(s, "workloads:")] },
+		{"no workloads", func(s string) string { before, _, _ := strings.Cut(s, "workloads:"); return before },
 			"workloads: required: nothing to place; list the CRs as - file: CR.yaml (relative to the fleet file) or - object: {apiVersion"},
 		{"one workload twice", func(s string) string {
 			return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n- file: train.yaml", 1)
