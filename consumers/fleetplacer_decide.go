@@ -363,8 +363,8 @@ func (p *Placer) stillRunning(e *workloadEntry) (string, error) {
 	earlier := false
 	for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
 		prev := e.published[cluster]
-		if prev.action != schemas.ActionApply || !p.clusterRegistered(cluster) {
-			continue
+		if prev.action != schemas.ActionApply || !p.clusterRegistered(cluster) || prev.uid != "" && prev.uid != e.ref.UID {
+			continue // an earlier workload's copy of this name is not this one's
 		}
 		clusters = append(clusters, cluster)
 		same, err := e.appliedNow(&prev)
@@ -401,9 +401,15 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		// The workload fits nowhere now (or no policy takes it): what already runs keeps running, as the
 		// verdict on the control plane says, until a cluster fits again. Taking it down would turn a
 		// transient answer (clusters relabelled one by one, a grown spec) into lost work. Not on a cluster
-		// whose Cluster object was deleted: fleetflow no longer manages it, and its copy would run unseen.
+		// whose Cluster object was deleted: fleetflow no longer manages it, and its copy would run unseen. Nor
+		// the copy of an earlier workload of this name (publishedDecision.uid): that one was deleted.
 		for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
-			if e.published[cluster].action != schemas.ActionApply || p.clusterRegistered(cluster) {
+			prev := e.published[cluster]
+			if prev.action != schemas.ActionApply {
+				continue
+			}
+			if earlier := prev.uid != "" && prev.uid != e.ref.UID; p.clusterRegistered(cluster) &&
+				(!earlier || e.redelete[cluster] && !p.clusterReady(cluster)) {
 				continue
 			}
 			if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, 0, nil, nil); err != nil {

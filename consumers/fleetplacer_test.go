@@ -2173,11 +2173,16 @@ func TestCopyOfAWorkloadDeletedWhileItsClusterWasDownGoesThoughItsNameIsTaken(t 
 		westToo bool
 		// createdFirst creates the new workload before the applier gives up on the Delete.
 		createdFirst bool
-		want         []string
+		// unschedulable has the new workload ask for more than any cluster has.
+		unschedulable bool
+		want          []string
 	}{
 		{name: "the new workload elsewhere", westToo: true, want: []string{"Delete east"}},
 		{name: "the new workload elsewhere before the Delete was given up on", westToo: true, createdFirst: true, want: []string{"Delete east"}},
 		{name: "the new workload on the same cluster", want: []string{"Apply east"}},
+		// The new workload fits no cluster: the deleted one's copy is deleted all the same, not kept running as
+		// the new one's.
+		{name: "the new workload placed nowhere", westToo: true, unschedulable: true, want: []string{"Delete east"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second})
@@ -2208,13 +2213,24 @@ func TestCopyOfAWorkloadDeletedWhileItsClusterWasDownGoesThoughItsNameIsTaken(t 
 				gaveUp()
 			}
 			again := deployment("web")
+			if tt.unschedulable {
+				firstContainer(again.Object)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
+			}
 			again.Object["metadata"].(map[string]any)["uid"] = "uid-web-again"
 			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(again.Ref()), again)
-			if tt.westToo {
+			if tt.westToo && !tt.unschedulable {
 				f.confirm("west", again)
 			}
 			if tt.createdFirst {
 				gaveUp()
+			}
+			if tt.unschedulable {
+				if got := f.decisions(mark + 1); len(got) != 0 {
+					t.Errorf("decisions while east is down = %v, want none", got)
+				}
+				if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable || strings.Contains(v.Message, "keeps running") {
+					t.Errorf("verdict of the new workload %s %q, want Unschedulable saying no copy of it runs", v.Status, v.Message)
+				}
 			}
 			mark = len(f.pub.ofType(schemas.TypePlacementDecided))
 
