@@ -215,17 +215,19 @@ type heldKey struct {
 }
 
 // domainsHeld returns, for the exclusive units of gang g, the domains of their key on cluster cc where other
-// workloads of the same kind in the same namespace run pods or hold a reservation. The controllers' pod
-// anti-affinity keeps a unit out of them: it is to every pod of the kind in the namespace (LeaderWorkerSet's
-// group-key and JobSet's job-key labels, which all their pods carry), exclusive or not. Only gangs with units
-// pay for the walk.
+// workloads of the same kind in the same namespace run pods or hold a reservation: placed there, or placed
+// nowhere with their copies still running (Kept). The controllers' pod anti-affinity keeps a unit out of them: it
+// is to every pod of the kind in the namespace (LeaderWorkerSet's group-key and JobSet's job-key labels, which
+// all their pods carry), exclusive or not. Only gangs with units pay for it: a read of the workloads of their kind
+// and namespace, and one walk over the cluster's nodes per topology key.
 func (c *cycle) domainsHeld(cc *structs.ClusterCapacity, g *gang) map[heldKey]map[string]bool {
 	own := map[string]bool{}
 	for _, u := range g.units {
 		own[u.workload.ID] = true
 	}
+	// others maps the pod label of each other workload of an owner's kind and namespace to its ID.
+	others := map[int]map[string]string{}
 	out := map[heldKey]map[string]bool{}
-	var others []*structs.Workload
 	for _, u := range g.units {
 		hk := heldKey{owner: u.owner, key: u.key}
 		if _, done := out[hk]; done {
@@ -233,24 +235,31 @@ func (c *cycle) domainsHeld(cc *structs.ClusterCapacity, g *gang) map[heldKey]ma
 		}
 		held := map[string]bool{}
 		out[hk] = held
-		if others == nil {
-			others = c.st.WorkloadsOn(cc.Name)
-		}
-		for _, w := range others {
-			if own[w.ID] || w.Group != u.workload.Group || w.Kind != u.workload.Kind || w.Namespace != u.workload.Namespace {
-				continue
-			}
-			label := structs.WorkloadLabelValue(w.ID)
-			for _, ch := range cc.Chunks {
-				for _, nc := range ch.Nodes {
-					if nc.Node.PodsByWorkload[label] > 0 {
-						if value, ok := domainOf(nc.Node, u.key); ok {
-							held[value] = true
-						}
-					}
+		labels, ok := others[u.owner]
+		if !ok {
+			labels = map[string]string{}
+			for _, w := range c.st.WorkloadsOfKind(u.workload.Group, u.workload.Kind, u.workload.Namespace) {
+				if !own[w.ID] && w.Group == u.workload.Group && w.Kind == u.workload.Kind && w.Namespace == u.workload.Namespace {
+					labels[structs.WorkloadLabelValue(w.ID)] = w.ID
 				}
 			}
-			for _, r := range c.st.ReservationsOf(w.ID) {
+			others[u.owner] = labels
+		}
+		if len(labels) == 0 {
+			continue
+		}
+		for _, ch := range cc.Chunks {
+			for _, nc := range ch.Nodes {
+				if len(nc.Node.PodsByWorkload) == 0 || !runsAny(nc.Node.PodsByWorkload, labels) {
+					continue
+				}
+				if value, ok := domainOf(nc.Node, u.key); ok {
+					held[value] = true
+				}
+			}
+		}
+		for _, id := range labels {
+			for _, r := range c.st.ReservationsOf(id) {
 				for _, nr := range r.Nodes {
 					if nr.Cluster != cc.Name {
 						continue
@@ -265,6 +274,24 @@ func (c *cycle) domainsHeld(cc *structs.ClusterCapacity, g *gang) map[heldKey]ma
 		}
 	}
 	return out
+}
+
+// runsAny reports whether a node's pods by workload label count a pod of one of labels.
+func runsAny(pods map[string]int64, labels map[string]string) bool {
+	if len(labels) < len(pods) {
+		for label := range labels {
+			if pods[label] > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for label, n := range pods {
+		if _, ok := labels[label]; ok && n > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // countOf reads "1 of the 2 values" or "the 1 value" (n of all).

@@ -181,13 +181,17 @@ func TestExclusiveTopologyKeepsOutOfOtherWorkloadsDomains(t *testing.T) {
 		name      string
 		namespace string
 		running   bool // the first LWS's pods run (reported on their nodes) instead of being reserved
-		reason    string
+		// kept: the first LWS, grown past the cluster, is placed nowhere while its pods keep running (Kept).
+		kept   bool
+		reason string
 	}{
 		{name: "reserved by another of the namespace", namespace: "ml",
 			reason: "the 3 values of " + poolKey + " on the cluster's nodes have room for one (2 of them held by other LeaderWorkerSets of namespace ml"},
 		{name: "running pods of another of the namespace", namespace: "ml", running: true,
 			reason: "(2 of them held by other LeaderWorkerSets of namespace ml"},
 		{name: "another namespace", namespace: "other"},
+		{name: "running pods of another of the namespace placed nowhere", namespace: "ml", running: true, kept: true,
+			reason: "(2 of them held by other LeaderWorkerSets of namespace ml"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,6 +214,18 @@ func TestExclusiveTopologyKeepsOutOfOtherWorkloadsDomains(t *testing.T) {
 				}
 				if n := len(h.Store.Snapshot().ReservationsOf(firstID)); n != 0 {
 					t.Fatalf("first LWS still holds %d reservations once its pods are reported", n)
+				}
+			}
+			if tt.kept {
+				grown, err := h.Store.UpsertWorkload(h.NextSeq(), structs.WorkloadInfo{Analysis: lwsIn("ml", "first", 4), Generation: 2})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d := h.Place(grown.ID); d.Status != structs.StatusUnschedulable {
+					t.Fatalf("first LWS grown to 4 groups: %s, want unschedulable", d.Status)
+				}
+				if wl := h.Store.Snapshot().Workload(firstID); wl.Placement != nil || !slices.Equal(wl.Kept, []string{"c1"}) {
+					t.Fatalf("first LWS placement %+v, kept %v: want placed nowhere, kept on c1", wl.Placement, wl.Kept)
 				}
 			}
 			d := h.Place(h.AddWorkload(lwsIn(tt.namespace, "second", 2), nil))

@@ -16,6 +16,8 @@ type State interface {
 	Workload(id string) *structs.Workload
 	Workloads() []*structs.Workload
 	WorkloadsOn(cluster string) []*structs.Workload
+	// WorkloadsOfKind returns the workloads of a group and kind in a namespace, placed or not.
+	WorkloadsOfKind(group, kind, namespace string) []*structs.Workload
 	Policies() []*policy.Policy
 	ReservationsOf(workloadID string) []*structs.Reservation
 }

@@ -100,6 +100,12 @@ func (s *Snapshot) WorkloadsOn(cluster string) []*structs.Workload {
 	return out
 }
 
+// WorkloadsOfKind returns the workloads of a group and kind in a namespace, placed or not, sorted by ID: a range of
+// the ID index (structs.WorkloadID), so it reads those workloads alone.
+func (s *Snapshot) WorkloadsOfKind(group, kind, namespace string) []*structs.Workload {
+	return all[*structs.Workload](s, TableWorkloads, indexID+"_prefix", group+"/"+kind+"/"+namespace+"/")
+}
+
 // Policies returns every policy, sorted by name.
 func (s *Snapshot) Policies() []*policy.Policy {
 	// The slice is shared by every snapshot of this version: callers must not modify it.
