@@ -418,6 +418,9 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 			delete(e.redelete, cluster)
 			delete(e.finished, cluster)
 			delete(e.completed, cluster)
+			if err := p.notKeptOn(e.id, cluster); err != nil {
+				return err
+			}
 		}
 		return nil
 	}

@@ -769,7 +769,7 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 	}
 	if s.Gone {
 		if !rebuilding {
-			p.reapplyDeletedCopy(e, s.Cluster, touched)
+			return p.reapplyDeletedCopy(e, s.Cluster, touched)
 		}
 		return nil
 	}
@@ -875,8 +875,15 @@ func (p *Placer) reapplyGoneCopies(ctx context.Context, history func(ctx context
 		e := p.workloads[id]
 		for _, cluster := range slices.Sorted(maps.Keys(p.goneCopies[uid])) {
 			s := p.goneCopies[uid][cluster]
-			// The history is read only for a copy that could be applied again.
-			if e.objectJSON == nil || !p.placedAndAppliedOn(e, cluster) {
+			if e.objectJSON == nil {
+				continue
+			}
+			// The history is read only for a copy that could be applied again; one gone from a cluster the
+			// workload is not placed on now no longer stands, as for a running placer.
+			if !p.placedAndAppliedOn(e, cluster) {
+				if err := p.reapplyDeletedCopy(e, cluster, touched); err != nil {
+					return err
+				}
 				continue
 			}
 			if s.Status == nil && history != nil {
@@ -891,7 +898,9 @@ func (p *Placer) reapplyGoneCopies(ctx context.Context, history func(ctx context
 			if _, _, err := p.notePhase(e, s); err != nil {
 				return err
 			}
-			p.reapplyDeletedCopy(e, cluster, touched)
+			if err := p.reapplyDeletedCopy(e, cluster, touched); err != nil {
+				return err
+			}
 		}
 	}
 	p.goneCopies = nil
@@ -921,7 +930,7 @@ const reapplyBackoff = 30 * time.Second
 // A copy that goes from a cluster the workload is not placed on now, though it kept running there (the workload
 // Unschedulable, its edit not carried out), is not applied again, but its Apply no longer stands: were the
 // workload placed there again, it would be taken as applied, and no copy would run.
-func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *touchedSet) {
+func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *touchedSet) error {
 	log := p.log.With("workload", e.ref.Key(), "cluster", cluster)
 	if !p.placedAndAppliedOn(e, cluster) {
 		if prev, ok := e.published[cluster]; ok && prev.action == schemas.ActionApply && !e.deleted {
@@ -931,17 +940,20 @@ func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *t
 			if d := p.blocked.Decision(e.id); d != nil {
 				touched.decided(d) // its verdict, sent again, no longer says the copy runs there
 			}
+			// Nor does it keep the workload there: no pods of its own hold room there, and a taint that keeps
+			// new workloads off keeps it off too.
+			return p.notKeptOn(e.id, cluster)
 		}
-		return
+		return nil
 	}
 	if e.finished[cluster] {
 		log.Info("the finished copy of the workload is gone from its cluster; not applied again")
-		return
+		return nil
 	}
 	if last, ok := e.reapplied[cluster]; ok && p.now.Sub(last) < reapplyBackoff {
 		log.Warn("the copy of the workload was deleted in its cluster again soon after it was applied again; "+
 			"left deleted until the workload changes", "backoff", reapplyBackoff)
-		return
+		return nil
 	}
 	if e.reapplied == nil {
 		e.reapplied = map[string]time.Time{}
@@ -950,6 +962,26 @@ func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *t
 	log.Info("the copy of the workload was deleted in its cluster; applying it again")
 	delete(e.published, cluster)
 	touched.add(e.id)
+	return nil
+}
+
+// notKeptOn drops a cluster from where a workload placed nowhere is kept (structs.Workload.Kept), once no copy of
+// it runs there.
+func (p *Placer) notKeptOn(id, cluster string) error {
+	wl := p.store.Snapshot().Workload(id)
+	if wl == nil || wl.Placement != nil || !slices.Contains(wl.Kept, cluster) {
+		return nil
+	}
+	var kept []string
+	for _, c := range wl.Kept {
+		if c != cluster {
+			kept = append(kept, c)
+		}
+	}
+	if err := p.store.KeepOn(p.seq, id, kept); err != nil {
+		return fmt.Errorf("placer: %s no longer kept on %s: %w", id, cluster, err)
+	}
+	return nil
 }
 
 // reschedulesOnFailure reports whether the policy that placed a workload asks to move it when it fails.

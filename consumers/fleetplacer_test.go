@@ -1999,6 +1999,75 @@ func TestCopyGoneWhileUnschedulableIsAppliedWhenPlacedAgain(t *testing.T) {
 	}
 }
 
+// A copy kept running while its workload is Unschedulable, then deleted in its cluster, no longer keeps the workload
+// on that cluster: a NoSchedule taint put there meanwhile keeps it off once it fits again, as it does any workload
+// not running there, and a restarted placer, which finds no copy there, judges it alike.
+func TestCopyGoneWhileUnschedulableNoLongerKeepsItsCluster(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	web, _ := f.placedWebOnEast()
+	grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
+		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
+	})
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
+	if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable {
+		t.Fatalf("verdict %s %q, want Unschedulable", v.Status, v.Message)
+	}
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Gone: true})
+	if wl := f.p.store.Snapshot().Workload(f.p.byUID[web.Ref().UID]); len(wl.Kept) != 0 {
+		t.Errorf("workload kept on %v once its copy is gone, want no cluster", wl.Kept)
+	}
+	f.deliver(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), object("fleetflow.io/v1alpha1", "Cluster", "", "east",
+		map[string]any{"name": "east"}, map[string]any{"spec": map[string]any{
+			"kubeconfigSecretRef": map[string]any{"name": "east", "namespace": "fleetflow-system"},
+			"taints":              []any{map[string]any{"key": "maintenance", "value": "true", "effect": "NoSchedule"}}}}))
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	shrunk := deploymentVersion("web", "3", 1, nil)
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(shrunk.Ref()), shrunk)
+	if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
+		t.Errorf("decisions once it fits again = %v, want [Apply west]: east is tainted and runs no copy", got)
+	}
+}
+
+// A restarted placer that reads, after the Apply of a workload placed nowhere since, that its copy went from its
+// cluster, keeps it there no more than a running placer would: nor does its verdict say the copy runs there.
+func TestRestoredPlacerDoesNotKeepAWorkloadWhereItsCopyWent(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	web := deploymentVersion("web", "1", 1, nil)
+	ref := web.Ref()
+	grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
+		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
+	})
+	placed := &schemas.PlacementVerdict{Workload: ref, Sequence: 5, Status: schemas.VerdictPlaced, Policy: "any", Clusters: []string{"east"}}
+	f.readState(
+		stateMessage{schemas.TypeWorkloadChanged, web},
+		stateMessage{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref, Cluster: "east",
+			Action: schemas.ActionApply, Sequence: 5, Object: web.Object, Policy: "any", Clusters: []string{"east"}, Verdict: placed}},
+		stateMessage{schemas.TypeWorkloadChanged, grown},
+		stateMessage{schemas.TypePlacementVerdict, &schemas.PlacementVerdict{Workload: ref, Sequence: 7,
+			Status: schemas.VerdictUnschedulable, Policy: "any"}},
+		stateMessage{schemas.TypeWorkloadStatus, &schemas.WorkloadStatus{Cluster: "east", Workload: ref, Gone: true}},
+	)
+	touched := newTouched()
+	if err := f.p.restore(touched); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.reapplyGoneCopies(t.Context(), nil, touched); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.p.reconcileAndAwait(t.Context(), touched); err != nil {
+		t.Fatal(err)
+	}
+	if wl := f.p.store.Snapshot().Workload(f.p.byUID[ref.UID]); wl.Placement != nil || len(wl.Kept) != 0 {
+		t.Errorf("after the restart placement %+v, kept %v: want placed nowhere, kept nowhere", wl.Placement, wl.Kept)
+	}
+	if _, ok := f.p.workloads[f.p.byUID[ref.UID]].published["east"]; ok {
+		t.Errorf("the Apply to east still stands after the restart, though its copy went")
+	}
+}
+
 // A workload placed nowhere for a while (a policy edit left it no cluster) keeps its copy running where it was,
 // and once a cluster fits it again it is judged with that copy's pods as its own room and stays where it kept
 // running, as a placed workload would: not Unschedulable against its own pods, nor moved (started again) to
