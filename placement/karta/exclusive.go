@@ -92,8 +92,14 @@ func (c *Compiled) exclusiveUnits(ev *evaluation, components []ComponentInstance
 			return nil, fail(i, "pods is %s, want an object of pod counts by component", typeName(obj["pods"]))
 		}
 		unit := ExclusiveUnit{TopologyKey: key}
-		for name, count := range pods {
-			n, set, err := toCount(count)
+		// By name, so an error names the same component every time: a map's order changes from run to run.
+		names := make([]string, 0, len(pods))
+		for name := range pods {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			n, set, err := toCount(pods[name])
 			if err != nil {
 				return nil, fail(i, "pods of %q: %w", name, err)
 			}

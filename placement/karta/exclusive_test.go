@@ -115,6 +115,15 @@ func TestExclusiveTopologyErrors(t *testing.T) {
 			}
 		})
 	}
+	// A unit naming several wrong components is refused naming the first by name, every time: the placer's
+	// verdicts carry the error, and one that changed with each analysis would be published again and again.
+	for range 20 {
+		_, err := ri(`{topologyKey: "rack", pods: {b: 1, a: 1, worker: 1}}`).Analyze(mustParseObject(t,
+			"apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t1}\nspec: {replicas: 4, template: {}}"))
+		if want := `pods of "a": no component instance`; err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("got %v, want an error saying %q", err, want)
+		}
+	}
 	a, err := ri(`range(2) | {topologyKey: "rack", pods: {worker: 2}}`).Analyze(mustParseObject(t,
 		"apiVersion: example.com/v1\nkind: Thing\nmetadata: {name: t1}\nspec: {replicas: 4, template: {}}"))
 	if err != nil {
