@@ -116,8 +116,47 @@ func (p *Placer) completedEverywhere(id string) bool {
 func (p *Placer) record(d *structs.Decision, touched *touchedSet) {
 	touched.decided(d)
 	p.blocked.Record(d)
-	if d.Status == structs.StatusPlaced {
+	switch d.Status {
+	case structs.StatusPlaced:
 		p.placedBack(d)
+	case structs.StatusUnschedulable, structs.StatusNoPolicy:
+		p.keepWhereItRuns(d.WorkloadID)
+	}
+}
+
+// runsOn lists, by name, the registered clusters where the Apply of a copy of workload e stands: where its copies
+// run, the ones it is leaving included.
+func (p *Placer) runsOn(e *workloadEntry) []string {
+	var clusters []string
+	for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
+		if prev := e.published[cluster]; prev.action == schemas.ActionApply && (prev.uid == "" || prev.uid == e.ref.UID) &&
+			p.clusterRegistered(cluster) {
+			clusters = append(clusters, cluster)
+		}
+	}
+	return clusters
+}
+
+// keepWhereItRuns records, for a workload placed nowhere now, every cluster where its copies run as where it is
+// kept (structs.Workload.Kept): the store takes them from its last placement, which leaves out a cluster it was
+// leaving (the Delete waits for the new copy), whose copy runs on all the same; a restarted placer finds both
+// from the Applies it published (restore), and judges it as this one does.
+func (p *Placer) keepWhereItRuns(id string) {
+	e := p.workloads[id]
+	if e == nil || e.deleted {
+		return
+	}
+	wl := p.store.Snapshot().Workload(id)
+	if wl == nil || wl.Placement != nil {
+		return
+	}
+	kept := p.runsOn(e)
+	if slices.Equal(kept, wl.Kept) {
+		return
+	}
+	if err := p.store.KeepOn(p.seq, id, kept); err != nil {
+		p.log.Warn("could not record where a workload placed nowhere still runs", "workload", e.ref.Key(),
+			"clusters", kept, "error", err)
 	}
 }
 

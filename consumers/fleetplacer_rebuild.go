@@ -365,14 +365,7 @@ func (p *Placer) restore(touched *touchedSet) error {
 		if wl != nil && !e.deleted && (e.restore == nil || e.restore.Status != schemas.VerdictPlaced) {
 			// Placed nowhere, its copies still run where it was applied: its own room there, as a running placer
 			// keeps it (structs.Workload.Kept).
-			var kept []string
-			for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
-				if prev := e.published[cluster]; prev.action == schemas.ActionApply && (prev.uid == "" || prev.uid == e.ref.UID) &&
-					p.clusterRegistered(cluster) {
-					kept = append(kept, cluster)
-				}
-			}
-			if len(kept) > 0 {
+			if kept := p.runsOn(e); len(kept) > 0 {
 				if err := p.store.KeepOn(p.seq, id, kept); err != nil {
 					return fmt.Errorf("placer rebuild: %w", err)
 				}

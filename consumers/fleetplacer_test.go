@@ -454,6 +454,8 @@ func TestRestoreKeepsWorkloadsOffAvoidedClusters(t *testing.T) {
 	f.p.workloads[id].restore = &schemas.PlacementVerdict{Workload: web.Ref(), Sequence: f.seq, Status: schemas.VerdictPlaced,
 		Policy: "any", Clusters: []string{"west"}, Reasons: map[string]string{"east": why},
 		ReasonCodes: map[string]string{"east": string(structs.RejectAvoided)}}
+	// Its copy runs on west, applied there.
+	f.p.workloads[id].published["west"] = publishedDecision{action: schemas.ActionApply, sequence: f.seq, uid: web.Ref().UID}
 	if err := f.p.restore(newTouched()); err != nil {
 		t.Fatal(err)
 	}
@@ -2065,6 +2067,32 @@ func TestRestoredPlacerDoesNotKeepAWorkloadWhereItsCopyWent(t *testing.T) {
 	}
 	if _, ok := f.p.workloads[f.p.byUID[ref.UID]].published["east"]; ok {
 		t.Errorf("the Apply to east still stands after the restart, though its copy went")
+	}
+}
+
+// A workload that turns Unschedulable while it moves (its new copy applied, the old one kept until the new one is
+// confirmed) keeps both copies running, and is kept on both clusters, as a placer restarted then finds it from the
+// Applies it published: the running placer and the restarted one judge it alike.
+func TestWorkloadUnschedulableWhileItMovesIsKeptWhereBothCopiesRun(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{PendingTimeout: time.Minute})
+	f.eastThenWest()
+	web, mark := f.placedWebOnEast()
+	since := f.now.Add(-2 * time.Minute)
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), PendingPods: 1, PendingSince: &since})
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
+	if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
+		t.Fatalf("decisions after its pods pended on east = %v, want [Apply west] (east deleted once west confirms)", got)
+	}
+	grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
+		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
+	})
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
+	if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable || !strings.Contains(v.Message, "the copy on east, west keeps running") {
+		t.Fatalf("verdict %s %q, want Unschedulable with the copies on east and west running", v.Status, v.Message)
+	}
+	if wl := f.p.store.Snapshot().Workload(f.p.byUID[web.Ref().UID]); !equal(wl.Kept, []string{"east", "west"}) {
+		t.Errorf("workload kept on %v, want [east west]: both copies run", wl.Kept)
 	}
 }
 
