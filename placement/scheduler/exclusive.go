@@ -225,8 +225,6 @@ func (c *cycle) domainsHeld(cc *structs.ClusterCapacity, g *gang) map[heldKey]ma
 	for _, u := range g.units {
 		own[u.workload.ID] = true
 	}
-	// others maps the pod label of each other workload of an owner's kind and namespace to its ID.
-	others := map[int]map[string]string{}
 	out := map[heldKey]map[string]bool{}
 	for _, u := range g.units {
 		hk := heldKey{owner: u.owner, key: u.key}
@@ -235,15 +233,12 @@ func (c *cycle) domainsHeld(cc *structs.ClusterCapacity, g *gang) map[heldKey]ma
 		}
 		held := map[string]bool{}
 		out[hk] = held
-		labels, ok := others[u.owner]
-		if !ok {
-			labels = map[string]string{}
-			for _, w := range c.st.WorkloadsOfKind(u.workload.Group, u.workload.Kind, u.workload.Namespace) {
-				if !own[w.ID] && w.Group == u.workload.Group && w.Kind == u.workload.Kind && w.Namespace == u.workload.Namespace {
-					labels[structs.WorkloadLabelValue(w.ID)] = w.ID
-				}
+		// labels maps the pod label of each other workload of the unit's kind and namespace to its ID.
+		labels := map[string]string{}
+		for _, m := range c.workloadsOfKind(u.workload) {
+			if !own[m.id] {
+				labels[m.label] = m.id
 			}
-			others[u.owner] = labels
 		}
 		if len(labels) == 0 {
 			continue
@@ -274,6 +269,28 @@ func (c *cycle) domainsHeld(cc *structs.ClusterCapacity, g *gang) map[heldKey]ma
 		}
 	}
 	return out
+}
+
+// kindMember is a workload of a kind in a namespace, with the label value its pods carry.
+type kindMember struct{ id, label string }
+
+// workloadsOfKind returns the workloads of wl's group and kind in its namespace, wl among them.
+func (c *cycle) workloadsOfKind(wl *structs.Workload) []kindMember {
+	key := wl.Group + "/" + wl.Kind + "/" + wl.Namespace
+	if members, ok := c.ofKind[key]; ok {
+		return members
+	}
+	var members []kindMember
+	for _, w := range c.st.WorkloadsOfKind(wl.Group, wl.Kind, wl.Namespace) {
+		if w.Group == wl.Group && w.Kind == wl.Kind && w.Namespace == wl.Namespace {
+			members = append(members, kindMember{id: w.ID, label: structs.WorkloadLabelValue(w.ID)})
+		}
+	}
+	if c.ofKind == nil {
+		c.ofKind = map[string][]kindMember{}
+	}
+	c.ofKind[key] = members
+	return members
 }
 
 // runsAny reports whether a node's pods by workload label count a pod of one of labels.
