@@ -25,6 +25,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -46,8 +47,14 @@ var (
 		DeletedType: schemas.TypeWorkloadDeleted, Subject: schemas.WorkloadSubject}
 	PolicyFamily = Family{Name: "policy", ChangedType: schemas.TypePolicyChanged,
 		DeletedType: schemas.TypePolicyDeleted, Subject: schemas.PolicySubject}
+	// An RI's exclusive-topology expression is an annotation of the prefix that otherwise marks fleetflow's
+	// bookkeeping, which a copy leaves out and which is no change: a change of it alone is one.
 	ResourceInterfaceFamily = Family{Name: "resourceinterface", ChangedType: schemas.TypeResourceInterfaceChanged,
-		DeletedType: schemas.TypeResourceInterfaceDeleted, Subject: schemas.ResourceInterfaceSubject}
+		DeletedType: schemas.TypeResourceInterfaceDeleted, Subject: schemas.ResourceInterfaceSubject,
+		Relevant: func(o, n *unstructured.Unstructured) bool {
+			return contentChanged(o, n) ||
+				o.GetAnnotations()[karta.AnnotationExclusiveTopology] != n.GetAnnotations()[karta.AnnotationExclusiveTopology]
+		}}
 	ClusterFamily = Family{Name: "cluster", ChangedType: schemas.TypeClusterChanged,
 		DeletedType: schemas.TypeClusterDeleted, Subject: func(r schemas.ObjectRef) string { return schemas.ClusterSpecSubject(r.Name) }}
 	NamespaceFamily = Family{Name: "namespace", ChangedType: schemas.TypeNamespaceChanged,
@@ -414,6 +421,12 @@ func relevantUpdate(family Family, oldObj, newObj any) bool {
 	if family.Relevant != nil {
 		return family.Relevant(o, n)
 	}
+	return contentChanged(o, n)
+}
+
+// contentChanged reports whether what a copy of the object would hold changed, or it started or stopped being
+// deleted.
+func contentChanged(o, n *unstructured.Unstructured) bool {
 	return !reflect.DeepEqual(kube.SanitizeForCopy(o.Object), kube.SanitizeForCopy(n.Object)) ||
 		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
 }
