@@ -7,11 +7,15 @@ import (
 	"testing"
 )
 
-// unitsOf renders units as "KEY: a 1 + b 2" lines, for comparison.
+// unitsOf renders units as "KEY: a 1 + b 2" lines ("KEY alone: ..." when alone), for comparison.
 func unitsOf(units []ExclusiveUnit) []string {
 	var out []string
 	for _, u := range units {
-		out = append(out, u.TopologyKey+": "+u.String())
+		key := u.TopologyKey
+		if u.Alone {
+			key += " alone"
+		}
+		out = append(out, key+": "+u.String())
 	}
 	return out
 }
@@ -67,12 +71,12 @@ func TestBuiltinExclusiveTopology(t *testing.T) {
 		{"jobset: each child job", jobset(jobsetExclusive, `{replicatedJobs: [
 		    {name: a, replicas: 2, template: {spec: {parallelism: 3, template: `+podTemplate+`}}},
 		    {name: b, template: {spec: {parallelism: 4, completions: 2, template: `+podTemplate+`}}}]}`),
-			append(repeated(pool+": replicatedjob/a 3", 2), pool+": replicatedjob/b 2")},
+			append(repeated(pool+" alone: replicatedjob/a 3", 2), pool+" alone: replicatedjob/b 2")},
 		{"jobset: on one replicated job's template", jobset("", `{replicatedJobs: [
 		    {name: a, replicas: 2, template: {metadata: {annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: rack}},
 		      spec: {parallelism: 2, template: `+podTemplate+`}}},
 		    {name: b, template: {spec: {template: `+podTemplate+`}}}]}`),
-			repeated("rack: replicatedjob/a 2", 2)},
+			repeated("rack alone: replicatedjob/a 2", 2)},
 		{"jobset suspended", jobset(jobsetExclusive, `{suspend: true, replicatedJobs: [{name: a, replicas: 2, template: {spec: {template: `+podTemplate+`}}}]}`), nil},
 		{"jobset without the annotation", jobset("", `{replicatedJobs: [{name: a, replicas: 2, template: {spec: {template: `+podTemplate+`}}}]}`), nil},
 	}
@@ -104,6 +108,7 @@ func TestExclusiveTopologyErrors(t *testing.T) {
 		{"unknown component", `{topologyKey: "rack", pods: {leader: 1}}`, `pods of "leader": no component instance of this object has that name (known: worker)`},
 		{"more pods than the component", `range(3) | {topologyKey: "rack", pods: {worker: 2}}`, `unit 2: the units hold 6 pods of "worker", which has 4`},
 		{"not a count", `{topologyKey: "rack", pods: {worker: 1.5}}`, "not a whole replica count"},
+		{"alone not a boolean", `{topologyKey: "rack", pods: {worker: 1}, alone: "yes"}`, "unit 0: alone is a string, want a boolean"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

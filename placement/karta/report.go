@@ -35,6 +35,8 @@ type Report struct {
 type ExclusiveUnitReport struct {
 	TopologyKey string           `json:"topologyKey"`
 	Pods        map[string]int64 `json:"pods"`
+	// Alone: the object's pods outside its units may not run in the unit's domain.
+	Alone bool `json:"alone,omitempty"`
 }
 
 // ComponentReport is one component instance; counts are null when the RI's paths leave them unset.
@@ -123,7 +125,7 @@ func NewReport(a *Analysis, resourceInterface string) Report {
 		r.GangGroups = append(r.GangGroups, gr)
 	}
 	for _, u := range a.ExclusiveUnits {
-		ur := ExclusiveUnitReport{TopologyKey: u.TopologyKey, Pods: make(map[string]int64, len(u.Pods))}
+		ur := ExclusiveUnitReport{TopologyKey: u.TopologyKey, Pods: make(map[string]int64, len(u.Pods)), Alone: u.Alone}
 		for _, p := range u.Pods {
 			ur.Pods[unitName(p)] = p.Pods
 		}
@@ -264,7 +266,13 @@ func exclusiveLines(units []ExclusiveUnit) []string {
 	var counts []int
 	seen := map[string]int{}
 	for _, u := range units {
-		key := u.TopologyKey + "\x00" + u.String()
+		topologyKey := u.TopologyKey
+		if u.Alone {
+			topologyKey += " of its own, which no other pod of the object shares"
+		} else {
+			topologyKey += " of its own"
+		}
+		key := topologyKey + "\x00" + u.String()
 		if i, ok := seen[key]; ok {
 			counts[i]++
 			continue
@@ -279,7 +287,7 @@ func exclusiveLines(units []ExclusiveUnit) []string {
 		if counts[i] > 1 {
 			noun = "units"
 		}
-		lines[i] = fmt.Sprintf("exclusive topology: %d %s, each in a %s of its own: %s", counts[i], noun, topologyKey, pods)
+		lines[i] = fmt.Sprintf("exclusive topology: %d %s, each in a %s: %s", counts[i], noun, topologyKey, pods)
 	}
 	return lines
 }

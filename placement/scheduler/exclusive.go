@@ -14,6 +14,8 @@ type gangUnit struct {
 	workload *structs.Workload
 	key      string
 	pods     []item
+	// alone: the workload's pods outside its units keep out of the unit's domain (structs.ExclusiveUnit.Alone).
+	alone bool
 }
 
 // String renders the unit's pods as "leader 1 + worker 3".
@@ -34,7 +36,7 @@ func gangUnits(owner int, wl *structs.Workload) ([]gangUnit, []int64) {
 	held := make([]int64, len(wl.PodGroups))
 	units := make([]gangUnit, 0, len(wl.ExclusiveUnits))
 	for _, u := range wl.ExclusiveUnits {
-		gu := gangUnit{owner: owner, workload: wl, key: u.TopologyKey}
+		gu := gangUnit{owner: owner, workload: wl, key: u.TopologyKey, alone: u.Alone}
 		for _, p := range u.Pods {
 			if p.Group < 0 || p.Group >= len(wl.PodGroups) || p.Count <= 0 {
 				continue
@@ -81,10 +83,13 @@ func (p *packer) domainsOf(key string) []domain {
 // packUnits places each exclusive unit of the gang, before the rest of its pods, in a domain of the unit's key
 // that no other unit with that key uses, as the pod affinity and anti-affinity the workload's controller adds
 // keep it: in the first domain, by value, where all of the unit's pods fit. It returns the assignments, or why a
-// unit fits no domain left.
+// unit fits no domain left. The nodes of the domain of a unit that is alone are kept from the workload's other
+// pods (packer.apart).
 func (p *packer) packUnits() ([]ownedAssignment, string) {
 	domainsByKey := map[string][]domain{}
 	taken := map[string]map[string]bool{}
+	var alone []domain
+	var aloneUnits []gangUnit
 	var out []ownedAssignment
 	for ui, u := range p.g.units {
 		domains, ok := domainsByKey[u.key]
@@ -103,11 +108,30 @@ func (p *packer) packUnits() ([]ownedAssignment, string) {
 				out = append(out, assignments...)
 				taken[u.key][d.value] = true
 				placed = true
+				if u.alone {
+					alone, aloneUnits = append(alone, d), append(aloneUnits, u)
+				}
 				break
 			}
 		}
 		if !placed {
 			return nil, p.unitReason(ui, u, domains, held)
+		}
+	}
+	// Only now: the units' own pods may share a node with another unit's of a different key.
+	for i, d := range alone {
+		wl := aloneUnits[i].workload
+		for gi := range wl.PodGroups {
+			g := &wl.PodGroups[gi]
+			if p.apart == nil {
+				p.apart = map[*structs.PodGroup]map[nodeKey]bool{}
+			}
+			if p.apart[g] == nil {
+				p.apart[g] = map[nodeKey]bool{}
+			}
+			for _, k := range d.nodes {
+				p.apart[g][k] = true
+			}
 		}
 	}
 	return out, ""

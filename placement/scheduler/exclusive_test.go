@@ -241,3 +241,105 @@ func TestExclusiveTopologyKeepsOutOfOtherWorkloadsDomains(t *testing.T) {
 		})
 	}
 }
+
+// jobSetWithDriver is the analysis, through the built-in JobSet RI, of a JobSet of workers exclusive Jobs of 2
+// 1-GPU pods (the annotation on their Job template) and one driver Job of one 1-GPU pod without it.
+func jobSetWithDriver(t *testing.T, workers int) *karta.Analysis {
+	t.Helper()
+	obj, err := karta.ParseObject([]byte(fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: js, namespace: ml}
+spec:
+  replicatedJobs:
+  - name: workers
+    replicas: %d
+    template:
+      metadata: {annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: %s}}
+      spec:
+        parallelism: 2
+        template: {spec: {containers: [{name: c, resources: {requests: {nvidia.com/gpu: 1}}}]}}
+  - name: driver
+    template:
+      spec:
+        template: {spec: {containers: [{name: c, resources: {requests: {nvidia.com/gpu: 1}}}]}}
+`, workers, poolKey)), t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	builtins, err := karta.Builtins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, ok := karta.NewRegistry(builtins...).Lookup(karta.GVKOf(obj))
+	if !ok {
+		t.Fatal("no built-in JobSet RI")
+	}
+	a, err := ri.Analyze(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestExclusiveTopologyKeepsOtherPodsOut: JobSet's anti-affinity selects every pod of the JobSet, so the pod of
+// its non-exclusive driver Job may not run in a pool one of its exclusive worker Jobs took. Three pools for
+// three worker Jobs leave it no node; an unlabelled node, or a fourth pool, takes it.
+func TestExclusiveTopologyKeepsOtherPodsOut(t *testing.T) {
+	tests := []struct {
+		name       string
+		pools      []pool
+		driverPool string // the pool the driver's pod must go to; "" when the JobSet must not be placed
+		reason     string
+	}{
+		{name: "a pool per worker job and none for the driver",
+			pools: []pool{{name: "a", nodes: 1, gpus: "8"}, {name: "b", nodes: 1, gpus: "8"}, {name: "c", nodes: 1, gpus: "8"}},
+			reason: "pod replicatedjob/driver (nvidia.com/gpu 1) fits no node: the 3 nodes it may use are all in the domains its " +
+				"workload's exclusive units took, which their controller keeps the workload's other pods out of"},
+		{name: "the node outside the worker jobs' pools too small for the driver",
+			pools: []pool{{name: "a", nodes: 1, gpus: "8"}, {name: "b", nodes: 1, gpus: "8"}, {name: "c", nodes: 1, gpus: "8"},
+				{name: "z", nodes: 1, gpus: "0", unlabelled: true}},
+			reason: "fits no node: none of the 1 nodes it may use outside the domains"},
+		{name: "an unlabelled node for the driver",
+			pools: []pool{{name: "a", nodes: 1, gpus: "8"}, {name: "b", nodes: 1, gpus: "8"}, {name: "c", nodes: 1, gpus: "8"},
+				{name: "z", nodes: 1, gpus: "1", unlabelled: true}},
+			driverPool: "z"},
+		{name: "a fourth pool for the driver",
+			pools: []pool{{name: "a", nodes: 1, gpus: "8"}, {name: "b", nodes: 1, gpus: "8"}, {name: "c", nodes: 1, gpus: "8"},
+				{name: "d", nodes: 1, gpus: "1"}},
+			driverPool: "d"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("c1")
+			poolOf := addPools(h, "c1", tt.pools)
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			d := h.Place(h.AddWorkload(jobSetWithDriver(t, 3), nil))
+			if tt.driverPool == "" {
+				if d.Status != structs.StatusUnschedulable || !strings.Contains(d.Reasons["c1"], tt.reason) {
+					t.Fatalf("decision %s (reasons %v), want unschedulable saying %q", d.Status, d.Reasons, tt.reason)
+				}
+				return
+			}
+			if d.Status != structs.StatusPlaced {
+				t.Fatalf("decision %s (reasons %v), want placed", d.Status, d.Reasons)
+			}
+			perPool := map[string][]string{}
+			for _, a := range d.Assignments {
+				perPool[poolOf[a.Node]] = append(perPool[poolOf[a.Node]], fmt.Sprintf("%s %d", a.Component, a.Pods))
+			}
+			for p, pods := range perPool {
+				want := []string{"replicatedjob/workers 2"}
+				if p == tt.driverPool {
+					want = []string{"replicatedjob/driver 1"}
+				}
+				if !slices.Equal(pods, want) {
+					t.Errorf("pool %s holds %v, want %v", p, pods, want)
+				}
+			}
+			if len(perPool) != 4 {
+				t.Errorf("pods went to pools %v, want four", slices.Sorted(maps.Keys(perPool)))
+			}
+		})
+	}
+}

@@ -188,6 +188,9 @@ type packer struct {
 	// held is, per exclusive unit's workload and key, the domains other workloads keep its units out of
 	// (cycle.domainsHeld).
 	held map[heldKey]map[string]bool
+	// apart is, per pod group, the nodes of the domains its workload's units that are alone took: once the
+	// units are packed, the workload's other pods keep out of them.
+	apart map[*structs.PodGroup]map[nodeKey]bool
 }
 
 // chunkState is what a packer changed in one chunk.
@@ -351,6 +354,9 @@ func (p *packer) adjust(k nodeKey, name string) (plus, minus structs.Vector) {
 }
 
 func (p *packer) hasRoom(k nodeKey, g *structs.PodGroup) bool {
+	if p.apart != nil && p.apart[g][k] {
+		return false
+	}
 	for _, port := range g.NodeExclusive {
 		if slices.Contains(p.nodeExclusive[k], port) {
 			return false
@@ -653,12 +659,32 @@ func (p *packer) diagnose(it item, placed int64, key string) string {
 				p.rt.Quantity(r, want), p.rt.Quantity(r, max(0, largest[r])), largestNode[r], others)
 		}
 	}
+	if kept := p.apartAllowed(g, key); kept > 0 {
+		const why = "the domains its workload's exclusive units took, which their controller keeps the workload's other pods out of"
+		if kept == allowedNodes {
+			return fmt.Sprintf("%s (%s) fits no node: the %d nodes it may use are all in %s%s", who, p.rt.Format(g.Request),
+				allowedNodes, why, others)
+		}
+		return fmt.Sprintf("%s (%s) fits no node: none of the %d nodes it may use outside %s (%d nodes) has all of it "+
+			"free at once%s", who, p.rt.Format(g.Request), allowedNodes-kept, why, kept, others)
+	}
 	if len(g.NodeExclusive) > 0 && p.nodeExclusive != nil {
 		return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has room for it where no other pod of the "+
 			"workload holds %s (one pod per node)%s", who, p.rt.Format(g.Request), allowedNodes, strings.Join(g.NodeExclusive, ", "), others)
 	}
 	return fmt.Sprintf("%s (%s) fits no node: none of the %d allowed nodes has all of it free at once%s",
 		who, p.rt.Format(g.Request), allowedNodes, others)
+}
+
+// apartAllowed counts the nodes g may use that its workload's units that are alone keep it out of.
+func (p *packer) apartAllowed(g *structs.PodGroup, key string) int {
+	n := 0
+	for k := range p.apart[g] {
+		if eligibilityOf(p.c.Chunks[k.chunk], g, key).mask[k.node] {
+			n++
+		}
+	}
+	return n
 }
 
 // notAllowed counts the cluster's nodes that may not take pods of g, per reason. The chunks' counts merged in

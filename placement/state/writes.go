@@ -768,7 +768,7 @@ func exclusiveUnits(wl *structs.Workload, units []karta.ExclusiveUnit) error {
 	held := make([]int64, len(wl.PodGroups))
 	wl.ExclusiveUnits = make([]structs.ExclusiveUnit, 0, len(units))
 	for _, u := range units {
-		unit := structs.ExclusiveUnit{TopologyKey: u.TopologyKey, Pods: make([]structs.UnitPods, 0, len(u.Pods))}
+		unit := structs.ExclusiveUnit{TopologyKey: u.TopologyKey, Alone: u.Alone, Pods: make([]structs.UnitPods, 0, len(u.Pods))}
 		for _, p := range u.Pods {
 			name := p.Component
 			if p.Instance != "" {

@@ -191,6 +191,8 @@ type Workload struct {
 type ExclusiveUnit struct {
 	TopologyKey string
 	Pods        []UnitPods
+	// Alone: the workload's pods outside its units may not run in the unit's domain either.
+	Alone bool
 }
 
 // UnitPods is Count pods of the workload's pod group PodGroups[Group] in an exclusive unit.
