@@ -203,8 +203,8 @@ func (p *packer) unitReason(ui int, u gangUnit, domains []domain, held map[strin
 		}
 	}
 	if len(domains) == 0 {
-		return fmt.Sprintf("its exclusive topology keeps each of its %d units (%s) in a %s of its own, and no node has the "+
-			"label %s", total, u, u.key, u.key)
+		return fmt.Sprintf("its exclusive topology keeps %s (%s) in a %s of its own, and no node has the "+
+			"label %s", eachOfUnits(total), u, u.key, u.key)
 	}
 	roomy, roomyHeld := 0, 0
 	for _, d := range domains {
@@ -227,8 +227,8 @@ func (p *packer) unitReason(ui int, u gangUnit, domains []domain, held map[strin
 		others = fmt.Sprintf(" (%d of them held by other %ss of namespace %s, whose pods its controller keeps apart)",
 			roomyHeld, u.workload.Kind, u.workload.Namespace)
 	}
-	return fmt.Sprintf("its exclusive topology keeps each of its %d units (%s) in a %s of its own: %s of %s on the "+
-		"cluster's nodes %s room for one%s, and %s before this one", total, u, u.key,
+	return fmt.Sprintf("its exclusive topology keeps %s (%s) in a %s of its own: %s of %s on the "+
+		"cluster's nodes %s room for one%s, and %s before this one", eachOfUnits(total), u, u.key,
 		countOf(roomy, len(domains)), u.key, hasOrHave(roomy, len(domains)), others, fitted(placed))
 }
 
@@ -333,6 +333,14 @@ func runsAny(pods map[string]int64, labels map[string]string) bool {
 		}
 	}
 	return false
+}
+
+// eachOfUnits reads "each of its 3 units", or "its 1 unit".
+func eachOfUnits(n int) string {
+	if n == 1 {
+		return "its 1 unit"
+	}
+	return fmt.Sprintf("each of its %d units", n)
 }
 
 // countOf reads "1 of the 2 values" or "the 1 value" (n of all).

@@ -343,3 +343,29 @@ func TestExclusiveTopologyKeepsOtherPodsOut(t *testing.T) {
 		})
 	}
 }
+
+// TestExclusiveTopologyReasonOfOneUnit: a workload of one unit is not told about "each of its 1 units".
+func TestExclusiveTopologyReasonOfOneUnit(t *testing.T) {
+	tests := []struct {
+		name   string
+		pools  []pool
+		reason string
+	}{
+		{name: "no node in a pool", pools: []pool{{name: "a", nodes: 1, gpus: "8", unlabelled: true}},
+			reason: "its exclusive topology keeps its 1 unit (leader 1 + worker 3) in a " + poolKey + " of its own, and no node has the label"},
+		{name: "a pool too small", pools: []pool{{name: "a", nodes: 1, gpus: "2"}, {name: "z", nodes: 1, gpus: "8", unlabelled: true}},
+			reason: "its exclusive topology keeps its 1 unit (leader 1 + worker 3) in a " + poolKey + " of its own: none of the 1 value of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("c1")
+			addPools(h, "c1", tt.pools)
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			d := h.Place(h.AddWorkload(leaderWorkerSet(1, 4), nil))
+			if d.Status != structs.StatusUnschedulable || !strings.Contains(d.Reasons["c1"], tt.reason) {
+				t.Fatalf("decision %s (reasons %v), want unschedulable saying %q", d.Status, d.Reasons, tt.reason)
+			}
+		})
+	}
+}
