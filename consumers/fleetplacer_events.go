@@ -1206,35 +1206,29 @@ func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
 			return err
 		}
 	}
-	p.countFleet()
 	return nil
 }
 
-// countFleet sets the fleet gauges (observe.FleetWorkloads, observe.FleetClusters) at each tick, from the placer's
-// goroutine, so a scrape reads numbers rather than the placer's state.
-func (p *Placer) countFleet() {
-	var ready, notReady float64
-	for _, c := range p.clusters {
-		switch {
-		case !c.registered:
-		case c.ready:
-			ready++
-		default:
-			notReady++
-		}
-	}
-	var placed, unplaced float64
-	for _, wl := range p.store.Snapshot().Workloads() {
+// FleetCounts counts the workloads of the placer's view, placed or not, and its clusters, Ready or not. It reads
+// an immutable snapshot of the store, so /metrics may call it from any goroutine.
+func (p *Placer) FleetCounts() observe.FleetCounts {
+	snap := p.store.Snapshot()
+	var counts observe.FleetCounts
+	for _, wl := range snap.Workloads() {
 		if wl.Placement != nil {
-			placed++
+			counts.Placed++
 		} else {
-			unplaced++
+			counts.Unplaced++
 		}
 	}
-	observe.FleetClusters.WithLabelValues("true").Set(ready)
-	observe.FleetClusters.WithLabelValues("false").Set(notReady)
-	observe.FleetWorkloads.WithLabelValues("true").Set(placed)
-	observe.FleetWorkloads.WithLabelValues("false").Set(unplaced)
+	for _, c := range snap.Clusters() {
+		if c.Ready {
+			counts.Ready++
+		} else {
+			counts.NotReady++
+		}
+	}
+	return counts
 }
 
 // movePending moves workloads whose pods have been Pending on their cluster for longer than

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -74,4 +75,32 @@ func TestHealthEndpointsListEveryCheck(t *testing.T) {
 		!strings.Contains(body, "go_goroutines") {
 		t.Errorf("/metrics answered %d without fleetflow's and Go's metrics:\n%.2000s", code, body)
 	}
+}
+
+// TestFleetGaugesAreCountedAtEachScrape: without a leading placer the fleet gauges read 0; with one, each scrape
+// reads its current counts, and they go back to 0 once it stops leading.
+func TestFleetGaugesAreCountedAtEachScrape(t *testing.T) {
+	scrape := func() string {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+		return rec.Body.String()
+	}
+	wantLines := func(body string, lines ...string) {
+		t.Helper()
+		for _, line := range lines {
+			if !strings.Contains(body, line+"\n") {
+				t.Errorf("/metrics lacks %q:\n%.3000s", line, body)
+			}
+		}
+	}
+	wantLines(scrape(), `fleetflow_placer_workloads{placed="true"} 0`, `fleetflow_placer_clusters{ready="false"} 0`)
+	counts := FleetCounts{Placed: 7, Unplaced: 2, Ready: 3, NotReady: 1}
+	SetFleetSource(func() FleetCounts { return counts })
+	wantLines(scrape(), `fleetflow_placer_workloads{placed="true"} 7`, `fleetflow_placer_workloads{placed="false"} 2`,
+		`fleetflow_placer_clusters{ready="true"} 3`, `fleetflow_placer_clusters{ready="false"} 1`)
+	counts.Placed = 8
+	wantLines(scrape(), `fleetflow_placer_workloads{placed="true"} 8`)
+	SetFleetSource(nil)
+	wantLines(scrape(), `fleetflow_placer_workloads{placed="true"} 0`, `fleetflow_placer_clusters{ready="true"} 0`)
 }

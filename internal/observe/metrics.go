@@ -1,6 +1,8 @@
 package observe
 
 import (
+	"sync/atomic"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 )
@@ -37,13 +39,6 @@ var (
 	// Decisions counts the placer's decisions by action (apply, delete).
 	Decisions = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "placer_decisions_total",
 		Help: "Decisions the placer sent to workload clusters, by action."}, []string{"action"})
-	// FleetWorkloads is how many workloads the leading placer knows, by whether they are placed, as of its last
-	// tick (every 2 s); FleetClusters how many registered clusters, by whether they are Ready. Both go back to
-	// 0 when the placer stops leading, so only the leader's series count.
-	FleetWorkloads = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "placer_workloads",
-		Help: "Workloads the leading placer knows, by whether they are placed."}, []string{"placed"})
-	FleetClusters = prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "placer_clusters",
-		Help: "Registered clusters the leading placer knows, by whether they are Ready."}, []string{"ready"})
 	// ApplierOperations counts what the appliers carried out, by cluster, operation (apply, delete) and outcome
 	// (ok, failed).
 	ApplierOperations = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "applier_operations_total",
@@ -60,14 +55,47 @@ func init() {
 	}
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		EventsHandled, EventHandleSeconds, EventsPublished, PublishErrors, PlacerLeader, Verdicts, Decisions,
-		FleetWorkloads, FleetClusters, ApplierOperations, consumerLag)
-	ResetFleet()
+		ApplierOperations, consumerLag, fleetCollector{})
 }
 
-// ResetFleet sets the fleet gauges to 0: a placer that is not leading counts nothing.
-func ResetFleet() {
-	for _, v := range []string{"true", "false"} {
-		FleetWorkloads.WithLabelValues(v).Set(0)
-		FleetClusters.WithLabelValues(v).Set(0)
+// FleetCounts is what the leading placer's view holds: workloads placed or not, registered clusters Ready or not.
+type FleetCounts struct{ Placed, Unplaced, Ready, NotReady int }
+
+// fleetSource counts the fleet when /metrics is read; nil while no placer leads in this process.
+var fleetSource atomic.Pointer[func() FleetCounts]
+
+// SetFleetSource makes /metrics count the fleet with count, read from an immutable view when the metrics are
+// scraped rather than on the placer's goroutine; nil reports zeros (no placer leads here).
+func SetFleetSource(count func() FleetCounts) {
+	if count == nil {
+		fleetSource.Store(nil)
+		return
 	}
+	fleetSource.Store(&count)
+}
+
+var (
+	fleetWorkloadsDesc = prometheus.NewDesc(namespace+"_placer_workloads",
+		"Workloads the leading placer knows, by whether they are placed (0 where no placer leads).", []string{"placed"}, nil)
+	fleetClustersDesc = prometheus.NewDesc(namespace+"_placer_clusters",
+		"Registered clusters the leading placer knows, by whether they are Ready (0 where no placer leads).", []string{"ready"}, nil)
+)
+
+// fleetCollector reports FleetCounts at each scrape.
+type fleetCollector struct{}
+
+func (fleetCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- fleetWorkloadsDesc
+	ch <- fleetClustersDesc
+}
+
+func (fleetCollector) Collect(ch chan<- prometheus.Metric) {
+	var counts FleetCounts
+	if count := fleetSource.Load(); count != nil {
+		counts = (*count)()
+	}
+	ch <- prometheus.MustNewConstMetric(fleetWorkloadsDesc, prometheus.GaugeValue, float64(counts.Placed), "true")
+	ch <- prometheus.MustNewConstMetric(fleetWorkloadsDesc, prometheus.GaugeValue, float64(counts.Unplaced), "false")
+	ch <- prometheus.MustNewConstMetric(fleetClustersDesc, prometheus.GaugeValue, float64(counts.Ready), "true")
+	ch <- prometheus.MustNewConstMetric(fleetClustersDesc, prometheus.GaugeValue, float64(counts.NotReady), "false")
 }

@@ -279,7 +279,6 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 		return nil
 	})()
 	defer observe.PlacerLeader.Set(0)
-	defer observe.ResetFleet()
 	for {
 		lease, err := acquireLease(ctx, b, schemas.LeasePlacer, ttl, log)
 		if err != nil {
@@ -304,7 +303,6 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 			})
 		rebuilding.Store(false)
 		observe.PlacerLeader.Set(0)
-		observe.ResetFleet()
 		cause := context.Cause(leaderCtx)
 		cancel(nil)
 		<-renewed
@@ -348,6 +346,8 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, 
 		return fmt.Errorf("placer: %w", err)
 	}
 	placer.SetEpoch(strconv.FormatInt(events.CachedInfo().Created.UnixNano(), 36))
+	observe.SetFleetSource(placer.FleetCounts)
+	defer observe.SetFleetSource(nil)
 	if err := placer.Rebuild(ctx, b.JetStream); err != nil {
 		return err
 	}
