@@ -187,6 +187,9 @@ type workloadEntry struct {
 	// carried the verdict gave way to a later one in the state stream. Both are used only while rebuilding.
 	restore     *schemas.PlacementVerdict
 	newestApply *appliedPlacement
+	// restoreAt is when the stream stored restore (or the Apply that carried it), by the server's clock: a
+	// restored placement holds its reservation again until that time plus the reservation TTL.
+	restoreAt time.Time
 	// redelete lists clusters whose applier gave up on a Delete (the cluster was down): the copy may
 	// still be there, so the Delete is sent again once the cluster is Ready.
 	redelete map[string]bool
@@ -237,7 +240,9 @@ type failedApply struct {
 
 // appliedPlacement is what an Apply read while rebuilding says about where its workload is placed.
 type appliedPlacement struct {
-	sequence      uint64
+	sequence uint64
+	// at is when the stream stored the Apply.
+	at            time.Time
 	epoch, policy string
 	clusters      []string
 	avoid         map[string]string

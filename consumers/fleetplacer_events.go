@@ -1272,7 +1272,8 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 	}
 	if d.Action == schemas.ActionApply && (e.newestApply == nil || d.Sequence > e.newestApply.sequence) {
 		// Only what says where the workload is placed: keeping the decision would keep its object.
-		e.newestApply = &appliedPlacement{sequence: d.Sequence, epoch: d.Epoch, policy: d.Policy, clusters: d.Clusters, avoid: d.Avoid}
+		e.newestApply = &appliedPlacement{sequence: d.Sequence, at: p.now, epoch: d.Epoch, policy: d.Policy, clusters: d.Clusters,
+			avoid: d.Avoid}
 	}
 	if prev, ok := e.published[d.Cluster]; ok && prev.sequence > d.Sequence {
 		return
@@ -1295,7 +1296,7 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 func (p *Placer) onVerdict(v *schemas.PlacementVerdict) {
 	e := p.entry(v.Workload)
 	if e.restore == nil || v.Sequence >= e.restore.Sequence {
-		e.restore = v
+		e.restore, e.restoreAt = v, p.now
 	}
 }
 

@@ -1,7 +1,9 @@
 package consumers
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
+	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -314,11 +317,12 @@ func (p *Placer) restoreAvoid(e *workloadEntry) error {
 // restoredVerdict is what the rebuild takes as a workload's last verdict: the newest verdict read, unless
 // the newest Apply read is newer. A Placed verdict rides with an Apply, and a later Apply to the same cluster
 // (a new version of the workload, with the same verdict) takes its place in the state stream; that Apply
-// then says where the workload is placed, and which clusters it is kept off.
-func (e *workloadEntry) restoredVerdict() *schemas.PlacementVerdict {
+// then says where the workload is placed, and which clusters it is kept off. It returns the verdict with the
+// time its stream stored it (or the Apply that carried it, or the newest Apply).
+func (e *workloadEntry) restoredVerdict() (*schemas.PlacementVerdict, time.Time) {
 	newest, apply := e.restore, e.newestApply
 	if apply == nil || len(apply.clusters) == 0 || (newest != nil && newest.Sequence >= apply.sequence) {
-		return newest
+		return newest, e.restoreAt
 	}
 	v := &schemas.PlacementVerdict{Workload: e.ref, Sequence: apply.sequence, Epoch: apply.epoch,
 		Status: schemas.VerdictPlaced, Policy: apply.policy, Clusters: apply.clusters}
@@ -340,11 +344,11 @@ func (e *workloadEntry) restoredVerdict() *schemas.PlacementVerdict {
 	if newest != nil {
 		v.Analysis = newest.Analysis
 	}
-	return v
+	return v, apply.at
 }
 
-// restore puts each workload back where its last verdict placed it, recomputes cluster readiness, and
-// schedules workloads that were never decided.
+// restore puts each workload back where its last verdict placed it, with its reservation while it would still
+// hold (restoreReservations), recomputes cluster readiness, and schedules workloads that were never decided.
 func (p *Placer) restore(touched *touchedSet) error {
 	for _, name := range slices.Sorted(maps.Keys(p.clusters)) {
 		c := p.clusters[name]
@@ -358,9 +362,11 @@ func (p *Placer) restore(touched *touchedSet) error {
 	}
 	snap := p.store.Snapshot()
 	var plan structs.Plan
+	var recent []restoredDecision
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		e := p.workloads[id]
-		e.restore, e.newestApply = e.restoredVerdict(), nil
+		e.restore, e.restoreAt = e.restoredVerdict()
+		e.newestApply = nil
 		wl := snap.Workload(id)
 		if wl != nil && !e.deleted && (e.restore == nil || e.restore.Status != schemas.VerdictPlaced) {
 			// Placed nowhere, its copies still run where it was applied: its own room there, as a running placer
@@ -387,11 +393,17 @@ func (p *Placer) restore(touched *touchedSet) error {
 			}
 		}
 		plan.Decisions = append(plan.Decisions, d)
+		if !e.restoreAt.IsZero() && e.restoreAt.Add(p.config.ReservationTTL).After(p.now) {
+			recent = append(recent, restoredDecision{d: d, at: e.restoreAt, sequence: e.restore.Sequence})
+		}
 	}
 	if len(plan.Decisions) > 0 {
 		if err := p.store.ApplyPlan(p.seq, p.now, &plan); err != nil {
 			return fmt.Errorf("placer rebuild: restore placements: %w", err)
 		}
+	}
+	if err := p.restoreReservations(recent); err != nil {
+		return err
 	}
 	// What changed while no placer ran was only read into the view: a policy, a cluster's labels, taints or
 	// APIs, a namespace's labels, a cluster gone silent. Every placed workload is judged again now, as the
@@ -428,6 +440,49 @@ func (p *Placer) restore(touched *touchedSet) error {
 			if err := p.process(id, touched); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// restoredDecision is a restored placement whose reservation would still hold had the placer not restarted: its
+// verdict was stored at at, less than the reservation TTL ago.
+type restoredDecision struct {
+	d        *structs.Decision
+	at       time.Time
+	sequence uint64
+}
+
+// restoreReservations gives the restored placements in recent their reservations back: a placement restored from
+// a verdict holds none, so until its clusters report its pods (a gang kept Pending never does) their room would
+// count as free, and a workload placed after the restart could take it. Each is packed again where it is placed
+// (scheduler.Repack), in the order they were decided, each on a view holding the reservations of those before
+// it, and the reservation expires when the one made before the restart would have: at its verdict's storing
+// plus the TTL. One that no longer fits a cluster it is placed on stays placed there, with no reservation there.
+// Only placements decided within a TTL of the restart pay for it, one store write each.
+func (p *Placer) restoreReservations(recent []restoredDecision) error {
+	slices.SortFunc(recent, func(a, b restoredDecision) int {
+		return cmp.Or(cmp.Compare(a.sequence, b.sequence), strings.Compare(a.d.WorkloadID, b.d.WorkloadID))
+	})
+	for _, r := range recent {
+		snap := p.store.Snapshot()
+		assignments, unfit := scheduler.Repack(snap, r.d.WorkloadID)
+		for _, cluster := range slices.Sorted(maps.Keys(unfit)) {
+			p.log.Info("rebuild: a restored workload no longer fits where it is placed; it stays there and holds no room",
+				"workload", r.d.Workload, "cluster", cluster, "reason", unfit[cluster])
+		}
+		if len(assignments) == 0 {
+			continue
+		}
+		d := *r.d
+		d.SnapshotIndex, d.Assignments = snap.Index(), assignments
+		err := p.store.ApplyPlan(p.seq, r.at, &structs.Plan{Decisions: []*structs.Decision{&d}})
+		if errors.Is(err, state.ErrStalePlan) {
+			p.log.Warn("rebuild: a restored workload's reservation was not held again", "workload", d.Workload, "error", err)
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("placer rebuild: restore the reservation of %s: %w", d.Workload, err)
 		}
 	}
 	return nil
