@@ -15,11 +15,14 @@ import (
 
 // TestPlacerRestartLosesNothing kills the placer while jobs are being submitted and starts a new one
 // that knows nothing but the streams. Every job ends up placed exactly once: no job is lost, no decision
-// is published twice, and no job is ever sent to two clusters.
+// is published twice, and no job is ever sent to two clusters. The jobs fill the fleet's 16 GPUs (2 each), and
+// no kubelet reports their pods, so only the reservations hold their room: the new placer holds again those of
+// the jobs the first one placed, and a job more finds no room. Before, a restored placement held none, and ten
+// jobs were all placed on room for eight.
 func TestPlacerRestartLosesNothing(t *testing.T) {
 	e := e2eenv.New(t, func() e2eenv.Options { o := options(); o.NoPlacer = true; return o }())
 	ctx := t.Context()
-	const jobs = 10
+	const jobs = 8
 	startPlacer := func() (stop func()) {
 		placerCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
@@ -64,6 +67,13 @@ func TestPlacerRestartLosesNothing(t *testing.T) {
 			return e2eenv.Get(t, e.Clusters[cluster], pytorchJobKind, "team-restart", name) != nil
 		})
 	}
+
+	submit(jobs)
+	overflow := fmt.Sprintf("job-%02d", jobs)
+	e2eenv.Eventually(t, e2eenv.Settle, overflow+" Unschedulable: the fleet's GPUs are all held", func() bool {
+		obj := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, "team-restart", overflow)
+		return obj != nil && obj.GetAnnotations()[schemas.AnnotationPlacement] == string(schemas.VerdictUnschedulable)
+	})
 
 	applies := map[string]map[string]int{} // workload uid -> cluster -> Apply decisions for one object version
 	clusters := map[string]map[string]bool{}
