@@ -523,14 +523,39 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 // between the replicas' partial sums at every heartbeat. A write that fails is not retried: the next
 // heartbeat or tick writes the cluster's status again.
 func followFleet(ctx context.Context, state jetstream.Stream, start uint64, writer *consumers.StatusWriter, log *slog.Logger) error {
-	consumer, err := state.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: schemas.StatusFleetSubjects,
-		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start})
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: schemas.StatusFleetSubjects,
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start}
+	return followState(ctx, state, cfg, "status writer: follow the fleet", func(msg jetstream.Msg) {
+		event, err := bus.Decode(msg.Headers(), msg.Data())
+		if err != nil {
+			return
+		}
+		payload, err := schemas.DecodePayload(event)
+		if err != nil {
+			return
+		}
+		d := bus.Delivery{Event: event, Payload: payload, Subject: msg.Subject(), Attempt: 1}
+		if meta, err := msg.Metadata(); err == nil {
+			d.StreamSequence, d.Stored = meta.Sequence.Stream, meta.Timestamp
+		}
+		if err := writer.Follow(ctx, d); err != nil && ctx.Err() == nil {
+			log.Warn("fleet status not written; the next heartbeat writes it", "subject", d.Subject, "error", err)
+		}
+	})
+}
+
+// followState hands handle each message the state stream's ordered consumer of cfg delivers, until ctx is done;
+// what names the reading in errors. A missed heartbeat has the ordered consumer created again, and the reading
+// goes on.
+func followState(ctx context.Context, state jetstream.Stream, cfg jetstream.OrderedConsumerConfig, what string,
+	handle func(jetstream.Msg)) error {
+	consumer, err := state.OrderedConsumer(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("status writer: follow the fleet: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	messages, err := consumer.Messages(bus.PullOptions()...)
 	if err != nil {
-		return fmt.Errorf("status writer: follow the fleet: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	go func() {
 		<-ctx.Done()
@@ -542,23 +567,9 @@ func followFleet(ctx context.Context, state jetstream.Stream, start uint64, writ
 			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
 				return nil
 			}
-			continue // a missed heartbeat: the ordered consumer is created again
-		}
-		event, err := bus.Decode(msg.Headers(), msg.Data())
-		if err != nil {
 			continue
 		}
-		payload, err := schemas.DecodePayload(event)
-		if err != nil {
-			continue
-		}
-		d := bus.Delivery{Event: event, Payload: payload, Subject: msg.Subject(), Attempt: 1}
-		if meta, err := msg.Metadata(); err == nil {
-			d.StreamSequence, d.Stored = meta.Sequence.Stream, meta.Timestamp
-		}
-		if err := writer.Follow(ctx, d); err != nil && ctx.Err() == nil {
-			log.Warn("fleet status not written; the next heartbeat writes it", "subject", d.Subject, "error", err)
-		}
+		handle(msg)
 	}
 }
 
@@ -701,39 +712,21 @@ func followNamedKinds(ctx context.Context, js jetstream.JetStream, add func(sche
 	if err != nil {
 		return fmt.Errorf("follow resource interfaces: %w", err)
 	}
-	consumer, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{
+	cfg := jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{schemas.SubjectEventsPrefix + ".resourceinterface.>", schemas.SubjectEventsPrefix + ".policy.>"},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy})
-	if err != nil {
-		return fmt.Errorf("follow resource interfaces: %w", err)
-	}
-	messages, err := consumer.Messages(bus.PullOptions()...)
-	if err != nil {
-		return fmt.Errorf("follow resource interfaces: %w", err)
-	}
-	go func() {
-		<-ctx.Done()
-		messages.Stop()
-	}()
-	for {
-		msg, err := messages.Next()
-		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-				return nil
-			}
-			continue // a missed heartbeat: the ordered consumer is created again
-		}
+		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy}
+	return followState(ctx, stream, cfg, "follow resource interfaces", func(msg jetstream.Msg) {
 		event, err := bus.Decode(msg.Headers(), msg.Data())
 		if err != nil || event.Type() != schemas.TypeResourceInterfaceChanged && event.Type() != schemas.TypePolicyChanged {
-			continue
+			return
 		}
 		payload, err := schemas.DecodePayload(event)
 		if err != nil {
-			continue
+			return
 		}
 		changed, ok := payload.(*schemas.ObjectChanged)
 		if !ok {
-			continue
+			return
 		}
 		if event.Type() == schemas.TypePolicyChanged {
 			for _, gk := range producers.SelectedKinds(changed.Object) {
@@ -742,7 +735,7 @@ func followNamedKinds(ctx context.Context, js jetstream.JetStream, add func(sche
 		} else if gvk, ok := producers.DescribedKind(changed.Object); ok {
 			add(gvk)
 		}
-	}
+	})
 }
 
 // ApplierDrained reports whether a cluster's applier has carried out every decision published to it: its
