@@ -100,7 +100,7 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 		}
 		clientOpts = auth
 	}
-	nc, js, err := bus.Connect(b.URL, name, append(clientOpts, bus.LogConnectionEvents(log)...)...)
+	nc, js, err := connectWaiting(ctx, b.URL, name, append(clientOpts, bus.LogConnectionEvents(log)...), log)
 	if err != nil {
 		b.Close()
 		return nil, err
@@ -125,6 +125,52 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 		}))
 	return b, nil
 }
+
+// connectWaiting connects to NATS, waiting while no server answers at url (one starting after this part, or down
+// for a while), as the connection waits out an outage once made: a part started before its server, as a
+// Deployment's pods may be, would otherwise exit and crash-loop. Until connected, /readyz says so. Any other
+// failure (credentials refused, a bad certificate) is returned at once: waiting would not cure it.
+func connectWaiting(ctx context.Context, url, name string, options []nats.Option, log *slog.Logger) (*nats.Conn, jetstream.JetStream, error) {
+	waiting := errors.New("connecting to " + url)
+	var state atomic.Pointer[error]
+	state.Store(&waiting)
+	defer observe.AddReadiness("nats-connecting", func() error {
+		if err := state.Load(); err != nil {
+			return *err
+		}
+		return nil
+	})()
+	delay, warned := connectRetryFirst, false
+	for {
+		nc, js, err := bus.Connect(url, name, options...)
+		if err == nil {
+			if warned {
+				log.Info("connected to nats", "url", url)
+			}
+			return nc, js, nil
+		}
+		if !errors.Is(err, nats.ErrNoServers) {
+			return nil, nil, err
+		}
+		state.Store(&err)
+		if !warned {
+			log.Warn("no nats server answers; waiting for one", "url", url, "error", err)
+			warned = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, fmt.Errorf("%w (gave up waiting: %w)", err, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, connectRetryMax)
+	}
+}
+
+// connectRetryFirst and connectRetryMax bound the wait between two attempts to reach a NATS server at start.
+var (
+	connectRetryFirst = 250 * time.Millisecond
+	connectRetryMax   = 5 * time.Second
+)
 
 // OnClose adds what Close does first, for what the process holds as long as its bus.
 func (b *Bus) OnClose(f func()) { b.unchecked = append(b.unchecked, f) }

@@ -1,0 +1,79 @@
+package pipeline_test
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/observe"
+	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// freeAddress is a loopback address no server listens on (yet).
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// TestOpenBusWaitsForAServerStartedAfterIt: a part started before its NATS server waits for it, not ready
+// meanwhile, and connects once it listens; a part given up on (its context done) says which URL it waited for.
+func TestOpenBusWaitsForAServerStartedAfterIt(t *testing.T) {
+	addr := freeAddress(t)
+	url := "nats://" + addr
+	opened := make(chan error, 1)
+	go func() {
+		b, err := pipeline.OpenBus(t.Context(), pipeline.BusOptions{URL: url, Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
+		if err == nil {
+			t.Cleanup(b.Close)
+		}
+		opened <- err
+	}()
+	readyz := func() (int, string) {
+		rec := httptest.NewRecorder()
+		observe.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code, rec.Body.String()
+	}
+	eventually(t, "readyz saying it waits for the server", func() bool {
+		code, body := readyz()
+		return code == http.StatusServiceUnavailable && strings.Contains(body, "[-]nats-connecting failed")
+	})
+	server, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir(), Listen: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(server.Shutdown)
+	select {
+	case err := <-opened:
+		if err != nil {
+			t.Fatalf("OpenBus once the server listened: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("OpenBus did not connect within 30 s of the server listening")
+	}
+	if _, body := readyz(); strings.Contains(body, "nats-connecting") {
+		t.Errorf("readyz still lists the connecting check once connected:\n%s", body)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	nobody := "nats://" + freeAddress(t)
+	if _, err := pipeline.OpenBus(ctx, pipeline.BusOptions{URL: nobody, Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler)); err == nil ||
+		!strings.Contains(err.Error(), nobody) {
+		t.Errorf("OpenBus with no server and a done context = %v, want an error naming %s", err, nobody)
+	}
+}
