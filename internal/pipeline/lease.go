@@ -127,6 +127,18 @@ func takeLease(ctx context.Context, kv jetstream.KeyValue, key string, ttl time.
 			if current != nil {
 				holder = string(current.Value())
 			}
+			if holder == l.holder {
+				// An earlier Create of this instance was stored though its answer was lost (the server was slow
+				// or restarting): the lease is its own. Renewed now, it holds from now on; waiting for it to
+				// expire would leave every placer idle for a TTL.
+				sent := time.Now()
+				if revision, err := kv.Update(ctx, key, []byte(l.holder), current.Revision()); err == nil {
+					l.revision = revision
+					l.validUntil.Store(sent.Add(ttl).UnixNano())
+					log.Info("holding the lease", "lease", key, "holder", l.holder)
+					return l, nil
+				}
+			}
 			log.Info("another instance holds the lease; standing by", "lease", key, "holder", holder)
 			waiting = true
 		}

@@ -107,3 +107,51 @@ func TestLeaseWaitsOutAServerThatDoesNotAnswer(t *testing.T) {
 		})
 	}
 }
+
+// lostAnswerKV is a key-value bucket whose first create is stored but answered with an error, as when the
+// server's answer is lost on the way.
+type lostAnswerKV struct {
+	jetstream.KeyValue
+	lost     bool
+	revision uint64
+}
+
+func (kv *lostAnswerKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	revision, err := kv.KeyValue.Create(ctx, key, value, opts...)
+	if err == nil && !kv.lost {
+		kv.lost, kv.revision = true, revision
+		return 0, fmt.Errorf("create %s: %w", key, context.DeadlineExceeded)
+	}
+	return revision, err
+}
+
+// TestLeaseStoredThoughItsAnswerWasLostIsTakenAtOnce: an instance whose create was stored but not answered finds
+// its own holder on the key and holds the lease at once, instead of standing by for a TTL until its own key
+// expires while no placer works.
+func TestLeaseStoredThoughItsAnswerWasLostIsTakenAtOnce(t *testing.T) {
+	ctx := t.Context()
+	b := OpenTestBus(t)
+	// Its retry comes a fifth of the TTL later; standing by, it would hold only once the key expired, a TTL on.
+	const ttl = 30 * time.Second
+	kv, err := b.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: schemas.LeaseBucket, TTL: ttl, History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lossy := &lostAnswerKV{KeyValue: kv}
+	taken := make(chan *lease, 1)
+	go func() {
+		l, err := takeLease(ctx, lossy, schemas.LeasePlacer, ttl, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Errorf("take lease: %v", err)
+		}
+		taken <- l
+	}()
+	select {
+	case l := <-taken:
+		if l == nil || !l.held() || l.revision <= lossy.revision {
+			t.Errorf("lease %+v, want it held, renewed past the create stored at revision %d", l, lossy.revision)
+		}
+	case <-time.After(ttl * 2 / 3):
+		t.Fatal("the instance stood by behind its own lease")
+	}
+}
