@@ -60,7 +60,7 @@ func leaseHolder() string {
 // acquireLease blocks until it holds key, or ctx is done. The server not answering (restarting, or out of
 // reach for a while) is waited out: a placer standing by must not end then, or every standby goes with a
 // server restart and none is left to take over.
-func acquireLease(ctx context.Context, b *Bus, key string, ttl time.Duration, log *slog.Logger) (*lease, error) {
+func acquireLease(ctx context.Context, b *Bus, key, holder string, ttl time.Duration, log *slog.Logger) (*lease, error) {
 	var kv jetstream.KeyValue
 	err := untilAnswered(ctx, ttl/5, log, "lease bucket "+schemas.LeaseBucket, func() error {
 		var err error
@@ -73,7 +73,7 @@ func acquireLease(ctx context.Context, b *Bus, key string, ttl time.Duration, lo
 	if err != nil {
 		return nil, err
 	}
-	return takeLease(ctx, kv, key, ttl, log)
+	return takeLease(ctx, kv, key, holder, ttl, log)
 }
 
 // untilAnswered calls try until it succeeds or ctx is done, every interval, warning once that it waits.
@@ -101,8 +101,8 @@ func untilAnswered(ctx context.Context, interval time.Duration, log *slog.Logger
 
 // takeLease blocks until it holds key in kv, or ctx is done; kv's errors other than the key being held are
 // taken for the server not answering, and waited out.
-func takeLease(ctx context.Context, kv jetstream.KeyValue, key string, ttl time.Duration, log *slog.Logger) (*lease, error) {
-	l := &lease{kv: kv, key: key, holder: leaseHolder(), log: log}
+func takeLease(ctx context.Context, kv jetstream.KeyValue, key, holder string, ttl time.Duration, log *slog.Logger) (*lease, error) {
+	l := &lease{kv: kv, key: key, holder: holder, log: log}
 	waiting, unanswered := false, false
 	for {
 		sent := time.Now()

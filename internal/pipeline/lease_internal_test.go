@@ -97,7 +97,7 @@ func TestLeaseWaitsOutAServerThatDoesNotAnswer(t *testing.T) {
 				t.Fatal(err)
 			}
 			flaky := &unansweringKV{KeyValue: kv, unanswered: tt.unanswered}
-			l, err := takeLease(ctx, flaky, schemas.LeasePlacer, ttl, slog.New(slog.DiscardHandler))
+			l, err := takeLease(ctx, flaky, schemas.LeasePlacer, leaseHolder(), ttl, slog.New(slog.DiscardHandler))
 			if err != nil {
 				t.Fatalf("take lease: %v", err)
 			}
@@ -140,7 +140,7 @@ func TestLeaseStoredThoughItsAnswerWasLostIsTakenAtOnce(t *testing.T) {
 	lossy := &lostAnswerKV{KeyValue: kv}
 	taken := make(chan *lease, 1)
 	go func() {
-		l, err := takeLease(ctx, lossy, schemas.LeasePlacer, ttl, slog.New(slog.DiscardHandler))
+		l, err := takeLease(ctx, lossy, schemas.LeasePlacer, leaseHolder(), ttl, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Errorf("take lease: %v", err)
 		}

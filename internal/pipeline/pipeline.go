@@ -325,8 +325,12 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 		return nil
 	})()
 	defer observe.PlacerLeader.Set(0)
+	// One holder name for this placer's whole life: one that lost the lease while the server was away (its
+	// renewal and its release unanswered) finds its own name on the key when the server is back, and takes the
+	// lease again at once rather than standing by until its own key expires, with no placer at work.
+	holder := leaseHolder()
 	for {
-		lease, err := acquireLease(ctx, b, schemas.LeasePlacer, ttl, log)
+		lease, err := acquireLease(ctx, b, schemas.LeasePlacer, holder, ttl, log)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
