@@ -85,7 +85,13 @@ func (a *Applier) Handle(ctx context.Context, d bus.Delivery) error {
 	case schemas.ActionApply:
 		rv, err = a.apply(ctx, decided)
 	case schemas.ActionDelete:
-		err = a.delete(ctx, decided)
+		var kept bool
+		if kept, err = a.keptByNewerApply(ctx, d.Subject, d.StreamSequence, decided); err == nil && !kept {
+			err = a.delete(ctx, decided)
+		} else if kept {
+			// Deleted and applied again by catchUp, a running job would start over for nothing.
+			log.Info("not deleting: a newer Apply of the same workload on this cluster came meanwhile; carrying it out instead")
+		}
 	}
 	if err == nil {
 		err = a.catchUp(ctx, d.Subject, d.StreamSequence, log)
@@ -129,6 +135,21 @@ func (a *Applier) catchUp(ctx context.Context, subject string, seq uint64, log *
 		seq = latestSeq
 	}
 	return nil
+}
+
+// keptByNewerApply reports whether the newest decision on subject, stored after the Delete at seq, is an Apply
+// of the same workload (same uid) to this cluster: the copy is to stay, so the Delete is not carried out. An
+// Apply of a workload created again under the name does not keep it: the earlier workload's copy must go first.
+func (a *Applier) keptByNewerApply(ctx context.Context, subject string, seq uint64, decided *schemas.PlacementDecided) (bool, error) {
+	if a.Latest == nil {
+		return false, nil
+	}
+	latest, latestSeq, err := a.Latest(ctx, subject)
+	if err != nil {
+		return false, fmt.Errorf("newest decision on %s: %w", subject, err)
+	}
+	return latest != nil && latestSeq > seq && latest.Cluster == a.Cluster && latest.Action == schemas.ActionApply &&
+		latest.Workload.UID == decided.Workload.UID, nil
 }
 
 func appliedReport(decided *schemas.PlacementDecided, cluster, resourceVersion string) *schemas.PlacementApplied {

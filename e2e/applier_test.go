@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetflow/fleetflow/consumers"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
@@ -408,6 +409,9 @@ func TestApplierCarriesOutADecisionThatCameWhileItApplied(t *testing.T) {
 		older     schemas.DecisionAction // the decision handled late
 		newer     schemas.DecisionAction // the decision stored while it ran; "" for none
 		wantOwner string                 // the copy's data.owner afterwards; "" for no copy
+		// recreated: the newer decision is of a workload created again under the name (another uid), so the
+		// copy of the older one goes and a new one comes.
+		recreated bool
 	}{
 		{name: "nothing newer", older: schemas.ActionApply, wantOwner: "v1"},
 		{name: "a Delete carried out before the Apply landed", older: schemas.ActionApply, newer: schemas.ActionDelete},
@@ -415,6 +419,8 @@ func TestApplierCarriesOutADecisionThatCameWhileItApplied(t *testing.T) {
 			wantOwner: "v2"},
 		{name: "a newer Apply carried out before a Delete landed", older: schemas.ActionDelete, newer: schemas.ActionApply,
 			wantOwner: "v2"},
+		{name: "an Apply of a workload created again under the name before the Delete landed", older: schemas.ActionDelete,
+			newer: schemas.ActionApply, wantOwner: "v2", recreated: true},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -425,9 +431,17 @@ func TestApplierCarriesOutADecisionThatCameWhileItApplied(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			var copyUID types.UID
+			if copied := f.get(older); copied != nil {
+				copyUID = copied.GetUID()
+			}
 			var latest *schemas.PlacementDecided
 			if tt.newer != "" {
-				_, latest = f.decision(tt.newer, newer, "uid-"+name, f.seq+2)
+				newerUID := "uid-" + name
+				if tt.recreated {
+					newerUID += "-again"
+				}
+				_, latest = f.decision(tt.newer, newer, newerUID, f.seq+2)
 			}
 			f.applier.Superseded = func(context.Context, string, uint64) (bool, error) { return false, nil }
 			f.applier.Latest = func(context.Context, string) (*schemas.PlacementDecided, uint64, error) {
@@ -449,6 +463,11 @@ func TestApplierCarriesOutADecisionThatCameWhileItApplied(t *testing.T) {
 			case tt.wantOwner != "":
 				if owner, _, _ := unstructured.NestedString(copied.Object, "data", "owner"); owner != tt.wantOwner {
 					t.Errorf("copy's owner = %s, want %s", owner, tt.wantOwner)
+				}
+				// A Delete that a newer Apply of the same workload overtook is not carried out: deleted and
+				// applied again, a running job would start over.
+				if recreatedCopy := copied.GetUID() != copyUID; copyUID != "" && recreatedCopy != tt.recreated {
+					t.Errorf("copy recreated = %t (uid %s, was %s), want %t", recreatedCopy, copied.GetUID(), copyUID, tt.recreated)
 				}
 			}
 		})
