@@ -52,9 +52,19 @@ func fenced(held func() bool, lost func(error), handle bus.Handler) bus.Handler 
 	}
 }
 
+// leaseClock is the clock a holder name is made with.
+var leaseClock = time.Now
+
+// leaseHolders counts the holder names this process made. An instance takes back at once a key carrying its own
+// name (takeLease), so two instances of one process (tests, a bench) must never share one, even when the clock
+// reads the same for both (a coarse clock): the second would take the first's lease from under it.
+var leaseHolders atomic.Uint64
+
+// leaseHolder names an instance taking leases, uniquely: host, process, start time and its number in the process.
 func leaseHolder() string {
 	host, _ := os.Hostname()
-	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	return host + "/" + strconv.Itoa(os.Getpid()) + "/" + strconv.FormatInt(leaseClock().UnixNano(), 36) + "/" +
+		strconv.FormatUint(leaseHolders.Add(1), 10)
 }
 
 // acquireLease blocks until it holds key, or ctx is done. The server not answering (restarting, or out of

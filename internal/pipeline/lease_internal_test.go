@@ -155,3 +155,16 @@ func TestLeaseStoredThoughItsAnswerWasLostIsTakenAtOnce(t *testing.T) {
 		t.Fatal("the instance stood by behind its own lease")
 	}
 }
+
+// TestLeaseHoldersOfOneProcessDiffer: two placers of one process (tests, a bench) never share a holder name, even
+// when the clock reads the same for both: an instance takes a key carrying its own name back at once, so a shared
+// name would have the second take the first's lease from under it.
+func TestLeaseHoldersOfOneProcessDiffer(t *testing.T) {
+	stopped := time.Unix(1_700_000_000, 0)
+	clock := leaseClock
+	leaseClock = func() time.Time { return stopped }
+	t.Cleanup(func() { leaseClock = clock })
+	if first, second := leaseHolder(), leaseHolder(); first == second {
+		t.Errorf("two holders made at one clock reading are both %q", first)
+	}
+}
