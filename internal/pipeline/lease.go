@@ -131,7 +131,9 @@ func takeLease(ctx context.Context, kv jetstream.KeyValue, key, holder string, t
 				log.Warn("cannot take the lease now; trying again", "lease", key, "error", err)
 				unanswered = true
 			}
-		case !waiting:
+		default:
+			// Read at every attempt, not only the first: an instance standing by whose Create, once the other's
+			// key expired, was stored though its answer was lost finds its own name there too.
 			current, _ := kv.Get(ctx, key)
 			holder := ""
 			if current != nil {
@@ -149,8 +151,10 @@ func takeLease(ctx context.Context, kv jetstream.KeyValue, key, holder string, t
 					return l, nil
 				}
 			}
-			log.Info("another instance holds the lease; standing by", "lease", key, "holder", holder)
-			waiting = true
+			if !waiting {
+				log.Info("another instance holds the lease; standing by", "lease", key, "holder", holder)
+				waiting = true
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -168,3 +168,58 @@ func TestLeaseHoldersOfOneProcessDiffer(t *testing.T) {
 		t.Errorf("two holders made at one clock reading are both %q", first)
 	}
 }
+
+// heldThenLostKV is a key-value bucket whose key another instance holds at first; once the instance taking the
+// lease stands by, that key expires, and the instance's next create is stored but answered with an error.
+type heldThenLostKV struct {
+	jetstream.KeyValue
+	creates int
+	lost    uint64
+	updated bool
+}
+
+func (kv *heldThenLostKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	kv.creates++
+	if kv.creates == 2 {
+		if err := kv.KeyValue.Delete(ctx, key); err != nil { // the other instance's key expired
+			return 0, err
+		}
+		revision, err := kv.KeyValue.Create(ctx, key, value, opts...)
+		if err != nil {
+			return 0, err
+		}
+		kv.lost = revision
+		return 0, fmt.Errorf("create %s: %w", key, context.DeadlineExceeded)
+	}
+	return kv.KeyValue.Create(ctx, key, value, opts...)
+}
+
+func (kv *heldThenLostKV) Update(ctx context.Context, key string, value []byte, last uint64) (uint64, error) {
+	kv.updated = true
+	return kv.KeyValue.Update(ctx, key, value, last)
+}
+
+// TestLeaseStoredWhileStandingByIsTakenAtOnce: an instance standing by behind another one, whose create is stored
+// once the other's key expired but not answered, finds its own holder on the key and holds the lease at once,
+// rather than standing by behind itself until its own key expires.
+func TestLeaseStoredWhileStandingByIsTakenAtOnce(t *testing.T) {
+	ctx := t.Context()
+	b := OpenTestBus(t)
+	const ttl = 5 * time.Second
+	kv, err := b.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: schemas.LeaseBucket, TTL: ttl, History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(ctx, schemas.LeasePlacer, []byte("another")); err != nil {
+		t.Fatal(err)
+	}
+	flaky := &heldThenLostKV{KeyValue: kv}
+	l, err := takeLease(ctx, flaky, schemas.LeasePlacer, leaseHolder(), ttl, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("take lease: %v", err)
+	}
+	if !l.held() || l.revision <= flaky.lost || !flaky.updated {
+		t.Errorf("lease %+v (updated %t), want it held by renewing the create stored at revision %d, not by a create "+
+			"once that key expired", l, flaky.updated, flaky.lost)
+	}
+}
