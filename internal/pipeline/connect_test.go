@@ -2,6 +2,7 @@ package pipeline_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/observe"
@@ -77,3 +80,33 @@ func TestOpenBusWaitsForAServerStartedAfterIt(t *testing.T) {
 		t.Errorf("OpenBus with no server and a done context = %v, want an error naming %s", err, nobody)
 	}
 }
+
+// TestConnectWaitsOnlyForWhatWaitingCures: a server that refuses or does not answer in time is waited for; a
+// name that does not resolve, or a server refusing the credentials, is not.
+func TestConnectWaitsOnlyForWhatWaitingCures(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no server listening", fmt.Errorf("connect: %w", nats.ErrNoServers), true},
+		{"a request timing out", nats.ErrTimeout, true},
+		{"a dial timing out", &net.OpError{Op: "dial", Net: "tcp", Err: timeoutError{}}, true},
+		{"a name that does not resolve", &net.DNSError{Err: "no such host", Name: "nats.example", IsNotFound: true}, false},
+		{"credentials refused", nats.ErrAuthorization, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := pipeline.Unanswered(tt.err); got != tt.want {
+				t.Errorf("waited for %v: %t, want %t", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+// timeoutError is a network error that timed out.
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -149,7 +150,7 @@ func connectWaiting(ctx context.Context, url, name string, options []nats.Option
 			}
 			return nc, js, nil
 		}
-		if !errors.Is(err, nats.ErrNoServers) {
+		if !unanswered(err) {
 			return nil, nil, err
 		}
 		state.Store(&err)
@@ -164,6 +165,14 @@ func connectWaiting(ctx context.Context, url, name string, options []nats.Option
 		}
 		delay = min(2*delay, connectRetryMax)
 	}
+}
+
+// unanswered tells a connection no server answered (refused, or a dial that timed out), which waiting may cure,
+// from one a server refused (credentials, a certificate) or a name that does not resolve, which it would not.
+func unanswered(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, nats.ErrNoServers) || errors.Is(err, nats.ErrTimeout) ||
+		errors.As(err, &netErr) && netErr.Timeout()
 }
 
 // connectRetryFirst and connectRetryMax bound the wait between two attempts to reach a NATS server at start.
