@@ -181,7 +181,7 @@ type heldThenLostKV struct {
 func (kv *heldThenLostKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
 	kv.creates++
 	if kv.creates == 2 {
-		if err := kv.KeyValue.Delete(ctx, key); err != nil { // the other instance's key expired
+		if err := kv.Delete(ctx, key); err != nil { // the other instance's key expired
 			return 0, err
 		}
 		revision, err := kv.KeyValue.Create(ctx, key, value, opts...)
