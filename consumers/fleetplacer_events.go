@@ -54,8 +54,17 @@ func (p *Placer) entry(ref schemas.ObjectRef) *workloadEntry {
 func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
 	ref := payload.Ref()
 	e := p.entry(ref)
+	before := e.generation
 	if err := e.setObject(payload.Object, payload.ObjectJSON, &p.scratch); err != nil {
 		return bus.Permanent(fmt.Errorf("workload %s: %w", ref.Key(), err))
+	}
+	if !rebuilding && before > 0 && e.generation > before && len(e.avoid) > 0 {
+		// The clusters it was moved off (its pods pended, it failed, its Apply was refused) kept off the version
+		// that could not run there: a new spec (fewer replicas, smaller pods, a fix) may, so it may go back.
+		// The verdict of the new version no longer names them, which a restarted placer reads.
+		p.log.Info("a new version of the workload may go back to the clusters it was moved off", "workload", ref.Key(),
+			"generation", e.generation, "clusters", slices.Sorted(maps.Keys(e.avoid)))
+		e.avoid = nil
 	}
 	e.labels = labelsOf(payload.Object)
 	e.deleted = false

@@ -2370,3 +2370,50 @@ func TestRestoredPlacerKeepsTheWorkloadOfANameThroughAnEarlierOnesDelete(t *test
 		t.Errorf("placement after the restart %+v, want west", wl.Placement)
 	}
 }
+
+// A workload moved off a cluster (its pods pended there) keeps off it while its spec stays the same, through a
+// change of labels too; a new version (a new generation: fewer replicas, smaller pods, a fix) may go back, and
+// its verdict no longer says it keeps off the cluster.
+func TestNewVersionMayGoBackToAClusterItWasMovedOff(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{PendingTimeout: time.Minute})
+	f.eastThenWest()
+	web, mark := f.placedWebOnEast()
+	since := f.now.Add(-2 * time.Minute)
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+		&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), PendingPods: 1, PendingSince: &since})
+	f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
+	f.confirm("west", web)
+	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
+		t.Fatalf("decisions after its pods pended on east = %v, want [Apply west Delete east]", got)
+	}
+	id := f.p.byUID[web.Ref().UID]
+	version := func(rv string, generation int64, labels map[string]any) *schemas.ObjectChanged {
+		return deploymentVersion("web", rv, 1, func(o map[string]any) {
+			meta := o["metadata"].(map[string]any)
+			meta["generation"] = generation
+			if labels != nil {
+				meta["labels"] = labels
+			}
+		})
+	}
+	steps := []struct {
+		name      string
+		change    *schemas.ObjectChanged
+		wantAvoid bool
+	}{
+		{"its first version seen", version("2", 1, nil), true},
+		{"its labels changed", version("3", 1, map[string]any{"team": "web"}), true},
+		{"a new generation", version("4", 2, map[string]any{"team": "web"}), false},
+	}
+	for _, step := range steps {
+		f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(step.change.Ref()), step.change)
+		_, avoided := f.p.workloads[id].avoid["east"]
+		stored := f.p.store.Snapshot().Workload(id)
+		if avoided != step.wantAvoid || (stored.Avoid["east"] != "") != step.wantAvoid {
+			t.Errorf("%s: keeps off east = %t (stored %q), want %t", step.name, avoided, stored.Avoid["east"], step.wantAvoid)
+		}
+	}
+	if v := f.lastVerdictSent(); v.ReasonCodes["east"] == string(structs.RejectAvoided) {
+		t.Errorf("verdict of the new version still keeps off east: %q", v.Reasons["east"])
+	}
+}
