@@ -162,15 +162,20 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 		return nil
 	case *schemas.ObjectDeleted:
 		if d.Event.Type() == schemas.TypeResourceInterfaceDeleted {
-			s.mu.Lock()
-			s.ris = s.ris.Without(p.Workload.Name)
-			s.mu.Unlock()
-			return s.revalidatePolicies(ctx)
+			return s.removeRI(ctx, p.Workload.Name)
 		}
 		return nil
 	default:
 		return nil
 	}
+}
+
+// removeRI takes a deleted RI out of force, and validates the policies again without it.
+func (s *StatusWriter) removeRI(ctx context.Context, name string) error {
+	s.mu.Lock()
+	s.ris = s.ris.Without(name)
+	s.mu.Unlock()
+	return s.revalidatePolicies(ctx)
 }
 
 // upsertRI puts an RI in force, or returns why it cannot be.

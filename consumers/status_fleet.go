@@ -77,10 +77,7 @@ func (s *StatusWriter) Follow(ctx context.Context, d bus.Delivery) error {
 		}
 	case *schemas.ObjectDeleted:
 		if d.Event.Type() == schemas.TypeResourceInterfaceDeleted {
-			s.mu.Lock()
-			s.ris = s.ris.Without(p.Workload.Name)
-			s.mu.Unlock()
-			return s.revalidatePolicies(ctx)
+			return s.removeRI(ctx, p.Workload.Name)
 		}
 	}
 	return nil

@@ -650,36 +650,12 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 	}
 	writer.Superseded = Superseded(events)
 	writer.LastStatus = func(ctx context.Context, subject string) (*schemas.WorkloadStatus, error) {
-		msg, err := lastMessage(ctx, events, subject)
-		if err != nil || msg == nil {
-			return nil, err
-		}
-		event, err := bus.Decode(msg.Header, msg.Data)
-		if err != nil {
-			return nil, nil //nolint:nilerr // not a status the writer can show; nothing to show then
-		}
-		payload, err := schemas.DecodePayload(event)
-		if err != nil {
-			return nil, nil //nolint:nilerr // as above
-		}
-		status, _ := payload.(*schemas.WorkloadStatus)
-		return status, nil
+		status, _, err := lastPayload[*schemas.WorkloadStatus](ctx, events, subject)
+		return status, err
 	}
 	writer.LastVerdict = func(ctx context.Context, subject string) (*schemas.PlacementVerdict, error) {
-		msg, err := lastMessage(ctx, events, subject)
-		if err != nil || msg == nil {
-			return nil, err
-		}
-		event, err := bus.Decode(msg.Header, msg.Data)
-		if err != nil {
-			return nil, nil //nolint:nilerr // not a verdict the writer can read; nothing newer to go by
-		}
-		payload, err := schemas.DecodePayload(event)
-		if err != nil {
-			return nil, nil //nolint:nilerr // as above
-		}
-		verdict, _ := payload.(*schemas.PlacementVerdict)
-		return verdict, nil
+		verdict, _, err := lastPayload[*schemas.PlacementVerdict](ctx, events, subject)
+		return verdict, err
 	}
 	return writer, nil
 }
@@ -711,21 +687,32 @@ func Superseded(stream jetstream.Stream) func(ctx context.Context, subject strin
 // consumers.Applier.Latest); nil when it holds none, or none that decodes.
 func latestDecision(stream jetstream.Stream) func(ctx context.Context, subject string) (*schemas.PlacementDecided, uint64, error) {
 	return func(ctx context.Context, subject string) (*schemas.PlacementDecided, uint64, error) {
-		msg, err := lastMessage(ctx, stream, subject)
-		if err != nil || msg == nil {
-			return nil, 0, err
-		}
-		event, err := bus.Decode(msg.Header, msg.Data)
-		if err != nil {
-			return nil, 0, nil //nolint:nilerr // not a decision; its own delivery is terminated
-		}
-		payload, err := schemas.DecodePayload(event)
-		if err != nil {
-			return nil, 0, nil //nolint:nilerr // as above
-		}
-		decided, _ := payload.(*schemas.PlacementDecided)
-		return decided, msg.Sequence, nil
+		return lastPayload[*schemas.PlacementDecided](ctx, stream, subject)
 	}
+}
+
+// lastPayload is the payload of stream's last message on subject, with its sequence, when it is a T; the zero T
+// when the stream holds none on subject, or one that does not decode as a T (its own delivery is terminated as
+// such), which gives a reader nothing newer to go by.
+func lastPayload[T schemas.Payload](ctx context.Context, stream jetstream.Stream, subject string) (T, uint64, error) {
+	var zero T
+	msg, err := lastMessage(ctx, stream, subject)
+	if err != nil || msg == nil {
+		return zero, 0, err
+	}
+	event, err := bus.Decode(msg.Header, msg.Data)
+	if err != nil {
+		return zero, 0, nil //nolint:nilerr // not a fleetflow event: nothing newer to go by
+	}
+	payload, err := schemas.DecodePayload(event)
+	if err != nil {
+		return zero, 0, nil //nolint:nilerr // as above
+	}
+	typed, ok := payload.(T)
+	if !ok {
+		return zero, 0, nil
+	}
+	return typed, msg.Sequence, nil
 }
 
 // lastMessage is stream's last message on subject, nil when it holds none.
