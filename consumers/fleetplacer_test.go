@@ -597,6 +597,13 @@ func TestDividePolicyOnlyForDivisibleKinds(t *testing.T) {
 }
 
 // deploymentVersion is deployment(name) at resourceVersion rv, changed by change.
+// unschedulableWeb is version 2 of the Deployment web: its pod asks for 100 CPUs, more than any test cluster has.
+func unschedulableWeb() *schemas.ObjectChanged {
+	return deploymentVersion("web", "2", 1, func(o map[string]any) {
+		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
+	})
+}
+
 func deploymentVersion(name, rv string, replicas int64, change func(object map[string]any)) *schemas.ObjectChanged {
 	w := deployment(name)
 	w.Object["metadata"].(map[string]any)["resourceVersion"] = rv
@@ -1478,9 +1485,7 @@ func TestClusterDeletedTakesItsCopiesAlong(t *testing.T) {
 			}
 			_, mark := f.placedWebOnEast()
 			if tt.unschedulable {
-				grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
-					firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
-				})
+				grown := unschedulableWeb()
 				f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
 				if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable {
 					t.Fatalf("verdict %s, want Unschedulable", v.Status)
@@ -1681,9 +1686,7 @@ func TestUnschedulableVerdictSaysWhatStillRuns(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{})
 	f.eastThenWest()
 	f.placedWebOnEast()
-	grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
-		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
-	})
+	grown := unschedulableWeb()
 	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
 	v := f.lastVerdictSent()
 	if want := "the copy on east keeps running the version applied before"; v.Status != schemas.VerdictUnschedulable ||
@@ -1966,9 +1969,7 @@ func TestCopyGoneWhileUnschedulableIsAppliedWhenPlacedAgain(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{})
 	f.eastThenWest()
 	web, _ := f.placedWebOnEast()
-	grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
-		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
-	})
+	grown := unschedulableWeb()
 	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
 	if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable || !strings.Contains(v.Message, "the copy on east keeps running") {
 		t.Fatalf("verdict %s %q, want Unschedulable with the copy on east running", v.Status, v.Message)
@@ -1996,9 +1997,7 @@ func TestCopyGoneWhileUnschedulableNoLongerKeepsItsCluster(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{})
 	f.eastThenWest()
 	web, _ := f.placedWebOnEast()
-	grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
-		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
-	})
+	grown := unschedulableWeb()
 	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
 	if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable {
 		t.Fatalf("verdict %s %q, want Unschedulable", v.Status, v.Message)
@@ -2027,9 +2026,7 @@ func TestRestoredPlacerDoesNotKeepAWorkloadWhereItsCopyWent(t *testing.T) {
 	f.eastThenWest()
 	web := deploymentVersion("web", "1", 1, nil)
 	ref := web.Ref()
-	grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
-		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
-	})
+	grown := unschedulableWeb()
 	placed := &schemas.PlacementVerdict{Workload: ref, Sequence: 5, Status: schemas.VerdictPlaced, Policy: "any", Clusters: []string{"east"}}
 	f.readState(
 		stateMessage{schemas.TypeWorkloadChanged, web},
@@ -2072,9 +2069,7 @@ func TestWorkloadUnschedulableWhileItMovesIsKeptWhereBothCopiesRun(t *testing.T)
 	if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
 		t.Fatalf("decisions after its pods pended on east = %v, want [Apply west] (east deleted once west confirms)", got)
 	}
-	grown := deploymentVersion("web", "2", 1, func(o map[string]any) {
-		firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
-	})
+	grown := unschedulableWeb()
 	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
 	if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable || !strings.Contains(v.Message, "the copy on east, west keeps running") {
 		t.Fatalf("verdict %s %q, want Unschedulable with the copies on east and west running", v.Status, v.Message)

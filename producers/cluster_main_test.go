@@ -109,6 +109,21 @@ func (b *bench) start(adjust func(*producers.ClusterProducer)) (*producers.Clust
 	return p, logs
 }
 
+// run runs a producer for the test cluster until stop is called, for a test that stops and starts it again.
+func (b *bench) run() (stop func()) {
+	p := &producers.ClusterProducer{Cluster: testCluster, Clients: b.clients, Publisher: b.pub,
+		Log: slog.New(slog.DiscardHandler), Heartbeat: time.Second, CoalesceWindow: 100 * time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.t.Errorf("producer Run: %v", err)
+		}
+	}
+}
+
 // publishToState publishes an event on a subject nothing was published on, as an earlier producer would
 // have, and waits until the state stream holds it.
 func (b *bench) publishToState(eventType, subject, id string, payload schemas.Payload) {

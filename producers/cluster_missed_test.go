@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"sync"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -54,27 +52,14 @@ func TestRestartedProducerStoresAStateThatReturned(t *testing.T) {
 	b.createNode(nodeSpec{name: nodeName, allocatable: resources("cpu=16"), ready: true})
 	b.createPod(newPod(ns, "first").on(nodeName).container("cpu=1", "").build())
 
-	run := func() (stop func()) {
-		p := &producers.ClusterProducer{Cluster: testCluster, Clients: b.clients, Publisher: b.pub,
-			Log: slog.New(slog.DiscardHandler), Heartbeat: time.Second, CoalesceWindow: 100 * time.Millisecond}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- p.Run(ctx) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("producer Run: %v", err)
-			}
-		}
-	}
-	stop := run()
+	stop := b.run()
 	b.waitNode(nodeName, "one pod", func(s *schemas.NodeState) bool { return s.Pods == 1 })
 	b.createPod(newPod(ns, "second").on(nodeName).container("cpu=2", "").build())
 	b.waitNode(nodeName, "two pods", func(s *schemas.NodeState) bool { return s.Pods == 2 })
 	stop()
 
 	b.deletePod(ns, "second")
-	stop = run()
+	stop = b.run()
 	defer stop()
 	b.waitNode(nodeName, "one pod again, stored after the state with two", func(s *schemas.NodeState) bool { return s.Pods == 1 })
 }
@@ -89,20 +74,7 @@ func TestProducerOfAClusterRegisteredAgainStoresItsStatesAgain(t *testing.T) {
 	const nodeName = "node-registered-again"
 	b.createNode(nodeSpec{name: nodeName, allocatable: resources("cpu=16"), ready: true})
 
-	run := func() (stop func()) {
-		p := &producers.ClusterProducer{Cluster: testCluster, Clients: b.clients, Publisher: b.pub,
-			Log: slog.New(slog.DiscardHandler), Heartbeat: time.Second, CoalesceWindow: 100 * time.Millisecond}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- p.Run(ctx) }()
-		return func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("producer Run: %v", err)
-			}
-		}
-	}
-	stop := run()
+	stop := b.run()
 	b.waitNode(nodeName, "the node's state", func(*schemas.NodeState) bool { return true })
 	eventually(t, "the installed APIs", func() bool { _, ok := b.last(schemas.ClusterAPIsSubject(testCluster)); return ok })
 	stop()
@@ -115,7 +87,7 @@ func TestProducerOfAClusterRegisteredAgainStoresItsStatesAgain(t *testing.T) {
 	if !ok {
 		t.Fatal("the Cluster's deletion is not stored")
 	}
-	stop = run()
+	stop = b.run()
 	defer stop()
 	for _, subject := range []string{schemas.NodeSubject(testCluster, nodeName), schemas.ClusterAPIsSubject(testCluster)} {
 		eventually(t, subject+" stored again after the Cluster's registration", func() bool {

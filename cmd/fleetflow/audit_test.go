@@ -1,31 +1,17 @@
 package main
 
 import (
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/internal/bus/bustest"
 )
 
 // emptyStreams starts an embedded server holding fleetflow's streams and no event, and returns its URL.
 func emptyStreams(t *testing.T) string {
 	t.Helper()
-	srv, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Shutdown)
-	nc, js, err := bus.Connect(srv.ClientURL(), t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	if err := bus.ProvisionStreams(t.Context(), js, schemas.DefaultStreamOptions(), slog.New(slog.DiscardHandler)); err != nil {
-		t.Fatal(err)
-	}
-	return srv.ClientURL()
+	return bustest.JetStream(t).Conn().ConnectedUrl()
 }
 
 // runAudit runs "fleetflow audit tail" with args and returns its standard error.

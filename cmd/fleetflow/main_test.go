@@ -113,19 +113,23 @@ func TestCommandsRefuseBadValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			args := make([]string, len(tt.args))
-			for i, a := range tt.args {
-				args[i] = strings.ReplaceAll(a, "DATA", dir)
-			}
-			root := newRootCommand()
-			root.SetArgs(args)
-			root.SetOut(&strings.Builder{})
-			root.SetErr(&strings.Builder{})
-			err := root.ExecuteContext(t.Context())
+			err := executeIn(t, newRootCommand(), tt.args, t.TempDir())
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
 			}
 		})
 	}
+}
+
+// executeIn runs cmd with args, each "DATA" in them replaced by dir, its output discarded, and returns its error.
+func executeIn(t *testing.T, cmd *cobra.Command, args []string, dir string) error {
+	t.Helper()
+	replaced := make([]string, len(args))
+	for i, a := range args {
+		replaced[i] = strings.ReplaceAll(a, "DATA", dir)
+	}
+	cmd.SetArgs(replaced)
+	cmd.SetOut(&strings.Builder{})
+	cmd.SetErr(&strings.Builder{})
+	return cmd.ExecuteContext(t.Context())
 }

@@ -73,15 +73,7 @@ func TestPipelineCommandsRefuseBadFlags(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			args := make([]string, len(tt.args))
-			for i, a := range tt.args {
-				args[i] = strings.ReplaceAll(a, "DATA", dir)
-			}
-			cmd := tt.command()
-			cmd.SetArgs(args)
-			cmd.SetOut(&strings.Builder{})
-			cmd.SetErr(&strings.Builder{})
-			err := cmd.ExecuteContext(t.Context())
+			err := executeIn(t, tt.command(), tt.args, dir)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v, want an error containing %q", err, tt.want)
 			}

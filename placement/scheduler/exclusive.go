@@ -88,8 +88,11 @@ func (p *packer) domainsOf(key string) []domain {
 func (p *packer) packUnits() ([]ownedAssignment, string) {
 	domainsByKey := map[string][]domain{}
 	taken := map[string]map[string]bool{}
-	var alone []domain
-	var aloneUnits []gangUnit
+	type aloneUnit struct {
+		domain   domain
+		workload *structs.Workload
+	}
+	var alone []aloneUnit
 	var out []ownedAssignment
 	for ui, u := range p.g.units {
 		domains, ok := domainsByKey[u.key]
@@ -109,7 +112,7 @@ func (p *packer) packUnits() ([]ownedAssignment, string) {
 				taken[u.key][d.value] = true
 				placed = true
 				if u.alone {
-					alone, aloneUnits = append(alone, d), append(aloneUnits, u)
+					alone = append(alone, aloneUnit{domain: d, workload: u.workload})
 				}
 				break
 			}
@@ -119,17 +122,16 @@ func (p *packer) packUnits() ([]ownedAssignment, string) {
 		}
 	}
 	// Only now: the units' own pods may share a node with another unit's of a different key.
-	for i, d := range alone {
-		wl := aloneUnits[i].workload
-		for gi := range wl.PodGroups {
-			g := &wl.PodGroups[gi]
+	for _, a := range alone {
+		for gi := range a.workload.PodGroups {
+			g := &a.workload.PodGroups[gi]
 			if p.apart == nil {
 				p.apart = map[*structs.PodGroup]map[nodeKey]bool{}
 			}
 			if p.apart[g] == nil {
 				p.apart[g] = map[nodeKey]bool{}
 			}
-			for _, k := range d.nodes {
+			for _, k := range a.domain.nodes {
 				p.apart[g][k] = true
 			}
 		}
@@ -173,13 +175,7 @@ func (p *packer) packUnitIn(u gangUnit, d domain) ([]ownedAssignment, bool) {
 			if p.nodeExclusive != nil {
 				t.exclusive = len(p.nodeExclusive[k])
 			}
-			p.take(k, g.Request, n)
-			if len(g.NodeExclusive) > 0 {
-				if p.nodeExclusive == nil {
-					p.nodeExclusive = map[nodeKey][]string{}
-				}
-				p.nodeExclusive[k] = append(p.nodeExclusive[k], g.NodeExclusive...)
-			}
+			p.place(k, g, n)
 			takings = append(takings, t)
 			remaining -= n
 			out = append(out, ownedAssignment{owner: it.owner, Assignment: structs.Assignment{Cluster: p.c.Name,

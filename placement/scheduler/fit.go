@@ -60,9 +60,8 @@ func ownReservations(st State, workloads []*structs.Workload) map[string]map[str
 	}
 	var capacities []*structs.ClusterCapacity
 	for _, wl := range workloads {
-		runsOn := wl.Kept
+		runsOn := wl.RunsOn()
 		if wl.Placement != nil {
-			runsOn = wl.Placement.Clusters
 			for _, r := range st.ReservationsOf(wl.ID) {
 				for _, n := range r.Nodes {
 					add(n.Cluster, n.Node, n.Request)
@@ -267,13 +266,7 @@ func (p *packer) pack() ([]ownedAssignment, string) {
 			// Put as many of the group's pods on this node as fit, in one assignment and one step, so a huge
 			// replica count costs no more than a small one; next found the node allowed and with room for one.
 			n := p.roomFor(pos, it.group, it.count-placed)
-			p.take(pos, it.group.Request, n)
-			if len(it.group.NodeExclusive) > 0 {
-				if p.nodeExclusive == nil {
-					p.nodeExclusive = map[nodeKey][]string{}
-				}
-				p.nodeExclusive[pos] = append(p.nodeExclusive[pos], it.group.NodeExclusive...)
-			}
+			p.place(pos, it.group, n)
 			placed += n
 			out = append(out, ownedAssignment{owner: it.owner, Assignment: structs.Assignment{
 				Cluster: p.c.Name, Node: p.c.Chunks[pos.chunk].Nodes[pos.node].Node.Name, Component: it.group.Component,
@@ -390,6 +383,18 @@ func (p *packer) roomFor(k nodeKey, g *structs.PodGroup, limit int64) int64 {
 		}
 	}
 	return max(n, 1)
+}
+
+// place records n pods of g as placed on node k: what they request, and what they hold on the node alone
+// (PodGroup.NodeExclusive).
+func (p *packer) place(k nodeKey, g *structs.PodGroup, n int64) {
+	p.take(k, g.Request, n)
+	if len(g.NodeExclusive) > 0 {
+		if p.nodeExclusive == nil {
+			p.nodeExclusive = map[nodeKey][]string{}
+		}
+		p.nodeExclusive[k] = append(p.nodeExclusive[k], g.NodeExclusive...)
+	}
 }
 
 // take records n pods of request req as placed on node k.

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/structs"
@@ -37,13 +36,10 @@ func Repack(st State, workloadID string) ([]structs.Assignment, map[string]strin
 	var out []structs.Assignment
 	var unfit map[string]string
 	for _, cluster := range wl.Placement.Clusters {
-		i, found := slices.BinarySearchFunc(c.capacities, cluster, func(cc *structs.ClusterCapacity, name string) int {
-			return strings.Compare(cc.Name, name)
-		})
-		if !found || c.capacities[i].Cluster == nil {
+		cc := c.capacityOf(cluster)
+		if cc == nil || cc.Cluster == nil {
 			continue
 		}
-		cc := c.capacities[i]
 		var g *gang
 		if divided {
 			n := wl.Placement.Replicas[cluster]

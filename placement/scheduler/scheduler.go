@@ -204,13 +204,7 @@ func (c *cycle) filter(wl *structs.Workload, p *policy.Policy, d *structs.Decisi
 // staysOn reports whether a workload already on the cluster stays despite the verdict's rejection: placed there,
 // or placed nowhere for a while with its copy kept running there (Kept).
 func staysOn(v *clusterVerdict, wl *structs.Workload, cluster string) bool {
-	if !v.staysOn {
-		return false
-	}
-	if wl.Placement != nil {
-		return slices.Contains(wl.Placement.Clusters, cluster)
-	}
-	return slices.Contains(wl.Kept, cluster)
+	return v.staysOn && slices.Contains(wl.RunsOn(), cluster)
 }
 
 // clusterVerdict is what filter decides for one cluster regardless of the workload's clusters to avoid: a
@@ -596,17 +590,24 @@ func (c *cycle) scheduleOneOrBack(wl *structs.Workload, p *policy.Policy) *struc
 // runsOnAReadyCluster reports whether a cluster the workload is placed on (or, placed nowhere, still runs on:
 // Kept) is in the fleet and was not rejected by d as NotReady.
 func (c *cycle) runsOnAReadyCluster(wl *structs.Workload, d *structs.Decision) bool {
-	runsOn := wl.Kept
-	if wl.Placement != nil {
-		runsOn = wl.Placement.Clusters
-	}
-	for _, cluster := range runsOn {
-		inFleet := slices.ContainsFunc(c.capacities, func(cc *structs.ClusterCapacity) bool { return cc.Name == cluster })
-		if inFleet && d.RejectCodes[cluster] != structs.RejectNotReady {
+	for _, cluster := range wl.RunsOn() {
+		if c.capacityOf(cluster) != nil && d.RejectCodes[cluster] != structs.RejectNotReady {
 			return true
 		}
 	}
 	return false
+}
+
+// capacityOf is the capacity row of the registered cluster name, nil when none is (State.Capacities sorts them
+// by name).
+func (c *cycle) capacityOf(name string) *structs.ClusterCapacity {
+	i, found := slices.BinarySearchFunc(c.capacities, name, func(cc *structs.ClusterCapacity, name string) int {
+		return strings.Compare(cc.Name, name)
+	})
+	if !found {
+		return nil
+	}
+	return c.capacities[i]
 }
 
 // compareFavour orders a cluster without an untolerated PreferNoSchedule taint before one with it.

@@ -117,13 +117,7 @@ func (p *packer) packConstrained(it item, key string) ([]ownedAssignment, string
 			batch = min(batch, floors[i]+sp.c.MaxSkew-sp.counts[value])
 		}
 		batch = max(batch, 1)
-		p.take(best, g.Request, batch)
-		if len(g.NodeExclusive) > 0 {
-			if p.nodeExclusive == nil {
-				p.nodeExclusive = map[nodeKey][]string{}
-			}
-			p.nodeExclusive[best] = append(p.nodeExclusive[best], g.NodeExclusive...)
-		}
+		p.place(best, g, batch)
 		for _, sp := range spreads {
 			value, _ := domainOf(n, sp.c.TopologyKey)
 			sp.counts[value] += batch

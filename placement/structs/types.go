@@ -201,6 +201,15 @@ type UnitPods struct {
 	Count int64
 }
 
+// RunsOn is the clusters the workload's copies run on: those it is placed on, or, placed nowhere now, those it
+// was kept running on (Kept).
+func (w *Workload) RunsOn() []string {
+	if w.Placement != nil {
+		return w.Placement.Clusters
+	}
+	return w.Kept
+}
+
 // DisplayName is "Kind/namespace/name", the name people read.
 func (w *Workload) DisplayName() string { return w.Kind + "/" + w.Namespace + "/" + w.Name }
 
