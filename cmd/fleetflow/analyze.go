@@ -121,17 +121,12 @@ func reportOf(a *karta.Analysis, shown string) karta.Report {
 	for i := range r.Components {
 		applied, ignored := state.DescribeConstraints(a.Components[i].PodTemplate)
 		if len(applied)+len(ignored) > 0 {
-			r.Components[i].PodConstraints = &karta.PodConstraints{Applied: nonNilStrings(applied), Ignored: nonNilStrings(ignored)}
+			// Empty lists render as [], not null, as the rest of the report's do.
+			r.Components[i].PodConstraints = &karta.PodConstraints{Applied: append([]string{}, applied...),
+				Ignored: append([]string{}, ignored...)}
 		}
 	}
 	return r
-}
-
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }
 
 // writeConstraints lists, under the table, each component's constraints between pods: which placement applies,
@@ -139,10 +134,7 @@ func nonNilStrings(s []string) []string {
 func writeConstraints(w io.Writer, a *karta.Analysis) error {
 	for _, c := range a.Components {
 		applied, ignored := state.DescribeConstraints(c.PodTemplate)
-		name := c.Name
-		if c.Instance != "" {
-			name += "/" + c.Instance
-		}
+		name := karta.ComponentKey(c.Name, c.Instance)
 		if len(applied) > 0 {
 			if _, err := fmt.Fprintf(w, "%s: placement applies %s\n", name, strings.Join(applied, "; ")); err != nil {
 				return err

@@ -44,11 +44,7 @@ type UnitPods struct {
 func (u ExclusiveUnit) String() string {
 	parts := make([]string, 0, len(u.Pods))
 	for _, p := range u.Pods {
-		name := p.Component
-		if p.Instance != "" {
-			name += "/" + p.Instance
-		}
-		parts = append(parts, fmt.Sprintf("%s %d", name, p.Pods))
+		parts = append(parts, fmt.Sprintf("%s %d", ComponentKey(p.Component, p.Instance), p.Pods))
 	}
 	return strings.Join(parts, " + ")
 }
@@ -66,11 +62,7 @@ func (c *Compiled) exclusiveUnits(ev *evaluation, components []ComponentInstance
 	}
 	index := make(map[string]int, len(components))
 	for i, ci := range components {
-		name := ci.Name
-		if ci.Instance != "" {
-			name += "/" + ci.Instance
-		}
-		index[name] = i
+		index[ComponentKey(ci.Name, ci.Instance)] = i
 	}
 	held := make([]int64, len(components))
 	units := make([]ExclusiveUnit, 0, len(out))
@@ -129,18 +121,21 @@ func (c *Compiled) exclusiveUnits(ev *evaluation, components []ComponentInstance
 			continue
 		}
 		sort.Slice(unit.Pods, func(a, b int) bool {
-			return index[unitName(unit.Pods[a])] < index[unitName(unit.Pods[b])]
+			return index[ComponentKey(unit.Pods[a].Component, unit.Pods[a].Instance)] <
+				index[ComponentKey(unit.Pods[b].Component, unit.Pods[b].Instance)]
 		})
 		units = append(units, unit)
 	}
 	return units, nil
 }
 
-func unitName(p UnitPods) string {
-	if p.Instance == "" {
-		return p.Component
+// ComponentKey names a component instance as placement and reports do: "component", or "component/instance"
+// when the component has instances.
+func ComponentKey(component, instance string) string {
+	if instance == "" {
+		return component
 	}
-	return p.Component + "/" + p.Instance
+	return component + "/" + instance
 }
 
 func sortedKeys(m map[string]int) []string {

@@ -127,7 +127,7 @@ func NewReport(a *Analysis, resourceInterface string) Report {
 	for _, u := range a.ExclusiveUnits {
 		ur := ExclusiveUnitReport{TopologyKey: u.TopologyKey, Pods: make(map[string]int64, len(u.Pods)), Alone: u.Alone}
 		for _, p := range u.Pods {
-			ur.Pods[unitName(p)] = p.Pods
+			ur.Pods[ComponentKey(p.Component, p.Instance)] = p.Pods
 		}
 		r.ExclusiveUnits = append(r.ExclusiveUnits, ur)
 	}

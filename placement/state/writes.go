@@ -313,10 +313,7 @@ func (w *writeTxn) upsertWorkload(info structs.WorkloadInfo) (*structs.Workload,
 	w.resources = w.resources.With(lists...)
 	wl.Demand = make(structs.Vector, w.resources.Len())
 	for _, c := range a.Components {
-		name := c.Name
-		if c.Instance != "" {
-			name += "/" + c.Instance
-		}
+		name := karta.ComponentKey(c.Name, c.Instance)
 		if c.Pods < 0 {
 			return nil, fmt.Errorf("state: workload %s component %s: negative pod count %d", wl.DisplayName(), name, c.Pods)
 		}
@@ -770,10 +767,7 @@ func exclusiveUnits(wl *structs.Workload, units []karta.ExclusiveUnit) error {
 	for _, u := range units {
 		unit := structs.ExclusiveUnit{TopologyKey: u.TopologyKey, Alone: u.Alone, Pods: make([]structs.UnitPods, 0, len(u.Pods))}
 		for _, p := range u.Pods {
-			name := p.Component
-			if p.Instance != "" {
-				name += "/" + p.Instance
-			}
+			name := karta.ComponentKey(p.Component, p.Instance)
 			i, ok := byName[name]
 			if !ok || p.Pods <= 0 {
 				return fmt.Errorf("state: workload %s: an exclusive-topology unit names %d pods of %q, which it does not have",
