@@ -68,7 +68,12 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 				if spec, err = fleetspec.Parse(data, fleetFile); err != nil {
 					return err
 				}
-				for _, c := range spec.Clusters {
+				for i, c := range spec.Clusters {
+					if c.Name == localfleet.ControlPlaneName {
+						// The fleet's own control plane takes that name (its directory, etcd prefix and kubeconfig).
+						return fmt.Errorf("fleet %s: clusters[%d].name: %q is reserved for the local fleet's control plane",
+							fleetFile, i, c.Name)
+					}
 					names = append(names, c.Name)
 				}
 				if cmd.Flags().Changed("clusters") && clusters != len(names) {

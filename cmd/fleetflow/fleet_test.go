@@ -30,6 +30,20 @@ func TestFleetUpRejectsClusterCountThatDisagreesWithTheFleetFile(t *testing.T) {
 	}
 }
 
+func TestFleetUpRejectsAClusterNamedAsTheControlPlane(t *testing.T) {
+	fleetFile := filepath.Join(t.TempDir(), "fleet.yaml")
+	spec := "clusters:\n- name: gpu\n  nodes: [{name: g, count: 1, allocatable: {cpu: \"8\", memory: 32Gi}}]\n" +
+		"- name: " + localfleet.ControlPlaneName + "\n  nodes: [{name: c, count: 1, allocatable: {cpu: \"8\", memory: 32Gi}}]\n"
+	if err := os.WriteFile(fleetFile, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := runFleetCommand(t, "up", "--dir", t.TempDir(), "--fleet", fleetFile)
+	want := fmt.Sprintf("clusters[1].name: %q is reserved", localfleet.ControlPlaneName)
+	if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), fleetFile) {
+		t.Errorf("got %v, want the file and %q", err, want)
+	}
+}
+
 func TestFleetUpReportsMissingBinaries(t *testing.T) {
 	err := runFleetCommand(t, "up", "--dir", t.TempDir(), "--bin-dir", t.TempDir(), "--clusters", "1")
 	if err == nil || !strings.Contains(err.Error(), "go tool task tools") {
