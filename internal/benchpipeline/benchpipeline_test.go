@@ -2,6 +2,7 @@ package benchpipeline
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,19 +91,21 @@ func TestConfigRejectsBadSizes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(*Config)
+		flag string // the command-line flag the error names
 	}{
-		{"no clusters", func(c *Config) { c.Clusters = 0 }},
-		{"no nodes", func(c *Config) { c.NodesPerCluster = 0 }},
-		{"no workloads", func(c *Config) { c.Workloads = 0 }},
-		{"negative rate", func(c *Config) { c.Rate = -1 }},
-		{"GPU share over 100", func(c *Config) { c.GPUNodePercent = 101 }},
-		{"unknown bus floor", func(c *Config) { c.BusFloor = "verdicts" }},
+		{"no clusters", func(c *Config) { c.Clusters = 0 }, "--clusters 0"},
+		{"no nodes", func(c *Config) { c.NodesPerCluster = 0 }, "--nodes-per-cluster 0"},
+		{"no workloads", func(c *Config) { c.Workloads = 0 }, "--workloads 0"},
+		{"negative rate", func(c *Config) { c.Rate = -1 }, "--rate -1"},
+		{"GPU share over 100", func(c *Config) { c.GPUNodePercent = 101 }, "--gpu-node-percent 101"},
+		{"negative raw messages", func(c *Config) { c.RawMessages = -1 }, "--raw-messages -1"},
+		{"unknown bus floor", func(c *Config) { c.BusFloor = "verdicts" }, `--bus-floor "verdicts"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			tc.edit(&cfg)
-			if _, err := Run(t.Context(), cfg); err == nil {
-				t.Errorf("Run accepted %+v", cfg)
+			if _, err := Run(t.Context(), cfg); err == nil || !strings.Contains(err.Error(), tc.flag) {
+				t.Errorf("Run(%+v) = %v, want an error naming %s", cfg, err, tc.flag)
 			}
 		})
 	}

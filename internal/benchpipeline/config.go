@@ -48,19 +48,19 @@ func DefaultConfig() Config {
 func (c Config) validate() error {
 	switch {
 	case c.Clusters < 1:
-		return fmt.Errorf("clusters %d: want at least 1", c.Clusters)
+		return fmt.Errorf("--clusters %d: want at least 1", c.Clusters)
 	case c.NodesPerCluster < 1:
-		return fmt.Errorf("nodes per cluster %d: want at least 1", c.NodesPerCluster)
+		return fmt.Errorf("--nodes-per-cluster %d: want at least 1", c.NodesPerCluster)
 	case c.Workloads < 1:
-		return fmt.Errorf("workloads %d: want at least 1", c.Workloads)
+		return fmt.Errorf("--workloads %d: want at least 1", c.Workloads)
 	case c.Rate < 0:
-		return fmt.Errorf("rate %d: want 0 (as fast as possible) or more events per second", c.Rate)
+		return fmt.Errorf("--rate %d: want 0 (as fast as possible) or more events per second", c.Rate)
 	case c.GPUNodePercent < 0 || c.GPUNodePercent > 100:
-		return fmt.Errorf("GPU node percent %d: want 0..100", c.GPUNodePercent)
+		return fmt.Errorf("--gpu-node-percent %d: want 0..100", c.GPUNodePercent)
 	case c.RawMessages < 0:
-		return fmt.Errorf("raw messages %d: want 0 (default) or more", c.RawMessages)
+		return fmt.Errorf("--raw-messages %d: want 0 (default) or more", c.RawMessages)
 	case c.BusFloor != "" && c.BusFloor != FloorVerdictAndDecision && c.BusFloor != FloorDecision:
-		return fmt.Errorf("bus floor %q: want %q (a verdict and a decision per workload) or %q (a decision alone)",
+		return fmt.Errorf("--bus-floor %q: want %q (a verdict and a decision per workload) or %q (a decision alone)",
 			c.BusFloor, FloorVerdictAndDecision, FloorDecision)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/fleetflow/fleetflow/placement/karta"
@@ -25,6 +26,25 @@ func TestRunSmall(t *testing.T) {
 	}
 	if res.BytesPerNode <= 0 {
 		t.Errorf("bytes per node = %v", res.BytesPerNode)
+	}
+}
+
+// TestConfigErrorsNameTheFlag: a bad setting is refused before any fleet is built, by the flag a user typed.
+func TestConfigErrorsNameTheFlag(t *testing.T) {
+	for _, tc := range []struct {
+		edit func(*Config)
+		flag string
+	}{
+		{func(c *Config) { c.Clusters = 0 }, "--clusters 0"},
+		{func(c *Config) { c.NodesPerCluster = -3 }, "--nodes-per-cluster -3"},
+		{func(c *Config) { c.Workloads = -1 }, "--workloads -1"},
+		{func(c *Config) { c.GPUNodePercent = 120 }, "--gpu-node-percent 120"},
+	} {
+		cfg := DefaultConfig()
+		tc.edit(&cfg)
+		if _, err := Run(cfg); err == nil || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("Run(%+v) = %v, want an error naming %s", cfg, err, tc.flag)
+		}
 	}
 }
 

@@ -41,13 +41,13 @@ func DefaultConfig() Config {
 func (c Config) validate() error {
 	switch {
 	case c.Clusters < 1:
-		return fmt.Errorf("clusters %d: want at least 1", c.Clusters)
+		return fmt.Errorf("--clusters %d: want at least 1", c.Clusters)
 	case c.NodesPerCluster < 1:
-		return fmt.Errorf("nodes per cluster %d: want at least 1", c.NodesPerCluster)
+		return fmt.Errorf("--nodes-per-cluster %d: want at least 1", c.NodesPerCluster)
 	case c.Workloads < 0:
-		return fmt.Errorf("workloads %d: want 0 or more", c.Workloads)
+		return fmt.Errorf("--workloads %d: want 0 or more", c.Workloads)
 	case c.GPUNodePercent < 0 || c.GPUNodePercent > 100:
-		return fmt.Errorf("GPU node percent %d: want 0..100", c.GPUNodePercent)
+		return fmt.Errorf("--gpu-node-percent %d: want 0..100", c.GPUNodePercent)
 	}
 	return nil
 }
