@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/klog/v2"
 )
 
 // commandFactories is filled by init functions of the subcommand files.
@@ -28,7 +29,11 @@ func newRootCommand() *cobra.Command {
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return fmt.Errorf("--log-level %q: %w", logLevel, err)
 			}
-			slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+			logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+			slog.SetDefault(logger)
+			// client-go logs through klog (an unreachable apiserver, a failed watch); routed here, those lines
+			// come out as fleetflow's own, structured and filtered by --log-level.
+			klog.SetSlogLogger(logger)
 			return nil
 		},
 	}

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"k8s.io/klog/v2"
 )
 
 // allCommands is every command of the tree below root.
@@ -132,4 +137,52 @@ func executeIn(t *testing.T, cmd *cobra.Command, args []string, dir string) erro
 	cmd.SetOut(&strings.Builder{})
 	cmd.SetErr(&strings.Builder{})
 	return cmd.ExecuteContext(t.Context())
+}
+
+// TestClientGoLogsComeOutAsFleetflowLogs: client-go's klog lines (an unreachable apiserver) go through the
+// command's slog handler, structured and filtered by --log-level, instead of klog's own format beside it.
+func TestClientGoLogsComeOutAsFleetflowLogs(t *testing.T) {
+	for _, tc := range []struct {
+		level     string
+		wantError bool
+		wantInfo  bool
+	}{
+		{"info", true, true},
+		{"error", true, false},
+	} {
+		t.Run(tc.level, func(t *testing.T) {
+			stderr := filepath.Join(t.TempDir(), "stderr")
+			f, err := os.Create(stderr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			realStderr := os.Stderr
+			os.Stderr = f // the handler is built on os.Stderr when a command starts
+			defer func() {
+				os.Stderr = realStderr
+				_ = f.Close() // only read back by name
+				slog.SetDefault(slog.New(slog.NewTextHandler(realStderr, nil)))
+				klog.ClearLogger()
+			}()
+			// Any command sets the logging up before it runs; this one then fails on its missing file.
+			if err := executeIn(t, newRootCommand(), []string{"--log-level", tc.level, "analyze", "DATA/missing.yaml"}, t.TempDir()); err == nil {
+				t.Fatal("analyze of a missing file succeeded")
+			}
+			klog.ErrorS(errors.New("connection refused"), "Couldn't get current server API group list")
+			klog.InfoS("Caches populated")
+			klog.Flush()
+			data, err := os.ReadFile(stderr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := string(data)
+			wantErrorLine := `level=ERROR msg="Couldn't get current server API group list" err="connection refused"`
+			if got := strings.Contains(out, wantErrorLine); got != tc.wantError {
+				t.Errorf("error line present %v, want %v:\n%s", got, tc.wantError, out)
+			}
+			if got := strings.Contains(out, `level=INFO msg="Caches populated"`); got != tc.wantInfo {
+				t.Errorf("info line present %v, want %v:\n%s", got, tc.wantInfo, out)
+			}
+		})
+	}
 }
