@@ -690,6 +690,39 @@ func inControlPlaneTerms(status map[string]any, p *schemas.WorkloadStatus, obj *
 	return translated
 }
 
+// MaxReasonsAnnotationBytes bounds AnnotationReasons. The API refuses a workload whose annotations pass 256 KiB
+// together, and a verdict's reasons grow with the fleet (one line per cluster passed over): past the bound the
+// annotation keeps the lines that fit and points to the audit, which has them all.
+const MaxReasonsAnnotationBytes = 32 << 10
+
+// reasonsAnnotation renders a verdict's message and its reasons, one "cluster: reason" line per cluster in name
+// order, within MaxReasonsAnnotationBytes.
+func reasonsAnnotation(v *schemas.PlacementVerdict) string {
+	var lines []string
+	if v.Message != "" {
+		lines = append(lines, v.Message)
+	}
+	for _, c := range slices.Sorted(maps.Keys(v.Reasons)) {
+		lines = append(lines, c+": "+v.Reasons[c])
+	}
+	text := strings.Join(lines, "\n")
+	if len(text) <= MaxReasonsAnnotationBytes {
+		return text
+	}
+	var b strings.Builder
+	for i, line := range lines {
+		more := fmt.Sprintf("... and %d more lines: fleetflow audit tail --workload %s shows every reason", len(lines)-i,
+			v.Workload.Key())
+		if b.Len()+len(line)+1+len(more) > MaxReasonsAnnotationBytes {
+			b.WriteString(more)
+			break
+		}
+		b.WriteString(line)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 // clusterReplicas renders a Divide verdict's shares as AnnotationClusterReplicas; "" when it has none.
 func clusterReplicas(v *schemas.PlacementVerdict) string {
 	if len(v.Replicas) == 0 {
@@ -836,19 +869,7 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 		annotations[schemas.AnnotationClusterReplicas] = nilIfEmpty(clusterReplicas(p))
 	}
 	// For a placed workload the reasons say why the other clusters were passed over.
-	var lines []string
-	if p.Message != "" {
-		lines = append(lines, p.Message)
-	}
-	clusters := make([]string, 0, len(p.Reasons))
-	for c := range p.Reasons {
-		clusters = append(clusters, c)
-	}
-	slices.Sort(clusters)
-	for _, c := range clusters {
-		lines = append(lines, c+": "+p.Reasons[c])
-	}
-	annotations[schemas.AnnotationReasons] = nilIfEmpty(strings.Join(lines, "\n"))
+	annotations[schemas.AnnotationReasons] = nilIfEmpty(reasonsAnnotation(p))
 	if running := clustersOf(obj); p.Status != schemas.VerdictPlaced && len(running) > 0 && s.LastStatus != nil {
 		// The verdict leaves the copies where they run (and the shown clusters as they are; a spread's phases and
 		// status still shown together), but for one reported gone while a Placed verdict was shown: its Gone was
