@@ -30,6 +30,10 @@ spec:
 	return b.String()
 }
 
+// TestBuiltinInferenceServiceMultiNode follows KServe 0.15's multi-node serving (multiNodeProcess,
+// computeRayNodeAndGPUs, createRawDeployment): tensorParallelSize x pipelineParallelSize GPUs in all, split into
+// Ray nodes by the GPUs the head's kserve-container and the worker's container request; the worker Deployment
+// runs the nodes but the head. The stock multi-node runtime requests 2 cpu and 6Gi for both containers.
 func TestBuiltinInferenceServiceMultiNode(t *testing.T) {
 	tests := []struct {
 		name           string
@@ -37,53 +41,117 @@ func TestBuiltinInferenceServiceMultiNode(t *testing.T) {
 		workerSpec     string
 		pods           int64
 		requests       map[string]string
+		// shape is each component's pods and GPUs per pod, as "predictor:1x4 predictor-worker:2x4" (a worker
+		// Deployment of no pods keeps its own GPU count).
+		shape string
 	}{
 		{
-			name:           "no workerSpec: the predictor alone, as the CR asks, with KServe's default memory",
+			name:           "no workerSpec: the predictor alone, as the CR asks, with the runtime's default memory",
 			modelResources: `{requests: {cpu: "4", nvidia.com/gpu: "2"}}`,
 			pods:           1,
 			requests:       map[string]string{"cpu": "4", "memory": "2Gi", "nvidia.com/gpu": "2"},
+			shape:          "predictor:1x2",
 		},
 		{
-			name:           "empty workerSpec: both sizes default to 1, so one head with one GPU and no worker",
+			name:           "empty workerSpec: both sizes default to 1, so one head with one GPU and the multi-node runtime's memory",
 			modelResources: `{requests: {cpu: "4"}}`,
 			workerSpec:     `{}`,
 			pods:           1,
-			requests:       map[string]string{"cpu": "4", "memory": "2Gi", "nvidia.com/gpu": "1"},
+			requests:       map[string]string{"cpu": "4", "memory": "6Gi", "nvidia.com/gpu": "1"},
+			shape:          "predictor:1x1 predictor-worker:0x1",
 		},
 		{
-			name:           "pipeline 3 x tensor 4: the head and two workers, 4 GPUs each, replacing the model's own count",
+			name:           "no container asks for GPUs: one GPU per Ray node, so pipeline 2 x tensor 4 runs 8 pods",
+			modelResources: `{}`,
+			workerSpec:     "pipelineParallelSize: 2\ntensorParallelSize: 4",
+			pods:           8,
+			requests:       map[string]string{"cpu": "16", "memory": "48Gi", "nvidia.com/gpu": "8"},
+			shape:          "predictor:1x1 predictor-worker:7x1",
+		},
+		{
+			name:           "the worker asks for 4 GPUs: 12 GPUs on 3 nodes, the head taking the 4 left",
+			modelResources: `{requests: {cpu: "8", memory: 64Gi}}`,
+			workerSpec: `pipelineParallelSize: 3
+tensorParallelSize: 4
+containers:
+- name: worker-container
+  resources: {requests: {cpu: "6", memory: 48Gi, nvidia.com/gpu: "4"}, limits: {nvidia.com/gpu: "4"}}`,
+			pods:     3,
+			requests: map[string]string{"cpu": "20", "memory": "160Gi", "nvidia.com/gpu": "12"},
+			shape:    "predictor:1x4 predictor-worker:2x4",
+		},
+		{
+			name:           "only the head asks for a GPU: the other 11 GPUs go to single-GPU workers",
 			modelResources: `{requests: {cpu: "8", memory: 64Gi, nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "1"}}`,
 			workerSpec: `pipelineParallelSize: 3
 tensorParallelSize: 4
 containers:
 - name: worker-container
   resources: {requests: {cpu: "6", memory: 48Gi}}`,
-			pods:     3,
-			requests: map[string]string{"cpu": "20", "memory": "160Gi", "nvidia.com/gpu": "12"},
+			pods:     12,
+			requests: map[string]string{"cpu": "74", "memory": "592Gi", "nvidia.com/gpu": "12"},
+			shape:    "predictor:1x1 predictor-worker:11x1",
 		},
 		{
-			name:           "a container that asks for AMD GPUs gets tensorParallelSize of them, not NVIDIA ones",
+			name:           "a head that asks for every GPU runs alone",
+			modelResources: `{requests: {nvidia.com/gpu: "8"}}`,
+			workerSpec: `pipelineParallelSize: 2
+tensorParallelSize: 4
+containers: [{resources: {requests: {nvidia.com/gpu: "4"}}}]`,
+			pods:     1,
+			requests: map[string]string{"cpu": "2", "memory": "6Gi", "nvidia.com/gpu": "8"},
+			shape:    "predictor:1x8 predictor-worker:0x4",
+		},
+		{
+			name:           "a worker that asks for every GPU leaves them all to the head, which runs alone",
+			modelResources: `{}`,
+			workerSpec: `pipelineParallelSize: 2
+tensorParallelSize: 2
+containers: [{resources: {requests: {nvidia.com/gpu: "8"}}}]`,
+			pods:     1,
+			requests: map[string]string{"cpu": "2", "memory": "6Gi", "nvidia.com/gpu": "4"},
+			shape:    "predictor:1x4 predictor-worker:0x8",
+		},
+		{
+			name:           "GPUs that cannot add up (head 2 + one worker of 4 < 8): KServe creates neither Deployment",
+			modelResources: `{requests: {nvidia.com/gpu: "2"}}`,
+			workerSpec: `pipelineParallelSize: 2
+tensorParallelSize: 4
+containers: [{resources: {requests: {nvidia.com/gpu: "4"}}}]`,
+			pods:     0,
+			requests: map[string]string{},
+			shape:    "predictor:0x2 predictor-worker:0x4",
+		},
+		{
+			name:           "GPUs given only as limits are not counted as asked for, but keep their type",
 			modelResources: `{limits: {amd.com/gpu: "1"}}`,
 			workerSpec: `pipelineParallelSize: 2
 tensorParallelSize: 2
 containers:
 - resources: {limits: {amd.com/gpu: "1"}}`,
-			pods:     2,
-			requests: map[string]string{"amd.com/gpu": "4", "cpu": "1", "memory": "2Gi"},
-		},
-		{
-			name:           "a worker without containers still gets its GPUs",
-			modelResources: `{}`,
-			workerSpec:     "pipelineParallelSize: 2\ntensorParallelSize: 8",
-			pods:           2,
-			requests:       map[string]string{"cpu": "1", "memory": "2Gi", "nvidia.com/gpu": "16"},
+			pods:     4,
+			requests: map[string]string{"amd.com/gpu": "4", "cpu": "8", "memory": "24Gi"},
+			shape:    "predictor:1x1 predictor-worker:3x1",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			obj := mustParseObject(t, inferenceService(tt.modelResources, tt.workerSpec))
-			checkTotals(t, analyzeBuiltin(t, obj), tt.pods, tt.requests)
+			a := analyzeBuiltin(t, obj)
+			checkTotals(t, a, tt.pods, tt.requests)
+			var shape []string
+			for _, c := range a.Components {
+				var gpus int64
+				for name, q := range c.PodRequests {
+					if strings.Contains(string(name), "gpu") {
+						gpus += q.Value()
+					}
+				}
+				shape = append(shape, fmt.Sprintf("%s:%dx%d", c.Name, c.Pods, gpus))
+			}
+			if got := strings.Join(shape, " "); got != tt.shape {
+				t.Errorf("shape %s, want %s", got, tt.shape)
+			}
 		})
 	}
 }
@@ -190,10 +258,10 @@ spec:
 	}{
 		{"stopped", `{serving.kserve.io/stop: "true"}`, 0, map[string]string{}},
 		{"stopped, the value in another case", `{serving.kserve.io/stop: "TRUE"}`, 0, map[string]string{}},
-		// Predictor 2 - 1 canary pod, head and one worker with a GPU each, the canary, the transformer.
+		// Predictor 2 - 1 canary pod, head and one worker (2 cpu, 6Gi) with a GPU each, the canary, the transformer.
 		{"stop annotation false", `{serving.kserve.io/stop: "false"}`, 4,
-			map[string]string{"cpu": "5", "memory": "10Gi", "nvidia.com/gpu": "3"}},
-		{"no annotations", `{}`, 4, map[string]string{"cpu": "5", "memory": "10Gi", "nvidia.com/gpu": "3"}},
+			map[string]string{"cpu": "7", "memory": "16Gi", "nvidia.com/gpu": "3"}},
+		{"no annotations", `{}`, 4, map[string]string{"cpu": "7", "memory": "16Gi", "nvidia.com/gpu": "3"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
