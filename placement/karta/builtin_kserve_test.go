@@ -298,3 +298,33 @@ spec:
 		})
 	}
 }
+
+// TestBuiltinInferenceServiceStatus follows the conditions and model status KServe 0.15 writes: Ready from
+// PredictorReady and IngressReady, Knative's configuration and routes in Serverless mode only, and a model
+// status that says when KServe gave up on the predictor.
+func TestBuiltinInferenceServiceStatus(t *testing.T) {
+	tests := []struct {
+		name, status string
+		want         Phase
+	}{
+		{"ready", `{conditions: [{type: IngressReady, status: "True"}, {type: PredictorReady, status: "True"}, {type: Ready, status: "True"}], modelStatus: {transitionStatus: UpToDate}}`, PhaseRunning},
+		{"starting", `{conditions: [{type: PredictorReady, status: "False", reason: MinimumReplicasUnavailable}, {type: Ready, status: "False"}], modelStatus: {transitionStatus: InProgress, states: {targetModelState: Pending}}}`, PhaseInitializing},
+		{"Serverless revision failed", `{conditions: [{type: PredictorConfigurationReady, status: "False"}, {type: PredictorReady, status: "False"}, {type: RoutesReady, status: "False"}, {type: Ready, status: "False"}]}`, PhaseFailed},
+		{"no runtime supports the model", `{conditions: [{type: Ready, status: "Unknown"}], modelStatus: {transitionStatus: InvalidSpec, states: {targetModelState: FailedToLoad}, lastFailureInfo: {reason: NoSupportingRuntime}}}`, PhaseFailed},
+		{"storage initializer failed", `{conditions: [{type: PredictorReady, status: "False"}, {type: Ready, status: "False"}], modelStatus: {transitionStatus: BlockedByFailedLoad, states: {targetModelState: FailedToLoad}, lastFailureInfo: {reason: ModelLoadFailed}}}`, PhaseFailed},
+		{"multi-node GPUs that cannot add up", `{conditions: [{type: PredictorReady, status: "False", reason: InvalidGPUAllocation}, {type: Ready, status: "False"}]}`, PhaseFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := analyzeBuiltin(t, mustParseObject(t, `apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: isvc, annotations: {serving.kserve.io/deploymentMode: RawDeployment}}
+spec:
+  predictor: {model: {modelFormat: {name: sklearn}}}
+status: `+tt.status+"\n"))
+			if a.Status != tt.want {
+				t.Errorf("status %s, want %s", a.Status, tt.want)
+			}
+		})
+	}
+}
