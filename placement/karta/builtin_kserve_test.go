@@ -328,3 +328,32 @@ status: `+tt.status+"\n"))
 		})
 	}
 }
+
+// TestBuiltinInferenceServiceAutoscalerClassNone: with autoscalerClass none KServe's raw Deployment runs exactly
+// minReplicas (createRawDefaultDeployment), so minReplicas 0 runs no pods; the component's own annotation
+// overrides the service's. Any other class keeps one pod at least.
+func TestBuiltinInferenceServiceAutoscalerClassNone(t *testing.T) {
+	tests := []struct {
+		name, annotations, transformerAnnotations string
+		pods                                      int64
+	}{
+		{"hpa: one pod each", `{serving.kserve.io/autoscalerClass: hpa}`, `{}`, 2},
+		{"none: no pods", `{serving.kserve.io/autoscalerClass: none}`, `{}`, 0},
+		{"none on the service, hpa on the transformer", `{serving.kserve.io/autoscalerClass: none}`, `{serving.kserve.io/autoscalerClass: hpa}`, 1},
+		{"none on the transformer only", `{}`, `{serving.kserve.io/autoscalerClass: none}`, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := mustParseObject(t, `apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: isvc, annotations: `+tt.annotations+`}
+spec:
+  predictor: {minReplicas: 0, containers: [{name: kserve-container, resources: {requests: {cpu: "1", memory: 1Gi}}}]}
+  transformer: {minReplicas: 0, annotations: `+tt.transformerAnnotations+`, containers: [{name: t, resources: {requests: {cpu: "1", memory: 1Gi}}}]}
+`)
+			if got := analyzeBuiltin(t, obj).TotalPods; got != tt.pods {
+				t.Errorf("TotalPods = %d, want %d", got, tt.pods)
+			}
+		})
+	}
+}
