@@ -279,7 +279,7 @@ func TestBuiltinInferenceServiceModelMesh(t *testing.T) {
 spec:
   predictor:
     minReplicas: 2
-    model: {modelFormat: {name: sklearn}, resources: {requests: {cpu: "2", memory: 4Gi}}}
+    model: {modelFormat: {name: sklearn}, storageUri: "gs://models/iris", resources: {requests: {cpu: "2", memory: 4Gi}}}
   transformer: {containers: [{name: t, resources: {requests: {cpu: "1", memory: 2Gi}}}]}
 `
 	tests := []struct {
@@ -354,6 +354,69 @@ spec:
 			if got := analyzeBuiltin(t, obj).TotalPods; got != tt.pods {
 				t.Errorf("TotalPods = %d, want %d", got, tt.pods)
 			}
+		})
+	}
+}
+
+// TestBuiltinInferenceServiceAgent: KServe's pod webhook (InjectAgent) adds the agent sidecar, 100m cpu and
+// 100Mi in the stock inferenceservice-config, to pods that log or batch and to a multi-model predictor's.
+func TestBuiltinInferenceServiceAgent(t *testing.T) {
+	tests := []struct {
+		name, spec string
+		requests   map[string]string
+	}{
+		{
+			name:     "a model with its storageUri, no logger: no agent",
+			spec:     `predictor: {sklearn: {storageUri: "gs://models/iris", resources: {requests: {cpu: "1", memory: 1Gi}}}}`,
+			requests: map[string]string{"cpu": "1", "memory": "1Gi"},
+		},
+		{
+			name:     "a predictor that logs",
+			spec:     `predictor: {logger: {mode: all}, sklearn: {storageUri: "gs://models/iris", resources: {requests: {cpu: "1", memory: 1Gi}}}}`,
+			requests: map[string]string{"cpu": "1100m", "memory": "1124Mi"},
+		},
+		{
+			name:     "a predictor that batches, and a transformer and an explainer that log",
+			spec:     `{predictor: {batcher: {maxBatchSize: 8}, model: {modelFormat: {name: pytorch}, storageUri: "gs://m", resources: {requests: {cpu: "1", memory: 1Gi}}}}, transformer: {logger: {mode: all}, containers: [{name: t, resources: {requests: {cpu: "1", memory: 1Gi}}}]}, explainer: {logger: {mode: all}, containers: [{name: e, resources: {requests: {cpu: "1", memory: 1Gi}}}]}}`,
+			requests: map[string]string{"cpu": "3300m", "memory": "3372Mi"},
+		},
+		{
+			name:     "an explainer does not batch",
+			spec:     `{predictor: {containers: [{name: kserve-container, resources: {requests: {cpu: "1", memory: 1Gi}}}]}, explainer: {batcher: {}, containers: [{name: e, resources: {requests: {cpu: "1", memory: 1Gi}}}]}}`,
+			requests: map[string]string{"cpu": "2", "memory": "2Gi"},
+		},
+		{
+			name:     "a multi-model predictor (no storageUri): the agent pulls its models",
+			spec:     `predictor: {triton: {resources: {requests: {cpu: "1", memory: 2Gi}}}}`,
+			requests: map[string]string{"cpu": "1100m", "memory": "2148Mi"},
+		},
+		{
+			name:     "a huggingface model without storageUri loads by model id, not multi-model",
+			spec:     `predictor: {model: {modelFormat: {name: huggingface}, args: [--model_id=x], resources: {requests: {cpu: "1", memory: 2Gi}}}}`,
+			requests: map[string]string{"cpu": "1", "memory": "2Gi"},
+		},
+		{
+			name:     "a custom multi-model server says so in its first container's env",
+			spec:     `predictor: {containers: [{name: kserve-container, env: [{name: MULTI_MODEL_SERVER, value: "true"}], resources: {requests: {cpu: "1", memory: 2Gi}}}]}`,
+			requests: map[string]string{"cpu": "1100m", "memory": "2148Mi"},
+		},
+		{
+			name:     "an agent already in the pod is not added again",
+			spec:     `predictor: {logger: {mode: all}, containers: [{name: kserve-container, resources: {requests: {cpu: "1", memory: 2Gi}}}, {name: agent, resources: {requests: {cpu: 200m, memory: 200Mi}}}]}`,
+			requests: map[string]string{"cpu": "1200m", "memory": "2248Mi"},
+		},
+		{
+			name: "a multi-node predictor that logs: the head and the worker both get it",
+			spec: `predictor: {logger: {mode: all}, model: {modelFormat: {name: huggingface}, storageUri: "pvc://m/llama", resources: {requests: {cpu: "4", memory: 8Gi}}},
+    workerSpec: {pipelineParallelSize: 2, containers: [{resources: {requests: {cpu: "4", memory: 8Gi}}}]}}`,
+			requests: map[string]string{"cpu": "8200m", "memory": "16584Mi", "nvidia.com/gpu": "2"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := mustParseObject(t, "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: isvc}\nspec:\n  "+tt.spec+"\n")
+			a := analyzeBuiltin(t, obj)
+			checkTotals(t, a, a.TotalPods, tt.requests)
 		})
 	}
 }
