@@ -420,3 +420,67 @@ func TestBuiltinInferenceServiceAgent(t *testing.T) {
 		})
 	}
 }
+
+// TestBuiltinInferenceServiceGKEAccelerator: KServe's pod webhook (InjectGKEAcceleratorSelector) pins a pod with an
+// nvidia.com/gpu limit to the GKE accelerator its service or component names in serving.kserve.io/gke-accelerator.
+func TestBuiltinInferenceServiceGKEAccelerator(t *testing.T) {
+	tests := []struct {
+		name, annotations, spec string
+		// want is each component's cloud.google.com/gke-accelerator node selector, "-" for none.
+		want string
+	}{
+		{
+			name:        "a GPU limit on the predictor, another node selector kept",
+			annotations: `{serving.kserve.io/gke-accelerator: nvidia-tesla-t4}`,
+			spec:        `predictor: {nodeSelector: {pool: gpu}, tensorflow: {storageUri: "gs://m", resources: {limits: {nvidia.com/gpu: "1"}}}}`,
+			want:        "predictor=nvidia-tesla-t4",
+		},
+		{
+			name:        "a GPU request alone is not a limit",
+			annotations: `{serving.kserve.io/gke-accelerator: nvidia-tesla-t4}`,
+			spec:        `predictor: {tensorflow: {storageUri: "gs://m", resources: {requests: {nvidia.com/gpu: "1"}}}}`,
+			want:        "predictor=-",
+		},
+		{
+			name:        "no annotation, no selector",
+			annotations: `{}`,
+			spec:        `predictor: {tensorflow: {storageUri: "gs://m", resources: {limits: {nvidia.com/gpu: "1"}}}}`,
+			want:        "predictor=-",
+		},
+		{
+			name:        "a transformer without GPUs is not pinned; its own annotation wins over the service's",
+			annotations: `{serving.kserve.io/gke-accelerator: nvidia-tesla-t4}`,
+			spec: `predictor: {tensorflow: {storageUri: "gs://m", resources: {limits: {nvidia.com/gpu: "1"}}}}
+  transformer: {containers: [{name: t}]}
+  explainer: {annotations: {serving.kserve.io/gke-accelerator: nvidia-l4}, containers: [{name: e, resources: {limits: {nvidia.com/gpu: "1"}}}]}`,
+			want: "predictor=nvidia-tesla-t4 transformer=- explainer=nvidia-l4",
+		},
+		{
+			name:        "a multi-node head and worker get their GPU limits from KServe",
+			annotations: `{serving.kserve.io/gke-accelerator: nvidia-h100-80gb}`,
+			spec: `predictor: {model: {modelFormat: {name: huggingface}, storageUri: "pvc://m/llama"},
+    workerSpec: {pipelineParallelSize: 2}}`,
+			want: "predictor=nvidia-h100-80gb predictor-worker=nvidia-h100-80gb",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := mustParseObject(t, "apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: isvc, annotations: "+
+				tt.annotations+"}\nspec:\n  "+tt.spec+"\n")
+			var got []string
+			for _, c := range analyzeBuiltin(t, obj).Components {
+				acc, ok := c.NodeSelector["cloud.google.com/gke-accelerator"]
+				if !ok {
+					acc = "-"
+				}
+				got = append(got, c.Name+"="+acc)
+				if c.Name == "predictor" && strings.Contains(tt.spec, "pool: gpu") && c.NodeSelector["pool"] != "gpu" {
+					t.Errorf("predictor node selector %v lost pool: gpu", c.NodeSelector)
+				}
+			}
+			if g := strings.Join(got, " "); g != tt.want {
+				t.Errorf("accelerators %s, want %s", g, tt.want)
+			}
+		})
+	}
+}
