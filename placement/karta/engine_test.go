@@ -153,9 +153,9 @@ spec:
              resources: {limits: {gpu: "8", custom: {rdma/ib: "1"}}, requests: {cpu: "10"}}}
     # multinode without nodeCount: the CRD default of 2 nodes
     Other: {multinode: {}, resources: {requests: {cpu: "1"}}}
-    # autoscaled: replicas ignored, minReplicas 3 reserved
+    # autoscaling is deprecated and ignored by the operator: replicas 7 run
     Frontend: {replicas: 7, autoscaling: {enabled: true, minReplicas: 3, maxReplicas: 9}}
-`, 8 + 2 + 3, map[string]string{"cpu": "82", "nvidia.com/gpu": "64", "rdma/ib": "8"}},
+`, 8 + 2 + 7, map[string]string{"cpu": "82", "nvidia.com/gpu": "64", "rdma/ib": "8"}},
 		{"dynamographdeployment service resources over its main container's", `
 apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment

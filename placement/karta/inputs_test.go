@@ -147,8 +147,9 @@ spec:
 	}
 }
 
-// TestAutoscaledDynamoServiceReservesItsSmallestScale: an autoscaled Dynamo service without minReplicas (the
-// CRD sets none) runs at least one group of its multinode pods, as the HPA's default minimum is one.
+// TestAutoscaledDynamoServiceReservesItsSmallestScale: a Dynamo service with autoscaling enabled and no replicas
+// runs one group of its multinode pods: the operator ignores the deprecated autoscaling field, and replicas
+// defaults to 1.
 func TestAutoscaledDynamoServiceReservesItsSmallestScale(t *testing.T) {
 	ri, ok := builtinRegistry(t).Lookup(schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "DynamoGraphDeployment"})
 	if !ok {
