@@ -1,6 +1,7 @@
 package karta
 
 import (
+	"slices"
 	"testing"
 )
 
@@ -153,6 +154,226 @@ func TestBuiltinDynamoStatus(t *testing.T) {
 		t.Run(tt.state, func(t *testing.T) {
 			obj := mustParseObject(t, dgd("    Frontend: {}\n", "{state: "+tt.state+"}"))
 			if got := analyzeBuiltin(t, obj).Status; got != tt.want {
+				t.Errorf("status %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// milvus builds a Milvus from the YAML of its spec (indented two spaces) and its status (a flow map, or "").
+func milvus(spec, status string) string {
+	y := "apiVersion: milvus.io/v1beta1\nkind: Milvus\nmetadata: {name: mv, namespace: db}\nspec:\n" + spec
+	if status != "" {
+		y += "status: " + status + "\n"
+	}
+	return y
+}
+
+// noMilvusDependencies marks every dependency external, so only Milvus's own pods count.
+const noMilvusDependencies = "  dependencies: {etcd: {external: true}, storage: {external: true}, pulsar: {external: true}, kafka: {external: true}}\n"
+
+func componentNames(a *Analysis) []string {
+	var out []string
+	for _, c := range a.Components {
+		out = append(out, c.Name)
+	}
+	return out
+}
+
+// TestBuiltinMilvusStreamingNode: the operator runs a streaming node in cluster mode for Milvus 2.6 or later
+// (spec.components.version, else the image tag; a "master-" tag counts, and without an image its default
+// image is 2.6), else as spec.components.streamingMode says, else when streamingNode is given.
+func TestBuiltinMilvusStreamingNode(t *testing.T) {
+	tests := []struct {
+		name       string
+		components string
+		want       bool
+	}{
+		{"2.5 image", `{image: "milvusdb/milvus:v2.5.10"}`, false},
+		{"2.6 image", `{image: "milvusdb/milvus:v2.6.3"}`, true},
+		{"no image: the operator's default image is 2.6", `{}`, true},
+		{"version wins over the image", `{image: "milvusdb/milvus:v2.5.10", version: "2.6.0"}`, true},
+		{"version 2.5 with a 2.6 image", `{image: "milvusdb/milvus:v2.6.1", version: "v2.5.4"}`, false},
+		{"master- tag", `{image: "milvusdb/milvus-dev:master-latest"}`, true},
+		{"3.0 image", `{image: "milvusdb/milvus:v3.0.0-beta"}`, true},
+		{"registry with a port: the tag is not read", `{image: "registry:5000/milvusdb/milvus:v2.6.1"}`, false},
+		{"tag that is no version", `{image: "milvusdb/milvus:latest"}`, false},
+		{"empty tag", `{image: "milvusdb/milvus:"}`, false},
+		{"tag of a prerelease only", `{image: "milvusdb/milvus:-rc1"}`, false},
+		{"2.5 with streamingNode given", `{image: "milvusdb/milvus:v2.5.10", streamingNode: {replicas: 2}}`, true},
+		{"2.5 with streamingMode true", `{image: "milvusdb/milvus:v2.5.10", streamingMode: true}`, true},
+		{"2.5 with streamingMode false and streamingNode given", `{image: "milvusdb/milvus:v2.5.10", streamingMode: false, streamingNode: {}}`, false},
+		{"2.6 with streamingMode false: the version decides", `{image: "milvusdb/milvus:v2.6.0", streamingMode: false}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := analyzeBuiltin(t, mustParseObject(t, milvus("  mode: cluster\n  components: "+tt.components+"\n"+noMilvusDependencies, "")))
+			if got := slices.Contains(componentNames(a), "streamingNode"); got != tt.want {
+				t.Errorf("streamingNode runs: %v, want %v (components %v)", got, tt.want, componentNames(a))
+			}
+		})
+	}
+	// A standalone Milvus 2.6 streams inside its one pod.
+	a := analyzeBuiltin(t, mustParseObject(t, milvus("  components: {image: milvusdb/milvus:v2.6.3}\n"+noMilvusDependencies, "")))
+	if got := componentNames(a); !slices.Equal(got, []string{"standalone"}) {
+		t.Errorf("standalone 2.6 components %v, want [standalone]", got)
+	}
+}
+
+// TestBuiltinMilvusDependencies: the operator installs etcd, MinIO and the message queue in the cluster unless
+// marked external, with the chart defaults under the user's values (DefaultDependencies).
+func TestBuiltinMilvusDependencies(t *testing.T) {
+	const v25 = "  components: {image: milvusdb/milvus:v2.5.10}\n"
+	tests := []struct {
+		name     string
+		spec     string
+		pods     int64
+		requests map[string]string
+	}{
+		{"standalone: etcd 1 and MinIO standalone 1 (2Gi) beside it; rocksmq runs inside", `  mode: standalone
+`, 3, map[string]string{"memory": "2Gi"}},
+		{"cluster: etcd 3, MinIO distributed 4 x 2Gi, the pulsar-v3 chart's 11 pods", "  mode: cluster\n" + v25,
+			// 5 Milvus; pulsar zookeeper 3 x 200m/256Mi, bookkeeper 3 x 500m/2Gi, autorecovery 100m/128Mi,
+			// broker 2 x 500m/2Gi, proxy 2 x 500m/1Gi
+			5 + 3 + 4 + 11, map[string]string{"cpu": "4200m", "memory": "21376Mi"}},
+		{"pulsar-v2 chart, autorecovery off, 2 brokers", "  mode: cluster\n" + v25 + `  dependencies:
+    etcd: {external: true}
+    storage: {external: true}
+    pulsar: {inCluster: {chartVersion: pulsar-v2, values: {components: {autorecovery: false}, broker: {replicaCount: 2}}}}
+`, 5 + 3 + 3 + 2 + 1, map[string]string{"cpu": "7900m", "memory": "19Gi"}}, // zk 3 x 300m/1Gi, bk 3 x 1/2Gi, broker 2 x 1500m/4Gi, proxy 1/2Gi
+		{"kafka without zookeeper, values resources", "  mode: cluster\n" + v25 + `  dependencies:
+    etcd: {external: true}
+    storage: {external: true}
+    msgStreamType: kafka
+    kafka: {inCluster: {values: {replicaCount: 2, resources: {requests: {cpu: "2", memory: 8Gi}}, zookeeper: {enabled: false}}}}
+`, 5 + 2, map[string]string{"cpu": "4", "memory": "16Gi"}},
+		{"kafka with its zookeeper: 3 x 250m/256Mi, merged with values", "  mode: cluster\n" + v25 + `  dependencies:
+    etcd: {external: true}
+    storage: {external: true}
+    msgStreamType: kafka
+    kafka: {inCluster: {values: {replicaCount: 1, zookeeper: {replicaCount: 1, resources: {requests: {memory: 1Gi}}}}}}
+`, 5 + 1 + 1, map[string]string{"cpu": "250m", "memory": "1Gi"}},
+		{"everything external, woodpecker inside Milvus", "  mode: cluster\n" + v25 + `  dependencies:
+    etcd: {external: true, endpoints: [etcd:2379]}
+    storage: {external: true, type: S3}
+    msgStreamType: woodpecker
+`, 5, map[string]string{}},
+		{"MinIO distributed 2 x 2 zones, its cpu merged over the default memory; etcd replicaCount 0", `  mode: standalone
+  dependencies:
+    etcd: {inCluster: {values: {replicaCount: 0}}}
+    storage: {inCluster: {values: {mode: distributed, replicas: 2, zones: 2, resources: {requests: {cpu: "1"}}}}}
+`, 1 + 4, map[string]string{"cpu": "4", "memory": "8Gi"}},
+		{"tei: replicaCount pods with the values' resources", `  mode: standalone
+  dependencies:
+    etcd: {external: true}
+    storage: {external: true}
+    tei: {enabled: true, inCluster: {values: {replicaCount: 2, resources: {requests: {cpu: "4", memory: 16Gi}}}}}
+`, 1 + 2, map[string]string{"cpu": "8", "memory": "32Gi"}},
+		{"tei not enabled", `  mode: standalone
+  dependencies:
+    etcd: {external: true}
+    storage: {external: true}
+    tei: {inCluster: {values: {replicaCount: 2}}}
+`, 1, map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkTotals(t, analyzeBuiltin(t, mustParseObject(t, milvus(tt.spec, ""))), tt.pods, tt.requests)
+		})
+	}
+}
+
+// TestBuiltinMilvusDependencyPlacement: a dependency's pods take the nodeSelector and tolerations of its own
+// chart values, not those of spec.components.
+func TestBuiltinMilvusDependencyPlacement(t *testing.T) {
+	a := analyzeBuiltin(t, mustParseObject(t, milvus(`  components: {nodeSelector: {pool: milvus}}
+  dependencies:
+    etcd: {inCluster: {values: {replicaCount: 3, nodeSelector: {pool: etcd}, tolerations: [{key: etcd, operator: Exists}]}}}
+`, "")))
+	byName := map[string]ComponentInstance{}
+	for _, c := range a.Components {
+		byName[c.Name+"/"+c.Instance] = c
+	}
+	if etcd := byName["dependencies/etcd"]; etcd.Pods != 3 || etcd.NodeSelector["pool"] != "etcd" || len(etcd.Tolerations) != 1 {
+		t.Errorf("etcd: %d pods, nodeSelector %v, tolerations %v; want 3 on pool etcd with one toleration", etcd.Pods, etcd.NodeSelector, etcd.Tolerations)
+	}
+	if minio := byName["dependencies/minio"]; len(minio.NodeSelector) != 0 {
+		t.Errorf("MinIO nodeSelector %v, want none", minio.NodeSelector)
+	}
+	if s := byName["standalone/"]; s.NodeSelector["pool"] != "milvus" {
+		t.Errorf("standalone nodeSelector %v, want pool milvus", s.NodeSelector)
+	}
+}
+
+// TestBuiltinMilvusDeploymentGroups: proxy, dataNode, queryNode and streamingNode may be split into deployment
+// groups, one Deployment each with its own replicas and node constraints over the component's.
+func TestBuiltinMilvusDeploymentGroups(t *testing.T) {
+	a := analyzeBuiltin(t, mustParseObject(t, milvus(`  mode: cluster
+  components:
+    image: milvusdb/milvus:v2.6.3
+    nodeSelector: {pool: milvus}
+    queryNode:
+      replicas: 9
+      tolerations: [{key: gpu, operator: Exists}]
+      resources: {requests: {cpu: "8"}}
+      groups:
+      - {name: az1, replicas: 2, nodeSelector: {zone: a}}
+      - {name: az2, replicas: 3, tolerations: []}
+      - {name: hpa, replicas: -1}
+    streamingNode:
+      groups: [{name: rg-a}]
+`+noMilvusDependencies, "")))
+	type want struct {
+		pods        int64
+		zone, pool  string
+		tolerations int
+	}
+	wants := map[string]want{
+		"queryNode/az1":      {2, "a", "", 1},
+		"queryNode/az2":      {3, "", "milvus", 0},
+		"queryNode/hpa":      {1, "", "milvus", 1},
+		"streamingNode/rg-a": {1, "", "milvus", 0},
+		"proxy/proxy":        {1, "", "milvus", 0},
+		"dataNode/datanode":  {1, "", "milvus", 0},
+		"mixCoord/":          {1, "", "milvus", 0},
+		"indexNode/":         {1, "", "milvus", 0},
+	}
+	got := map[string]bool{}
+	for _, c := range a.Components {
+		key := c.Name + "/" + c.Instance
+		got[key] = true
+		w, ok := wants[key]
+		if !ok {
+			t.Errorf("unexpected component %s", key)
+			continue
+		}
+		if c.Pods != w.pods || c.NodeSelector["zone"] != w.zone || c.NodeSelector["pool"] != w.pool || len(c.Tolerations) != w.tolerations {
+			t.Errorf("%s: %d pods, nodeSelector %v, %d tolerations; want %+v", key, c.Pods, c.NodeSelector, len(c.Tolerations), w)
+		}
+	}
+	for key := range wants {
+		if !got[key] {
+			t.Errorf("no component %s", key)
+		}
+	}
+	checkTotals(t, a, 11, map[string]string{"cpu": "48"}) // queryNode 2 + 3 + 1 pods of 8 CPUs, five more pods
+}
+
+// TestBuiltinMilvusStatus: MilvusReady says running or initializing; status.status Unhealthy (Milvus was up and
+// a component no longer is) is degraded.
+func TestBuiltinMilvusStatus(t *testing.T) {
+	tests := []struct {
+		status string
+		want   Phase
+	}{
+		{`{status: Pending}`, PhaseInitializing},
+		{`{status: Pending, conditions: [{type: MilvusReady, status: "False"}]}`, PhaseInitializing},
+		{`{status: Healthy, conditions: [{type: MilvusReady, status: "True"}]}`, PhaseRunning},
+		{`{status: Unhealthy, conditions: [{type: MilvusReady, status: "False"}]}`, PhaseDegraded},
+	}
+	for _, tt := range tests {
+		t.Run(tt.status, func(t *testing.T) {
+			if got := analyzeBuiltin(t, mustParseObject(t, milvus("  mode: standalone\n", tt.status))).Status; got != tt.want {
 				t.Errorf("status %s, want %s", got, tt.want)
 			}
 		})

@@ -188,7 +188,9 @@ kind: Milvus
 metadata: {name: mv}
 spec:
   mode: cluster
+  dependencies: {etcd: {external: true}, storage: {external: true}, pulsar: {external: true}}
   components:
+    image: milvusdb/milvus:v2.5.10
     resources: {requests: {cpu: "1", memory: 4Gi}}
     # a queryNode pod needs max(init 16 CPU / 8Gi, main 8 CPU / 64Gi + sidecar 2 CPU / 2Gi) and a GPU
     queryNode:
@@ -257,7 +259,9 @@ kind: Milvus
 metadata: {name: m}
 spec:
   mode: cluster
+  dependencies: {etcd: {external: true}, storage: {external: true}, pulsar: {external: true}}
   components:
+    image: milvusdb/milvus:v2.5.10
     resources: {requests: {cpu: "1"}}
     proxy: {replicas: -1}
     rootCoord: {}
