@@ -379,3 +379,45 @@ func TestBuiltinMilvusStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestBuiltinDynamoV1beta1: a v1beta1 DynamoGraphDeployment lists its components, each with a plain pod template
+// whose containers and init containers are the pod's; replicas groups of multinode.nodeCount pods each.
+func TestBuiltinDynamoV1beta1(t *testing.T) {
+	obj := mustParseObject(t, `apiVersion: nvidia.com/v1beta1
+kind: DynamoGraphDeployment
+metadata: {name: dgd, namespace: ml}
+spec:
+  components:
+  - name: Frontend
+    type: frontend
+    podTemplate: {spec: {containers: [{name: main, image: img}]}}
+  - name: decode
+    type: decode
+    replicas: 2
+    multinode: {nodeCount: 4}
+    roles: [{name: leader}, {name: worker}]
+    podTemplate:
+      spec:
+        nodeSelector: {gpu: h100}
+        initContainers: [{name: runtime, image: rt, restartPolicy: Always, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+        containers: [{name: main, image: img, resources: {requests: {cpu: "8"}, limits: {nvidia.com/gpu: "8"}}}]
+  - name: prefill
+    type: prefill
+    multinode: {}
+    podTemplate: {spec: {containers: [{name: main, image: img, resources: {limits: {nvidia.com/gpu: "2"}}}]}}
+  - name: legacy
+status: {state: initializing}
+`)
+	a := analyzeBuiltin(t, obj)
+	// Frontend 1; decode 2 x 4 pods of 9 CPUs, 1Gi, 8 GPUs (the sidecar init container runs beside main);
+	// prefill 1 x 2 pods of 2 GPUs; legacy 1 pod asking for nothing.
+	checkTotals(t, a, 1+8+2+1, map[string]string{"cpu": "72", "memory": "8Gi", "nvidia.com/gpu": "68"})
+	if a.Status != PhaseInitializing {
+		t.Errorf("status %s, want Initializing", a.Status)
+	}
+	for _, c := range a.Components {
+		if c.Instance == "decode" && c.NodeSelector["gpu"] != "h100" {
+			t.Errorf("decode nodeSelector %v, want gpu: h100", c.NodeSelector)
+		}
+	}
+}
