@@ -47,6 +47,19 @@ spec:
   dependencies:
     msgStreamType: kafka
 `,
+	"nimservice": `
+apiVersion: apps.nvidia.com/v1alpha1
+kind: NIMService
+metadata: {name: nim, namespace: ai}
+spec:
+  image: {repository: nvcr.io/nim/deepseek-ai/deepseek-r1, tag: "1.7.3"}
+  storage: {nimCache: {name: deepseek, profile: 4f9fe3a5}}
+  replicas: 2
+  resources: {requests: {cpu: "32", memory: 512Gi}}
+  multiNode: {parallelism: {pipeline: 2, tensor: 8}}
+  nodeSelector: {nvidia.com/gpu.product: H100}
+  tolerations: [{key: nvidia.com/gpu, operator: Exists}]
+`,
 }
 
 func BenchmarkAnalyzeNvidiaKinds(b *testing.B) {
@@ -419,5 +432,43 @@ status: {state: initializing}
 		if c.Instance == "decode" && c.NodeSelector["gpu"] != "h100" {
 			t.Errorf("decode nodeSelector %v, want gpu: h100", c.NodeSelector)
 		}
+	}
+}
+
+// TestBuiltinNIMServiceCacheGPUs: given a NIMCache and an explicit profile but no GPU in its resources and no DRA
+// claims, the NIM operator puts GPUs on the pod (addGPUResources): the tensor parallelism on multi-node, the
+// profile's (at least one) otherwise.
+func TestBuiltinNIMServiceCacheGPUs(t *testing.T) {
+	tests := []struct {
+		name     string
+		spec     string
+		pods     int64
+		requests map[string]string
+	}{
+		{"profile, no resources: one GPU", `
+  storage: {nimCache: {name: llama, profile: 4f9fe3a5}}`, 1, map[string]string{"nvidia.com/gpu": "1"}},
+		{"profile, cpu and memory only: one GPU beside them", `
+  replicas: 2
+  storage: {nimCache: {name: llama, profile: 4f9fe3a5}}
+  resources: {requests: {cpu: "4", memory: 16Gi}}`, 2, map[string]string{"cpu": "8", "memory": "32Gi", "nvidia.com/gpu": "2"}},
+		{"multi-node: tensor parallelism GPUs in each of pipeline pods", `
+  storage: {nimCache: {name: deepseek, profile: 4f9fe3a5}}
+  multiNode: {parallelism: {pipeline: 2, tensor: 8}}`, 2, map[string]string{"nvidia.com/gpu": "16"}},
+		{"GPUs given in limits are kept", `
+  storage: {nimCache: {name: llama, profile: 4f9fe3a5}}
+  resources: {limits: {nvidia.com/gpu: "4"}}`, 1, map[string]string{"nvidia.com/gpu": "4"}},
+		{"no profile: NIM picks one at start, the operator assigns nothing", `
+  storage: {nimCache: {name: llama, profile: ""}}`, 1, map[string]string{}},
+		{"no NIMCache", `
+  storage: {pvc: {name: models}}`, 1, map[string]string{}},
+		{"DRA claims: the operator assigns no GPUs", `
+  storage: {nimCache: {name: llama, profile: 4f9fe3a5}}
+  draResources: [{resourceClaimTemplateName: gpus}]`, 1, map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := mustParseObject(t, "apiVersion: apps.nvidia.com/v1alpha1\nkind: NIMService\nmetadata: {name: nim, namespace: ai}\nspec:\n  image: {repository: nvcr.io/nim/meta/llama, tag: \"1.0\"}"+tt.spec+"\n")
+			checkTotals(t, analyzeBuiltin(t, obj), tt.pods, tt.requests)
+		})
 	}
 }
