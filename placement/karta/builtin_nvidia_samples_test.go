@@ -233,6 +233,32 @@ func TestBuiltinMilvusStreamingNode(t *testing.T) {
 	}
 }
 
+// TestBuiltinMilvusComponents: from Milvus 2.6 on, a cluster runs proxy, mixCoord, dataNode, queryNode and
+// streamingNode (Milvus2_6Components): index building moved into the data nodes and the coordinators into
+// mixCoord. Before, indexNode runs too, and separate coordinators when the user names one.
+func TestBuiltinMilvusComponents(t *testing.T) {
+	tests := []struct {
+		name       string
+		components string
+		want       []string
+	}{
+		{"2.5", `{image: "milvusdb/milvus:v2.5.10"}`, []string{"proxy", "mixCoord", "dataNode", "queryNode", "indexNode"}},
+		{"2.5 with a root coordinator", `{image: "milvusdb/milvus:v2.5.10", rootCoord: {}}`,
+			[]string{"proxy", "rootCoord", "dataCoord", "queryCoord", "indexCoord", "dataNode", "queryNode", "indexNode"}},
+		{"2.6", `{image: "milvusdb/milvus:v2.6.3"}`, []string{"proxy", "mixCoord", "dataNode", "queryNode", "streamingNode"}},
+		{"2.6 with a root coordinator and an indexNode", `{image: "milvusdb/milvus:v2.6.3", rootCoord: {}, indexNode: {replicas: 2}}`,
+			[]string{"proxy", "mixCoord", "dataNode", "queryNode", "streamingNode"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := analyzeBuiltin(t, mustParseObject(t, milvus("  mode: cluster\n  components: "+tt.components+"\n"+noMilvusDependencies, "")))
+			if got := componentNames(a); !slices.Equal(got, tt.want) {
+				t.Errorf("components %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
 // TestBuiltinMilvusDependencies: the operator installs etcd, MinIO and the message queue in the cluster unless
 // marked external, with the chart defaults under the user's values (DefaultDependencies).
 func TestBuiltinMilvusDependencies(t *testing.T) {
@@ -349,7 +375,6 @@ func TestBuiltinMilvusDeploymentGroups(t *testing.T) {
 		"proxy/proxy":        {1, "", "milvus", 0},
 		"dataNode/datanode":  {1, "", "milvus", 0},
 		"mixCoord/":          {1, "", "milvus", 0},
-		"indexNode/":         {1, "", "milvus", 0},
 	}
 	got := map[string]bool{}
 	for _, c := range a.Components {
@@ -369,7 +394,7 @@ func TestBuiltinMilvusDeploymentGroups(t *testing.T) {
 			t.Errorf("no component %s", key)
 		}
 	}
-	checkTotals(t, a, 11, map[string]string{"cpu": "48"}) // queryNode 2 + 3 + 1 pods of 8 CPUs, five more pods
+	checkTotals(t, a, 10, map[string]string{"cpu": "48"}) // queryNode 2 + 3 + 1 pods of 8 CPUs, four more pods
 }
 
 // TestBuiltinMilvusStatus: MilvusReady says running or initializing; status.status Unhealthy (Milvus was up and

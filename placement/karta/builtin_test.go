@@ -145,9 +145,9 @@ func TestBuiltinCorpusSamples(t *testing.T) {
 		{"nim-operator", "nimservice-epp-2-replicas.yaml", 2, map[string]string{"nvidia.com/gpu": "2"}},
 		// NIMService: requests 4 CPU, 6Gi, 1 GPU (requests win over limits).
 		{"nim-operator", "nimservice-kserve-knative.yaml", 1, map[string]string{"cpu": "4", "memory": "6Gi", "nvidia.com/gpu": "1"}},
-		// Milvus cluster: proxy, mixCoord, dataNode, queryNode, indexNode (defaulted) + streamingNode, and the
-		// in-cluster dependencies: etcd 1, MinIO standalone 1 (100Mi), kafka 1 and its zookeeper 1 (250m/256Mi).
-		{"milvus-operator", "milvus-cluster-demo.yaml", 10, map[string]string{"cpu": "250m", "memory": "356Mi"}},
+		// Milvus cluster of the operator's default image, 2.6: proxy, mixCoord, dataNode, queryNode, streamingNode,
+		// and the in-cluster dependencies: etcd 1, MinIO standalone 1 (100Mi), kafka 1 and its zookeeper 1 (250m/256Mi).
+		{"milvus-operator", "milvus-cluster-demo.yaml", 9, map[string]string{"cpu": "250m", "memory": "356Mi"}},
 		// Milvus without mode: standalone, one pod, plus etcd 1, MinIO standalone 1 (2Gi), kafka 3 and
 		// zookeeper 3 (250m/256Mi each).
 		{"milvus-operator", "milvus-kafka.yaml", 9, map[string]string{"cpu": "750m", "memory": "2816Mi"}},
