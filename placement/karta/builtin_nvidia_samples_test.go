@@ -497,3 +497,22 @@ func TestBuiltinNIMServiceCacheGPUs(t *testing.T) {
 		})
 	}
 }
+
+// TestBuiltinMilvusCDC: spec.components.cdc adds a cdc Deployment, one replica by default, in either mode, with
+// the global resources as any component.
+func TestBuiltinMilvusCDC(t *testing.T) {
+	tests := []struct {
+		name, spec string
+		pods       int64
+		requests   map[string]string
+	}{
+		{"standalone with cdc", "  components: {image: milvusdb/milvus:v2.6.6, resources: {requests: {cpu: \"2\"}}, cdc: {}}\n", 2, map[string]string{"cpu": "4"}},
+		{"cluster with 2 cdc replicas", "  mode: cluster\n  components: {image: milvusdb/milvus:v2.6.6, cdc: {replicas: 2, resources: {requests: {memory: 1Gi}}}}\n", 5 + 2, map[string]string{"memory": "2Gi"}},
+		{"no cdc", "  components: {image: milvusdb/milvus:v2.6.6}\n", 1, map[string]string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkTotals(t, analyzeBuiltin(t, mustParseObject(t, milvus(tt.spec+noMilvusDependencies, ""))), tt.pods, tt.requests)
+		})
+	}
+}
