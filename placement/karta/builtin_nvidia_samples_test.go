@@ -62,6 +62,7 @@ spec:
 `,
 }
 
+// BenchmarkAnalyzeNvidiaKinds measures one analysis of each of benchNvidiaKinds with its precompiled built-in RI.
 func BenchmarkAnalyzeNvidiaKinds(b *testing.B) {
 	for name, y := range benchNvidiaKinds {
 		b.Run(name, func(b *testing.B) {
