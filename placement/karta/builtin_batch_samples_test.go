@@ -1,0 +1,100 @@
+package karta
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+// batchBenchObjects are one object of each batch kind whose RI reads more than plain fields: a PyTorchJob with a
+// master (its workers' init container), a LeaderWorkerSet under subgroup exclusive topology, and an MPI
+// operator MPIJob.
+var batchBenchObjects = []struct{ name, cr string }{
+	{"PyTorchJob", `apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: pt, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, resources: {requests: {cpu: "4", memory: 16Gi}}}]}}}
+    Worker: {replicas: 16, template: {spec: {containers: [{name: pytorch, resources: {limits: {nvidia.com/gpu: "8"}}}]}}}
+`},
+	{"LeaderWorkerSet", `apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: l, namespace: ml, annotations: {leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: rack}}
+spec:
+  replicas: 8
+  leaderWorkerTemplate:
+    size: 9
+    subGroupPolicy: {subGroupSize: 4}
+    workerTemplate: {spec: {containers: [{name: w, resources: {limits: {nvidia.com/gpu: "8"}}}]}}
+`},
+	{"MPIJob", `apiVersion: kubeflow.org/v2beta1
+kind: MPIJob
+metadata: {name: mpi, namespace: ml}
+spec:
+  mpiReplicaSpecs:
+    Launcher: {template: {spec: {containers: [{name: l, resources: {limits: {cpu: "1", memory: 1Gi}}}]}}}
+    Worker: {replicas: 8, template: {spec: {containers: [{name: w, resources: {limits: {nvidia.com/gpu: "8"}}}]}}}
+`},
+}
+
+// BenchmarkAnalyzeBatch measures one analysis of each object of batchBenchObjects with its precompiled built-in RI.
+func BenchmarkAnalyzeBatch(b *testing.B) {
+	reg := builtinRegistry(b)
+	for _, bo := range batchBenchObjects {
+		b.Run(bo.name, func(b *testing.B) {
+			obj, err := ParseObject([]byte(bo.cr), bo.name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, ok := reg.Lookup(GVKOf(obj))
+			if !ok {
+				b.Fatal(fmt.Sprintf("no built-in RI for %v", GVKOf(obj)))
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Analyze(obj); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestBuiltinLWSSubgroupsOfOne: LWS's pod webhook (getSubGroupIndex) first asks whether size-1 is divisible by
+// subGroupSize, and only then takes size as divisible; a subGroupSize of 1 passes both, so the leader shares the
+// first worker's subgroup rather than having one of its own (a group of one is its leader alone).
+func TestBuiltinLWSSubgroupsOfOne(t *testing.T) {
+	lws := func(size, subGroupSize int, policy string) string {
+		return fmt.Sprintf(`apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: l, namespace: ns, annotations: {leaderworkerset.sigs.k8s.io/subgroup-exclusive-topology: rack}}
+spec:
+  leaderWorkerTemplate:
+    size: %d
+    subGroupPolicy: {subGroupSize: %d%s}
+    workerTemplate: {spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}}
+`, size, subGroupSize, policy)
+	}
+	tests := []struct {
+		name string
+		cr   string
+		want []string
+	}{
+		{"size 4, subgroups of 1", lws(4, 1, ""), []string{"rack: leader 1 + worker 1", "rack: worker 1", "rack: worker 1"}},
+		{"size 1, subgroups of 1", lws(1, 1, ""), []string{"rack: leader 1"}},
+		{"size 4, subgroups of 1, leader excluded", lws(4, 1, ", subGroupPolicyType: LeaderExcluded"),
+			[]string{"rack: worker 1", "rack: worker 1", "rack: worker 1"}},
+		{"size 4, subgroups of 2", lws(4, 2, ""), []string{"rack: leader 1 + worker 1", "rack: worker 2"}},
+		{"size 5, subgroups of 2", lws(5, 2, ""), []string{"rack: leader 1 + worker 2", "rack: worker 2"}},
+		{"size 4, subgroups of 4", lws(4, 4, ""), []string{"rack: leader 1 + worker 3"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := unitsOf(analyzeBuiltin(t, mustParseObject(t, tt.cr)).ExclusiveUnits)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("units %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
