@@ -2,6 +2,7 @@ package karta
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 )
@@ -94,6 +95,50 @@ spec:
 			got := unitsOf(analyzeBuiltin(t, mustParseObject(t, tt.cr)).ExclusiveUnits)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("units %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestBuiltinPyTorchJobInitContainer: with a Master, the training operator (setInitContainer) gives every worker
+// pod the init-pytorch init container (requests 50m CPU and 10Mi), which runs before the worker's containers, so
+// a worker counts the larger of the two; without a Master (an elastic job) it adds none, nor to the master.
+func TestBuiltinPyTorchJobInitContainer(t *testing.T) {
+	job := func(specs string) string {
+		return "{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: pt, namespace: ml}, spec: {pytorchReplicaSpecs: {" + specs + "}}}"
+	}
+	const gpuOnly = `{replicas: 2, template: {spec: {containers: [{name: pytorch, resources: {limits: {nvidia.com/gpu: "1"}}}]}}}`
+	const cpuWorker = `{replicas: 2, template: {spec: {containers: [{name: pytorch, resources: {requests: {cpu: "2", memory: 4Gi}}}]}}}`
+	const master = `{template: {spec: {containers: [{name: pytorch}]}}}`
+	tests := []struct {
+		name, cr       string
+		master, worker map[string]string
+	}{
+		{"GPU-only workers with a master", job("Master: " + master + ", Worker: " + gpuOnly),
+			map[string]string{}, map[string]string{"cpu": "50m", "memory": "10Mi", "nvidia.com/gpu": "1"}},
+		{"master in lower case", job("master: " + master + ", Worker: " + gpuOnly),
+			map[string]string{}, map[string]string{"cpu": "50m", "memory": "10Mi", "nvidia.com/gpu": "1"}},
+		{"workers that ask for more", job("Master: " + master + ", Worker: " + cpuWorker),
+			map[string]string{}, map[string]string{"cpu": "2", "memory": "4Gi"}},
+		{"workers with a larger init container of their own", job("Master: " + master + `, Worker: {template: {spec: {
+  initContainers: [{name: fetch, resources: {requests: {cpu: "1"}}}], containers: [{name: pytorch}]}}}`),
+			map[string]string{}, map[string]string{"cpu": "1", "memory": "10Mi"}},
+		{"elastic job without a master", job("Worker: " + gpuOnly), nil, map[string]string{"nvidia.com/gpu": "1"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := analyzeBuiltin(t, mustParseObject(t, tt.cr))
+			want := map[string]map[string]string{"worker": tt.worker}
+			if tt.master != nil {
+				want["master"] = tt.master
+			}
+			if len(a.Components) != len(want) {
+				t.Fatalf("components %+v, want %v", a.Components, want)
+			}
+			for _, ci := range a.Components {
+				if got := Quantities(ci.PodRequests); !maps.Equal(got, want[ci.Name]) {
+					t.Errorf("%s requests %v, want %v", ci.Name, got, want[ci.Name])
+				}
 			}
 		})
 	}

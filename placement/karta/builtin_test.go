@@ -109,10 +109,11 @@ func TestBuiltinCorpusSamples(t *testing.T) {
 		{"kuberay", "rayjob-pytorch-resnet-gpu-tolerations.yaml", 6, map[string]string{"cpu": "5500m", "memory": "40209715200", "nvidia.com/gpu": "4"}},
 		// RayService: head 2/32Gi + gpu-group 2 x (24, 500Gi, 8 GPU); no submitter.
 		{"kuberay", "rayservice-deepseek-gpu.yaml", 3, map[string]string{"cpu": "50", "memory": "1032Gi", "nvidia.com/gpu": "16"}},
-		// PyTorchJob: Master 1 + Worker 1, each limits nvidia.com/gpu 1 (requests default to limits).
-		{"training-operator", "pytorchjob-mnist-gloo-gpu.yaml", 2, map[string]string{"nvidia.com/gpu": "2"}},
-		// Master 1 + Worker 3, no resources.
-		{"training-operator", "pytorchjob-smoke-sendrecv-3-workers.yaml", 4, map[string]string{}},
+		// PyTorchJob: Master 1 + Worker 1, each limits nvidia.com/gpu 1 (requests default to limits); the worker
+		// runs the operator's init-pytorch init container first (50m, 10Mi).
+		{"training-operator", "pytorchjob-mnist-gloo-gpu.yaml", 2, map[string]string{"nvidia.com/gpu": "2", "cpu": "50m", "memory": "10Mi"}},
+		// Master 1 + Worker 3, no resources but each worker's init-pytorch (50m, 10Mi).
+		{"training-operator", "pytorchjob-smoke-sendrecv-3-workers.yaml", 4, map[string]string{"cpu": "150m", "memory": "30Mi"}},
 		// MPIJob v1: launcher 1 x (1, 2Gi) + workers 2 x (2, 4Gi), limits only; the launcher's kubectl-delivery
 		// init container adds 5Gi of ephemeral storage.
 		{"training-operator", "mpijob-tensorflow-mnist.yaml", 3, map[string]string{"cpu": "5", "memory": "10Gi", "ephemeral-storage": "5Gi"}},
@@ -270,10 +271,11 @@ func TestBuiltinTrainingOperatorKinds(t *testing.T) {
 			pods: 3, requests: map[string]string{"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"},
 			components: []string{"ps", "worker"}},
 		{name: "PyTorchJob with replica types in other cases",
-			// The operator's defaulting takes master and WORKER for Master and Worker: 1 + 3 GPU pods.
+			// The operator's defaulting takes master and WORKER for Master and Worker: 1 + 3 GPU pods, the workers
+			// each with init-pytorch (50m, 10Mi) as there is a master.
 			manifest: `{apiVersion: kubeflow.org/v1, kind: PyTorchJob, metadata: {name: pt, namespace: ml}, spec: {pytorchReplicaSpecs: {
   master: ` + gpuWorker + `, WORKER: {replicas: 3, template: ` + gpuWorker[len("{template: "):] + `}}}`,
-			pods: 4, requests: map[string]string{"nvidia.com/gpu": "4"}, components: []string{"master", "worker"}},
+			pods: 4, requests: map[string]string{"nvidia.com/gpu": "4", "cpu": "150m", "memory": "30Mi"}, components: []string{"master", "worker"}},
 		{name: "XGBoostJob",
 			manifest: `{apiVersion: kubeflow.org/v1, kind: XGBoostJob, metadata: {name: xgb, namespace: ml}, spec: {xgbReplicaSpecs: {
   Master: ` + cpuPod + `, Worker: {replicas: 3, template: ` + cpuPod[len("{template: "):] + `}}}`,
