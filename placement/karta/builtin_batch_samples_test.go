@@ -2,9 +2,14 @@ package karta
 
 import (
 	"fmt"
+	"io/fs"
 	"maps"
 	"slices"
 	"testing"
+
+	"github.com/itchyny/gojq"
+
+	"github.com/fleetflow/fleetflow/deploy/resourceinterfaces"
 )
 
 // batchBenchObjects are one object of each batch kind whose RI reads more than plain fields: a PyTorchJob with a
@@ -138,6 +143,102 @@ func TestBuiltinPyTorchJobInitContainer(t *testing.T) {
 			for _, ci := range a.Components {
 				if got := Quantities(ci.PodRequests); !maps.Equal(got, want[ci.Name]) {
 					t.Errorf("%s requests %v, want %v", ci.Name, got, want[ci.Name])
+				}
+			}
+		})
+	}
+}
+
+// batchPod is a pod as an operator labels it: its labels and annotations.
+type batchPod struct {
+	labels, annotations map[string]string
+}
+
+func (p batchPod) object() map[string]any {
+	meta := map[string]any{}
+	for field, m := range map[string]map[string]string{"labels": p.labels, "annotations": p.annotations} {
+		values := map[string]any{}
+		for k, v := range m {
+			values[k] = v
+		}
+		meta[field] = values
+	}
+	return map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": meta}
+}
+
+// selects reports whether component's podSelector (its componentTypeSelector, as Karta reads pods) matches pod.
+func selects(t *testing.T, ri *ResourceInterface, component string, pod batchPod) bool {
+	t.Helper()
+	for _, cd := range ri.Spec.StructureDefinition.ChildComponents {
+		if cd.Name != component {
+			continue
+		}
+		if cd.PodSelector == nil || cd.PodSelector.ComponentTypeSelector == nil {
+			t.Fatalf("%s: component %s has no componentTypeSelector", ri.Name, component)
+		}
+		s := cd.PodSelector.ComponentTypeSelector
+		q, err := gojq.Parse(s.KeyPath)
+		if err != nil {
+			t.Fatalf("%s: %s: keyPath: %v", ri.Name, component, err)
+		}
+		v, _ := q.Run(pod.object()).Next()
+		if err, ok := v.(error); ok {
+			t.Fatalf("%s: %s: keyPath: %v", ri.Name, component, err)
+		}
+		if s.Value == nil {
+			return v != nil
+		}
+		return v == *s.Value
+	}
+	t.Fatalf("%s: no component %s", ri.Name, component)
+	return false
+}
+
+// TestBuiltinBatchPodSelectors: each component's podSelector picks out, by the labels and annotations its
+// operator sets, its own pods and none of the workload's other components' pods (Karta reads pods through them).
+func TestBuiltinBatchPodSelectors(t *testing.T) {
+	trainingPod := func(replicaType string) batchPod { // training-operator v1.8.1 (GenLabels, labels.SetReplicaType)
+		return batchPod{labels: map[string]string{"training.kubeflow.org/operator-name": "pytorchjob-controller",
+			"training.kubeflow.org/job-name": "j", "training.kubeflow.org/replica-type": replicaType,
+			"training.kubeflow.org/replica-index": "0"}}
+	}
+	mpiPod := func(role string) batchPod { // mpi-operator v0.6.0 (defaultLabels)
+		return batchPod{labels: map[string]string{"training.kubeflow.org/operator-name": "mpi-operator",
+			"training.kubeflow.org/job-name": "j", "training.kubeflow.org/job-role": role}}
+	}
+	lwsLeader := batchPod{ // LWS v0.7.0: the leader StatefulSet's pods, labelled further by the pod webhook
+		labels: map[string]string{"leaderworkerset.sigs.k8s.io/name": "l", "leaderworkerset.sigs.k8s.io/worker-index": "0",
+			"leaderworkerset.sigs.k8s.io/group-index": "0", "leaderworkerset.sigs.k8s.io/group-key": "k"},
+		annotations: map[string]string{"leaderworkerset.sigs.k8s.io/size": "4"}}
+	lwsWorker := batchPod{ // a worker StatefulSet's pods
+		labels: map[string]string{"leaderworkerset.sigs.k8s.io/name": "l", "leaderworkerset.sigs.k8s.io/worker-index": "1",
+			"leaderworkerset.sigs.k8s.io/group-index": "0", "leaderworkerset.sigs.k8s.io/group-key": "k"},
+		annotations: map[string]string{"leaderworkerset.sigs.k8s.io/size": "4", "leaderworkerset.sigs.k8s.io/leader-name": "l-0"}}
+	tests := []struct {
+		file string
+		pods map[string]batchPod // by component
+	}{
+		{"mpijob-v2beta1.yaml", map[string]batchPod{"launcher": mpiPod("launcher"), "worker": mpiPod("worker")}},
+		{"mpijob-v1.yaml", map[string]batchPod{"launcher": trainingPod("launcher"), "worker": trainingPod("worker")}},
+		{"pytorchjob.yaml", map[string]batchPod{"master": trainingPod("master"), "worker": trainingPod("worker")}},
+		{"tfjob.yaml", map[string]batchPod{"chief": trainingPod("chief"), "ps": trainingPod("ps"), "worker": trainingPod("worker")}},
+		{"leaderworkerset.yaml", map[string]batchPod{"leader": lwsLeader, "worker": lwsWorker}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			data, err := fs.ReadFile(resourceinterfaces.FS, tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ris, err := ParseResourceInterfaces(data, tt.file)
+			if err != nil || len(ris) != 1 {
+				t.Fatalf("parse %s: %d RIs, %v", tt.file, len(ris), err)
+			}
+			for component := range tt.pods {
+				for owner, pod := range tt.pods {
+					if got, want := selects(t, ris[0], component, pod), owner == component; got != want {
+						t.Errorf("%s selects a %s pod (%v): %v, want %v", component, owner, pod.labels, got, want)
+					}
 				}
 			}
 		})
