@@ -118,18 +118,26 @@ func trainingJobRunning(*unstructured.Unstructured) map[string]any {
 	return map[string]any{"conditions": []any{condition("Created", "True", "JobCreated"), condition("Running", "True", "JobRunning")}}
 }
 
-// jobSetRunning reports the first replicated job's pods active: the JobSet RI maps any active job to Running.
+// jobSetRunning reports every Job of every replicated job active and ready: the JobSet RI maps a JobSet to
+// Running once all its Jobs are ready (or done), and one with pods still pending to Initializing.
 func jobSetRunning(cr *unstructured.Unstructured) map[string]any {
 	jobs, _, _ := unstructured.NestedSlice(cr.Object, "spec", "replicatedJobs")
-	name := "workers"
-	if len(jobs) > 0 {
-		if n, ok := jobs[0].(map[string]any)["name"].(string); ok {
-			name = n
+	statuses := make([]any, 0, len(jobs))
+	for _, job := range jobs {
+		rj, _ := job.(map[string]any)
+		name, _ := rj["name"].(string)
+		replicas := int64(1)
+		switch n := rj["replicas"].(type) { // as decoded from YAML or JSON
+		case int64:
+			replicas = n
+		case float64:
+			replicas = int64(n)
 		}
+		statuses = append(statuses, map[string]any{
+			"name": name, "active": replicas, "ready": replicas, "succeeded": int64(0), "failed": int64(0), "suspended": int64(0),
+		})
 	}
-	return map[string]any{"replicatedJobsStatus": []any{map[string]any{
-		"name": name, "active": int64(1), "ready": int64(1), "succeeded": int64(0), "failed": int64(0), "suspended": int64(0),
-	}}}
+	return map[string]any{"replicatedJobsStatus": statuses}
 }
 
 func condition(conditionType, status, reason string) map[string]any {

@@ -13,8 +13,8 @@ import (
 )
 
 // batchBenchObjects are one object of each batch kind whose RI reads more than plain fields: a PyTorchJob with a
-// master (its workers' init container), a LeaderWorkerSet under subgroup exclusive topology, and an MPI
-// operator MPIJob.
+// master (its workers' init container), a LeaderWorkerSet under subgroup exclusive topology, a running JobSet
+// under exclusive topology, and an MPI operator MPIJob.
 var batchBenchObjects = []struct{ name, cr string }{
 	{"PyTorchJob", `apiVersion: kubeflow.org/v1
 kind: PyTorchJob
@@ -33,6 +33,17 @@ spec:
     size: 9
     subGroupPolicy: {subGroupSize: 4}
     workerTemplate: {spec: {containers: [{name: w, resources: {limits: {nvidia.com/gpu: "8"}}}]}}
+`},
+	{"JobSet", `apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: js, namespace: ml, annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: rack}}
+spec:
+  replicatedJobs:
+  - {name: driver, template: {spec: {template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}}}}
+  - {name: workers, replicas: 8, template: {spec: {parallelism: 4, completions: 4,
+      template: {spec: {containers: [{name: c, resources: {limits: {nvidia.com/gpu: "8"}}}]}}}}}
+status:
+  replicatedJobsStatus: [{name: driver, active: 1, ready: 1}, {name: workers, active: 8, ready: 8}]
 `},
 	{"MPIJob", `apiVersion: kubeflow.org/v2beta1
 kind: MPIJob
@@ -240,6 +251,41 @@ func TestBuiltinBatchPodSelectors(t *testing.T) {
 						t.Errorf("%s selects a %s pod (%v): %v, want %v", component, owner, pod.labels, got, want)
 					}
 				}
+			}
+		})
+	}
+}
+
+// TestBuiltinJobSetStatus: JobSet v0.10.1 counts each replicated job's Jobs as ready (every pod ready or
+// succeeded), succeeded and active (a pod pending or running); a JobSet runs once every Job is ready or done,
+// and one whose pods are still pending is initializing, not running.
+func TestBuiltinJobSetStatus(t *testing.T) {
+	const spec = `spec:
+  replicatedJobs:
+  - {name: driver, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}
+  - {name: workers, replicas: 2, template: {spec: {parallelism: 4, completions: 4, template: {spec: {containers: [{name: c}]}}}}}
+`
+	tests := []struct {
+		name, status string
+		want         Phase
+	}{
+		{"no status yet", `{}`, PhaseUndefined},
+		{"pods pending", `{replicatedJobsStatus: [{name: driver, active: 1}, {name: workers, active: 2}]}`, PhaseInitializing},
+		{"some Jobs ready", `{replicatedJobsStatus: [{name: driver, active: 1, ready: 1}, {name: workers, active: 2, ready: 1}]}`, PhaseInitializing},
+		{"every Job ready", `{replicatedJobsStatus: [{name: driver, active: 1, ready: 1}, {name: workers, active: 2, ready: 2}]}`, PhaseRunning},
+		{"driver done, workers ready", `{replicatedJobsStatus: [{name: driver, succeeded: 1}, {name: workers, active: 2, ready: 2}]}`, PhaseRunning},
+		{"in-order startup, driver ready", `{conditions: [{type: StartupPolicyInProgress, status: "True"}],
+  replicatedJobsStatus: [{name: driver, active: 1, ready: 1}, {name: workers}]}`, PhaseInitializing},
+		{"suspended", `{conditions: [{type: Suspended, status: "True"}], replicatedJobsStatus: [{name: driver, suspended: 1}, {name: workers, suspended: 2}]}`, PhaseUndefined},
+		{"completed", `{conditions: [{type: Completed, status: "True"}], replicatedJobsStatus: [{name: driver, succeeded: 1}, {name: workers, succeeded: 2}]}`, PhaseCompleted},
+		{"failed", `{conditions: [{type: Failed, status: "True"}], replicatedJobsStatus: [{name: driver, active: 1, ready: 1}, {name: workers, failed: 1, ready: 1}]}`, PhaseFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := analyzeBuiltin(t, mustParseObject(t, "apiVersion: jobset.x-k8s.io/v1alpha2\nkind: JobSet\nmetadata: {name: js, namespace: ml}\n"+
+				spec+"status: "+tt.status+"\n"))
+			if a.Status != tt.want {
+				t.Errorf("status %s, want %s", a.Status, tt.want)
 			}
 		})
 	}

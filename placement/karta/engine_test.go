@@ -560,7 +560,8 @@ status: {conditions: [{type: Ready, status: "False"}, {type: PredictorReady, sta
 		{"jobset running by expression", `
 apiVersion: jobset.x-k8s.io/v1alpha2
 kind: JobSet
-status: {replicatedJobsStatus: [{name: a, active: 2}]}`, PhaseRunning},
+spec: {replicatedJobs: [{name: a, replicas: 2}]}
+status: {replicatedJobsStatus: [{name: a, active: 2, ready: 2}]}`, PhaseRunning},
 		{"deployment by expression", `
 apiVersion: apps/v1
 kind: Deployment
