@@ -290,3 +290,33 @@ func TestBuiltinJobSetStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestBuiltinLWSStatus: LWS v0.7.0 keeps Available and Progressing apart, and through a rolling update sets
+// UpdateInProgress and Progressing (Available False) even while every group is ready: it runs when all its groups
+// are ready, as a Deployment does, and initializes while some are not.
+func TestBuiltinLWSStatus(t *testing.T) {
+	tests := []struct {
+		name, status string
+		want         Phase
+	}{
+		{"no status yet", `{}`, PhaseUndefined},
+		{"groups starting", `{readyReplicas: 1, conditions: [{type: Progressing, status: "True"}, {type: Available, status: "False"}]}`, PhaseInitializing},
+		{"available", `{readyReplicas: 2, conditions: [{type: Available, status: "True"}, {type: Progressing, status: "False"}]}`, PhaseRunning},
+		{"rolling update, every group ready", `{readyReplicas: 2, updatedReplicas: 1, conditions: [{type: Available, status: "False"},
+  {type: Progressing, status: "True"}, {type: UpdateInProgress, status: "True"}]}`, PhaseRunning},
+		{"rolling update, a group down", `{readyReplicas: 1, updatedReplicas: 1, conditions: [{type: Available, status: "False"},
+  {type: Progressing, status: "True"}, {type: UpdateInProgress, status: "True"}]}`, PhaseInitializing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := analyzeBuiltin(t, mustParseObject(t, `apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: l, namespace: ml}
+spec: {replicas: 2, leaderWorkerTemplate: {size: 2, workerTemplate: {spec: {containers: [{name: c}]}}}}
+status: `+tt.status+"\n"))
+			if a.Status != tt.want {
+				t.Errorf("status %s, want %s", a.Status, tt.want)
+			}
+		})
+	}
+}
