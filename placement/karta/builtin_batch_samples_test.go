@@ -320,3 +320,41 @@ status: `+tt.status+"\n"))
 		})
 	}
 }
+
+// TestBuiltinTrainingJobStatus: the Kubeflow job kinds share the training operator's conditions. Restarting (a
+// replica failed and its pods are being recreated, Running False) is degraded; a suspended job keeps Created.
+func TestBuiltinTrainingJobStatus(t *testing.T) {
+	kinds := []struct{ apiVersion, kind, specs string }{
+		{"kubeflow.org/v1", "PyTorchJob", "pytorchReplicaSpecs: {Worker: {template: {spec: {containers: [{name: c}]}}}}"},
+		{"kubeflow.org/v1", "TFJob", "tfReplicaSpecs: {Worker: {template: {spec: {containers: [{name: c}]}}}}"},
+		{"kubeflow.org/v1", "XGBoostJob", "xgbReplicaSpecs: {Master: {template: {spec: {containers: [{name: c}]}}}}"},
+		{"kubeflow.org/v1", "PaddleJob", "paddleReplicaSpecs: {Worker: {template: {spec: {containers: [{name: c}]}}}}"},
+		{"kubeflow.org/v1", "JAXJob", "jaxReplicaSpecs: {Worker: {template: {spec: {containers: [{name: c}]}}}}"},
+		{"kubeflow.org/v1", "MPIJob", "mpiReplicaSpecs: {Launcher: {template: {spec: {containers: [{name: c}]}}}}"},
+		{"kubeflow.org/v2beta1", "MPIJob", "mpiReplicaSpecs: {Launcher: {template: {spec: {containers: [{name: c}]}}}}"},
+	}
+	const created = `{type: Created, status: "True"}`
+	tests := []struct {
+		name, conditions string
+		want             Phase
+	}{
+		{"created", created, PhaseInitializing},
+		{"running", created + `, {type: Running, status: "True"}`, PhaseRunning},
+		{"restarting", created + `, {type: Restarting, status: "True"}`, PhaseDegraded},
+		{"running again", created + `, {type: Running, status: "True"}, {type: Restarting, status: "False"}`, PhaseRunning},
+		{"failed while restarting", created + `, {type: Restarting, status: "True"}, {type: Failed, status: "True"}`, PhaseFailed},
+		{"succeeded", created + `, {type: Running, status: "False"}, {type: Succeeded, status: "True"}`, PhaseCompleted},
+		{"suspended", created + `, {type: Running, status: "False"}, {type: Suspended, status: "True"}`, PhaseInitializing},
+	}
+	for _, k := range kinds {
+		for _, tt := range tests {
+			t.Run(k.apiVersion+"/"+k.kind+"/"+tt.name, func(t *testing.T) {
+				a := analyzeBuiltin(t, mustParseObject(t, fmt.Sprintf("{apiVersion: %s, kind: %s, metadata: {name: j, namespace: ml}, spec: {%s}, status: {conditions: [%s]}}",
+					k.apiVersion, k.kind, k.specs, tt.conditions)))
+				if a.Status != tt.want {
+					t.Errorf("status %s, want %s", a.Status, tt.want)
+				}
+			})
+		}
+	}
+}
