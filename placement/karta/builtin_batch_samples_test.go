@@ -358,3 +358,38 @@ func TestBuiltinTrainingJobStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinExclusiveUnitsNamespaces: JobSet's exclusive Jobs keep apart from JobSets of every namespace (its
+// anti-affinity's namespaceSelector is {}), LeaderWorkerSet's groups only within their namespace (no
+// namespaceSelector); the analysis report says so.
+func TestBuiltinExclusiveUnitsNamespaces(t *testing.T) {
+	tests := []struct {
+		name, cr      string
+		allNamespaces bool
+	}{
+		{"JobSet", `apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: {name: js, namespace: ml, annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: rack}}
+spec: {replicatedJobs: [{name: w, replicas: 2, template: {spec: {template: {spec: {containers: [{name: c}]}}}}}]}
+`, true},
+		{"LeaderWorkerSet", `apiVersion: leaderworkerset.x-k8s.io/v1
+kind: LeaderWorkerSet
+metadata: {name: l, namespace: ml, annotations: {leaderworkerset.sigs.k8s.io/exclusive-topology: rack}}
+spec: {replicas: 2, leaderWorkerTemplate: {size: 2, workerTemplate: {spec: {containers: [{name: c}]}}}}
+`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := analyzeBuiltin(t, mustParseObject(t, tt.cr))
+			if len(a.ExclusiveUnits) != 2 {
+				t.Fatalf("units %+v, want 2", a.ExclusiveUnits)
+			}
+			r := NewReport(a, "builtin")
+			for i, u := range a.ExclusiveUnits {
+				if u.AllNamespaces != tt.allNamespaces || r.ExclusiveUnits[i].AllNamespaces != tt.allNamespaces {
+					t.Errorf("unit %d: allNamespaces %v (reported %v), want %v", i, u.AllNamespaces, r.ExclusiveUnits[i].AllNamespaces, tt.allNamespaces)
+				}
+			}
+		})
+	}
+}

@@ -11,7 +11,9 @@ import (
 // AnnotationExclusiveTopology, on a ResourceInterface, holds a jq expression evaluated on the CR that yields the
 // workload's exclusive-topology units: objects {"topologyKey": KEY, "pods": {"COMPONENT[/INSTANCE]": N, ...}},
 // with "alone": true when the workload's pods outside its units may not run in a unit's domain either (the
-// controller's anti-affinity matches every pod of the workload, as JobSet's does a non-exclusive Job's).
+// controller's anti-affinity matches every pod of the workload, as JobSet's does a non-exclusive Job's), and
+// "allNamespaces": true when the anti-affinity keeps the unit apart from the kind's pods in every namespace, not
+// only its own (JobSet's namespaceSelector is {}).
 // Karta has no field for it and ignores annotations, so RIs carrying it still load into Karta unchanged.
 //
 // Some controllers keep the pods of each replica of a workload together in one topology domain that no other
@@ -29,6 +31,8 @@ type ExclusiveUnit struct {
 	TopologyKey string
 	// Alone: no pod of the workload outside its units runs in the unit's domain.
 	Alone bool
+	// AllNamespaces: the unit keeps out of the domains of the kind's workloads in every namespace, not only its own.
+	AllNamespaces bool
 	// Pods is how many pods of each component instance the unit holds, in the analysis's component order.
 	Pods []UnitPods
 }
@@ -72,13 +76,17 @@ func (c *Compiled) exclusiveUnits(ev *evaluation, components []ComponentInstance
 			return nil, fail(i, "is %s, want an object {topologyKey, pods}", typeName(v))
 		}
 		for field := range obj {
-			if field != "topologyKey" && field != "pods" && field != "alone" {
-				return nil, fail(i, "unknown field %q (want topologyKey, pods and alone)", field)
+			if field != "topologyKey" && field != "pods" && field != "alone" && field != "allNamespaces" {
+				return nil, fail(i, "unknown field %q (want topologyKey, pods, alone and allNamespaces)", field)
 			}
 		}
 		alone, ok := obj["alone"].(bool)
 		if _, set := obj["alone"]; set && !ok {
 			return nil, fail(i, "alone is %s, want a boolean", typeName(obj["alone"]))
+		}
+		allNamespaces, ok := obj["allNamespaces"].(bool)
+		if _, set := obj["allNamespaces"]; set && !ok {
+			return nil, fail(i, "allNamespaces is %s, want a boolean", typeName(obj["allNamespaces"]))
 		}
 		key, _ := obj["topologyKey"].(string)
 		if key == "" {
@@ -91,7 +99,7 @@ func (c *Compiled) exclusiveUnits(ev *evaluation, components []ComponentInstance
 		if !ok {
 			return nil, fail(i, "pods is %s, want an object of pod counts by component", typeName(obj["pods"]))
 		}
-		unit := ExclusiveUnit{TopologyKey: key, Alone: alone}
+		unit := ExclusiveUnit{TopologyKey: key, Alone: alone, AllNamespaces: allNamespaces}
 		// By name, so an error names the same component every time: a map's order changes from run to run.
 		names := make([]string, 0, len(pods))
 		for name := range pods {

@@ -109,6 +109,7 @@ func TestExclusiveTopologyErrors(t *testing.T) {
 		{"more pods than the component", `range(3) | {topologyKey: "rack", pods: {worker: 2}}`, `unit 2: the units hold 6 pods of "worker", which has 4`},
 		{"not a count", `{topologyKey: "rack", pods: {worker: 1.5}}`, "not a whole replica count"},
 		{"alone not a boolean", `{topologyKey: "rack", pods: {worker: 1}, alone: "yes"}`, "unit 0: alone is a string, want a boolean"},
+		{"allNamespaces not a boolean", `{topologyKey: "rack", pods: {worker: 1}, allNamespaces: 1}`, "unit 0: allNamespaces is a number, want a boolean"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,6 +37,8 @@ type ExclusiveUnitReport struct {
 	Pods        map[string]int64 `json:"pods"`
 	// Alone: the object's pods outside its units may not run in the unit's domain.
 	Alone bool `json:"alone,omitempty"`
+	// AllNamespaces: the unit keeps out of the domains of the kind's objects in every namespace.
+	AllNamespaces bool `json:"allNamespaces,omitempty"`
 }
 
 // ComponentReport is one component instance; counts are null when the RI's paths leave them unset.
@@ -125,7 +127,8 @@ func NewReport(a *Analysis, resourceInterface string) Report {
 		r.GangGroups = append(r.GangGroups, gr)
 	}
 	for _, u := range a.ExclusiveUnits {
-		ur := ExclusiveUnitReport{TopologyKey: u.TopologyKey, Pods: make(map[string]int64, len(u.Pods)), Alone: u.Alone}
+		ur := ExclusiveUnitReport{TopologyKey: u.TopologyKey, Pods: make(map[string]int64, len(u.Pods)), Alone: u.Alone,
+			AllNamespaces: u.AllNamespaces}
 		for _, p := range u.Pods {
 			ur.Pods[ComponentKey(p.Component, p.Instance)] = p.Pods
 		}

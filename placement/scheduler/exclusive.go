@@ -16,6 +16,9 @@ type gangUnit struct {
 	pods     []item
 	// alone: the workload's pods outside its units keep out of the unit's domain (structs.ExclusiveUnit.Alone).
 	alone bool
+	// allNamespaces: the unit keeps out of the domains of its kind's workloads in every namespace
+	// (structs.ExclusiveUnit.AllNamespaces).
+	allNamespaces bool
 }
 
 // String renders the unit's pods as "leader 1 + worker 3".
@@ -36,7 +39,7 @@ func gangUnits(owner int, wl *structs.Workload) ([]gangUnit, []int64) {
 	held := make([]int64, len(wl.PodGroups))
 	units := make([]gangUnit, 0, len(wl.ExclusiveUnits))
 	for _, u := range wl.ExclusiveUnits {
-		gu := gangUnit{owner: owner, workload: wl, key: u.TopologyKey, alone: u.Alone}
+		gu := gangUnit{owner: owner, workload: wl, key: u.TopologyKey, alone: u.Alone, allNamespaces: u.AllNamespaces}
 		for _, p := range u.Pods {
 			if p.Group < 0 || p.Group >= len(wl.PodGroups) || p.Count <= 0 {
 				continue
@@ -101,7 +104,7 @@ func (p *packer) packUnits() ([]ownedAssignment, string) {
 			domainsByKey[u.key] = domains
 			taken[u.key] = map[string]bool{}
 		}
-		held := p.held[heldKey{owner: u.owner, key: u.key}]
+		held := p.held[heldKey{owner: u.owner, key: u.key, allNamespaces: u.allNamespaces}]
 		placed := false
 		for _, d := range domains {
 			if taken[u.key][d.value] || held[d.value] {
@@ -220,8 +223,12 @@ func (p *packer) unitReason(ui int, u gangUnit, domains []domain, held map[strin
 	}
 	others := ""
 	if roomyHeld > 0 {
-		others = fmt.Sprintf(" (%d of them held by other %ss of namespace %s, whose pods its controller keeps apart)",
-			roomyHeld, u.workload.Kind, u.workload.Namespace)
+		of := "of namespace " + u.workload.Namespace
+		if u.allNamespaces {
+			of = "of any namespace"
+		}
+		others = fmt.Sprintf(" (%d of them held by other %ss %s, whose pods its controller keeps apart)",
+			roomyHeld, u.workload.Kind, of)
 	}
 	return fmt.Sprintf("its exclusive topology keeps %s (%s) in a %s of its own: %s of %s on the "+
 		"cluster's nodes %s room for one%s, and %s before this one", eachOfUnits(total), u, u.key,
@@ -230,16 +237,18 @@ func (p *packer) unitReason(ui int, u gangUnit, domains []domain, held map[strin
 
 // heldKey names the domains of one topology key that a gang's owner-th workload may not use.
 type heldKey struct {
-	owner int
-	key   string
+	owner         int
+	key           string
+	allNamespaces bool
 }
 
 // domainsHeld returns, for the exclusive units of gang g, the domains of their key on cluster cc where other
-// workloads of the same kind in the same namespace run pods or hold a reservation: placed there, or placed
-// nowhere with their copies still running (Kept). The controllers' pod anti-affinity keeps a unit out of them: it
-// is to every pod of the kind in the namespace (LeaderWorkerSet's group-key and JobSet's job-key labels, which
-// all their pods carry), exclusive or not. Only gangs with units pay for it: a read of the workloads of their kind
-// and namespace, and one walk over the cluster's nodes per topology key.
+// workloads of the same kind in the same namespace (in any namespace for a unit with allNamespaces) run pods or
+// hold a reservation: placed there, or placed nowhere with their copies still running (Kept). The controllers' pod
+// anti-affinity keeps a unit out of them: it is to every pod of the kind in the namespace (LeaderWorkerSet's
+// group-key label), or in every namespace (JobSet's job-key label), which all their pods carry, exclusive or not.
+// Only gangs with units pay for it: a read of the workloads of their kind and namespace, and one walk over the
+// cluster's nodes per topology key.
 func (c *cycle) domainsHeld(cc *structs.ClusterCapacity, g *gang) map[heldKey]map[string]bool {
 	own := map[string]bool{}
 	for _, u := range g.units {
@@ -247,15 +256,15 @@ func (c *cycle) domainsHeld(cc *structs.ClusterCapacity, g *gang) map[heldKey]ma
 	}
 	out := map[heldKey]map[string]bool{}
 	for _, u := range g.units {
-		hk := heldKey{owner: u.owner, key: u.key}
+		hk := heldKey{owner: u.owner, key: u.key, allNamespaces: u.allNamespaces}
 		if _, done := out[hk]; done {
 			continue
 		}
 		held := map[string]bool{}
 		out[hk] = held
-		// labels maps the pod label of each other workload of the unit's kind and namespace to its ID.
+		// labels maps the pod label of each other workload of the unit's kind and namespace (or any) to its ID.
 		labels := map[string]string{}
-		for _, m := range c.workloadsOfKind(u.workload) {
+		for _, m := range c.workloadsOfKind(u.workload, u.allNamespaces) {
 			if !own[m.id] {
 				labels[m.label] = m.id
 			}
@@ -294,15 +303,22 @@ func (c *cycle) domainsHeld(cc *structs.ClusterCapacity, g *gang) map[heldKey]ma
 // kindMember is a workload of a kind in a namespace, with the label value its pods carry.
 type kindMember struct{ id, label string }
 
-// workloadsOfKind returns the workloads of wl's group and kind in its namespace, wl among them.
-func (c *cycle) workloadsOfKind(wl *structs.Workload) []kindMember {
+// workloadsOfKind returns the workloads of wl's group and kind in its namespace, or in every namespace with
+// allNamespaces, wl among them.
+func (c *cycle) workloadsOfKind(wl *structs.Workload, allNamespaces bool) []kindMember {
 	key := wl.Group + "/" + wl.Kind + "/" + wl.Namespace
+	found := func() []*structs.Workload { return c.st.WorkloadsOfKind(wl.Group, wl.Kind, wl.Namespace) }
+	if allNamespaces {
+		// "/" ends no namespace name, so this key names no single namespace.
+		key = wl.Group + "/" + wl.Kind + "/" + "/"
+		found = func() []*structs.Workload { return c.st.WorkloadsOfKindInAllNamespaces(wl.Group, wl.Kind) }
+	}
 	if members, ok := c.ofKind[key]; ok {
 		return members
 	}
 	var members []kindMember
-	for _, w := range c.st.WorkloadsOfKind(wl.Group, wl.Kind, wl.Namespace) {
-		if w.Group == wl.Group && w.Kind == wl.Kind && w.Namespace == wl.Namespace {
+	for _, w := range found() {
+		if w.Group == wl.Group && w.Kind == wl.Kind && (allNamespaces || w.Namespace == wl.Namespace) {
 			members = append(members, kindMember{id: w.ID, label: structs.WorkloadLabelValue(w.ID)})
 		}
 	}

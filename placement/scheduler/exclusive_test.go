@@ -369,3 +369,39 @@ func TestExclusiveTopologyReasonOfOneUnit(t *testing.T) {
 		})
 	}
 }
+
+// TestExclusiveTopologyJobSetsOfEveryNamespace: JobSet's anti-affinity has an empty namespaceSelector, so an
+// exclusive Job keeps out of the pools where another JobSet's pods run or are reserved, in any namespace (the
+// built-in RI's units say allNamespaces), where a LeaderWorkerSet's groups keep apart only within their namespace
+// (TestExclusiveTopologyKeepsOutOfOtherWorkloadsDomains). The first JobSet's two worker Jobs take two pools and its
+// driver the third, which leaves the second none.
+func TestExclusiveTopologyJobSetsOfEveryNamespace(t *testing.T) {
+	tests := []struct {
+		name, namespace string
+		reason          string
+	}{
+		{name: "same namespace", namespace: "ml",
+			reason: "3 of the 3 values of " + poolKey + " on the cluster's nodes have room for one (3 of them held by other JobSets of any namespace"},
+		{name: "another namespace", namespace: "other",
+			reason: "3 of the 3 values of " + poolKey + " on the cluster's nodes have room for one (3 of them held by other JobSets of any namespace"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := placementtest.NewHarness(t)
+			h.AddCluster("c1")
+			addPools(h, "c1", []pool{{name: "a", nodes: 1, gpus: "8"}, {name: "b", nodes: 1, gpus: "8"}, {name: "c", nodes: 1, gpus: "8"},
+				{name: "z", nodes: 1, gpus: "8", unlabelled: true}})
+			h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			first := jobSetWithDriver(t, 2)
+			if d := h.Place(h.AddWorkload(first, nil)); d.Status != structs.StatusPlaced {
+				t.Fatalf("first JobSet: %s (%v)", d.Status, d.Reasons)
+			}
+			second := jobSetWithDriver(t, 2)
+			second.Namespace, second.Name = tt.namespace, "second"
+			d := h.Place(h.AddWorkload(second, nil))
+			if d.Status != structs.StatusUnschedulable || !strings.Contains(d.Reasons["c1"], tt.reason) {
+				t.Fatalf("second JobSet: %s (%v), want unschedulable saying %q", d.Status, d.Reasons, tt.reason)
+			}
+		})
+	}
+}

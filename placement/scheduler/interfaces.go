@@ -18,6 +18,8 @@ type State interface {
 	WorkloadsOn(cluster string) []*structs.Workload
 	// WorkloadsOfKind returns the workloads of a group and kind in a namespace, placed or not.
 	WorkloadsOfKind(group, kind, namespace string) []*structs.Workload
+	// WorkloadsOfKindInAllNamespaces returns the workloads of a group and kind in every namespace, placed or not.
+	WorkloadsOfKindInAllNamespaces(group, kind string) []*structs.Workload
 	Policies() []*policy.Policy
 	ReservationsOf(workloadID string) []*structs.Reservation
 }

@@ -106,8 +106,9 @@ type cycle struct {
 	// totalReasons are the texts totalReason wrote this cycle.
 	totalReasons []totalReason
 	filters      *clusterFilters
-	// ofKind caches, by "group/kind/namespace", the workloads of a kind in a namespace and their pod labels
-	// (cycle.domainsHeld), so the candidate clusters of one cycle read and hash them once.
+	// ofKind caches, by "group/kind/namespace" ("group/kind//" for every namespace), the workloads of a kind in a
+	// namespace and their pod labels (cycle.domainsHeld), so the candidate clusters of one cycle read and hash them
+	// once.
 	ofKind map[string][]kindMember
 }
 

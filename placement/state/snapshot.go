@@ -106,6 +106,12 @@ func (s *Snapshot) WorkloadsOfKind(group, kind, namespace string) []*structs.Wor
 	return all[*structs.Workload](s, TableWorkloads, indexID+"_prefix", group+"/"+kind+"/"+namespace+"/")
 }
 
+// WorkloadsOfKindInAllNamespaces returns the workloads of a group and kind in every namespace, placed or not, sorted
+// by ID: a range of the ID index, as WorkloadsOfKind.
+func (s *Snapshot) WorkloadsOfKindInAllNamespaces(group, kind string) []*structs.Workload {
+	return all[*structs.Workload](s, TableWorkloads, indexID+"_prefix", group+"/"+kind+"/")
+}
+
 // Policies returns every policy, sorted by name.
 func (s *Snapshot) Policies() []*policy.Policy {
 	// The slice is shared by every snapshot of this version: callers must not modify it.

@@ -765,7 +765,8 @@ func exclusiveUnits(wl *structs.Workload, units []karta.ExclusiveUnit) error {
 	held := make([]int64, len(wl.PodGroups))
 	wl.ExclusiveUnits = make([]structs.ExclusiveUnit, 0, len(units))
 	for _, u := range units {
-		unit := structs.ExclusiveUnit{TopologyKey: u.TopologyKey, Alone: u.Alone, Pods: make([]structs.UnitPods, 0, len(u.Pods))}
+		unit := structs.ExclusiveUnit{TopologyKey: u.TopologyKey, Alone: u.Alone, AllNamespaces: u.AllNamespaces,
+			Pods: make([]structs.UnitPods, 0, len(u.Pods))}
 		for _, p := range u.Pods {
 			name := karta.ComponentKey(p.Component, p.Instance)
 			i, ok := byName[name]

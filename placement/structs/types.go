@@ -193,6 +193,9 @@ type ExclusiveUnit struct {
 	Pods        []UnitPods
 	// Alone: the workload's pods outside its units may not run in the unit's domain either.
 	Alone bool
+	// AllNamespaces: the unit keeps out of the domains of the workloads of its kind in every namespace, not only
+	// its own.
+	AllNamespaces bool
 }
 
 // UnitPods is Count pods of the workload's pod group PodGroups[Group] in an exclusive unit.
