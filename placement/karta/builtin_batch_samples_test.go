@@ -393,3 +393,41 @@ spec: {replicas: 2, leaderWorkerTemplate: {size: 2, workerTemplate: {spec: {cont
 		})
 	}
 }
+
+// TestBuiltinJobSetExclusiveKey: JobSet v0.10.1 (labelAndAnnotateObject) writes the JobSet's exclusive-topology
+// annotation onto each pod template, then the replicated job's Job template's over it; the pod webhook reads the
+// pod's, so one the pod template carries itself counts when neither is set.
+func TestBuiltinJobSetExclusiveKey(t *testing.T) {
+	// meta is object metadata carrying the annotation with key, or none when key is "".
+	meta := func(key string) string {
+		if key == "" {
+			return "{name: js, namespace: ml}"
+		}
+		return "{name: js, namespace: ml, annotations: {alpha.jobset.sigs.k8s.io/exclusive-topology: " + key + "}}"
+	}
+	tests := []struct {
+		name, jobSet, jobTemplate, podTemplate string
+		want                                   []string
+	}{
+		{"the JobSet's", "rack", "", "", []string{"rack alone: replicatedjob/a 1"}},
+		{"the Job template's over the JobSet's", "rack", "zone", "", []string{"zone alone: replicatedjob/a 1"}},
+		{"the pod template's alone", "", "", "rack", []string{"rack alone: replicatedjob/a 1"}},
+		{"the JobSet's over the pod template's", "zone", "", "rack", []string{"zone alone: replicatedjob/a 1"}},
+		{"none", "", "", "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cr := fmt.Sprintf(`apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata: %s
+spec:
+  replicatedJobs:
+  - {name: a, template: {metadata: %s, spec: {template: {metadata: %s, spec: {containers: [{name: c}]}}}}}
+`, meta(tt.jobSet), meta(tt.jobTemplate), meta(tt.podTemplate))
+			got := unitsOf(analyzeBuiltin(t, mustParseObject(t, cr)).ExclusiveUnits)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("units %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
