@@ -66,7 +66,7 @@ func BenchmarkAnalyzeBatch(b *testing.B) {
 			}
 			c, ok := reg.Lookup(GVKOf(obj))
 			if !ok {
-				b.Fatal(fmt.Sprintf("no built-in RI for %v", GVKOf(obj)))
+				b.Fatalf("no built-in RI for %v", GVKOf(obj))
 			}
 			b.ReportAllocs()
 			for b.Loop() {
