@@ -407,7 +407,7 @@ spec:
 	}
 }
 
-// TestBuiltinRayClusterStatus: KubeRay retries a pod it failed to create or delete, so RayClusterReplicaFailure
+// TestBuiltinRayClusterStatus: KubeRay retries a pod it failed to create or delete, so ReplicaFailure
 // makes a cluster degraded, not failed; a cluster that reports only conditions (status.state is deprecated) is
 // running once provisioned with its head ready.
 func TestBuiltinRayClusterStatus(t *testing.T) {
@@ -417,7 +417,7 @@ func TestBuiltinRayClusterStatus(t *testing.T) {
 	}{
 		{"ready state", `{state: ready}`, PhaseRunning},
 		{"failed state", `{state: failed}`, PhaseFailed},
-		{"pod creation failed, retried", `{state: ready, conditions: [{type: RayClusterReplicaFailure, status: "True", reason: FailedCreateWorkerPod}]}`, PhaseDegraded},
+		{"pod creation failed, retried", `{state: ready, conditions: [{type: ReplicaFailure, status: "True", reason: FailedCreateWorkerPod}]}`, PhaseDegraded},
 		{"conditions only, provisioned and head ready", `{conditions: [{type: RayClusterProvisioned, status: "True"}, {type: HeadPodReady, status: "True"}]}`, PhaseRunning},
 		{"conditions only, provisioned but head not ready", `{conditions: [{type: RayClusterProvisioned, status: "True"}, {type: HeadPodReady, status: "False"}]}`, PhaseUndefined},
 		{"not provisioned yet", `{conditions: [{type: RayClusterProvisioned, status: "False"}, {type: HeadPodReady, status: "False"}]}`, PhaseInitializing},

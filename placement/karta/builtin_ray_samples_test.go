@@ -1,0 +1,84 @@
+package karta
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+// The tests here check the built-in Ray RIs against what KubeRay v1.5.0's controllers do, as its own samples
+// (ray-operator/config/samples) exercise them. The CRs are small hand-written ones of the same shapes.
+
+// rayKind says where a Ray kind keeps its RayClusterSpec.
+type rayKind struct {
+	kind, clusterField string
+}
+
+var (
+	rayClusterKind = rayKind{"RayCluster", ""}
+	rayJobKind     = rayKind{"RayJob", "rayClusterSpec"}
+	rayServiceKind = rayKind{"RayService", "rayClusterConfig"}
+	rayKinds       = []rayKind{rayClusterKind, rayJobKind, rayServiceKind}
+)
+
+// rayCR builds a CR of kind k whose cluster has a head requesting headRequests and the given worker groups
+// (see rayWorkerGroup); extraSpec is YAML added to the CR's spec, status its status (both may be empty).
+func rayCR(k rayKind, headRequests string, groups []string, extraSpec, status string) string {
+	var cluster strings.Builder
+	fmt.Fprintf(&cluster, "headGroupSpec: {template: {spec: {containers: [{name: ray-head, resources: {requests: %s}}]}}}\n", headRequests)
+	if len(groups) > 0 {
+		fmt.Fprintf(&cluster, "workerGroupSpecs: [%s]\n", strings.Join(groups, ", "))
+	}
+	indent := "  "
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: ray.io/v1\nkind: %s\nmetadata: {name: sample, namespace: ml}\nspec:\n", k.kind)
+	if k.clusterField != "" {
+		fmt.Fprintf(&b, "  %s:\n", k.clusterField)
+		indent = "    "
+	}
+	for _, line := range strings.Split(strings.TrimSuffix(cluster.String(), "\n"), "\n") {
+		b.WriteString(indent + line + "\n")
+	}
+	if extraSpec != "" {
+		b.WriteString("  " + strings.ReplaceAll(strings.TrimSuffix(extraSpec, "\n"), "\n", "\n  ") + "\n")
+	}
+	if status != "" {
+		b.WriteString("status: " + status + "\n")
+	}
+	return b.String()
+}
+
+// rayWorkerGroup is a worker group of replicas pods whose Ray container has the given resources (a YAML map).
+func rayWorkerGroup(name string, replicas int, resources string) string {
+	return fmt.Sprintf("{groupName: %s, replicas: %d, template: {spec: {containers: [{name: ray-worker, resources: %s}]}}}",
+		name, replicas, resources)
+}
+
+// TestBuiltinRayStatusFromKubeRay maps the statuses KubeRay v1.5.0 writes through the Ray RIs.
+func TestBuiltinRayStatusFromKubeRay(t *testing.T) {
+	tests := []struct {
+		name   string
+		kind   rayKind
+		status string
+		want   Phase
+	}{
+		// calculateStatus names the condition rayv1.RayClusterReplicaFailure, whose type string is "ReplicaFailure".
+		{"raycluster pod creation failed, retried", rayClusterKind,
+			`{state: ready, conditions: [{type: ReplicaFailure, status: "True", reason: FailedCreateWorkerPod}, {type: RayClusterProvisioned, status: "True"}, {type: HeadPodReady, status: "True"}]}`,
+			PhaseDegraded},
+		{"raycluster pod creation failed before it was ready", rayClusterKind,
+			`{conditions: [{type: ReplicaFailure, status: "True", reason: FailedCreateHeadPod}, {type: RayClusterProvisioned, status: "False"}, {type: HeadPodReady, status: "False"}]}`,
+			PhaseDegraded},
+		{"raycluster ready", rayClusterKind,
+			`{state: ready, conditions: [{type: RayClusterProvisioned, status: "True"}, {type: HeadPodReady, status: "True"}]}`,
+			PhaseRunning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := mustParseObject(t, rayCR(tt.kind, `{cpu: "1"}`, nil, "", tt.status))
+			if got := analyzeBuiltin(t, obj).Status; got != tt.want {
+				t.Errorf("%s status %s: phase %s, want %s", tt.kind.kind, tt.status, got, tt.want)
+			}
+		})
+	}
+}
