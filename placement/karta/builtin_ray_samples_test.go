@@ -72,6 +72,29 @@ func TestBuiltinRayStatusFromKubeRay(t *testing.T) {
 		{"raycluster ready", rayClusterKind,
 			`{state: ready, conditions: [{type: RayClusterProvisioned, status: "True"}, {type: HeadPodReady, status: "True"}]}`,
 			PhaseRunning},
+		// RayService: Ready=False is initializing until the initializing timeout runs out, a terminal failure
+		// (markFailedOnInitializingTimeout), or degraded once the serve endpoints of a ready service went.
+		{"rayservice initializing", rayServiceKind,
+			`{conditions: [{type: Ready, status: "False", reason: Initializing}, {type: UpgradeInProgress, status: "False", reason: Initializing}]}`,
+			PhaseInitializing},
+		{"rayservice initializing timed out", rayServiceKind,
+			`{conditions: [{type: Ready, status: "False", reason: InitializingTimeout}, {type: UpgradeInProgress, status: "False", reason: Initializing}]}`,
+			PhaseFailed},
+		{"rayservice lost its serve endpoints", rayServiceKind,
+			`{conditions: [{type: Ready, status: "False", reason: ZeroServeEndpoints}, {type: UpgradeInProgress, status: "False", reason: NoPendingCluster}]}`,
+			PhaseDegraded},
+		{"rayservice ready", rayServiceKind,
+			`{conditions: [{type: Ready, status: "True", reason: NonZeroServeEndpoints}, {type: UpgradeInProgress, status: "True", reason: BothActivePendingClustersExist}]}`,
+			PhaseRunning},
+		// RayJob: jobDeploymentStatus; New is the empty string.
+		{"rayjob new", rayJobKind, `{jobDeploymentStatus: ""}`, PhaseUndefined},
+		{"rayjob initializing", rayJobKind, `{jobDeploymentStatus: Initializing}`, PhaseInitializing},
+		{"rayjob retrying after a failed attempt", rayJobKind, `{jobDeploymentStatus: Retrying, jobStatus: FAILED, failed: 1}`, PhaseInitializing},
+		{"rayjob running", rayJobKind, `{jobDeploymentStatus: Running, jobStatus: RUNNING}`, PhaseRunning},
+		{"rayjob complete", rayJobKind, `{jobDeploymentStatus: Complete, jobStatus: SUCCEEDED}`, PhaseCompleted},
+		{"rayjob failed, no retries left", rayJobKind, `{jobDeploymentStatus: Failed, jobStatus: FAILED, reason: AppFailed}`, PhaseFailed},
+		{"rayjob invalid", rayJobKind, `{jobDeploymentStatus: ValidationFailed, reason: ValidationFailed}`, PhaseFailed},
+		{"rayjob suspended", rayJobKind, `{jobDeploymentStatus: Suspended}`, PhaseUndefined},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
