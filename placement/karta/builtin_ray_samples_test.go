@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // The tests here check the built-in Ray RIs against what KubeRay v1.5.0's controllers do, as its own samples
@@ -104,4 +106,67 @@ func TestBuiltinRayStatusFromKubeRay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBuiltinRayWorkersWaitGCSReady: KubeRay's DefaultWorkerPodTemplate gives every worker the wait-gcs-ready
+// init container (requests = limits = 200m CPU, 256Mi), which raises a worker asking for less. Many of
+// KubeRay's samples have workers that request CPU only (ray-job.sample.yaml: 200m), whose pods request 256Mi.
+func TestBuiltinRayWorkersWaitGCSReady(t *testing.T) {
+	tests := []struct {
+		name      string
+		resources string
+		want      map[string]string // the worker pod's requests
+	}{
+		{"cpu only, as KubeRay's samples", `{requests: {cpu: 200m}}`, map[string]string{"cpu": "200m", "memory": "256Mi"}},
+		{"gpu only", `{limits: {nvidia.com/gpu: "1"}}`, map[string]string{"cpu": "200m", "memory": "256Mi", "nvidia.com/gpu": "1"}},
+		{"memory only, below the init container's", `{requests: {memory: 128Mi}}`, map[string]string{"cpu": "200m", "memory": "256Mi"}},
+		{"cpu and memory", `{requests: {cpu: "1", memory: 1G}}`, map[string]string{"cpu": "1", "memory": "1G"}},
+		{"limits only, above the init container's", `{limits: {cpu: "2", memory: 4Gi}}`, map[string]string{"cpu": "2", "memory": "4Gi"}},
+		{"tpu with cpu and memory", `{requests: {cpu: "24", memory: 200G, google.com/tpu: "4"}, limits: {google.com/tpu: "4"}}`,
+			map[string]string{"cpu": "24", "memory": "200G", "google.com/tpu": "4"}},
+	}
+	for _, k := range rayKinds {
+		for _, tt := range tests {
+			t.Run(k.kind+"/"+tt.name, func(t *testing.T) {
+				// HTTPMode: a RayJob without a submitter pod, so the totals are the cluster's.
+				extra := ""
+				if k == rayJobKind {
+					extra = "submissionMode: HTTPMode"
+				}
+				a := analyzeBuiltin(t, mustParseObject(t, rayCR(k, `{cpu: 500m}`, []string{rayWorkerGroup("g", 2, tt.resources)}, extra, "")))
+				var worker *ComponentInstance
+				for i := range a.Components {
+					switch c := &a.Components[i]; c.Name {
+					case "worker":
+						worker = c
+					case "head":
+						// The head has no such init container: it keeps its own 500m and no memory.
+						if got := Quantities(c.PodRequests); len(got) != 1 || got["cpu"] != "500m" {
+							t.Errorf("head requests %v, want cpu 500m only", got)
+						}
+					}
+				}
+				if worker == nil || worker.Pods != 2 {
+					t.Fatalf("worker component %+v, want 2 pods", worker)
+				}
+				got := Quantities(worker.PodRequests)
+				if len(got) != len(tt.want) {
+					t.Fatalf("worker requests %v, want %v", got, tt.want)
+				}
+				for name, want := range tt.want {
+					if !sameQuantity(got[name], want) {
+						t.Errorf("worker requests %v, want %v", got, tt.want)
+						break
+					}
+				}
+			})
+		}
+	}
+}
+
+// sameQuantity tells whether two quantity strings are the same amount.
+func sameQuantity(a, b string) bool {
+	qa, errA := resource.ParseQuantity(a)
+	qb, errB := resource.ParseQuantity(b)
+	return errA == nil && errB == nil && qa.Cmp(qb) == 0
 }

@@ -33,7 +33,9 @@ spec:
   - {groupName: big, replicas: 9, maxReplicas: 3, template: {spec: {containers: [{name: w, resources: {requests: {cpu: "1"}}}]}}}
   # suspended group: no pods
   - {groupName: paused, replicas: 5, suspend: true, template: {spec: {containers: [{name: w, resources: {requests: {cpu: "1"}}}]}}}
-`, 1 + 12 + 2 + 3, map[string]string{"cpu": "7", "google.com/tpu": "48"}},
+# No worker requests memory, so each also counts KubeRay's wait-gcs-ready init container (200m, 256Mi): 2.4 CPU
+# more for the 12 TPU workers, which ask for no CPU, and 256Mi for each of the 17 workers.
+`, 1 + 12 + 2 + 3, map[string]string{"cpu": "9400m", "memory": "4352Mi", "google.com/tpu": "48"}},
 		{"suspended raycluster", `
 apiVersion: ray.io/v1
 kind: RayCluster
@@ -61,7 +63,8 @@ spec:
   rayClusterConfig:
     headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "1"}}}]}}}
     workerGroupSpecs: [{groupName: g, replicas: 2, numOfHosts: 2, template: {spec: {containers: [{name: w, resources: {requests: {nvidia.com/gpu: "1"}}}]}}}]
-`, 5, map[string]string{"cpu": "1", "nvidia.com/gpu": "4"}},
+# 4 GPU-only workers, each counted at KubeRay's wait-gcs-ready init container (200m, 256Mi)
+`, 5, map[string]string{"cpu": "1800m", "memory": "1Gi", "nvidia.com/gpu": "4"}},
 		{"autoscaler sidecar with overridden resources", `
 apiVersion: ray.io/v1
 kind: RayCluster
@@ -78,9 +81,10 @@ metadata: {name: rc}
 spec:
   historyServerOptions: {collectorOptions: {image: collector}}
   headGroupSpec: {template: {spec: {containers: [{name: head, resources: {requests: {cpu: "1"}}}]}}}
-  # 2 GPU-only workers: each pod also runs the collector's default 50m CPU and 64Mi
+  # 2 GPU-only workers: each pod also runs the collector's default 50m CPU and 64Mi, less than KubeRay's
+  # wait-gcs-ready init container (200m, 256Mi) asks for before them
   workerGroupSpecs: [{groupName: g, replicas: 2, template: {spec: {containers: [{name: w, resources: {limits: {nvidia.com/gpu: "1"}}}]}}}]
-`, 3, map[string]string{"cpu": "1150m", "memory": "192Mi", "nvidia.com/gpu": "2"}},
+`, 3, map[string]string{"cpu": "1450m", "memory": "576Mi", "nvidia.com/gpu": "2"}},
 		{"rayjob collector sidecar with its own resources", `
 apiVersion: ray.io/v1
 kind: RayJob
