@@ -170,3 +170,11 @@ func sameQuantity(a, b string) bool {
 	qb, errB := resource.ParseQuantity(b)
 	return errA == nil && errB == nil && qa.Cmp(qb) == 0
 }
+
+// TestBuiltinRayCorpusWorkerWithoutMemory reads KubeRay's own RayJob sample, whose worker requests 200m CPU and no
+// memory: its pod requests the wait-gcs-ready init container's 256Mi.
+func TestBuiltinRayCorpusWorkerWithoutMemory(t *testing.T) {
+	// Head 1/2Gi + small-group 1 x (200m, init container's 256Mi) + default submitter 500m/200Mi.
+	checkTotals(t, analyzeBuiltin(t, loadCorpusSample(t, "kuberay", "rayjob-sample.yaml")), 3,
+		map[string]string{"cpu": "1700m", "memory": "2504Mi"})
+}
