@@ -178,3 +178,32 @@ func TestBuiltinRayCorpusWorkerWithoutMemory(t *testing.T) {
 	checkTotals(t, analyzeBuiltin(t, loadCorpusSample(t, "kuberay", "rayjob-sample.yaml")), 3,
 		map[string]string{"cpu": "1700m", "memory": "2504Mi"})
 }
+
+// BenchmarkAnalyzeRayCluster64WorkersWithoutMemory is BenchmarkAnalyzeRayCluster64 with workers that request no
+// memory, as many of KubeRay's samples do: each worker template gets the wait-gcs-ready init container added by
+// jq, which the other benchmarks' workers (requesting CPU and memory) skip.
+func BenchmarkAnalyzeRayCluster64WorkersWithoutMemory(b *testing.B) {
+	obj := rayCluster64(b)
+	for _, g := range obj["spec"].(map[string]any)["workerGroupSpecs"].([]any) {
+		ray := g.(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
+		delete(ray["resources"].(map[string]any)["requests"].(map[string]any), "memory")
+	}
+	c, ok := builtinRegistry(b).Lookup(GVKOf(obj))
+	if !ok {
+		b.Fatal("no RayCluster RI")
+	}
+	a, err := c.Analyze(obj)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// 64 workers x the init container's 256Mi, as their only memory request, beside the head's 32Gi.
+	if got := a.TotalRequests.Memory().String(); got != "48Gi" {
+		b.Fatalf("memory requested %s, want 48Gi", got)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Analyze(obj); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
