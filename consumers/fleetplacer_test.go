@@ -1695,6 +1695,49 @@ func TestUnschedulableVerdictSaysWhatStillRuns(t *testing.T) {
 	}
 }
 
+// A workload edited past every cluster keeps its copy running where it was placed, and until the cluster reports
+// that copy's pods, its reservation still holds their room: the next workload does not take it. Before, the
+// Unschedulable verdict gave the reservation back at once, and a job placed seconds later on the room the
+// running copy's pods were about to take over-committed the cluster (seen with a 2-GPU PyTorchJob edited to 4
+// GPUs: two 1-GPU services were placed on its 2-GPU cluster). Once the copy is gone, the room is free.
+func TestUnschedulableEditKeepsTheRunningCopysReservation(t *testing.T) {
+	tests := []struct {
+		name string
+		// gone: east reports web's copy gone before api comes.
+		gone bool
+		want []string
+	}{
+		{name: "the copy keeps running", want: []string{"Apply west"}},
+		{name: "the copy is gone", gone: true, want: []string{"Apply east"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWest()
+			web := deploymentVersion("web", "1", 6, nil)
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			f.confirm("east", web)
+			grown := deploymentVersion("web", "2", 6, func(o map[string]any) {
+				firstContainer(o)["resources"] = map[string]any{"requests": map[string]any{"cpu": "100"}}
+			})
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
+			if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable || !strings.Contains(v.Message, "the copy on east keeps running") {
+				t.Fatalf("verdict %s %q, want Unschedulable with the copy on east running", v.Status, v.Message)
+			}
+			if tt.gone {
+				f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+					&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Gone: true})
+			}
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			api := deploymentVersion("api", "1", 4, nil)
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(api.Ref()), api)
+			if got := f.decisions(mark); !equal(got, tt.want) {
+				t.Errorf("api's decisions = %v, want %v (east has 8 cpu, web's copy 6 pods of 1 cpu)", got, tt.want)
+			}
+		})
+	}
+}
+
 // A Divide copy's status is judged against its cluster's share, as the copy runs it: a workload whose copies
 // each completed their share is left where it ran when its policy changes, which it would not be were each
 // copy judged against the whole replica count.

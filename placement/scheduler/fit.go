@@ -61,11 +61,10 @@ func ownReservations(st State, workloads []*structs.Workload) map[string]map[str
 	var capacities []*structs.ClusterCapacity
 	for _, wl := range workloads {
 		runsOn := wl.RunsOn()
-		if wl.Placement != nil {
-			for _, r := range st.ReservationsOf(wl.ID) {
-				for _, n := range r.Nodes {
-					add(n.Cluster, n.Node, n.Request)
-				}
+		// A workload placed nowhere now keeps the reservation of the copies it kept running (Kept).
+		for _, r := range st.ReservationsOf(wl.ID) {
+			for _, n := range r.Nodes {
+				add(n.Cluster, n.Node, n.Request)
 			}
 		}
 		if len(runsOn) == 0 {

@@ -380,7 +380,24 @@ func (s *Store) KeepOn(seq uint64, workloadID string, clusters []string) error {
 		next := *raw.(*structs.Workload)
 		next.ModifyIndex = w.seq
 		next.Kept = slices.Clone(clusters)
-		return w.insert(TableWorkloads, &next)
+		if err := w.insert(TableWorkloads, &next); err != nil {
+			return err
+		}
+		// What the workload's reservation holds on a cluster it no longer runs on is no copy's room.
+		if r := next.Reservation; r != nil {
+			var dropped []structs.NodeReservation
+			for _, n := range r.Nodes {
+				if !slices.Contains(clusters, n.Cluster) {
+					dropped = append(dropped, n)
+				}
+			}
+			for _, n := range dropped {
+				if err := w.releaseNode(r, n.Cluster, n.Node); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
 	})
 }
 
@@ -522,20 +539,26 @@ func (w *writeTxn) applyDecision(d *structs.Decision, expires int64) error {
 	if old.Generation != d.Generation {
 		return fmt.Errorf("%w: workload is at generation %d, decision was for %d", ErrStalePlan, old.Generation, d.Generation)
 	}
-	w.releaseWorkload(old)
 	wl := *old
 	wl.ModifyIndex = w.seq
 	wl.Placement = nil
-	wl.Reservation = nil
 	switch {
 	case d.Status == structs.StatusPlaced:
+		w.releaseWorkload(old)
 		wl.Placement = &structs.Placement{DecisionID: d.ID, Policy: d.Policy, Generation: d.Generation,
 			Clusters: slices.Clone(d.Clusters), Replicas: maps.Clone(d.Replicas)}
 		wl.Reservation = w.reserve(d, old, expires)
 		wl.Kept = nil
-	case old.Placement != nil:
-		// Placed nowhere now, its copies keep running where it was placed (the placer takes none down).
-		wl.Kept = slices.Clone(old.Placement.Clusters)
+	case d.Status != structs.StatusRemoved && (old.Placement != nil || len(old.Kept) > 0):
+		// Placed nowhere now, its copies keep running where it was placed (the placer takes none down), and
+		// so does its reservation: the copies' pods are coming to take that room, whatever the verdict says.
+		// It goes as any reservation does (the pods reported, its TTL, a copy gone: KeepOn).
+		if old.Placement != nil {
+			wl.Kept = slices.Clone(old.Placement.Clusters)
+		}
+	default:
+		w.releaseWorkload(old)
+		wl.Reservation = nil
 	}
 	return w.insert(TableWorkloads, &wl)
 }

@@ -170,7 +170,8 @@ type Workload struct {
 	// Placement is where the workload was last placed, nil when it is not placed.
 	Placement *Placement
 	// Reservation is the capacity the placement still holds on nodes whose pods the clusters have not reported,
-	// nil when none (not placed, every pod reported, or expired). It is stored with the workload, which every
+	// nil when none (neither placed nor Kept, every pod reported, or expired). A workload placed nowhere now keeps
+	// the reservation of the copies it kept running. It is stored with the workload, which every
 	// decision rewrites anyway, so a decision costs one write.
 	Reservation *Reservation
 	// Avoid maps clusters the workload is kept off to why (see WorkloadInfo.Avoid).
