@@ -113,6 +113,9 @@ func (r AuditRecord) Summary() string {
 		}
 		return s
 	case *schemas.PlacementApplied:
+		if p.ResourceVersion == "" { // a Delete leaves no object to have one
+			return fmt.Sprintf("%s %s applied on %s (sequence %d)", p.Workload.Key(), p.Action, p.Cluster, p.Sequence)
+		}
 		return fmt.Sprintf("%s %s applied on %s (sequence %d, resourceVersion %s)", p.Workload.Key(), p.Action, p.Cluster, p.Sequence, p.ResourceVersion)
 	case *schemas.PlacementFailed:
 		return fmt.Sprintf("%s %s FAILED on %s after %d attempts: %s", p.Workload.Key(), p.Action, p.Cluster, p.Attempts, p.Error)

@@ -115,6 +115,7 @@ func TestAuditTailShowsWhatIsNoEvent(t *testing.T) {
 
 // TestAuditSummaryOfFleetEvents: every kind of event has a line of its own, not its type said twice.
 func TestAuditSummaryOfFleetEvents(t *testing.T) {
+	jobRef := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ml", Name: "train"}
 	tests := []struct {
 		payload schemas.Payload
 		want    string
@@ -122,6 +123,11 @@ func TestAuditSummaryOfFleetEvents(t *testing.T) {
 		{&schemas.PlacerTick{Time: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}, "placer tick at 2026-11-30T12:00:00Z"},
 		{&schemas.NodeDeleted{Cluster: "east", Name: "gpu-3"}, "node east/gpu-3 deleted"},
 		{&schemas.ClusterHeartbeat{Cluster: "east"}, "heartbeat from east"},
+		{&schemas.PlacementApplied{Workload: jobRef, Cluster: "east", Action: schemas.ActionApply, Sequence: 7, ResourceVersion: "41"},
+			"PyTorchJob.kubeflow.org/ml/train Apply applied on east (sequence 7, resourceVersion 41)"},
+		// A Delete leaves no object, so no resourceVersion: the line does not show an empty one.
+		{&schemas.PlacementApplied{Workload: jobRef, Cluster: "east", Action: schemas.ActionDelete, Sequence: 8},
+			"PyTorchJob.kubeflow.org/ml/train Delete applied on east (sequence 8)"},
 	}
 	for _, tt := range tests {
 		if got := (AuditRecord{Payload: tt.payload}).Summary(); got != tt.want {
