@@ -88,6 +88,9 @@ func analysisSummary(a *schemas.Analysis) string {
 	if a.Error != "" {
 		return "analysis failed: " + a.Error
 	}
+	if a.ResourceInterface == "" && a.TotalPods == 0 && len(a.Components) == 0 {
+		return "described by no ResourceInterface: asks for nothing"
+	}
 	return fmt.Sprintf("analyzed by %s: %d pods, requests %s", a.ResourceInterface, a.TotalPods, formatResources(a.TotalRequests))
 }
 

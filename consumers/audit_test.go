@@ -53,6 +53,7 @@ func TestAuditTailLeavesNoConsumers(t *testing.T) {
 // carries a Placed verdict says both.
 func TestAuditSummaryOfAVerdictTellsTheAnalysis(t *testing.T) {
 	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ml", Name: "train", UID: "u"}
+	crdRef := schemas.ObjectRef{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition", Name: "jobs.example.com"}
 	placed := &schemas.PlacementVerdict{Workload: ref, Sequence: 4, Status: schemas.VerdictPlaced, Clusters: []string{"east"},
 		Policy: "gpu", Reasons: map[string]string{"west": "is not Ready"},
 		Analysis: &schemas.Analysis{ResourceInterface: "pytorchjob", TotalPods: 3}}
@@ -69,6 +70,11 @@ func TestAuditSummaryOfAVerdictTellsTheAnalysis(t *testing.T) {
 		{"invalid", &schemas.PlacementVerdict{Workload: ref, Sequence: 5, Status: schemas.VerdictInvalid, Message: "no RI",
 			Analysis: &schemas.Analysis{Error: "no RI"}},
 			"PyTorchJob.kubeflow.org/ml/train analysis failed: no RI, Invalid: no RI"},
+		// A kind no ResourceInterface describes (a CRD copied by a Duplicate policy) is copied as it is.
+		{"kind without an RI", &schemas.PlacementVerdict{Workload: crdRef, Sequence: 7, Status: schemas.VerdictPlaced,
+			Clusters: []string{"east", "west"}, Policy: "frameworks", Analysis: &schemas.Analysis{}},
+			"CustomResourceDefinition.apiextensions.k8s.io/jobs.example.com described by no ResourceInterface: asks for nothing, " +
+				"Placed on east,west by policy frameworks"},
 		{"without analysis", &schemas.PlacementVerdict{Workload: ref, Sequence: 6, Status: schemas.VerdictUnschedulable},
 			"PyTorchJob.kubeflow.org/ml/train Unschedulable"},
 	}
