@@ -105,13 +105,23 @@ func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
 	for _, v := range g.own {
 		ownTotal = ownTotal.Add(v)
 	}
+	// Every resource the cluster lacks is named, as kube-scheduler names each insufficient one: a reason that
+	// named only the first (memory, before the 16 GPUs a CPU-only cluster lacks) sent users after the lesser one.
+	reason := ""
 	for i, want := range g.demand {
 		if want == 0 {
 			continue
 		}
 		if free := cc.Free.Get(i) + ownTotal.Get(i); want > free {
-			return c.totalReason(i, want, free)
+			if reason == "" {
+				reason = c.totalReason(i, want, free)
+			} else {
+				reason += ", and " + strings.TrimPrefix(c.totalReason(i, want, free), "needs ")
+			}
 		}
+	}
+	if reason != "" {
+		return reason
 	}
 	podFits := func(it item) string {
 		for i, want := range it.group.Request {

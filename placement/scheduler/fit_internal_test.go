@@ -278,33 +278,35 @@ func TestPackMatchesReference(t *testing.T) {
 }
 
 // TestBoundCheckReasons pins the texts of the cluster-level bound check, written by hand from its rules: the
-// gang's total against the cluster's free first, then each pod against the largest free on one node.
+// gang's total against the cluster's free first, naming every resource it lacks, then each pod against the
+// largest free on one node.
 func TestBoundCheckReasons(t *testing.T) {
 	rt := structs.NewResourceTable().With(corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("1")})
 	gpu, _ := rt.Index("nvidia.com/gpu")
-	vec := func(gpus int64) structs.Vector {
+	vec := func(gpus, memGi int64) structs.Vector {
 		v := make(structs.Vector, rt.Len())
-		v[gpu] = gpus
+		v[gpu], v[structs.ResourceMemory] = gpus, memGi<<30
 		return v
 	}
-	worker := &structs.PodGroup{Component: "worker", Count: 2, Request: vec(4)}
-	g := &gang{items: []item{{group: worker, count: 2}}, demand: vec(8)}
+	worker := &structs.PodGroup{Component: "worker", Count: 2, Request: vec(4, 8)}
+	g := &gang{items: []item{{group: worker, count: 2}}, demand: vec(8, 16)}
 	cases := []struct {
-		name       string
-		free, most int64
-		mostOn     string
-		want       string
+		name                  string
+		free, most, freeMemGi int64
+		mostOn                string
+		want                  string
 	}{
-		{"fits", 8, 4, "n1", ""},
-		{"total short", 6, 4, "n1", "needs nvidia.com/gpu 8 in total, 6 free"},
-		{"no node big enough", 12, 2, "n1", "pod worker (nvidia.com/gpu 4) fits no node: largest free 2 on n1"},
-		{"no node named", 12, 0, "", "pod worker (nvidia.com/gpu 4) fits no node: no node has nvidia.com/gpu free"},
+		{"fits", 8, 4, 64, "n1", ""},
+		{"total short", 6, 4, 64, "n1", "needs nvidia.com/gpu 8 in total, 6 free"},
+		{"total short of two resources", 0, 0, 10, "n1", "needs memory 16Gi in total, 10Gi free, and nvidia.com/gpu 8 in total, 0 free"},
+		{"no node big enough", 12, 2, 64, "n1", "pod worker (nvidia.com/gpu 4) fits no node: largest free 2 on n1"},
+		{"no node named", 12, 0, 64, "", "pod worker (nvidia.com/gpu 4) fits no node: no node has nvidia.com/gpu free"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cc := &structs.ClusterCapacity{Name: "c", Free: vec(tc.free), MaxFree: vec(tc.most),
+			cc := &structs.ClusterCapacity{Name: "c", Free: vec(tc.free, tc.freeMemGi), MaxFree: vec(tc.most, tc.freeMemGi),
 				MaxFreeNode: make([]string, rt.Len())}
-			cc.MaxFreeNode[gpu] = tc.mostOn
+			cc.MaxFreeNode[gpu], cc.MaxFreeNode[structs.ResourceMemory] = tc.mostOn, tc.mostOn
 			c := &cycle{rt: rt}
 			if got := c.boundCheck(cc, g); got != tc.want {
 				t.Errorf("boundCheck = %q, want %q", got, tc.want)
