@@ -26,7 +26,9 @@ func newAnalyzeCommand() *cobra.Command {
 			"reserve for each. Without --ri the built-in ResourceInterfaces are used; with --ri only the given RI\n" +
 			"files are (Karta compatibility mode). The RI is chosen by the CR's group, version and kind.\n" +
 			"A file of several documents, or a List, is read object by object: objects no RI describes (a\n" +
-			"ConfigMap beside the CR) are skipped with a warning, and -o json prints an array of reports.",
+			"ConfigMap beside the CR) are skipped with a warning, and -o json prints an array of reports. A CR\n" +
+			"whose analysis fails is named with its line and the reason after the others are printed, and the\n" +
+			"command then exits non-zero.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runAnalyze(cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr(), riFiles, args[0], output)
@@ -61,6 +63,9 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 	}
 	analyzed := 0
 	var reports []karta.Report // -o json of several CRs prints them as one array
+	// A CR of several that cannot be analyzed is reported at the end, with the others analyzed: one bad CR
+	// in a file of samples hid the analysis of every other (all of them, with -o json).
+	var failed []error
 	for _, parsed := range objects {
 		source := crFile
 		if len(objects) > 1 {
@@ -70,6 +75,10 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 		var noRI *noResourceInterfaceError
 		if len(objects) > 1 && errors.As(err, &noRI) {
 			_, _ = fmt.Fprintf(warnings, "fleetflow analyze: %v; skipped\n", err)
+			continue
+		}
+		if err != nil && len(objects) > 1 {
+			failed = append(failed, err)
 			continue
 		}
 		if err != nil {
@@ -96,13 +105,15 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 		}
 		analyzed++
 	}
-	if analyzed == 0 {
+	if analyzed == 0 && len(failed) == 0 {
 		return fmt.Errorf("%s: none of its %d objects is a kind a ResourceInterface describes", crFile, len(objects))
 	}
 	if reports != nil {
-		return writeJSON(w, reports)
+		if err := writeJSON(w, reports); err != nil {
+			return err
+		}
 	}
-	return nil
+	return errors.Join(failed...)
 }
 
 func writeJSON(w io.Writer, v any) error {

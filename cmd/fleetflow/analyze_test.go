@@ -308,6 +308,34 @@ func TestAnalyzeReadsEveryObjectOfAStream(t *testing.T) {
 	}
 }
 
+// TestAnalyzeGoesOnPastACRThatFails: in a file of several CRs, one whose analysis fails is reported, naming its
+// line and why, after the others are analyzed and printed; the command still fails.
+func TestAnalyzeGoesOnPastACRThatFails(t *testing.T) {
+	const badDeployment = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\nspec: {replicas: 1.5}\n"
+	other := strings.Replace(testRayCluster, "name: demo", "name: other", 1)
+	file := writeFile(t, "docs.yaml", testRayCluster+"---\n"+badDeployment+"---\n"+other)
+	for _, output := range []string{"json", "table"} {
+		t.Run(output, func(t *testing.T) {
+			var out bytes.Buffer
+			err := runAnalyze(nil, &out, io.Discard, nil, file, output)
+			if err == nil || !strings.Contains(err.Error(), "docs.yaml:") || !strings.Contains(err.Error(), "replica count") {
+				t.Errorf("error %v, want one naming the Deployment's line and its replica count", err)
+			}
+			for _, name := range []string{"demo", "other"} {
+				if !strings.Contains(out.String(), name) {
+					t.Errorf("output lacks RayCluster %s:\n%s", name, out.String())
+				}
+			}
+			if output == "json" {
+				var reports []map[string]any
+				if err := json.Unmarshal(out.Bytes(), &reports); err != nil || len(reports) != 2 {
+					t.Errorf("output %s (%v), want an array of the 2 RayClusters' reports", out.String(), err)
+				}
+			}
+		})
+	}
+}
+
 // TestAProcessRefusesTheRIItsPredecessorDiedEvaluating: a process that stopped while evaluating a user RI (out of
 // memory) leaves that version in its record of evaluations, and the next one refuses it, with a reason, rather
 // than stop again when its rebuild analyzes the workloads of that kind.
