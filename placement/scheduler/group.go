@@ -102,7 +102,7 @@ func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.P
 			kept = append(kept, cand)
 		}
 	}
-	best, owned, _ := c.choose(p, kept, newGang(c.rt, unplaced), unplaced, "", probe)
+	best, owned, rank := c.choose(p, kept, newGang(c.rt, unplaced), unplaced, "", probe)
 	plan := &structs.Plan{}
 	for i, m := range unplaced {
 		d := c.newDecision(m, p)
@@ -114,6 +114,8 @@ func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.P
 		} else {
 			d.Status = structs.StatusPlaced
 			d.Clusters = []string{best.capacity.Name}
+			// The clusters that passed every check but ranked lower have no reason of their own.
+			d.Message = c.rankedBelowMessage(p, best.capacity.Name, rank, false)
 			for _, a := range owned {
 				if a.owner == i {
 					d.Assignments = append(d.Assignments, a.Assignment)

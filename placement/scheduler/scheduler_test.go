@@ -134,6 +134,8 @@ type placeWant struct {
 	// reasons maps a cluster to a substring its reason must contain.
 	reasons map[string]string
 	policy  string
+	// message is a substring the decision's message must contain.
+	message string
 }
 
 // TestPolicyFeatures runs the whole cycle for each policy feature on a fleet built by fixtures. Each case's
@@ -359,6 +361,22 @@ func TestPolicyFeatures(t *testing.T) {
 			want:   placeWant{status: structs.StatusPlaced, clusters: []string{"c-large"}},
 		},
 		{
+			// Both clusters take the group's one member; BinPack picks c-small (6 CPUs left, not 14), and the
+			// verdict says why c-large was passed over, as it does for a workload placed alone.
+			name: "groupBy says why the clusters it passed over rank lower",
+			setup: func(h *placementtest.Harness) {
+				h.AddCluster("c-large")
+				h.AddNodes("c-large", cpuNodes("n", 2, "8"))
+				h.AddCluster("c-small")
+				h.AddNodes("c-small", cpuNodes("n", 1, "8"))
+				h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{GroupBy: &v1alpha1.GroupBy{LabelKey: "team"}}))
+			},
+			workloads: []*placementtest.AnalysisBuilder{placementtest.PyTorchJob("team-a", "ml-a").Component("worker", 1, res("cpu", "2"))},
+			labels:    map[string]string{"team": "ml"},
+			want: placeWant{status: structs.StatusPlaced, clusters: []string{"c-small"},
+				message: "1 other cluster passed every check but ranks below c-small: BinPack prefers the least cpu left free"},
+		},
+		{
 			// 4 replicas at 50/50: 2 per region. us has only a 1-CPU cluster, so the us share fits nowhere and the
 			// whole workload stays unplaced (no partial Divide).
 			name: "Divide is all or nothing when a share fits no cluster of its topology value",
@@ -509,6 +527,9 @@ func checkDecision(t *testing.T, d *structs.Decision, want placeWant) {
 				break
 			}
 		}
+	}
+	if !strings.Contains(d.Message, want.message) {
+		t.Errorf("message = %q, want it to contain %q", d.Message, want.message)
 	}
 	if want.policy != "" && d.Policy != want.policy {
 		t.Errorf("policy = %q, want %q", d.Policy, want.policy)
