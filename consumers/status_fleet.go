@@ -21,6 +21,7 @@ import (
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -382,11 +383,11 @@ func (s *StatusWriter) writePolicyStatus(ctx context.Context, p *schemas.ObjectC
 	})
 }
 
-// kindsWithoutRI lists the kinds a policy names that no RI, built-in or applied, describes, as Kind.group.
-func (s *StatusWriter) kindsWithoutRI(kinds []v1alpha1.GroupKind) []string {
+// kindsWithoutRI lists the kinds a policy names that no RI, built-in or applied, describes, as Kind.group, and
+// for those an RI's kind is a likely misspelling of, what was likely meant.
+func (s *StatusWriter) kindsWithoutRI(kinds []v1alpha1.GroupKind) (out, hints []string) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	var out []string
 	for _, k := range kinds {
 		if !s.ris.HasGroupKind(k.Group, k.Kind) {
 			name := k.Kind
@@ -394,9 +395,34 @@ func (s *StatusWriter) kindsWithoutRI(kinds []v1alpha1.GroupKind) []string {
 				name += "." + k.Group
 			}
 			out = append(out, name)
+			if hint := misspeltKindHint(s.ris, k); hint != "" {
+				hints = append(hints, "for "+name+", did you mean "+hint+"?")
+			}
 		}
 	}
-	return out
+	return out, hints
+}
+
+// misspeltKindHint names the kind an RI describes that k likely misspells: the same kind in another case or in
+// the plural (Kubernetes matches kinds exactly, so such a policy selects nothing), or the same kind in another
+// group; "" when none is close.
+func misspeltKindHint(ris *karta.Registry, k v1alpha1.GroupKind) string {
+	var hints []string
+	for _, ri := range ris.All() {
+		g := ri.GVK
+		switch {
+		case g.Group == k.Group && (strings.EqualFold(g.Kind, k.Kind) || strings.EqualFold(g.Kind+"s", k.Kind) ||
+			strings.EqualFold(g.Kind+"es", k.Kind)):
+			hints = append(hints, "kind "+g.Kind)
+		case g.Kind == k.Kind && g.Group != k.Group:
+			hints = append(hints, "group "+g.Group)
+		}
+	}
+	slices.Sort(hints)
+	if len(hints) == 0 {
+		return ""
+	}
+	return hints[0]
 }
 
 // revalidatePolicies writes again the Accepted condition of every SchedulePolicy once the RIs changed: a
@@ -429,10 +455,13 @@ func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynami
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()+keptInForce
 	} else if _, err := policy.Compile(&sp, s.policyKinds()); err != nil {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, "Invalid", err.Error()+keptInForce
-	} else if undescribed := s.kindsWithoutRI(sp.Spec.ResourceSelectors.Kinds); len(undescribed) > 0 {
+	} else if undescribed, hints := s.kindsWithoutRI(sp.Spec.ResourceSelectors.Kinds); len(undescribed) > 0 {
 		// Not an error (level 1 copies CRDs, Namespaces, ConfigMaps), but a misspelt kind shows here.
 		cond.Message += "; no ResourceInterface describes " + strings.Join(undescribed, ", ") +
 			", so those objects are copied as they are and ask nothing of the clusters' capacity"
+		if len(hints) > 0 {
+			cond.Message += " (" + strings.Join(hints, "; ") + ")"
+		}
 	}
 	cond.Message = kube.FitConditionMessage(cond.Message)
 	var shown v1alpha1.SchedulePolicy

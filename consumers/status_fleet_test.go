@@ -633,3 +633,54 @@ func TestReplicaRevalidatesPoliciesOnceItLearnsAnRI(t *testing.T) {
 		t.Errorf("condition once the RI is followed = %q, want the policy validated again with the RI", message())
 	}
 }
+
+// TestPolicyConditionSuggestsTheKindAMisspeltOneMeans: a policy naming a kind in another case, in the plural or in
+// another group than an RI's is accepted (it may name a kind no RI describes on purpose), and its condition says
+// which described kind was likely meant: Kubernetes matches kinds exactly, so such a policy selects nothing.
+func TestPolicyConditionSuggestsTheKindAMisspeltOneMeans(t *testing.T) {
+	builtins, err := karta.Builtins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name        string
+		group, kind string
+		want        string
+	}{
+		{name: "another case", group: "kubeflow.org", kind: "pytorchjob",
+			want: "(for pytorchjob.kubeflow.org, did you mean kind PyTorchJob?)"},
+		{name: "the plural", group: "ray.io", kind: "RayClusters", want: "(for RayClusters.ray.io, did you mean kind RayCluster?)"},
+		{name: "another group", group: "kubeflow.io", kind: "PyTorchJob",
+			want: "(for PyTorchJob.kubeflow.io, did you mean group kubeflow.org?)"},
+		{name: "a kind no RI is near", group: "example.com", kind: "Widget",
+			want: "no ResourceInterface describes Widget.example.com, so those objects are copied as they are and ask nothing of the clusters' capacity"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
+				"metadata": map[string]any{"name": "p", "uid": "uid-p", "generation": int64(1), "resourceVersion": "1"},
+				"spec": map[string]any{"resourceSelectors": map[string]any{"kinds": []any{
+					map[string]any{"group": tt.group, "kind": tt.kind}}}}}}
+			dynamic := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+				map[schema.GroupVersionResource]string{schedulePolicyResource: "SchedulePolicyList"}, policy)
+			s := NewStatusWriter(&kube.Clients{Dynamic: dynamic}, karta.NewRegistry(builtins...), slog.New(slog.DiscardHandler))
+			if err := s.Handle(t.Context(), delivery(t, 1, schemas.TypePolicyChanged, "fleetflow.events.policy.p",
+				&schemas.ObjectChanged{Object: policy.Object})); err != nil {
+				t.Fatal(err)
+			}
+			obj, err := dynamic.Resource(schedulePolicyResource).Get(t.Context(), "p", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+			if len(conditions) != 1 {
+				t.Fatalf("conditions %v, want the Accepted one", conditions)
+			}
+			c := conditions[0].(map[string]any)
+			message, _ := c["message"].(string)
+			if c["status"] != "True" || !strings.HasSuffix(message, tt.want) {
+				t.Errorf("condition %v %q, want True ending in %q", c["status"], message, tt.want)
+			}
+		})
+	}
+}
