@@ -460,7 +460,7 @@ func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynami
 		cond.Message += "; no ResourceInterface describes " + strings.Join(undescribed, ", ") +
 			", so those objects are copied as they are and ask nothing of the clusters' capacity"
 		if len(hints) > 0 {
-			cond.Message += " (" + strings.Join(hints, "; ") + ")"
+			cond.Message += " (" + strings.Join(hints, " ") + ")"
 		}
 	}
 	cond.Message = kube.FitConditionMessage(cond.Message)

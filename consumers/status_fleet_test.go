@@ -645,6 +645,7 @@ func TestPolicyConditionSuggestsTheKindAMisspeltOneMeans(t *testing.T) {
 	tests := []struct {
 		name        string
 		group, kind string
+		second      *v1alpha1.GroupKind
 		want        string
 	}{
 		{name: "another case", group: "kubeflow.org", kind: "pytorchjob",
@@ -652,15 +653,20 @@ func TestPolicyConditionSuggestsTheKindAMisspeltOneMeans(t *testing.T) {
 		{name: "the plural", group: "ray.io", kind: "RayClusters", want: "(for RayClusters.ray.io, did you mean kind RayCluster?)"},
 		{name: "another group", group: "kubeflow.io", kind: "PyTorchJob",
 			want: "(for PyTorchJob.kubeflow.io, did you mean group kubeflow.org?)"},
+		{name: "two kinds", group: "kubeflow.org", kind: "pytorchjob", second: &v1alpha1.GroupKind{Group: "ray.io", Kind: "RayClusters"},
+			want: "(for pytorchjob.kubeflow.org, did you mean kind PyTorchJob? for RayClusters.ray.io, did you mean kind RayCluster?)"},
 		{name: "a kind no RI is near", group: "example.com", kind: "Widget",
 			want: "no ResourceInterface describes Widget.example.com, so those objects are copied as they are and ask nothing of the clusters' capacity"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			kinds := []any{map[string]any{"group": tt.group, "kind": tt.kind}}
+			if tt.second != nil {
+				kinds = append(kinds, map[string]any{"group": tt.second.Group, "kind": tt.second.Kind})
+			}
 			policy := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
 				"metadata": map[string]any{"name": "p", "uid": "uid-p", "generation": int64(1), "resourceVersion": "1"},
-				"spec": map[string]any{"resourceSelectors": map[string]any{"kinds": []any{
-					map[string]any{"group": tt.group, "kind": tt.kind}}}}}}
+				"spec":     map[string]any{"resourceSelectors": map[string]any{"kinds": kinds}}}}
 			dynamic := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 				map[schema.GroupVersionResource]string{schedulePolicyResource: "SchedulePolicyList"}, policy)
 			s := NewStatusWriter(&kube.Clients{Dynamic: dynamic}, karta.NewRegistry(builtins...), slog.New(slog.DiscardHandler))
