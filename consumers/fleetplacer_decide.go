@@ -190,8 +190,17 @@ func (p *Placer) placedBack(d *structs.Decision) {
 func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 	for _, id := range slices.Sorted(maps.Keys(touched.invalid)) {
 		e := p.workloads[id]
+		message := touched.invalid[id]
+		// An edit the RI cannot read is not carried out: the copy of the version before keeps running.
+		note, err := p.stillRunning(e, "once it can be analyzed")
+		if err != nil {
+			return err
+		}
+		if note != "" {
+			message += "; " + note
+		}
 		v := &schemas.PlacementVerdict{Workload: e.ref, Sequence: p.seq, Status: schemas.VerdictInvalid,
-			Message: touched.invalid[id], ViewSequence: p.store.Snapshot().Index(), Analysis: e.verdictAnalysis}
+			Message: message, ViewSequence: p.store.Snapshot().Index(), Analysis: e.verdictAnalysis}
 		if err := p.publishVerdict(ctx, e, v); err != nil {
 			return err
 		}
@@ -212,7 +221,7 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 			}
 			continue
 		}
-		note, err := p.stillRunning(e)
+		note, err := p.stillRunning(e, "once a cluster fits it")
 		if err != nil {
 			return err
 		}
@@ -392,9 +401,9 @@ func (e *workloadEntry) setAnalysis(a *karta.Analysis, analysisErr string) {
 }
 
 // stillRunning says where a workload no cluster takes now still runs, and whether that copy is of an earlier
-// version, which stays until a cluster fits this one: "" when it runs nowhere. Without it, a user whose edit
-// made a running workload Unschedulable would not know the edit is not carried out.
-func (p *Placer) stillRunning(e *workloadEntry) (string, error) {
+// version, which stays until this one can be applied (until says when): "" when it runs nowhere. Without it, a
+// user whose edit made a running workload Unschedulable or Invalid would not know the edit is not carried out.
+func (p *Placer) stillRunning(e *workloadEntry, until string) (string, error) {
 	if e.deleted || e.objectJSON == nil {
 		return "", nil
 	}
@@ -418,7 +427,7 @@ func (p *Placer) stillRunning(e *workloadEntry) (string, error) {
 	}
 	note := "the copy on " + strings.Join(clusters, ", ") + " keeps running"
 	if earlier {
-		note += " the version applied before; this version is applied once a cluster fits it"
+		note += " the version applied before; this version is applied " + until
 	}
 	return note, nil
 }

@@ -1695,6 +1695,22 @@ func TestUnschedulableVerdictSaysWhatStillRuns(t *testing.T) {
 	}
 }
 
+// An edit that makes a running workload Invalid (its RI cannot read it) is not carried out either: the verdict
+// says the copy keeps running the version applied before, as for an edit no cluster fits. Before, it gave only
+// the analysis error, and nothing said whether the workload still ran.
+func TestInvalidVerdictSaysWhatStillRuns(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	f.placedWebOnEast()
+	broken := deploymentVersion("web", "2", 1, func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = 1.5 })
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(broken.Ref()), broken)
+	v := f.lastVerdictSent()
+	want := "the copy on east keeps running the version applied before; this version is applied once it can be analyzed"
+	if v.Status != schemas.VerdictInvalid || !strings.Contains(v.Message, "replica count") || !strings.Contains(v.Message, want) {
+		t.Errorf("verdict %s %q, want Invalid with the analysis error, saying %q", v.Status, v.Message, want)
+	}
+}
+
 // A workload edited past every cluster keeps its copy running where it was placed, and until the cluster reports
 // that copy's pods, its reservation still holds their room: the next workload does not take it. Before, the
 // Unschedulable verdict gave the reservation back at once, and a job placed seconds later on the room the
