@@ -14,6 +14,7 @@ import (
 
 	jsoniter "github.com/json-iterator/go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -534,6 +535,9 @@ func decodeTemplate(v any, form specForm) (*decodedTemplate, error) {
 			err = decodeValue(v, t)
 		}
 		if err != nil {
+			if bad := badQuantity(v, form); bad != nil {
+				return nil, uncountableError{bad}
+			}
 			return nil, err
 		}
 	}
@@ -545,7 +549,8 @@ func decodeTemplate(v any, form specForm) (*decodedTemplate, error) {
 	return d, nil
 }
 
-// uncountableError is a template that decodes, and asks for a quantity fleetflow cannot count.
+// uncountableError is a template that asks for a quantity fleetflow cannot count: one that does not parse, or
+// one the API refuses.
 type uncountableError struct{ error }
 
 func (e uncountableError) Unwrap() error { return e.error }
@@ -614,6 +619,69 @@ func uncountableResource(spec *corev1.PodSpec) error {
 		}
 	}
 	return check("overhead: ", &corev1.ResourceRequirements{Requests: spec.Overhead})
+}
+
+// badQuantity names the first resource quantity of a pod template (a PodSpec for specPodSpec) that does not
+// parse, by the field a user wrote. The decoder's own error names Go types and byte offsets instead; it is only
+// looked for once decoding failed.
+func badQuantity(v any, form specForm) error {
+	spec, _ := v.(map[string]any)
+	prefix := ""
+	if form != specPodSpec {
+		spec, _ = spec["spec"].(map[string]any)
+		prefix = "spec."
+	}
+	if spec == nil {
+		return nil
+	}
+	quantities := func(path string, list any) error {
+		l, _ := list.(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(l)) {
+			if err := parseQuantityValue(l[name]); err != nil {
+				return fmt.Errorf("%s.%s: %w", path, name, err)
+			}
+		}
+		return nil
+	}
+	resources := func(path string, r any) error {
+		rm, _ := r.(map[string]any)
+		if err := quantities(path+".requests", rm["requests"]); err != nil {
+			return err
+		}
+		return quantities(path+".limits", rm["limits"])
+	}
+	for _, field := range []string{"initContainers", "containers"} {
+		list, _ := spec[field].([]any)
+		for i, c := range list {
+			container, _ := c.(map[string]any)
+			name := strconv.Itoa(i)
+			if n, ok := container["name"].(string); ok && n != "" {
+				name = n
+			}
+			if err := resources(fmt.Sprintf("%s%s[%s].resources", prefix, field, name), container["resources"]); err != nil {
+				return err
+			}
+		}
+	}
+	if err := resources(prefix+"resources", spec["resources"]); err != nil {
+		return err
+	}
+	return quantities(prefix+"overhead", spec["overhead"])
+}
+
+// parseQuantityValue says why a decoded JSON value is no Kubernetes quantity, which is a string or a number.
+func parseQuantityValue(v any) error {
+	switch q := v.(type) {
+	case string:
+		if _, err := resource.ParseQuantity(q); err != nil {
+			return fmt.Errorf("%q is not a quantity: %w", q, err)
+		}
+		return nil
+	case float64, int, int64, *big.Int:
+		return nil
+	default:
+		return fmt.Errorf("%s is not a quantity: want a string such as \"500m\" or \"2Gi\", or a number", typeName(v))
+	}
 }
 
 // extendedResource reports whether name is an extended resource (nvidia.com/gpu), which the API takes in whole

@@ -228,6 +228,29 @@ metadata: {name: neg, namespace: ml}
 spec:
   template: {spec: {containers: [{name: web, resources: {requests: {nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "2"}}}]}}`,
 			`containers[web]: resources.requests.nvidia.com/gpu: 1 is not its limit 2`},
+		// A quantity that does not parse is named by its field, not by the decoder's Go types and byte offsets.
+		{"a quantity that does not parse", `
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: neg, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, resources: {requests: {cpu: lots}}}]}}}`,
+			`value 0: spec.containers[pytorch].resources.requests.cpu: "lots" is not a quantity: quantities must match`},
+		{"an init container's limit that is an object", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: neg, namespace: ml}
+spec:
+  template: {spec: {initContainers: [{name: fetch, resources: {limits: {memory: {size: 2}}}}], containers: [{name: web}]}}`,
+			`spec.initContainers[fetch].resources.limits.memory: an object is not a quantity`},
+		{"a pod overhead that does not parse", `
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: neg, namespace: ml}
+spec:
+  template: {spec: {overhead: {cpu: 1x}, containers: [{name: web}]}}`,
+			`spec.overhead.cpu: "1x" is not a quantity`},
 	}
 	reg := builtinRegistry(t)
 	for _, tt := range tests {
