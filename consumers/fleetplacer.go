@@ -44,6 +44,9 @@ type PlacerConfig struct {
 	// StatePruneGrace is how long after a deleted workload is gone (TakeGone) what the state stream keeps of
 	// it is pruned, so the reports that follow its Deletes go with it (default 1m, see pipeline.RunPlacer).
 	StatePruneGrace time.Duration
+	// FailedApplyRetry is how long after an applier gave up on an Apply (forbidden, invalid, an old CRD) it is
+	// sent again when nothing else changed (default 5m): what was refused may be fixed in the cluster.
+	FailedApplyRetry time.Duration
 }
 
 func (c PlacerConfig) withDefaults() PlacerConfig {
@@ -55,6 +58,9 @@ func (c PlacerConfig) withDefaults() PlacerConfig {
 	}
 	if c.ReservationTTL <= 0 {
 		c.ReservationTTL = state.DefaultReservationTTL
+	}
+	if c.FailedApplyRetry <= 0 {
+		c.FailedApplyRetry = 5 * time.Minute
 	}
 	return c
 }
@@ -194,10 +200,11 @@ type workloadEntry struct {
 	// still be there, so the Delete is sent again once the cluster is Ready.
 	redelete map[string]bool
 	// reapply holds the clusters whose applier gave up on the workload's last Apply there; set true once the
-	// cluster changed since (Ready again, new APIs, labels or taints), which has the Apply sent again the next
-	// time the workload is placed there: a cluster that did not answer for a while, or lacked the kind, may
-	// take it now. A workload placed where its Apply failed would otherwise keep its earlier version there
-	// for good. Not sent again before the cluster changed, or a refused Apply would come back every minute.
+	// cluster changed since (Ready again, new APIs, labels or taints), or FailedApplyRetry passed, which has the
+	// Apply sent again the next time the workload is placed there: a cluster that did not answer for a while,
+	// lacked the kind, refused it by RBAC, a webhook or an older CRD may take it now. A workload placed where its
+	// Apply failed would otherwise keep its earlier version there for good. Not sent again sooner, or a refused
+	// Apply would come back every minute.
 	reapply map[string]bool
 	// finished lists clusters whose copy last reported a Completed or Failed phase: such a copy that goes
 	// (a TTL after finishing, a user's cleanup) is not applied again, which would run the job again.
@@ -232,10 +239,12 @@ type publishedDecision struct {
 	namespaceLabels string
 }
 
-// failedApply is an Apply an applier gave up on: its decision sequence and the API error.
+// failedApply is an Apply an applier gave up on: its decision sequence, the API error, and when the placer
+// learnt of it (zero until a tick while rebuilding), from which FailedApplyRetry counts.
 type failedApply struct {
 	sequence uint64
 	err      string
+	at       time.Time
 }
 
 // appliedPlacement is what an Apply read while rebuilding says about where its workload is placed.

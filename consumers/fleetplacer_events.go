@@ -1095,7 +1095,7 @@ func (p *Placer) onApplyFailed(f *schemas.PlacementFailed, touched *touchedSet, 
 		if e.applyFailed == nil {
 			e.applyFailed = map[string]failedApply{}
 		}
-		e.applyFailed[f.Cluster] = failedApply{sequence: f.Sequence, err: f.Error}
+		e.applyFailed[f.Cluster] = failedApply{sequence: f.Sequence, err: f.Error, at: p.now}
 		p.leaving[e.id] = struct{}{}
 	}
 	if last := e.published[f.Cluster]; last.action == schemas.ActionApply && last.sequence == f.Sequence {
@@ -1214,8 +1214,30 @@ func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
 		if err := p.leaveFailedApplies(e, true, touched); err != nil {
 			return err
 		}
+		p.retryFailedApplies(e, touched)
 	}
 	return nil
+}
+
+// retryFailedApplies has each Apply an applier gave up on sent again once FailedApplyRetry passed since, for a
+// workload still placed there (leaveFailedApplies keeps only those): the cluster may take it now (its RBAC, a
+// webhook or the kind's CRD fixed), and nothing else tells. A failure recorded while rebuilding counts from the
+// first tick.
+func (p *Placer) retryFailedApplies(e *workloadEntry, touched *touchedSet) {
+	for cluster, failed := range e.applyFailed {
+		if failed.at.IsZero() {
+			failed.at = p.now
+			e.applyFailed[cluster] = failed
+			continue
+		}
+		if retry, ok := e.reapply[cluster]; !ok || retry || p.now.Sub(failed.at) < p.config.FailedApplyRetry {
+			continue
+		}
+		p.log.Info("sending again an Apply the applier gave up on", "workload", e.ref.Key(), "cluster", cluster,
+			"failed_at", failed.at, "error", failed.err)
+		e.reapply[cluster] = true
+		touched.add(e.id)
+	}
 }
 
 // FleetCounts counts the workloads of the placer's view, placed or not, and its clusters, Ready or not. It reads

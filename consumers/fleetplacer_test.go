@@ -1144,6 +1144,65 @@ func TestApplyAnApplierGaveUpOnMovesOnlyWhenThePolicyAsks(t *testing.T) {
 	}
 }
 
+// TestApplyGivenUpIsSentAgainAfterTheRetryInterval: an Apply its applier gave up on (here refused by RBAC in the
+// workload cluster) for a workload that stays there is sent again once FailedApplyRetry passed, though nothing the
+// placer sees changed: an administrator may have fixed the cluster. Not sooner, and after another refusal only
+// once the interval passed again.
+func TestApplyGivenUpIsSentAgainAfterTheRetryInterval(t *testing.T) {
+	const retry = 2 * time.Minute
+	const forbidden = `deployments.apps "web" is forbidden: User "fleetflow" cannot patch resource "deployments"`
+	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: time.Hour, FailedApplyRetry: retry})
+	f.eastThenWestWith(nil)
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	applied := f.lastDecision()
+	if applied.Action != schemas.ActionApply || applied.Cluster != "east" {
+		t.Fatalf("first decision = %s on %s, want an Apply on east", applied.Action, applied.Cluster)
+	}
+	at := f.now
+	tick := func(after time.Duration) []string {
+		t.Helper()
+		mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+		f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: at.Add(after)})
+		return f.decisions(mark)
+	}
+	// The placer's clock is the stream's: each report is stored between the ticks around it.
+	gaveUp := func(seq uint64, after time.Duration) {
+		t.Helper()
+		ref := web.Ref()
+		f.deliverStored(schemas.TypePlacementFailed, schemas.PlacementSubject("east", ref), &schemas.PlacementFailed{
+			DecisionID: fmt.Sprintf("%s/%d/Apply/east", ref.UID, seq), Workload: ref, Cluster: "east",
+			Action: schemas.ActionApply, Sequence: seq, Error: forbidden, Attempts: 5}, at.Add(after))
+	}
+	gaveUp(applied.Sequence, time.Second)
+	for _, step := range []struct {
+		after time.Duration
+		want  []string
+	}{
+		{after: 2 * time.Second},
+		{after: retry},
+		{after: retry + 2*time.Second, want: []string{"Apply east"}},
+		{after: retry + 4*time.Second},
+	} {
+		if got := tick(step.after); !equal(got, step.want) {
+			t.Fatalf("decisions at tick +%s = %v, want %v", step.after, got, step.want)
+		}
+	}
+	gaveUp(f.lastDecision().Sequence, retry+5*time.Second)
+	for _, step := range []struct {
+		after time.Duration
+		want  []string
+	}{
+		{after: retry + 6*time.Second},
+		{after: 2*retry + 4*time.Second},
+		{after: 2*retry + 6*time.Second, want: []string{"Apply east"}},
+	} {
+		if got := tick(step.after); !equal(got, step.want) {
+			t.Fatalf("decisions at tick +%s after the second refusal = %v, want %v", step.after, got, step.want)
+		}
+	}
+}
+
 // TestApplyGivenUpIsSentAgainOnceTheClusterIsBack: an Apply its applier gave up on while the cluster did not
 // answer, for a workload that stays there (its policy does not reschedule on failure), is sent again once
 // the cluster is Ready again, and only then; without it the copy would keep the earlier version for good.

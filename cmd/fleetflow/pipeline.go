@@ -220,14 +220,15 @@ func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 }
 
 type placerFlags struct {
-	heartbeatTimeout, pendingTimeout, reservationTTL, statePruneGrace time.Duration
-	gcPercent                                                         int
+	heartbeatTimeout, pendingTimeout, reservationTTL, statePruneGrace, failedApplyRetry time.Duration
+	gcPercent                                                                           int
 }
 
 func (f *placerFlags) register(flags *pflag.FlagSet) {
 	flags.DurationVar(&f.heartbeatTimeout, "heartbeat-timeout", 30*time.Second, "a cluster silent this long is NotReady and its workloads fail over")
 	flags.DurationVar(&f.pendingTimeout, "pending-timeout", 5*time.Minute, "a workload whose pods pend this long moves to another cluster that fits")
 	flags.DurationVar(&f.reservationTTL, "reservation-ttl", 5*time.Minute, "how long a decision's reservations hold capacity before the cluster shows the pods")
+	flags.DurationVar(&f.failedApplyRetry, "failed-apply-retry", 5*time.Minute, "how long after an applier gave up on an Apply (forbidden, invalid, an old CRD) it is sent again, when nothing else retried it")
 	flags.DurationVar(&f.statePruneGrace, "state-prune-grace", time.Minute, "how long after the Deletes of a deleted workload's copies are stored what the state stream keeps of it is pruned")
 	flags.IntVar(&f.gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of this process (the fleet view is long-lived, so collecting less often saves CPU for memory); $GOGC wins when set, 0 keeps Go's default")
 }
@@ -235,7 +236,8 @@ func (f *placerFlags) register(flags *pflag.FlagSet) {
 // validate refuses durations a placer cannot work with; zero or less would otherwise quietly mean a default.
 func (f *placerFlags) validate() error {
 	if err := positiveDurations(map[string]time.Duration{"--heartbeat-timeout": f.heartbeatTimeout,
-		"--pending-timeout": f.pendingTimeout, "--reservation-ttl": f.reservationTTL, "--state-prune-grace": f.statePruneGrace}); err != nil {
+		"--pending-timeout": f.pendingTimeout, "--reservation-ttl": f.reservationTTL, "--state-prune-grace": f.statePruneGrace,
+		"--failed-apply-retry": f.failedApplyRetry}); err != nil {
 		return err
 	}
 	return validGCPercent(f.gcPercent)
@@ -264,7 +266,7 @@ func (f *placerFlags) tuneGC() { pipeline.TuneGCForPlacer(f.gcPercent, slog.Defa
 
 func (f *placerFlags) config() consumers.PlacerConfig {
 	return consumers.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL,
-		StatePruneGrace: f.statePruneGrace}
+		StatePruneGrace: f.statePruneGrace, FailedApplyRetry: f.failedApplyRetry}
 }
 
 func newRunCommand() *cobra.Command {
