@@ -30,10 +30,13 @@ type Cluster struct {
 
 // NodeGroup is Count identical nodes named Name-0 .. Name-(Count-1), or one node named Name when Count is 0.
 type NodeGroup struct {
-	Name        string              `json:"name"`
-	Count       int                 `json:"count,omitempty"`
-	Labels      map[string]string   `json:"labels,omitempty"`
-	Taints      []corev1.Taint      `json:"taints,omitempty"`
+	Name   string            `json:"name"`
+	Count  int               `json:"count,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Taints []corev1.Taint    `json:"taints,omitempty"`
+	// Allocatable is each node's status.allocatable, and only that: a resource left out is none, as for
+	// kube-scheduler, so a pod asking for ephemeral-storage (many vLLM and Ray samples do), hugepages or a device
+	// fits only nodes that list it. A kubelet always reports cpu, memory, ephemeral-storage and pods.
 	Allocatable corev1.ResourceList `json:"allocatable"`
 	// Requested is what running pods already use on each node of the group.
 	Requested     corev1.ResourceList `json:"requested,omitempty"`
