@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
@@ -34,6 +36,9 @@ type File struct {
 type WorkloadRef struct {
 	File   string         `json:"file,omitempty"`
 	Object map[string]any `json:"object,omitempty"`
+	// Namespace is where a CR that names none goes, as kubectl apply -n puts it (else "default"), so an upstream
+	// sample can be simulated in a namespace that policies select; a CR naming another namespace is an error.
+	Namespace string `json:"namespace,omitempty"`
 }
 
 // FieldError locates a problem of the fleet file by a field path such as "policies[0].spec.scoring".
@@ -116,6 +121,10 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 			errs = append(errs, &FieldError{Path: path + "." + fe.Path, Reason: fe.Reason})
 			continue
 		}
+		if err := setNamespace(obj, ref.Namespace); err != nil {
+			errs = append(errs, &FieldError{Path: path + ".namespace", Reason: err.Error()})
+			continue
+		}
 		key := defaultNamespace(obj)
 		if j, dup := workloadAt[key]; dup {
 			errs = append(errs, &FieldError{Path: path, Reason: fmt.Sprintf("%s is also workloads[%d]; the API server holds one object of a name", key, j)})
@@ -171,6 +180,23 @@ func stringMetadata(obj map[string]any) *FieldError {
 
 func notAString(v any) string {
 	return fmt.Sprintf("want a string, got %T %v (quote it: YAML reads y, n, yes, no, on and off as booleans)", v, v)
+}
+
+// setNamespace puts a workload that names no namespace in namespace (none given: left as is), and refuses one
+// that names another, as kubectl apply -n does.
+func setNamespace(obj map[string]any, namespace string) error {
+	if namespace == "" {
+		return nil
+	}
+	if msgs := validation.IsDNS1123Label(namespace); len(msgs) > 0 {
+		return fmt.Errorf("invalid namespace %q: %s", namespace, strings.Join(msgs, "; "))
+	}
+	meta, _ := obj["metadata"].(map[string]any) // stringMetadata made sure it is an object
+	if own, _ := meta["namespace"].(string); own != "" && own != namespace {
+		return fmt.Errorf("%q, but the object names namespace %q", namespace, own)
+	}
+	meta["namespace"] = namespace
+	return nil
 }
 
 // defaultNamespace puts a workload without a namespace in "default", as kubectl apply would, so namespace

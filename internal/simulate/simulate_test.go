@@ -135,6 +135,12 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 		}, "workloads[1].metadata.name: required"},
 		{"no workloads", func(s string) string { before, _, _ := strings.Cut(s, "workloads:"); return before },
 			"workloads: required: nothing to place; list the CRs as - file: CR.yaml (relative to the fleet file) or - object: {apiVersion"},
+		{"a workload's namespace unlike the object's", func(s string) string {
+			return strings.Replace(s, "- object:", "- namespace: team-b\n  object:", 1)
+		}, `workloads[1].namespace: "team-b", but the object names namespace "team-a"`},
+		{"a workload namespace that is no DNS label", func(s string) string {
+			return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n  namespace: Team_A", 1)
+		}, `workloads[0].namespace: invalid namespace "Team_A"`},
 		{"one workload twice", func(s string) string {
 			return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n- file: train.yaml", 1)
 		},
@@ -188,6 +194,53 @@ workloads:
 	}
 	if len(results) != 1 || results[0].Workload != "Deployment/default/web" || results[0].Status != "Placed" || results[0].Policy == nil || *results[0].Policy != "gold" {
 		t.Errorf("results = %+v, want Deployment/default/web placed by policy gold", results)
+	}
+}
+
+// TestSimulateWorkloadNamespace: a workload entry's namespace puts a CR that names none there, as kubectl apply -n
+// does, so an upstream sample is taken by a policy that selects that namespace; without it the CR goes to default.
+func TestSimulateWorkloadNamespace(t *testing.T) {
+	const fleet = `
+namespaces:
+  ml: {labels: {tier: gold}}
+clusters:
+- name: c1
+  apis: [apps/v1/Deployment]
+  nodes: [{name: "n", allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}]
+policies:
+- metadata: {name: gold}
+  spec:
+    namespaceSelector: {matchLabels: {tier: gold}}
+workloads:
+- NAMESPACE
+  object:
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: web}
+    spec:
+      replicas: 1
+      template: {spec: {containers: [{name: web, image: nginx, resources: {requests: {cpu: "1"}}}]}}
+`
+	tests := []struct {
+		name, entry, wantWorkload, wantStatus string
+	}{
+		{"namespace given", "namespace: ml", "Deployment/ml/web", "Placed"},
+		{"none given", "namespace: ''", "Deployment/default/web", "NoPolicy"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, err := Parse([]byte(strings.Replace(fleet, "NAMESPACE", tt.entry, 1)), "fleet.yaml", "testdata")
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := Run(in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(results) != 1 || results[0].Workload != tt.wantWorkload || results[0].Status != tt.wantStatus {
+				t.Errorf("results = %+v, want %s %s", results, tt.wantWorkload, tt.wantStatus)
+			}
+		})
 	}
 }
 
