@@ -179,6 +179,7 @@ func (p *ClusterProducer) startKindWatch(ctx context.Context, gvk schema.GroupVe
 	gvr := mapping.Resource
 	informer := dynamicinformer.NewFilteredDynamicInformer(p.Clients.Dynamic, gvr, metav1.NamespaceAll, 0,
 		cache.Indexers{}, func(o *metav1.ListOptions) { o.LabelSelector = placedSelector }).Informer()
+	quietWhenGone(informer, gvr, p.Log)
 	_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { p.statusChanged(gvr, obj) },
 		UpdateFunc: func(_, obj any) { p.statusChanged(gvr, obj) },

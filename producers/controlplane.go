@@ -271,6 +271,7 @@ func (p *ControlPlaneProducer) watchKind(ctx context.Context, gvk schema.GroupVe
 	if ri == nil {
 		informer := dynamicinformer.NewFilteredDynamicInformer(p.Clients.Dynamic, gvr, "", 0,
 			cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, nil).Informer()
+		quietWhenGone(informer, gvr, log)
 		runCtx, stop := context.WithCancel(ctx)
 		ri = &resourceInformer{informer: informer, stop: stop}
 		p.resources[gvr] = ri

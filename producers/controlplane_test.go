@@ -16,8 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
 
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -102,6 +105,53 @@ func TestControlPlaneWatchFollowsTheServedVersion(t *testing.T) {
 	if slices.Contains(p.WatchedResources(), gizmosV1) {
 		t.Errorf("still watching %s, which is no longer served: watched %v", gizmosV1, p.WatchedResources())
 	}
+}
+
+// TestControlPlaneWatchOfADeletedCRDIsQuiet: a kind whose CRD is deleted while a policy names it is said once to be
+// no longer served, instead of client-go logging "Failed to watch" as an error every 30 s, and its objects are
+// published again once the CRD is back.
+func TestControlPlaneWatchOfADeletedCRDIsQuiet(t *testing.T) {
+	b := newBench(t)
+	const ns = "gone"
+	b.namespace(ns)
+	gvk := schema.GroupVersionKind{Group: "gone.producers.test", Version: "v1", Kind: "Widget"}
+	widgets := schema.GroupVersionResource{Group: gvk.Group, Version: gvk.Version, Resource: "widgets"}
+	var logs, clientGoLogs logbuf.Buffer
+	klog.SetSlogLogger(slog.New(slog.NewTextHandler(&clientGoLogs, nil)))
+	t.Cleanup(klog.ClearLogger)
+	p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(&logs, nil))}
+	p.AddKind(gvk, producers.WorkloadFamily)
+	runUntilTestEnds(t, p)
+	ctx := t.Context()
+	crds := b.clients.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1",
+		Resource: "customresourcedefinitions"})
+	published := func(name string) {
+		t.Helper()
+		var created *unstructured.Unstructured
+		eventually(t, "widget "+name+" created", func() bool {
+			var err error
+			created, err = b.clients.Dynamic.Resource(widgets).Namespace(ns).Create(ctx, placedObject(gvk, ns, name, ""), metav1.CreateOptions{})
+			return err == nil
+		})
+		eventually(t, "widget "+name+" published", func() bool {
+			_, ok := b.last(schemas.WorkloadSubject(schemas.RefOf(created.Object)))
+			return ok
+		})
+	}
+
+	applyYAML(t, b.clients, testCRD(gvk.Group, gvk.Kind, "widgets", gvk.Version))
+	published("first")
+	if err := crds.Delete(ctx, "widgets."+gvk.Group, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the producer saying the kind is no longer served", func() bool {
+		return logs.Contains("kind no longer served")
+	})
+	if clientGoLogs.Contains("Failed to watch") {
+		t.Errorf("client-go logged the watch of the deleted kind as failed:\n%s", clientGoLogs.String())
+	}
+	applyYAML(t, b.clients, testCRD(gvk.Group, gvk.Kind, "widgets", gvk.Version))
+	published("second")
 }
 
 // TestControlPlaneProducerPublishesDeletionsMadeWhileItWasDown: an object deleted while no producer ran is
