@@ -4,7 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"sigs.k8s.io/yaml"
 
@@ -94,7 +98,7 @@ func Run(in *Input, logger *slog.Logger) ([]Result, error) {
 		return nil, fmt.Errorf("fleet file %s: %w", in.Source, errors.Join(errs...))
 	}
 
-	h, err := newHarness(in.File.Fleet(), policies, registry)
+	h, err := newHarness(in.File.Fleet(), policies, registry, workloadNamespaces(in.Objects))
 	if err != nil {
 		return nil, err
 	}
@@ -132,8 +136,10 @@ func (h *harness) nextSeq() uint64 {
 	return h.seq
 }
 
-// newHarness loads the fleet into a fresh store.
-func newHarness(fleet fleetspec.Fleet, policies []*policy.Policy, registry *karta.Registry) (*harness, error) {
+// newHarness loads the fleet into a fresh store. Every namespace, those the file lists and those its workloads are
+// in, carries the label kubernetes.io/metadata.name with its name, as the API server sets it on every namespace:
+// a policy selecting namespaces by name matches in the placer, and must match here too.
+func newHarness(fleet fleetspec.Fleet, policies []*policy.Policy, registry *karta.Registry, workloadNamespaces []string) (*harness, error) {
 	store, err := state.NewStore(state.Config{})
 	if err != nil {
 		return nil, err
@@ -142,8 +148,20 @@ func newHarness(fleet fleetspec.Fleet, policies []*policy.Policy, registry *kart
 	// Simulated time stands still: no reservation expires during a run.
 	now := time.Unix(0, 0)
 	h.planner = &scheduler.StorePlanner{Store: store, NextSeq: h.nextSeq, Now: func() time.Time { return now }}
+	namespaces := map[string]map[string]string{}
+	for _, name := range workloadNamespaces {
+		namespaces[name] = nil
+	}
 	for name, ns := range fleet.Namespaces {
-		if err := store.UpsertNamespace(h.nextSeq(), &structs.Namespace{Name: name, Labels: ns.Labels}); err != nil {
+		namespaces[name] = ns.Labels
+	}
+	for _, name := range slices.Sorted(maps.Keys(namespaces)) {
+		nsLabels := maps.Clone(namespaces[name])
+		if nsLabels == nil {
+			nsLabels = map[string]string{}
+		}
+		nsLabels[corev1.LabelMetadataName] = name
+		if err := store.UpsertNamespace(h.nextSeq(), &structs.Namespace{Name: name, Labels: nsLabels}); err != nil {
 			return nil, err
 		}
 	}
@@ -200,6 +218,18 @@ func kindInfo(registry *karta.Registry, analyses []*karta.Analysis) policy.KindI
 		}
 		return true, true
 	}
+}
+
+// workloadNamespaces lists the namespace of each object (Parse put those without one in default).
+func workloadNamespaces(objects []map[string]any) []string {
+	out := make([]string, 0, len(objects))
+	for _, obj := range objects {
+		meta, _ := obj["metadata"].(map[string]any)
+		if ns, _ := meta["namespace"].(string); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
 }
 
 func objectLabels(obj map[string]any) map[string]string {

@@ -271,3 +271,48 @@ func TestSimulateUserRIOverridesBuiltin(t *testing.T) {
 		t.Errorf("err = %v, want Divide rejected because the user RI makes Deployment non-divisible", err)
 	}
 }
+
+// TestSimulateLabelsNamespacesWithTheirName: the API server labels every namespace kubernetes.io/metadata.name
+// with its name, and the placer reads namespace labels from the objects, so a policy selecting a namespace by
+// name takes its workloads there. simulate must agree, for namespaces the file lists (with labels of their own
+// or none) and for those only a workload names.
+func TestSimulateLabelsNamespacesWithTheirName(t *testing.T) {
+	cases := []struct {
+		name, namespaces, namespace string
+	}{
+		{"a listed namespace with labels", "namespaces: {team-a: {labels: {tier: gold}}}", "team-a"},
+		{"a listed namespace without labels", "namespaces: {team-a: {}}", "team-a"},
+		{"a namespace only the workload names", "", "team-a"},
+		{"default", "", "default"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fleet := tc.namespaces + `
+clusters:
+- name: c1
+  nodes: [{name: node, allocatable: {cpu: "8", memory: 32Gi, pods: "110"}}]
+policies:
+- metadata: {name: by-name}
+  spec:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: ` + tc.namespace + `}}
+workloads:
+- object:
+    apiVersion: apps/v1
+    kind: Deployment
+    metadata: {name: web, namespace: ` + tc.namespace + `}
+    spec: {replicas: 1, template: {spec: {containers: [{name: web, resources: {requests: {cpu: "1"}}}]}}}
+`
+			in, err := Parse([]byte(fleet), "fleet.yaml", "testdata")
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := Run(in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(results) != 1 || results[0].Status != "Placed" || results[0].Policy == nil || *results[0].Policy != "by-name" {
+				t.Errorf("results = %+v, want the workload placed by policy by-name", results)
+			}
+		})
+	}
+}
