@@ -103,6 +103,10 @@ func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.P
 		}
 	}
 	best, owned, rank := c.choose(p, kept, newGang(c.rt, unplaced), unplaced, "", probe)
+	ranked := ""
+	if best != nil {
+		ranked = c.rankedBelowMessage(p, best.capacity.Name, rank, false)
+	}
 	plan := &structs.Plan{}
 	for i, m := range unplaced {
 		d := c.newDecision(m, p)
@@ -114,8 +118,7 @@ func (c *cycle) scheduleGroup(wl *structs.Workload, p *policy.Policy) *structs.P
 		} else {
 			d.Status = structs.StatusPlaced
 			d.Clusters = []string{best.capacity.Name}
-			// The clusters that passed every check but ranked lower have no reason of their own.
-			d.Message = c.rankedBelowMessage(p, best.capacity.Name, rank, false)
+			d.Message = ranked
 			for _, a := range owned {
 				if a.owner == i {
 					d.Assignments = append(d.Assignments, a.Assignment)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/structs"
@@ -148,6 +149,9 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 	shares := SplitReplicas(wl.PodGroups[idx].Count, percentages)
 	replicas := map[string]int64{}
 	var assignments []structs.Assignment
+	// ranked says, per topology value, why the clusters of the value that fitted its share but ranked below the
+	// chosen one were not used: they get no reason of their own.
+	var ranked []string
 	failed := ""
 	for i, split := range sc.PercentageSplit {
 		if shares[i] == 0 {
@@ -169,12 +173,15 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 		pg := wl.PodGroups[idx]
 		pg.Count = shares[i]
 		g := &gang{items: []item{{group: &pg, count: pg.Count}}, demand: pg.Request.Scale(pg.Count)}
-		best, owned, _ := c.choose(p, group, g, []*structs.Workload{wl}, previousClusterIn(wl, group), d)
+		prev := previousClusterIn(wl, group)
+		best, owned, rank := c.choose(p, group, g, []*structs.Workload{wl}, prev, d)
 		if best != nil {
 			replicas[best.capacity.Name] += shares[i]
 			for _, a := range owned {
 				assignments = append(assignments, a.Assignment)
 			}
+			ranked = appendRanked(ranked, sc.TopologyKey, split.TopologyValue,
+				c.rankedBelowMessage(p, best.capacity.Name, rank, best.capacity.Name == prev))
 			continue
 		}
 		// No one cluster of the value fits the whole share: the value's clusters share it, as many
@@ -201,6 +208,7 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 	d.Status = structs.StatusPlaced
 	d.Replicas = replicas
 	d.Assignments = assignments
+	d.Message = strings.Join(ranked, "; ")
 	for cluster := range replicas {
 		d.Clusters = append(d.Clusters, cluster)
 	}
@@ -304,17 +312,30 @@ func (c *cycle) divideNothing(wl *structs.Workload, p *policy.Policy, d *structs
 		pg := wl.PodGroups[divisibleGroup(wl)]
 		pg.Count = 0
 		g := &gang{items: []item{{group: &pg}}}
-		best, _, _ := c.choose(p, group, g, []*structs.Workload{wl}, previousClusterIn(wl, group), d)
+		prev := previousClusterIn(wl, group)
+		best, _, rank := c.choose(p, group, g, []*structs.Workload{wl}, prev, d)
 		if best == nil {
 			continue
 		}
 		d.Status = structs.StatusPlaced
 		d.Clusters = []string{best.capacity.Name}
 		d.Replicas = map[string]int64{best.capacity.Name: 0}
+		d.Message = "0 replicas go to one cluster, of the first topologyValue with one that fits"
+		if msg := c.rankedBelowMessage(p, best.capacity.Name, rank, best.capacity.Name == prev); msg != "" {
+			d.Message = strings.Join(appendRanked([]string{d.Message}, p.Spec.SpreadConstraints.TopologyKey, split.TopologyValue, msg), "; ")
+		}
 		return d
 	}
 	d.Message = fmt.Sprintf("no eligible cluster has a %s of the policy's percentageSplit", p.Spec.SpreadConstraints.TopologyKey)
 	return d
+}
+
+// appendRanked adds a topology value's ranked-below message, naming the value, when there is one.
+func appendRanked(ranked []string, key, value, msg string) []string {
+	if msg == "" {
+		return ranked
+	}
+	return append(ranked, key+"="+value+": "+msg)
 }
 
 // previousClusterIn returns the cluster of group the workload already had replicas on, for stickiness.
