@@ -343,6 +343,27 @@ func TestPolicyFeatures(t *testing.T) {
 				replicas: map[string]int64{"eu-1": 3, "us-east-1": 3, "us-west-1": 4}},
 		},
 		{
+			// A cluster labelled with another region and one without the label are both out of the Divide, each
+			// for its own reason: a cluster without the topology key has no value to compare.
+			name: "Divide says which clusters lack the topologyKey and which carry an unlisted value",
+			setup: func(h *placementtest.Harness) {
+				h.AddCluster("eu-1", placementtest.Labels(map[string]string{"region": "eu"}))
+				h.AddCluster("ap-1", placementtest.Labels(map[string]string{"region": "ap"}))
+				h.AddCluster("bare")
+				for _, c := range []string{"eu-1", "ap-1", "bare"} {
+					h.AddNodes(c, cpuNodes("n", 1, "8"))
+				}
+				h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{
+					ResourceSelectors: v1alpha1.ResourceSelectors{Kinds: []v1alpha1.GroupKind{{Group: "apps", Kind: "Deployment"}}},
+					SpreadConstraints: &v1alpha1.SpreadConstraints{SpreadMode: v1alpha1.SpreadModeDivide, TopologyKey: "region",
+						PercentageSplit: []v1alpha1.PercentageSplit{{TopologyValue: "eu", Percentage: 100}}}}))
+			},
+			workloads: []*placementtest.AnalysisBuilder{placementtest.Deployment("web", "frontend").Component("pod", 2, res("cpu", "1")).Scalable()},
+			want: placeWant{status: structs.StatusPlaced, clusters: []string{"eu-1"}, reasons: map[string]string{
+				"ap-1": `its region label "ap" is not a topologyValue of the policy's percentageSplit`,
+				"bare": "has no region label, the topologyKey the policy's percentageSplit divides over"}},
+		},
+		{
 			// ml-a and ml-b share team=ml and need 6 CPUs each: 12 together. c-small (8) could take either alone but
 			// not both, so the first member's cycle picks c-large for the group; the second follows it.
 			name: "groupBy places a label group together, chosen for the combined demand",

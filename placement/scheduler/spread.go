@@ -136,9 +136,14 @@ func (c *cycle) scheduleDivide(wl *structs.Workload, p *policy.Policy) *structs.
 	}
 	for _, cand := range cands {
 		value, ok := cand.capacity.Cluster.Labels[sc.TopologyKey]
-		if _, listed := byValue[value]; !ok || !listed {
+		if !ok {
 			c.reject(d, cand.capacity.Name, structs.RejectSelector,
-				fmt.Sprintf("its %s label is not a topologyValue of the policy's percentageSplit", sc.TopologyKey))
+				fmt.Sprintf("has no %s label, the topologyKey the policy's percentageSplit divides over", sc.TopologyKey))
+			continue
+		}
+		if _, listed := byValue[value]; !listed {
+			c.reject(d, cand.capacity.Name, structs.RejectSelector,
+				fmt.Sprintf("its %s label %q is not a topologyValue of the policy's percentageSplit", sc.TopologyKey, value))
 			continue
 		}
 		byValue[value] = append(byValue[value], cand)
