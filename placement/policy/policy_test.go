@@ -59,11 +59,19 @@ func TestCompileRejectsWithFieldPaths(t *testing.T) {
 		{"bad selector operator",
 			v1alpha1.SchedulePolicySpec{ClusterSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "region", Operator: "Near", Values: []string{"eu"}}}}},
-			[]string{"spec.clusterSelector: "}},
+			[]string{`spec.clusterSelector.matchExpressions[0].operator: Invalid value: "Near": not a valid selector operator`}},
+		{"In without values",
+			v1alpha1.SchedulePolicySpec{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "tier", Operator: metav1.LabelSelectorOpExists}, {Key: "team", Operator: metav1.LabelSelectorOpIn}}}},
+			[]string{"spec.namespaceSelector.matchExpressions[1].values: Required value: must be specified when `operator` is 'In' or 'NotIn'"}},
+		{"bad labelSelector value",
+			v1alpha1.SchedulePolicySpec{ResourceSelectors: v1alpha1.ResourceSelectors{LabelSelectors: []metav1.LabelSelector{{},
+				{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"a", "b c"}}}}}}},
+			[]string{`spec.resourceSelectors.labelSelectors[1].matchExpressions[0].values[1]: Invalid value: "b c"`}},
 		{"bad tier selector",
 			v1alpha1.SchedulePolicySpec{OrderedClusterSelector: &v1alpha1.OrderedClusterSelector{Tiers: []metav1.LabelSelector{
 				{MatchLabels: map[string]string{"ok": "yes"}}, {MatchLabels: map[string]string{"bad key!": "x"}}}}},
-			[]string{"spec.orderedClusterSelector.tiers[1]: "}},
+			[]string{`spec.orderedClusterSelector.tiers[1].matchLabels[bad key!]: Invalid value: "bad key!"`}},
 		{"unknown spread mode and scoring",
 			v1alpha1.SchedulePolicySpec{Scoring: "Random", SpreadConstraints: &v1alpha1.SpreadConstraints{SpreadMode: "Scatter"}},
 			[]string{"spec.spreadConstraints.spreadMode: unsupported value \"Scatter\"", "spec.scoring: unsupported value \"Random\""}},

@@ -2,10 +2,13 @@ package policy
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -47,9 +50,26 @@ func (v *validator) add(path *field.Path, format string, args ...any) {
 	v.errs = append(v.errs, &FieldError{Path: path.String(), Reason: fmt.Sprintf(format, args...)})
 }
 
+// selector compiles a label selector. A bad one is reported as the API server reports it, at the path of the
+// requirement or label at fault (spec.clusterSelector.matchExpressions[0].values), not only of the selector.
 func (v *validator) selector(path *field.Path, sel *metav1.LabelSelector) labels.Selector {
 	if sel == nil {
 		return labels.Everything()
+	}
+	var errs field.ErrorList
+	for _, k := range slices.Sorted(maps.Keys(sel.MatchLabels)) {
+		errs = append(errs, metav1validation.ValidateLabels(map[string]string{k: sel.MatchLabels[k]},
+			path.Child("matchLabels").Key(k))...)
+	}
+	for i := range sel.MatchExpressions {
+		errs = append(errs, metav1validation.ValidateLabelSelectorRequirement(sel.MatchExpressions[i],
+			metav1validation.LabelSelectorValidationOptions{}, path.Child("matchExpressions").Index(i))...)
+	}
+	for _, e := range errs {
+		v.errs = append(v.errs, &FieldError{Path: e.Field, Reason: e.ErrorBody()})
+	}
+	if len(errs) > 0 {
+		return labels.Nothing()
 	}
 	s, err := metav1.LabelSelectorAsSelector(sel)
 	if err != nil {
