@@ -158,6 +158,17 @@ func groupKind(gk v1alpha1.GroupKind) string {
 func validateTolerations(v *validator, path *field.Path, tolerations []corev1.Toleration) {
 	for i, t := range tolerations {
 		p := path.Index(i)
+		// As the API server checks a pod's tolerations: a key or value no taint can carry would never tolerate one.
+		if t.Key != "" {
+			for _, msg := range validation.IsQualifiedName(t.Key) {
+				v.add(p.Child("key"), "%q: %s", t.Key, msg)
+			}
+		}
+		if t.Value != "" {
+			for _, msg := range validation.IsValidLabelValue(t.Value) {
+				v.add(p.Child("value"), "%q: %s", t.Value, msg)
+			}
+		}
 		switch t.Operator {
 		case "", corev1.TolerationOpEqual:
 			if t.Key == "" {
