@@ -137,6 +137,9 @@ func validateDivisibleKinds(v *validator, spec *v1alpha1.SchedulePolicySpec, kin
 		return
 	}
 	for i, gk := range spec.ResourceSelectors.Kinds {
+		if gk.Kind == "" {
+			continue // reported as required
+		}
 		divisible, known := kinds(gk.Group, gk.Kind)
 		switch {
 		case !known:
