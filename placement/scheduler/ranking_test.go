@@ -1,8 +1,10 @@
 package scheduler_test
 
 import (
+	"slices"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
@@ -18,7 +20,9 @@ func TestPlacedVerdictSaysWhyOtherClustersWereNotUsed(t *testing.T) {
 		name     string
 		spec     v1alpha1.SchedulePolicySpec
 		clusters []string
-		want     string
+		// disfavoured are clusters tainted PreferNoSchedule, which the policy does not tolerate.
+		disfavoured []string
+		want        string
 	}{
 		{name: "BinPack", clusters: []string{"a", "b", "c"},
 			want: "2 other clusters passed every check but rank below a: BinPack prefers the least cpu left free"},
@@ -29,6 +33,10 @@ func TestPlacedVerdictSaysWhyOtherClustersWereNotUsed(t *testing.T) {
 			want: "2 other clusters passed every check but rank below c: earlier tiers come first, then BinPack prefers the least cpu left free"},
 		{name: "capacity ignored", spec: v1alpha1.SchedulePolicySpec{CapacityAware: &f}, clusters: []string{"a", "b"},
 			want: "1 other cluster passed every check but ranks below a: capacityAware is false, so the earlier tier, then the name, decides"},
+		{name: "capacity ignored, the first by name disfavoured", spec: v1alpha1.SchedulePolicySpec{CapacityAware: &f},
+			clusters: []string{"a", "b"}, disfavoured: []string{"a"},
+			want: "1 other cluster passed every check but ranks below b: capacityAware is false, so the earlier tier, then the name, decides; " +
+				"1 of them with a PreferNoSchedule taint the policy does not tolerate, which ranks a cluster last"},
 		{name: "one cluster", clusters: []string{"b"}},
 	}
 	cpus := map[string]string{"a": "8", "b": "16", "c": "32"}
@@ -40,7 +48,11 @@ func TestPlacedVerdictSaysWhyOtherClustersWereNotUsed(t *testing.T) {
 				if name == "c" {
 					size = "large"
 				}
-				h.AddCluster(name, placementtest.Labels(map[string]string{"size": size}))
+				opts := []placementtest.ClusterOpt{placementtest.Labels(map[string]string{"size": size})}
+				if slices.Contains(tt.disfavoured, name) {
+					opts = append(opts, placementtest.Taints(corev1.Taint{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule}))
+				}
+				h.AddCluster(name, opts...)
 				h.AddNodes(name, cpuNodes("n", 1, cpus[name]))
 			}
 			h.AddPolicy(anyPolicy(tt.spec))

@@ -407,7 +407,15 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 		best := slices.MinFunc(cands, func(a, b candidate) int {
 			return cmp.Or(cmp.Compare(a.tier, b.tier), compareFavour(a, b), cmp.Compare(a.capacity.Name, b.capacity.Name))
 		})
-		return &best, nil, ranking{below: len(cands) - 1}
+		r := ranking{below: len(cands) - 1}
+		if !best.disfavoured {
+			for i := range cands {
+				if cands[i].disfavoured && cands[i].tier == best.tier {
+					r.disfavoured++
+				}
+			}
+		}
+		return &best, nil, r
 	}
 	dom := c.dominant(cands, g.demand)
 	spread := p.Scoring() == v1alpha1.ScoringSpread
