@@ -61,7 +61,9 @@ type SchedulePolicySpec struct {
 	// +optional
 	ClusterSelector *metav1.LabelSelector `json:"clusterSelector,omitempty"`
 	// OrderedClusterSelector is fill-and-spill: the tiers are tried in order and the first tier
-	// with a cluster that fits wins. Tiers narrow ClusterSelector, they do not widen it.
+	// with a cluster that fits wins. Tiers narrow ClusterSelector, they do not widen it: a cluster in no
+	// tier is never used. Under a Duplicate spread they only select (every cluster of every tier gets a
+	// copy); under Divide they order the clusters of each topology value.
 	// +optional
 	OrderedClusterSelector *OrderedClusterSelector `json:"orderedClusterSelector,omitempty"`
 	// SpreadConstraints spreads the workload over several clusters. Nil places it on one cluster.

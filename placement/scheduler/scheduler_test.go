@@ -307,6 +307,22 @@ func TestPolicyFeatures(t *testing.T) {
 			want:      placeWant{status: structs.StatusPlaced, clusters: []string{"a"}},
 		},
 		{
+			// The tiers of a Duplicate only select: both tiers' clusters get a copy, the cluster in none does not.
+			name: "Duplicate copies to every tier of an orderedClusterSelector",
+			setup: func(h *placementtest.Harness) {
+				for c, tier := range map[string]string{"first": "1", "second": "2", "none": "3"} {
+					h.AddCluster(c, placementtest.Labels(map[string]string{"tier": tier}))
+					h.AddNodes(c, cpuNodes("n", 1, "8"))
+				}
+				h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{
+					OrderedClusterSelector: &v1alpha1.OrderedClusterSelector{Tiers: []metav1.LabelSelector{*sel("tier", "1"), *sel("tier", "2")}},
+					SpreadConstraints:      &v1alpha1.SpreadConstraints{SpreadMode: v1alpha1.SpreadModeDuplicate}}))
+			},
+			workloads: []*placementtest.AnalysisBuilder{small("operator")},
+			want: placeWant{status: structs.StatusPlaced, clusters: []string{"first", "second"},
+				reasons: map[string]string{"none": "is in no tier of the policy's orderedClusterSelector"}},
+		},
+		{
 			name: "Duplicate places a copy on every Ready selected cluster that fits",
 			setup: func(h *placementtest.Harness) {
 				for _, c := range []string{"c1", "c2"} {
