@@ -50,6 +50,7 @@ func Compile(p *v1alpha1.SchedulePolicy, kinds KindInfo) (*Policy, error) {
 		if gk.Kind == "" {
 			v.add(rsPath.Child("kinds").Index(i).Child("kind"), "required")
 		}
+		validateGroup(v, rsPath.Child("kinds").Index(i).Child("group"), gk.Group)
 		out.kinds[gk] = struct{}{}
 	}
 	for i := range spec.ResourceSelectors.LabelSelectors {

@@ -54,6 +54,13 @@ func TestCompileRejectsWithFieldPaths(t *testing.T) {
 		{"Divide with a kind left empty",
 			divide([]v1alpha1.GroupKind{{Group: "apps", Kind: "Deployment"}, {Group: "apps"}}, v1alpha1.PercentageSplit{TopologyValue: "eu", Percentage: 100}),
 			[]string{"spec.resourceSelectors.kinds[1].kind: required"}},
+		{"kinds whose group no workload carries",
+			v1alpha1.SchedulePolicySpec{ResourceSelectors: v1alpha1.ResourceSelectors{Kinds: []v1alpha1.GroupKind{
+				{Group: "apps", Kind: "Deployment"}, {Kind: "ConfigMap"}, {Group: "apps/v1", Kind: "StatefulSet"},
+				{Group: "core", Kind: "Secret"}, {Group: "Kubeflow.org", Kind: "PyTorchJob"}}}},
+			[]string{`spec.resourceSelectors.kinds[2].group: "apps/v1" is a group and version; write the group alone ("apps")`,
+				`spec.resourceSelectors.kinds[3].group: the core group is the empty group`,
+				`spec.resourceSelectors.kinds[4].group: "Kubeflow.org": a lowercase RFC 1123 subdomain`}},
 		{"Divide without kinds", divide(nil, v1alpha1.PercentageSplit{TopologyValue: "eu", Percentage: 100}),
 			[]string{"spec.resourceSelectors.kinds: Divide needs"}},
 		{"duplicate topology value",

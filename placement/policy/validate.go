@@ -151,6 +151,23 @@ func validateDivisibleKinds(v *validator, spec *v1alpha1.SchedulePolicySpec, kin
 	}
 }
 
+// validateGroup checks that a kind's group is an API group as workloads carry it: a group written with its
+// version, or the core group spelt "core", would never match a workload, and the policy would select nothing.
+func validateGroup(v *validator, path *field.Path, group string) {
+	switch {
+	case group == "":
+	case group == "core":
+		v.add(path, `the core group is the empty group: leave group out (kind: ConfigMap), do not write "core"`)
+	case strings.Contains(group, "/"):
+		before, _, _ := strings.Cut(group, "/")
+		v.add(path, "%q is a group and version; write the group alone (%q)", group, before)
+	default:
+		for _, msg := range validation.IsDNS1123Subdomain(group) {
+			v.add(path, "%q: %s", group, msg)
+		}
+	}
+}
+
 func groupKind(gk v1alpha1.GroupKind) string {
 	if gk.Group == "" {
 		return gk.Kind
