@@ -115,7 +115,7 @@ type OrderedClusterSelector struct {
 // SpreadConstraints says how a workload spreads over clusters.
 type SpreadConstraints struct {
 	SpreadMode SpreadMode `json:"spreadMode"`
-	// TopologyKey is a cluster label; its values are what PercentageSplit divides over.
+	// TopologyKey is a cluster label; its values are what PercentageSplit divides over (Divide only).
 	// +optional
 	TopologyKey string `json:"topologyKey,omitempty"`
 	// PercentageSplit gives each topology value its share of the replicas (Divide only). The percentages sum to 100.

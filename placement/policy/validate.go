@@ -86,6 +86,11 @@ func validateSpread(v *validator, path *field.Path, spec *v1alpha1.SchedulePolic
 		if len(sc.PercentageSplit) > 0 {
 			v.add(path.Child("percentageSplit"), "only Divide splits by percentage")
 		}
+		if sc.TopologyKey != "" {
+			// Karmada spreads by a cluster label this way; here a Duplicate copies to every selected cluster,
+			// whatever its label, and a key it ignores would promise one copy per value.
+			v.add(path.Child("topologyKey"), "only Divide spreads over a topologyKey; Duplicate copies to every selected cluster")
+		}
 	case v1alpha1.SpreadModeDivide:
 		validateSplit(v, path, sc)
 		validateDivisibleKinds(v, spec, kinds)
