@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -61,6 +62,9 @@ type Input struct {
 	Objects []map[string]any
 	// ObjectSources names where each object came from, for messages.
 	ObjectSources []string
+	// SkippedNamespaces matches the control-plane namespaces whose workloads fleetflow leaves alone
+	// (--skip-namespaces); nil skips none. Load leaves it nil; the command sets fleetflow's default.
+	SkippedNamespaces *regexp.Regexp
 }
 
 // Load reads and checks a fleet file. Every problem is reported with the path of the bad field.

@@ -20,6 +20,10 @@ import (
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
+// StatusSkipped is the status of a workload in a namespace fleetflow leaves alone (Input.SkippedNamespaces); the
+// other statuses are the placer's verdicts.
+const StatusSkipped = "Skipped"
+
 // Result is one workload's outcome, in the shape `simulate -o json` prints.
 type Result struct {
 	Workload string            `json:"workload"`
@@ -103,7 +107,15 @@ func Run(in *Input, logger *slog.Logger) ([]Result, error) {
 		return nil, err
 	}
 	ids := make([]string, len(analyses))
+	skipped := make([]string, len(analyses))
 	for i, a := range analyses {
+		// The control-plane producer publishes no workload of a skipped namespace: the placer never sees it,
+		// so it neither is placed nor joins a groupBy group.
+		if ns := a.Namespace; in.SkippedNamespaces != nil && in.SkippedNamespaces.MatchString(ns) {
+			skipped[i] = "namespace " + ns + " is the control plane's own (--skip-namespaces): fleetflow never places " +
+				"nor annotates its workloads"
+			continue
+		}
 		labels := objectLabels(in.Objects[i])
 		wl, err := h.store.UpsertWorkload(h.nextSeq(), structs.WorkloadInfo{Analysis: a, Labels: labels, Generation: 1})
 		if err != nil {
@@ -114,7 +126,12 @@ func Run(in *Input, logger *slog.Logger) ([]Result, error) {
 	sched := scheduler.New(logger)
 	st := scheduler.State(h.store.Snapshot())
 	results := make([]Result, 0, len(ids))
-	for _, id := range ids {
+	for i, id := range ids {
+		if skipped[i] != "" {
+			results = append(results, Result{Workload: analyses[i].Kind + "/" + analyses[i].Namespace + "/" + analyses[i].Name, Status: StatusSkipped, Clusters: []string{},
+				Reasons: map[string]string{}, Message: skipped[i]})
+			continue
+		}
 		plan, next, err := sched.Process(st, h.planner, id)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -312,6 +313,53 @@ workloads:
 			}
 			if len(results) != 1 || results[0].Status != "Placed" || results[0].Policy == nil || *results[0].Policy != "by-name" {
 				t.Errorf("results = %+v, want the workload placed by policy by-name", results)
+			}
+		})
+	}
+}
+
+// TestSimulateSkipsTheControlPlanesNamespaces: the control-plane producer publishes no workload of a skipped
+// namespace (kube-system, fleetflow-system by default), so the placer never places it; simulate shows it
+// Skipped, and it takes no room from the workloads after it.
+func TestSimulateSkipsTheControlPlanesNamespaces(t *testing.T) {
+	fleet := `
+clusters:
+- name: c1
+  nodes: [{name: node, allocatable: {cpu: "4", memory: 8Gi, pods: "110"}}]
+policies:
+- metadata: {name: all}
+  spec: {}
+workloads:
+- object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: coredns, namespace: kube-system}, spec: {replicas: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "4"}}}]}}}}
+- object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: team}, spec: {replicas: 1, template: {spec: {containers: [{name: c, resources: {requests: {cpu: "4"}}}]}}}}
+`
+	cases := []struct {
+		name       string
+		skip       *regexp.Regexp
+		wantStatus []string
+	}{
+		{"skipped", regexp.MustCompile(`^(?:kube-.*|fleetflow-system)$`), []string{StatusSkipped, "Placed"}},
+		{"none skipped", nil, []string{"Placed", "Unschedulable"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in, err := Parse([]byte(fleet), "fleet.yaml", "testdata")
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.SkippedNamespaces = tc.skip
+			results, err := Run(in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, want := range tc.wantStatus {
+				if results[i].Status != want {
+					t.Errorf("%s: status %s, want %s (%s)", results[i].Workload, results[i].Status, want, results[i].Message)
+				}
+			}
+			if tc.skip != nil && (results[0].Workload != "Deployment/kube-system/coredns" || results[0].Policy != nil ||
+				!strings.Contains(results[0].Message, "namespace kube-system is the control plane's own (--skip-namespaces)")) {
+				t.Errorf("skipped result = %+v", results[0])
 			}
 		})
 	}
