@@ -113,6 +113,9 @@ func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
 			continue
 		}
 		if free := cc.Free.Get(i) + ownTotal.Get(i); want > free {
+			if cc.NodeCount == 0 {
+				return "has no nodes"
+			}
 			if reason == "" {
 				reason = c.totalReason(i, want, free)
 			} else {
@@ -121,7 +124,7 @@ func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
 		}
 	}
 	if reason != "" {
-		return reason
+		return reason + cordonedNote(cc)
 	}
 	podFits := func(it item) string {
 		for i, want := range it.group.Request {
@@ -132,10 +135,10 @@ func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
 				name := string(rt.Name(i))
 				if largest == 0 || cc.MaxFreeNode[i] == "" {
 					return podOf(it.group.Component) + " (" + name + " " + rt.Quantity(i, want) +
-						") fits no node: no node has " + name + " free"
+						") fits no node: no node has " + name + " free" + cordonedNote(cc)
 				}
 				return podOf(it.group.Component) + " (" + name + " " + rt.Quantity(i, want) +
-					") fits no node: largest free " + rt.Quantity(i, largest) + " on " + cc.MaxFreeNode[i]
+					") fits no node: largest free " + rt.Quantity(i, largest) + " on " + cc.MaxFreeNode[i] + cordonedNote(cc)
 			}
 		}
 		return ""
@@ -153,6 +156,19 @@ func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
 		}
 	}
 	return ""
+}
+
+// cordonedNote says, after a reason drawn from the cluster's sums, that cordoned nodes were left out of them, as
+// kube-scheduler names the nodes it did not consider: a cluster drained for maintenance is not full.
+func cordonedNote(cc *structs.ClusterCapacity) string {
+	switch cc.Cordoned {
+	case 0:
+		return ""
+	case 1:
+		return " (1 node cordoned)"
+	default:
+		return " (" + strconv.Itoa(cc.Cordoned) + " nodes cordoned)"
+	}
 }
 
 // totalReason says that a gang needs more of resource i in total than a cluster has free. A cycle that spills

@@ -290,21 +290,30 @@ func TestBoundCheckReasons(t *testing.T) {
 	}
 	worker := &structs.PodGroup{Component: "worker", Count: 2, Request: vec(4, 8)}
 	g := &gang{items: []item{{group: worker, count: 2}}, demand: vec(8, 16)}
+	// Cordoned nodes are left out of the sums, so a reason drawn from them says how many there are: a cluster
+	// drained for maintenance is not full. A cluster with no node says so.
 	cases := []struct {
 		name                  string
+		nodes, cordoned       int
 		free, most, freeMemGi int64
 		mostOn                string
 		want                  string
 	}{
-		{"fits", 8, 4, 64, "n1", ""},
-		{"total short", 6, 4, 64, "n1", "needs nvidia.com/gpu 8 in total, 6 free"},
-		{"total short of two resources", 0, 0, 10, "n1", "needs memory 16Gi in total, 10Gi free, and nvidia.com/gpu 8 in total, 0 free"},
-		{"no node big enough", 12, 2, 64, "n1", "pod worker (nvidia.com/gpu 4) fits no node: largest free 2 on n1"},
-		{"no node named", 12, 0, 64, "", "pod worker (nvidia.com/gpu 4) fits no node: no node has nvidia.com/gpu free"},
+		{"fits", 3, 0, 8, 4, 64, "n1", ""},
+		{"total short", 3, 0, 6, 4, 64, "n1", "needs nvidia.com/gpu 8 in total, 6 free"},
+		{"total short of two resources", 3, 0, 0, 0, 10, "n1", "needs memory 16Gi in total, 10Gi free, and nvidia.com/gpu 8 in total, 0 free"},
+		{"total short with a node cordoned", 3, 1, 6, 4, 64, "n1", "needs nvidia.com/gpu 8 in total, 6 free (1 node cordoned)"},
+		{"every node cordoned", 3, 3, 0, 0, 0, "", "needs memory 16Gi in total, 0 free, and nvidia.com/gpu 8 in total, 0 free (3 nodes cordoned)"},
+		{"no node", 0, 0, 0, 0, 0, "", "has no nodes"},
+		{"no node big enough", 3, 0, 12, 2, 64, "n1", "pod worker (nvidia.com/gpu 4) fits no node: largest free 2 on n1"},
+		{"no node big enough, others cordoned", 5, 2, 12, 2, 64, "n1",
+			"pod worker (nvidia.com/gpu 4) fits no node: largest free 2 on n1 (2 nodes cordoned)"},
+		{"no node named", 3, 0, 12, 0, 64, "", "pod worker (nvidia.com/gpu 4) fits no node: no node has nvidia.com/gpu free"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cc := &structs.ClusterCapacity{Name: "c", Free: vec(tc.free, tc.freeMemGi), MaxFree: vec(tc.most, tc.freeMemGi),
+			cc := &structs.ClusterCapacity{Name: "c", NodeCount: tc.nodes, Cordoned: tc.cordoned, Free: vec(tc.free, tc.freeMemGi),
+				MaxFree:     vec(tc.most, tc.freeMemGi),
 				MaxFreeNode: make([]string, rt.Len())}
 			cc.MaxFreeNode[gpu], cc.MaxFreeNode[structs.ResourceMemory] = tc.mostOn, tc.mostOn
 			c := &cycle{rt: rt}

@@ -516,6 +516,20 @@ func TestPolicyFeatures(t *testing.T) {
 			want:      placeWant{status: structs.StatusUnschedulable, reasons: map[string]string{"c1": "needs cpu 9 in total, 8 free"}},
 		},
 		{
+			// drained's nodes are all cordoned: its sums hold nothing, and its reason says why rather than
+			// reading as a full cluster. bare has no node at all.
+			name: "a cluster drained for maintenance or without nodes says so",
+			setup: func(h *placementtest.Harness) {
+				h.AddCluster("drained")
+				h.AddNodes("drained", placementtest.NodeSpec{Prefix: "n", Count: 2, Unschedulable: true, Allocatable: res("cpu", "8")})
+				h.AddCluster("bare")
+				h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{}))
+			},
+			workloads: []*placementtest.AnalysisBuilder{small("a")},
+			want: placeWant{status: structs.StatusUnschedulable, reasons: map[string]string{
+				"drained": "needs cpu 2 in total, 0 free (2 nodes cordoned)", "bare": "has no nodes"}},
+		},
+		{
 			// Three nodes of 4 CPUs (12 total) pass the bound check for 3 pods of 3 CPUs plus a launcher of 2 (11),
 			// but the 3-CPU pods take one node each, leaving 1 CPU per node: the launcher fits nowhere.
 			name: "gang that passes the bound check but not packing",

@@ -467,6 +467,8 @@ type ClusterCapacity struct {
 	// Chunks hold the nodes sorted by name, at most MaxChunkNodes each.
 	Chunks    []*NodeChunk
 	NodeCount int
+	// Cordoned counts the nodes marked unschedulable, which Allocatable, Free and MaxFree leave out.
+	Cordoned int
 	// Allocatable and Free sum the schedulable nodes.
 	Allocatable Vector
 	Free        Vector
@@ -499,6 +501,8 @@ type NodeChunk struct {
 	MaxFree        Vector
 	// MaxFreeNode is, per resource, the index in Nodes of the node with MaxFree, -1 when none.
 	MaxFreeNode []int
+	// Cordoned counts the nodes marked unschedulable.
+	Cordoned int
 }
 
 // Eligible returns, per node of the chunk, whether a pod with the given constraint key may run there, computing
@@ -597,8 +601,10 @@ func (ch *NodeChunk) Summarize(n int) {
 	for i := range ch.MaxFreeNode {
 		ch.MaxFreeNode[i] = -1
 	}
+	ch.Cordoned = 0
 	for j, nc := range ch.Nodes {
 		if nc.Node.Unschedulable {
+			ch.Cordoned++
 			continue
 		}
 		ch.Allocatable.AddInPlace(nc.Node.Allocatable, 1)
@@ -616,9 +622,10 @@ func (ch *NodeChunk) Summarize(n int) {
 func (c *ClusterCapacity) Summarize(n int) {
 	c.Allocatable, c.Free, c.MaxFree = threeVectors(n)
 	c.MaxFreeNode = make([]string, n)
-	c.NodeCount = 0
+	c.NodeCount, c.Cordoned = 0, 0
 	for _, ch := range c.Chunks {
 		c.NodeCount += len(ch.Nodes)
+		c.Cordoned += ch.Cordoned
 		c.Allocatable.AddInPlace(ch.Allocatable, 1)
 		c.Free.AddInPlace(ch.Free, 1)
 		for i, m := range ch.MaxFree {
