@@ -993,22 +993,38 @@ func (p *Placer) notKeptOn(id, cluster string) error {
 	return nil
 }
 
-// reschedulesOnFailure reports whether the policy that placed a workload asks to move it when it fails.
+// reschedulesOnFailure reports whether the policy that placed a workload asks to move it when it fails. A
+// Duplicate copy has nowhere to move (every eligible cluster has one), so it stays as without the setting.
 func (p *Placer) reschedulesOnFailure(id string) bool {
 	wl := p.store.Snapshot().Workload(id)
-	if wl == nil || wl.Placement == nil {
+	if wl == nil || wl.Placement == nil || p.duplicated(wl) {
 		return false
 	}
 	pe := p.policies[wl.Placement.Policy]
 	return pe != nil && pe.compiled != nil && pe.compiled.Spec.RescheduleOnFailure
 }
 
+// duplicated reports whether the policy that placed a workload copies it to every eligible cluster.
+func (p *Placer) duplicated(wl *structs.Workload) bool {
+	pe := p.policies[wl.Placement.Policy]
+	return pe != nil && pe.compiled != nil && pe.compiled.Spec.SpreadConstraints != nil &&
+		pe.compiled.Spec.SpreadConstraints.SpreadMode == v1alpha1.SpreadModeDuplicate
+}
+
 // moveOff moves a placed workload off one cluster when another cluster fits it now; otherwise it stays,
 // and a later event tries again, logged at debug level when quiet. Reasons are kept on the workload so its
 // verdict says why it left.
+//
+// A Duplicate copy never moves: every other eligible cluster has its own copy already, so moving it off would
+// only withdraw it, which a Duplicate does only when its cluster stops matching or leaves the fleet.
 func (p *Placer) moveOff(e *workloadEntry, cluster, why string, quiet bool, touched *touchedSet) error {
 	wl := p.store.Snapshot().Workload(e.id)
 	if wl == nil || wl.Placement == nil || !slices.Contains(wl.Placement.Clusters, cluster) || e.analysis == nil {
+		return nil
+	}
+	if p.duplicated(wl) {
+		p.log.Debug("a Duplicate copy stays on its cluster: every eligible cluster has one", "workload", e.ref.Key(),
+			"cluster", cluster, "why", why)
 		return nil
 	}
 	if e.avoid == nil {

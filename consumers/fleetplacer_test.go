@@ -1686,6 +1686,55 @@ func TestCompletedWorkloadIsNotMoved(t *testing.T) {
 	}
 }
 
+// TestDuplicateCopyIsNotWithdrawnByAMoveOff: a Duplicate copy has nowhere to move, since every eligible cluster
+// has one, so a copy that failed (under rescheduleOnFailure), whose Apply its applier gave up on (likewise), or
+// whose pods stayed Pending stays on its cluster, as the Duplicate rules say: a copy is withdrawn only when its
+// cluster stops matching or leaves the fleet. Before, each of them deleted east's copy for good.
+func TestDuplicateCopyIsNotWithdrawnByAMoveOff(t *testing.T) {
+	tests := []struct {
+		name    string
+		trigger func(f *placerFixture, web *schemas.ObjectChanged)
+	}{
+		{"its copy failed", func(f *placerFixture, web *schemas.ObjectChanged) {
+			f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+				&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Status: progressDeadlineExceeded})
+		}},
+		{"its applier gave up on its Apply", func(f *placerFixture, web *schemas.ObjectChanged) {
+			var seq uint64
+			for _, d := range f.pub.ofType(schemas.TypePlacementDecided) {
+				if dec := d.payload(f.t).(*schemas.PlacementDecided); dec.Cluster == "east" {
+					seq = dec.Sequence
+				}
+			}
+			f.applyGaveUp("east", web, seq, "forbidden")
+			f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
+		}},
+		{"its pods stayed Pending", func(f *placerFixture, web *schemas.ObjectChanged) {
+			since := f.now.Add(-time.Hour)
+			f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+				&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), PendingPods: 1, PendingSince: &since})
+			f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{PendingTimeout: time.Minute})
+			f.policy("dup", map[string]any{"rescheduleOnFailure": true, "spreadConstraints": map[string]any{"spreadMode": "Duplicate"}})
+			f.cluster("east", map[string]any{"name": "east"})
+			f.cluster("west", map[string]any{"name": "west"})
+			web := deployment("web")
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			f.confirm("east", web)
+			f.confirm("west", web)
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			tt.trigger(f, web)
+			if got := f.decisions(mark); len(got) != 0 {
+				t.Errorf("decisions = %v, want none: the copy on east stays", got)
+			}
+		})
+	}
+}
+
 // A Deployment that last reported Failed (its rollout stalled) on a cluster that goes silent fails over like any
 // other: it is a service, not a job that ran.
 func TestFailedServiceStillFailsOver(t *testing.T) {

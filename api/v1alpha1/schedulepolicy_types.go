@@ -84,7 +84,8 @@ type SchedulePolicySpec struct {
 	// RescheduleOnFailure moves a workload to another cluster that fits when its status maps to Failed
 	// (through its ResourceInterface's statusMappings), and when its cluster's applier gave up applying it
 	// (forbidden, invalid, its CRD missing there), in which case it moves as soon as another cluster fits.
-	// Without it a failed workload stays where it failed and is only reported.
+	// Without it a failed workload stays where it failed and is only reported. A Duplicate copy never moves
+	// (every eligible cluster has one already): it stays and is reported, as without it.
 	// +optional
 	RescheduleOnFailure bool `json:"rescheduleOnFailure,omitempty"`
 }
