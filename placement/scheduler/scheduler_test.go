@@ -527,7 +527,7 @@ func TestPolicyFeatures(t *testing.T) {
 			},
 			workloads: []*placementtest.AnalysisBuilder{small("a")},
 			want: placeWant{status: structs.StatusUnschedulable, reasons: map[string]string{
-				"drained": "needs cpu 2 in total, 0 free (2 nodes cordoned)", "bare": "has no nodes"}},
+				"drained": "needs cpu 2 in total, 0 free, and pods 1 in total, 0 free (2 nodes cordoned)", "bare": "has no nodes"}},
 		},
 		{
 			// Three nodes of 4 CPUs (12 total) pass the bound check for 3 pods of 3 CPUs plus a launcher of 2 (11),
