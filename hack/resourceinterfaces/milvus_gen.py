@@ -14,9 +14,9 @@ HEADER = '''\
 # GetLeastReplicasRegardingHPA) and the dependency chart values the operator installs
 # (config/assets/charts/values.yaml, milvus-helm's values):
 #   - spec.mode defaults to standalone: one "standalone" pod;
-#   - Milvus 2.6 or later is told by spec.components.version, else the tag of spec.components.image (a
-#     "master-" tag or a semantic version above 2.5), else the operator's default image, milvusdb/milvus:v2.6.x
-#     (isImageVersionGreaterThan2_6);
+#   - Milvus 2.6 or later is told by spec.components.version, else the tag of spec.components.image (what
+#     follows its last ":", after any registry port: a "master-" tag or a semantic version above 2.5), else
+#     the operator's default image, milvusdb/milvus:v2.6.x (isImageVersionGreaterThan2_6);
 #   - cluster mode before 2.6 runs proxy, dataNode, queryNode and indexNode, plus mixCoord unless the user
 #     names separate coordinators (rootCoord, dataCoord, queryCoord, indexCoord); each defaults to 1 replica;
 #   - cluster mode from 2.6 on runs proxy, mixCoord, dataNode, queryNode and streamingNode (Milvus2_6Components:
@@ -54,10 +54,12 @@ HEADER = '''\
 ALL = '(.spec.components // {}) as $all | (.spec.mode // "standalone") as $mode | '
 COORDS = '($all.rootCoord != null or $all.dataCoord != null or $all.queryCoord != null or $all.indexCoord != null)'
 # UseStreamingNode: 2.6 or later by version, else by image tag (default image v2.6), else streamingMode, else streamingNode.
+# The tag is what follows the image's last ":" (a registry's port comes before it), read as semver.ParseTolerant
+# does: a leading "v" (lower case only) is dropped.
 V26 = ('(($all.version // "") as $v | if $v != "" then $v else (($all.image // "") | if . == "" then "v2.6.0" '
-       'else (split(":") | if length == 2 then .[1] else "" end) end) end) as $tag '
+       'else (split(":") | if length >= 2 then .[-1] else "" end) end) end) as $tag '
        '| (($all.version // "") == "" and ($tag | startswith("master-"))) or '
-       '(($tag | ltrimstr("v") | ltrimstr("V") | (split("-")[0] // "") | (split("+")[0] // "") | split(".")) as $p | [$p[] | tonumber?] as $n '
+       '(($tag | ltrimstr("v") | (split("-")[0] // "") | (split("+")[0] // "") | split(".")) as $p | [$p[] | tonumber?] as $n '
        '| ($n | length) == ($p | length) and ($n | length) > 0 and ($n | length) <= 3 and ($n[0] > 2 or ($n[0] == 2 and ($n[1] // 0) >= 6)))')
 V26 = '(' + V26 + ')'
 STREAMING = f'({V26} or (if $all.streamingMode != null then $all.streamingMode else $all.streamingNode != null end))'

@@ -210,7 +210,13 @@ func TestBuiltinMilvusStreamingNode(t *testing.T) {
 		{"version 2.5 with a 2.6 image", `{image: "milvusdb/milvus:v2.6.1", version: "v2.5.4"}`, false},
 		{"master- tag", `{image: "milvusdb/milvus-dev:master-latest"}`, true},
 		{"3.0 image", `{image: "milvusdb/milvus:v3.0.0-beta"}`, true},
-		{"registry with a port: the tag is not read", `{image: "registry:5000/milvusdb/milvus:v2.6.1"}`, false},
+		// isImageVersionGreaterThan2_6 (the operator with Cdc) reads the part after the last ":".
+		{"registry with a port: the tag after it is read", `{image: "registry:5000/milvusdb/milvus:v2.6.1"}`, true},
+		{"registry with a port and a 2.5 tag", `{image: "registry:5000/milvusdb/milvus:v2.5.10"}`, false},
+		{"registry with a port and no tag", `{image: "registry:5000/milvusdb/milvus"}`, false},
+		// semver.ParseTolerant drops a lower-case "v" only.
+		{"upper-case V is no version", `{image: "milvusdb/milvus:V2.6.1"}`, false},
+		{"version with upper-case V is no version", `{image: "milvusdb/milvus:v2.6.1", version: "V2.6.1"}`, false},
 		{"tag that is no version", `{image: "milvusdb/milvus:latest"}`, false},
 		{"empty tag", `{image: "milvusdb/milvus:"}`, false},
 		{"tag of a prerelease only", `{image: "milvusdb/milvus:-rc1"}`, false},
