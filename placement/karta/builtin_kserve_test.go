@@ -313,6 +313,10 @@ func TestBuiltinInferenceServiceStatus(t *testing.T) {
 		{"no runtime supports the model", `{conditions: [{type: Ready, status: "Unknown"}], modelStatus: {transitionStatus: InvalidSpec, states: {targetModelState: FailedToLoad}, lastFailureInfo: {reason: NoSupportingRuntime}}}`, PhaseFailed},
 		{"storage initializer failed", `{conditions: [{type: PredictorReady, status: "False"}, {type: Ready, status: "False"}], modelStatus: {transitionStatus: BlockedByFailedLoad, states: {targetModelState: FailedToLoad}, lastFailureInfo: {reason: ModelLoadFailed}}}`, PhaseFailed},
 		{"multi-node GPUs that cannot add up", `{conditions: [{type: PredictorReady, status: "False", reason: InvalidGPUAllocation}, {type: Ready, status: "False"}]}`, PhaseFailed},
+		{"model failed to load, no conditions yet", `{modelStatus: {transitionStatus: BlockedByFailedLoad}}`, PhaseFailed},
+		// PropagateModelStatus checks the first pod's storage-initializer before Ready: a serving service with a
+		// new replica whose download failed still serves.
+		{"ready, a new replica failed to load", `{conditions: [{type: PredictorReady, status: "True"}, {type: Ready, status: "True"}], modelStatus: {transitionStatus: BlockedByFailedLoad, states: {activeModelState: Loaded, targetModelState: FailedToLoad}, lastFailureInfo: {reason: ModelLoadFailed}}}`, PhaseDegraded},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
