@@ -316,6 +316,8 @@ func TestBuiltinInferenceServiceStatus(t *testing.T) {
 		{"model failed to load, no conditions yet", `{modelStatus: {transitionStatus: BlockedByFailedLoad}}`, PhaseFailed},
 		// PropagateModelStatus checks the first pod's storage-initializer before Ready: a serving service with a
 		// new replica whose download failed still serves.
+		// An update KServe cannot build stops the reconcile and leaves the previous Deployment serving.
+		{"ready, then updated to a spec no runtime supports", `{conditions: [{type: PredictorReady, status: "True"}, {type: Ready, status: "True"}], modelStatus: {transitionStatus: InvalidSpec, states: {activeModelState: Loaded, targetModelState: FailedToLoad}, lastFailureInfo: {reason: NoSupportingRuntime}}}`, PhaseDegraded},
 		{"ready, a new replica failed to load", `{conditions: [{type: PredictorReady, status: "True"}, {type: Ready, status: "True"}], modelStatus: {transitionStatus: BlockedByFailedLoad, states: {activeModelState: Loaded, targetModelState: FailedToLoad}, lastFailureInfo: {reason: ModelLoadFailed}}}`, PhaseDegraded},
 	}
 	for _, tt := range tests {
