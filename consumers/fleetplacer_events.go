@@ -1238,7 +1238,8 @@ func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
 // retryFailedApplies has each Apply an applier gave up on sent again once FailedApplyRetry passed since, for a
 // workload still placed there (leaveFailedApplies keeps only those): the cluster may take it now (its RBAC, a
 // webhook or the kind's CRD fixed), and nothing else tells. A failure recorded while rebuilding counts from the
-// first tick.
+// first tick. Not into a NotReady cluster (a Duplicate copy stays placed on one): it would not answer, and its
+// heartbeat tells when it is back, which sends the Apply again (clusterChanged).
 func (p *Placer) retryFailedApplies(e *workloadEntry, touched *touchedSet) {
 	for cluster, failed := range e.applyFailed {
 		if failed.at.IsZero() {
@@ -1246,7 +1247,8 @@ func (p *Placer) retryFailedApplies(e *workloadEntry, touched *touchedSet) {
 			e.applyFailed[cluster] = failed
 			continue
 		}
-		if retry, ok := e.reapply[cluster]; !ok || retry || p.now.Sub(failed.at) < p.config.FailedApplyRetry {
+		if retry, ok := e.reapply[cluster]; !ok || retry || p.now.Sub(failed.at) < p.config.FailedApplyRetry ||
+			!p.clusterReady(cluster) {
 			continue
 		}
 		p.log.Info("sending again an Apply the applier gave up on", "workload", e.ref.Key(), "cluster", cluster,

@@ -1203,6 +1203,56 @@ func TestApplyGivenUpIsSentAgainAfterTheRetryInterval(t *testing.T) {
 	}
 }
 
+// TestApplyGivenUpIsNotRetriedIntoANotReadyCluster: FailedApplyRetry is for what a cluster refused and may have
+// fixed since, which no event tells. A Duplicate copy stays placed on a cluster that stopped answering; an Apply
+// its applier gave up on there because the cluster did not answer is sent again once the cluster is Ready again
+// (its heartbeat tells), not every interval into a cluster that still does not answer.
+func TestApplyGivenUpIsNotRetriedIntoANotReadyCluster(t *testing.T) {
+	const retry = time.Minute
+	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: 10 * time.Second, FailedApplyRetry: retry})
+	f.policy("dup", map[string]any{"spreadConstraints": map[string]any{"spreadMode": "Duplicate"}})
+	f.cluster("east", map[string]any{"name": "east"})
+	f.cluster("west", map[string]any{"name": "west"})
+	web := deployment("web")
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	var onEast *schemas.PlacementDecided
+	for _, d := range f.pub.ofType(schemas.TypePlacementDecided) {
+		if dec := d.payload(t).(*schemas.PlacementDecided); dec.Cluster == "east" && dec.Action == schemas.ActionApply {
+			onEast = dec
+		}
+	}
+	if onEast == nil {
+		t.Fatal("no Apply on east")
+	}
+	// west keeps beating, east goes silent.
+	at := func(after time.Duration) time.Time { return f.now.Add(after) }
+	tick := func(after time.Duration) {
+		t.Helper()
+		f.deliverStored(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("west"),
+			&schemas.ClusterHeartbeat{Cluster: "west", Time: at(after)}, at(after))
+		f.deliverStored(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: at(after)}, at(after))
+	}
+	tick(15 * time.Second)
+	ref := web.Ref()
+	f.deliverStored(schemas.TypePlacementFailed, schemas.PlacementSubject("east", ref), &schemas.PlacementFailed{
+		DecisionID: fmt.Sprintf("%s/%d/Apply/east", ref.UID, onEast.Sequence), Workload: ref, Cluster: "east",
+		Action: schemas.ActionApply, Sequence: onEast.Sequence, Error: "dial tcp 10.0.0.1:6443: connect: connection refused",
+		Attempts: 5}, at(16*time.Second))
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	for _, after := range []time.Duration{17 * time.Second, retry + 17*time.Second, 3*retry + 17*time.Second} {
+		tick(after)
+	}
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Fatalf("decisions while east does not answer = %v, want none", got)
+	}
+	back := at(3*retry + 20*time.Second)
+	f.deliverStored(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
+		&schemas.ClusterHeartbeat{Cluster: "east", Time: back}, back)
+	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+		t.Fatalf("decisions once east is back = %v, want [Apply east]", got)
+	}
+}
+
 // TestApplyGivenUpIsSentAgainOnceTheClusterIsBack: an Apply its applier gave up on while the cluster did not
 // answer, for a workload that stays there (its policy does not reschedule on failure), is sent again once
 // the cluster is Ready again, and only then; without it the copy would keep the earlier version for good.
