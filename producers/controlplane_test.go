@@ -109,7 +109,7 @@ func TestControlPlaneWatchFollowsTheServedVersion(t *testing.T) {
 
 // TestControlPlaneWatchOfADeletedCRDIsQuiet: a kind whose CRD is deleted while a policy names it is said once to be
 // no longer served, instead of client-go logging "Failed to watch" as an error every 30 s, and its objects are
-// published again once the CRD is back.
+// published again once the CRD is back; deleted again, it is said gone again.
 func TestControlPlaneWatchOfADeletedCRDIsQuiet(t *testing.T) {
 	b := newBench(t)
 	const ns = "gone"
@@ -152,6 +152,16 @@ func TestControlPlaneWatchOfADeletedCRDIsQuiet(t *testing.T) {
 	}
 	applyYAML(t, b.clients, testCRD(gvk.Group, gvk.Kind, "widgets", gvk.Version))
 	published("second")
+	// Gone again after it was served again, it is said gone again: "once" is per time it goes.
+	if n := strings.Count(logs.String(), "kind no longer served"); n != 1 {
+		t.Errorf("the kind was said gone %d times while it went once:\n%s", n, logs.String())
+	}
+	if err := crds.Delete(ctx, "widgets."+gvk.Group, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the producer saying again the kind is no longer served", func() bool {
+		return strings.Count(logs.String(), "kind no longer served") >= 2
+	})
 }
 
 // TestControlPlaneProducerPublishesDeletionsMadeWhileItWasDown: an object deleted while no producer ran is
