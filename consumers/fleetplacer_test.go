@@ -1869,6 +1869,36 @@ func TestInvalidVerdictSaysWhatStillRuns(t *testing.T) {
 	}
 }
 
+// An Invalid edit is not carried out later either, by an Apply sent again for another reason (here the namespace's
+// new labels, which an Apply carries): the copy keeps the version applied before until the workload can be
+// analyzed, and then the fixed version goes. Before, the namespace's relabelling applied the edit the verdict
+// said was not applied.
+func TestInvalidEditIsNotAppliedByAnApplySentAgain(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	f.placedWebOnEast()
+	broken := deploymentVersion("web", "2", 1, func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = 1.5 })
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(broken.Ref()), broken)
+	if v := f.lastVerdictSent(); v.Status != schemas.VerdictInvalid {
+		t.Fatalf("verdict %s, want Invalid", v.Status)
+	}
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	ns := object("v1", "Namespace", "", "team", map[string]any{corev1.LabelMetadataName: "team", "tier": "gold"}, nil)
+	f.deliver(schemas.TypeNamespaceChanged, schemas.NamespaceSubject("team"), ns)
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Fatalf("decisions while the workload is Invalid = %v, want none: the copy keeps the version before", got)
+	}
+	fixed := deploymentVersion("web", "3", 2, nil)
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(fixed.Ref()), fixed)
+	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+		t.Fatalf("decisions once the workload is fixed = %v, want [Apply east]", got)
+	}
+	if d := f.lastDecision(); !strings.Contains(string(d.ObjectJSON)+fmt.Sprint(d.Object), "replicas:2") &&
+		!strings.Contains(string(d.ObjectJSON), `"replicas":2`) {
+		t.Errorf("the Apply carries %s %v, want the fixed version (2 replicas)", d.ObjectJSON, d.Object)
+	}
+}
+
 // A workload edited past every cluster keeps its copy running where it was placed, and until the cluster reports
 // that copy's pods, its reservation still holds their room: the next workload does not take it. Before, the
 // Unschedulable verdict gave the reservation back at once, and a job placed seconds later on the room the
