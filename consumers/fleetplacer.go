@@ -240,7 +240,8 @@ type publishedDecision struct {
 }
 
 // failedApply is an Apply an applier gave up on: its decision sequence, the API error, and when the placer
-// learnt of it (zero until a tick while rebuilding), from which FailedApplyRetry counts.
+// learnt of it (its clock then, the stream's time of the report; zero when it had none yet, in which case the
+// next tick stamps it), from which FailedApplyRetry counts.
 type failedApply struct {
 	sequence uint64
 	err      string
