@@ -144,6 +144,15 @@ func TestPolicyFeatures(t *testing.T) {
 	small := func(name string) *placementtest.AnalysisBuilder {
 		return placementtest.PyTorchJob("team-a", name).Component("worker", 1, res("cpu", "2"))
 	}
+	// groupByTeamOnLargeAndSmall groups workloads by their team label over c-large (16 CPUs on two nodes) and
+	// c-small (8 on one).
+	groupByTeamOnLargeAndSmall := func(h *placementtest.Harness) {
+		h.AddCluster("c-large")
+		h.AddNodes("c-large", cpuNodes("n", 2, "8"))
+		h.AddCluster("c-small")
+		h.AddNodes("c-small", cpuNodes("n", 1, "8"))
+		h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{GroupBy: &v1alpha1.GroupBy{LabelKey: "team"}}))
+	}
 	cases := []struct {
 		name  string
 		setup func(h *placementtest.Harness)
@@ -382,14 +391,8 @@ func TestPolicyFeatures(t *testing.T) {
 		{
 			// ml-a and ml-b share team=ml and need 6 CPUs each: 12 together. c-small (8) could take either alone but
 			// not both, so the first member's cycle picks c-large for the group; the second follows it.
-			name: "groupBy places a label group together, chosen for the combined demand",
-			setup: func(h *placementtest.Harness) {
-				h.AddCluster("c-large")
-				h.AddNodes("c-large", cpuNodes("n", 2, "8"))
-				h.AddCluster("c-small")
-				h.AddNodes("c-small", cpuNodes("n", 1, "8"))
-				h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{GroupBy: &v1alpha1.GroupBy{LabelKey: "team"}}))
-			},
+			name:  "groupBy places a label group together, chosen for the combined demand",
+			setup: groupByTeamOnLargeAndSmall,
 			workloads: []*placementtest.AnalysisBuilder{
 				placementtest.PyTorchJob("team-a", "ml-a").Component("worker", 1, res("cpu", "6")),
 				placementtest.PyTorchJob("team-a", "ml-b").Component("worker", 1, res("cpu", "6")),
@@ -400,14 +403,8 @@ func TestPolicyFeatures(t *testing.T) {
 		{
 			// Both clusters take the group's one member; BinPack picks c-small (6 CPUs left, not 14), and the
 			// verdict says why c-large was passed over, as it does for a workload placed alone.
-			name: "groupBy says why the clusters it passed over rank lower",
-			setup: func(h *placementtest.Harness) {
-				h.AddCluster("c-large")
-				h.AddNodes("c-large", cpuNodes("n", 2, "8"))
-				h.AddCluster("c-small")
-				h.AddNodes("c-small", cpuNodes("n", 1, "8"))
-				h.AddPolicy(anyPolicy(v1alpha1.SchedulePolicySpec{GroupBy: &v1alpha1.GroupBy{LabelKey: "team"}}))
-			},
+			name:      "groupBy says why the clusters it passed over rank lower",
+			setup:     groupByTeamOnLargeAndSmall,
 			workloads: []*placementtest.AnalysisBuilder{placementtest.PyTorchJob("team-a", "ml-a").Component("worker", 1, res("cpu", "2"))},
 			labels:    map[string]string{"team": "ml"},
 			want: placeWant{status: structs.StatusPlaced, clusters: []string{"c-small"},
