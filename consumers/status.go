@@ -157,12 +157,20 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 			if err := s.writeRICondition(ctx, p, compiled, err); err != nil {
 				return err
 			}
+			if compiled != nil {
+				if err := s.writeSupersededRIConditions(ctx, compiled); err != nil {
+					return err
+				}
+			}
 			return s.revalidatePolicies(ctx)
 		}
 		return nil
 	case *schemas.ObjectDeleted:
 		if d.Event.Type() == schemas.TypeResourceInterfaceDeleted {
-			return s.removeRI(ctx, p.Workload.Name)
+			if err := s.removeRI(ctx, p.Workload.Name); err != nil {
+				return err
+			}
+			return s.writeInForceRIConditions(ctx)
 		}
 		return nil
 	default:
@@ -176,6 +184,25 @@ func (s *StatusWriter) removeRI(ctx context.Context, name string) error {
 	s.ris = s.ris.Without(name)
 	s.mu.Unlock()
 	return s.revalidatePolicies(ctx)
+}
+
+// writeInForceRIConditions shows each user RI in force so: after an RI's deletion, the one applied before it
+// for its kind is in force again, and said it was superseded.
+func (s *StatusWriter) writeInForceRIConditions(ctx context.Context) error {
+	var inForce []*karta.Compiled
+	s.mu.RLock()
+	for _, c := range s.ris.All() {
+		if in, ok := s.ris.Lookup(c.GVK); ok && in == c && !c.Builtin {
+			inForce = append(inForce, c)
+		}
+	}
+	s.mu.RUnlock()
+	for _, c := range inForce {
+		if err := s.writeRIConditionOf(ctx, c.Name, "", 0, s.inForceCondition(c)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // upsertRI puts an RI in force, or returns why it cannot be.
@@ -213,44 +240,87 @@ const RIConditionAccepted = "Accepted"
 // logs.
 func (s *StatusWriter) writeRICondition(ctx context.Context, p *schemas.ObjectChanged, compiled *karta.Compiled, refused error) error {
 	ref := p.Ref()
-	cond := metav1.Condition{Type: RIConditionAccepted, Status: metav1.ConditionFalse, Reason: "Invalid",
-		LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second))}
+	var cond metav1.Condition
 	if refused != nil {
-		cond.Message = refused.Error() + "; workloads of its kind are read as before"
+		cond = metav1.Condition{Type: RIConditionAccepted, Status: metav1.ConditionFalse, Reason: "Invalid",
+			LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second)),
+			Message:            refused.Error() + "; workloads of its kind are read as before"}
 	} else {
-		cond.Status, cond.Reason = metav1.ConditionTrue, "InForce"
-		gvk := compiled.GVK
-		cond.Message = "in force for " + gvk.Kind + "." + gvk.Group + "/" + gvk.Version
-		var others []string
-		s.mu.RLock()
-		for _, c := range s.ris.All() {
-			if c.GVK == gvk && c.Name != compiled.Name {
-				kind := "ResourceInterface"
-				if c.Builtin {
-					kind = "the built-in RI"
-				}
-				others = append(others, kind+" "+c.Name)
+		cond = s.inForceCondition(compiled)
+	}
+	return s.writeRIConditionOf(ctx, ref.Name, ref.UID, generationOf(p.Object), cond)
+}
+
+// inForceCondition is the Accepted condition of an RI in force: for which kind, and which RIs it is used instead
+// of (the built-in one, and user RIs of the kind applied before it).
+func (s *StatusWriter) inForceCondition(compiled *karta.Compiled) metav1.Condition {
+	gvk := compiled.GVK
+	cond := metav1.Condition{Type: RIConditionAccepted, Status: metav1.ConditionTrue, Reason: "InForce",
+		LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second)),
+		Message:            "in force for " + gvk.Kind + "." + gvk.Group + "/" + gvk.Version}
+	var others []string
+	s.mu.RLock()
+	for _, c := range s.ris.All() {
+		if c.GVK == gvk && c.Name != compiled.Name {
+			kind := "ResourceInterface"
+			if c.Builtin {
+				kind = "the built-in RI"
 			}
-		}
-		s.mu.RUnlock()
-		if len(others) > 0 {
-			slices.Sort(others)
-			cond.Message += "; used instead of " + strings.Join(others, ", ") + ", which describe the same kind"
-		}
-		if len(compiled.Warnings) > 0 {
-			cond.Message += "; " + strings.Join(compiled.Warnings, "; ")
+			others = append(others, kind+" "+c.Name)
 		}
 	}
+	s.mu.RUnlock()
+	switch len(others) {
+	case 0:
+	case 1:
+		cond.Message += "; used instead of " + others[0] + ", which describes the same kind"
+	default:
+		slices.Sort(others)
+		cond.Message += "; used instead of " + strings.Join(others, ", ") + ", which describe the same kind"
+	}
+	if len(compiled.Warnings) > 0 {
+		cond.Message += "; " + strings.Join(compiled.Warnings, "; ")
+	}
+	return cond
+}
+
+// writeSupersededRIConditions shows every other user RI of in's kind as no longer in force: applied before in,
+// each said it was in force when it was applied, and went on saying so after in took its place.
+func (s *StatusWriter) writeSupersededRIConditions(ctx context.Context, in *karta.Compiled) error {
+	gvk := in.GVK
+	var superseded []string
+	s.mu.RLock()
+	for _, c := range s.ris.All() {
+		if c.GVK == gvk && !c.Builtin && c.Name != in.Name {
+			superseded = append(superseded, c.Name)
+		}
+	}
+	s.mu.RUnlock()
+	for _, name := range superseded {
+		cond := metav1.Condition{Type: RIConditionAccepted, Status: metav1.ConditionFalse, Reason: "Superseded",
+			LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second)),
+			Message: "valid, but not in force: ResourceInterface " + in.Name + ", applied later, is used for " +
+				gvk.Kind + "." + gvk.Group + "/" + gvk.Version + " instead; this one is in force again once that one is deleted"}
+		if err := s.writeRIConditionOf(ctx, name, "", 0, cond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRIConditionOf sets cond on the RI called name. With a uid, only on that incarnation of the RI, and not on
+// a generation newer than generation, whose own event writes its condition.
+func (s *StatusWriter) writeRIConditionOf(ctx context.Context, name, uid string, generation int64, cond metav1.Condition) error {
 	client := s.ControlPlane.Dynamic.Resource(resourceInterfaceResource)
-	return rereadUntilWritten("ResourceInterface "+ref.Name, func() error {
-		current, err := client.Get(ctx, ref.Name, metav1.GetOptions{})
+	return rereadUntilWritten("ResourceInterface "+name, func() error {
+		current, err := client.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		if err != nil {
-			return classify(fmt.Errorf("read ResourceInterface %s: %w", ref.Name, err))
+			return classify(fmt.Errorf("read ResourceInterface %s: %w", name, err))
 		}
-		if string(current.GetUID()) != ref.UID || current.GetGeneration() > generationOf(p.Object) {
+		if uid != "" && (string(current.GetUID()) != uid || current.GetGeneration() > generation) {
 			return nil // another RI of that name, or a newer generation whose own event writes its condition
 		}
 		changed, err := kube.SetCondition(current, cond)
@@ -265,7 +335,7 @@ func (s *StatusWriter) writeRICondition(ctx context.Context, p *schemas.ObjectCh
 		case isStale(err):
 			return errStale
 		case err != nil && !apierrors.IsNotFound(err):
-			return classify(fmt.Errorf("write the Accepted condition of ResourceInterface %s: %w", ref.Name, err))
+			return classify(fmt.Errorf("write the Accepted condition of ResourceInterface %s: %w", name, err))
 		}
 		return nil
 	})

@@ -690,3 +690,68 @@ func TestPolicyConditionSuggestsTheKindAMisspeltOneMeans(t *testing.T) {
 		})
 	}
 }
+
+// widgetRIObject builds a user ResourceInterface for example.com/v1 Widget called name, as applied to the control
+// plane.
+func widgetRIObject(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "optimization.nvidia.com/v1alpha1", "kind": "ResourceInterface",
+		"metadata": map[string]any{"name": name, "uid": "uid-" + name, "generation": int64(1), "resourceVersion": "1"},
+		"spec": map[string]any{"structureDefinition": map[string]any{"rootComponent": map[string]any{
+			"name": "widget", "kind": map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"},
+			"specDefinition": map[string]any{"podTemplateSpecPath": ".spec.template"}}}}}}
+}
+
+// TestResourceInterfaceConditionFollowsWhichIsInForce: of two user RIs of one kind, the one applied last is in
+// force. The first said it was in force when it was applied, and went on saying so once the second took its
+// place; it now says it is superseded, and in force again (naming the RI it is used instead of in the singular)
+// once the second is deleted.
+func TestResourceInterfaceConditionFollowsWhichIsInForce(t *testing.T) {
+	first, second := widgetRIObject("widget-first"), widgetRIObject("widget-second")
+	dynamic := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{schedulePolicyResource: "SchedulePolicyList"}, first.DeepCopy(), second.DeepCopy())
+	s := NewStatusWriter(&kube.Clients{Dynamic: dynamic}, karta.NewRegistry(), slog.New(slog.DiscardHandler))
+	accepted := func(name string) (status, reason, message string) {
+		t.Helper()
+		obj, err := dynamic.Resource(resourceInterfaceResource).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+		for _, c := range conditions {
+			if m, _ := c.(map[string]any); m["type"] == RIConditionAccepted {
+				status, _ = m["status"].(string)
+				reason, _ = m["reason"].(string)
+				message, _ = m["message"].(string)
+			}
+		}
+		return status, reason, message
+	}
+	seq := uint64(0)
+	handle := func(eventType, name string, payload schemas.Payload) {
+		t.Helper()
+		seq++
+		if err := s.Handle(t.Context(), delivery(t, seq, eventType, "fleetflow.events.resourceinterface."+name, payload)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type want struct{ status, reason, message string }
+	check := func(step, name string, w want) {
+		t.Helper()
+		status, reason, message := accepted(name)
+		if status != w.status || reason != w.reason || !strings.Contains(message, w.message) {
+			t.Errorf("%s: %s shows %s/%s %q, want %s/%s containing %q", step, name, status, reason, message, w.status, w.reason, w.message)
+		}
+	}
+	handle(schemas.TypeResourceInterfaceChanged, "widget-first", &schemas.ObjectChanged{Object: first.Object})
+	handle(schemas.TypeResourceInterfaceChanged, "widget-second", &schemas.ObjectChanged{Object: second.Object})
+	check("second applied", "widget-second", want{"True", "InForce",
+		"in force for Widget.example.com/v1; used instead of ResourceInterface widget-first, which describes the same kind"})
+	check("second applied", "widget-first", want{"False", "Superseded",
+		"not in force: ResourceInterface widget-second, applied later, is used for Widget.example.com/v1 instead"})
+
+	if err := dynamic.Resource(resourceInterfaceResource).Delete(t.Context(), "widget-second", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	handle(schemas.TypeResourceInterfaceDeleted, "widget-second", &schemas.ObjectDeleted{Workload: schemas.RefOf(second.Object)})
+	check("second deleted", "widget-first", want{"True", "InForce", "in force for Widget.example.com/v1"})
+}
