@@ -24,7 +24,10 @@ const (
 	AnnotationPlacement = AnnotationPrefix + "placement"
 	// AnnotationPolicy is the SchedulePolicy that governs the workload.
 	AnnotationPolicy = AnnotationPrefix + "policy"
-	// AnnotationReasons explains an Unschedulable verdict, one "cluster: reason" per line.
+	// AnnotationReasons explains the latest verdict, of any status: its message first when it has one (why
+	// the clusters that passed rank below the chosen one, or where an Unschedulable workload still runs), then
+	// one "cluster: reason" line per cluster passed over, in name order; at most 32 KiB (the status writer's
+	// MaxReasonsAnnotationBytes), past which it points to fleetflow audit tail.
 	AnnotationReasons = AnnotationPrefix + "reasons"
 	// AnnotationVerdictSequence is "<epoch>/<sequence>" of the verdict the annotations above show, so an
 	// older verdict handled after it (a retried delivery) does not overwrite them.

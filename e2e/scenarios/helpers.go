@@ -60,7 +60,7 @@ type Placement struct {
 	Status  string // fleetflow.io/placement: Placed, Unschedulable, ...
 	Cluster string // fleetflow.io/cluster
 	Policy  string // fleetflow.io/policy
-	Reasons string // fleetflow.io/reasons: one "cluster: reason" per line
+	Reasons string // fleetflow.io/reasons: the verdict's message, if any, then one "cluster: reason" per line
 }
 
 // Reason returns the reason given for one cluster, "" when there is none.
