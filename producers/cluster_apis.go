@@ -165,8 +165,21 @@ func (p *ClusterProducer) publishAPIs(ctx context.Context, previous map[string][
 		served[api] = true
 	}
 	p.mu.Lock()
+	gained := false
+	for api := range served {
+		if !p.served[api] {
+			gained = true
+			break
+		}
+	}
 	p.served = served
 	p.mu.Unlock()
+	if gained {
+		// The mapper's cached discovery may predate a kind this discovery found (the refresh on a CRD's event is
+		// skipped within two seconds of another, as when several CRDs are installed together): its watch would
+		// fail to resolve the kind, with a warning, until the next discovery.
+		p.Clients.ResetMapper()
+	}
 	p.ensureKindWatches()
 
 	if apis == nil {

@@ -162,7 +162,7 @@ func (p *ClusterProducer) ensureKindWatches() {
 	}
 	for _, gvk := range start {
 		if err := p.startKindWatch(ctx, gvk); err != nil {
-			p.Log.Warn("cannot watch placed objects of kind; will retry when the installed APIs change",
+			p.Log.Warn("cannot watch placed objects of kind; will retry at the next discovery of the cluster's APIs",
 				"kind", gvk.String(), "error", err)
 		}
 	}

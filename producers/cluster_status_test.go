@@ -356,3 +356,29 @@ func TestClusterProducerStartingBesideAReplicaKeepsCopiesItsWatchHasNotSeenYet(t
 		}
 	}
 }
+
+// TestKindOfACRDInstalledRightAfterAnotherRefreshIsWatchedAtOnce: discovery is refreshed at most once per two
+// seconds on a CRD's event, so a CRD installed right after another one (a Duplicate policy copying a framework's
+// CRDs) found the mapper's cache without its kind: the producer warned that it could not watch the placed
+// objects of a kind its own discovery had just listed, until the next discovery. A discovery that finds new
+// kinds now invalidates the cache first.
+func TestKindOfACRDInstalledRightAfterAnotherRefreshIsWatchedAtOnce(t *testing.T) {
+	b := newBench(t)
+	p, logs := b.start(func(p *producers.ClusterProducer) { p.APIsResync = time.Hour })
+	widget := schema.GroupKind{Group: "apis.producers.test", Kind: "Widget"}
+	p.AddGroupKind(widget)
+	eventually(t, "installed APIs at start", func() bool { _, ok := b.last(schemas.ClusterAPIsSubject(testCluster)); return ok })
+
+	// Another CRD's refresh just now leaves the cache warm, without the kind installed next.
+	b.clients.RefreshMapper()
+	if _, err := b.clients.Mapper.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1"); err != nil {
+		t.Fatal(err)
+	}
+	applyYAML(t, b.clients, widgetCRD)
+	eventually(t, "Widget watched", func() bool {
+		return slices.ContainsFunc(p.WatchedKinds(), func(gvk schema.GroupVersionKind) bool { return gvk.GroupKind() == widget })
+	})
+	if logs.Contains("cannot watch placed objects of kind") {
+		t.Errorf("the producer warned before it watched Widget:\n%s", logs)
+	}
+}

@@ -44,6 +44,16 @@ func (c *Clients) RefreshMapper() {
 	c.Mapper.Reset()
 }
 
+// ResetMapper invalidates cached discovery now, whatever the last refresh: for a caller whose fresh discovery
+// just showed kinds the cache may lack (RefreshMapper, skipped within mapperRefreshInterval of another refresh,
+// would leave a CRD installed right after another one unresolved).
+func (c *Clients) ResetMapper() {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	c.lastRefresh = time.Now()
+	c.Mapper.Reset()
+}
+
 // LoadConfig reads a kubeconfig file.
 func LoadConfig(kubeconfigPath string) (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
