@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -232,8 +233,7 @@ func (p *Placer) catchUpFromHistory(ctx context.Context, js jetstream.JetStream)
 			}
 			if p.rebuildFrom(msg, event, payload, meta.Sequence.Stream) {
 				applied++
-				p.log.Info("rebuild: the events stream holds a newer event than the state stream", "subject", msg.Subject(),
-					"sequence", meta.Sequence.Stream)
+				p.logCaughtUp(msg.Subject(), meta.Sequence.Stream)
 			}
 		})
 	if err != nil {
@@ -241,6 +241,19 @@ func (p *Placer) catchUpFromHistory(ctx context.Context, js jetstream.JetStream)
 	}
 	p.seq = last
 	return applied, nil
+}
+
+// logCaughtUp tells that the rebuild took the event at seq from the events stream. One past the replay floor was
+// stored after the state stream's copy the rebuild read began: the producers' relist at every start (past the
+// duplicate window) publishes each object again while the placer rebuilds, which is no news, so it is logged at
+// debug (the rebuild's summary counts them). One at or below it is what the state stream lost (an unclean stop).
+func (p *Placer) logCaughtUp(subject string, seq uint64) {
+	level := slog.LevelInfo
+	if p.replayFloor > 0 && seq > p.replayFloor {
+		level = slog.LevelDebug
+	}
+	p.log.Log(context.Background(), level, "rebuild: the events stream holds a newer event than the state stream",
+		"subject", subject, "sequence", seq)
 }
 
 // setReplayFloor makes the placer skip the events the state stream has copied when the rebuild starts

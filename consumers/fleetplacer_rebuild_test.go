@@ -18,6 +18,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/bus/bustest"
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -610,5 +611,37 @@ func TestRebuildTakesNewerEventsFromHistory(t *testing.T) {
 	}
 	if d := f.lastDecision(t, "east", f.web.Ref()); d == nil || d.Action != schemas.ActionDelete {
 		t.Errorf("last decision on east after the rebuild = %+v, want the Delete of the deleted workload's copy", d)
+	}
+}
+
+// TestRebuildLogsAtInfoOnlyWhatTheStateStreamLost: every restart past the duplicate window has the producers
+// publish each object again while the placer rebuilds, so the events stream holds an event newer than the state
+// stream for every workload, policy and namespace. Those came after the state stream's copy the rebuild read
+// (past the replay floor) and are no news: one info line each flooded the log of every restart. An event at or
+// below the floor is one the state stream lost (an unclean stop), and is still told at info.
+func TestRebuildLogsAtInfoOnlyWhatTheStateStreamLost(t *testing.T) {
+	tests := []struct {
+		name       string
+		floor      uint64
+		seq        uint64
+		wantAtInfo bool
+	}{
+		{name: "published while the placer rebuilt", floor: 100, seq: 150, wantAtInfo: false},
+		{name: "lost by the state stream", floor: 100, seq: 60, wantAtInfo: true},
+		{name: "no floor known", floor: 0, seq: 60, wantAtInfo: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			logs := &logbuf.Buffer{}
+			p, err := NewPlacer(nil, karta.NewRegistry(), PlacerConfig{}, slog.New(slog.NewTextHandler(logs, nil)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.replayFloor = tt.floor
+			p.logCaughtUp("fleetflow.events.workload.apps.Deployment.team-a.web", tt.seq)
+			if got := logs.Contains("holds a newer event than the state stream"); got != tt.wantAtInfo {
+				t.Errorf("logged at info = %v, want %v:\n%s", got, tt.wantAtInfo, logs)
+			}
+		})
 	}
 }
