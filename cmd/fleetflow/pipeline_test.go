@@ -167,3 +167,34 @@ func TestChartArgsAreFlagsOfRun(t *testing.T) {
 		}
 	}
 }
+
+// TestChartRefusesADurationWithoutAUnit: a placer duration given as a bare number (placer.failedApplyRetry=300)
+// rendered, and fleetflow run refused the flag at every start of the pod; the render now fails naming the value.
+func TestChartRefusesADurationWithoutAUnit(t *testing.T) {
+	helm := localfleettest.RequireTool(t, "helm")
+	root, err := localfleettest.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		set     string
+		wantErr string
+	}{
+		{set: "placer.failedApplyRetry=300", wantErr: `placer.failedApplyRetry: "300" is no duration`},
+		{set: "placer.heartbeatTimeout=thirty", wantErr: `placer.heartbeatTimeout: "thirty" is no duration`},
+		{set: "placer.failedApplyRetry=90s"},
+		{set: "placer.pendingTimeout=1h30m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.set, func(t *testing.T) {
+			out, err := exec.CommandContext(t.Context(), helm, "template", "fleetflow", filepath.Join(root, "deploy/chart/fleetflow"),
+				"--namespace", "fleetflow-system", "--show-only", "templates/deployment.yaml", "--set", tt.set).CombinedOutput()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("helm template --set %s: %v\n%s", tt.set, err, out)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(string(out), tt.wantErr)):
+				t.Errorf("helm template --set %s: err %v, output %q; want it refused with %q", tt.set, err, out, tt.wantErr)
+			}
+		})
+	}
+}

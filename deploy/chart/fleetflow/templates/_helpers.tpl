@@ -38,4 +38,12 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if or (lt (int .Values.nats.streamReplicas) 1) (gt (int .Values.nats.streamReplicas) 5) -}}
 {{- fail "nats.streamReplicas must be 1 to 5" -}}
 {{- end -}}
+{{- /* A duration without a unit (failedApplyRetry: 300) renders, and fleetflow run then refuses its flag at every start. */}}
+{{- $durations := dict "placer.heartbeatTimeout" .Values.placer.heartbeatTimeout "placer.pendingTimeout" .Values.placer.pendingTimeout "placer.reservationTTL" .Values.placer.reservationTTL "placer.failedApplyRetry" .Values.placer.failedApplyRetry "placer.statePruneGrace" .Values.placer.statePruneGrace -}}
+{{- range $name := keys $durations | sortAlpha -}}
+{{- $value := toString (get $durations $name) -}}
+{{- if not (regexMatch "^([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$" $value) -}}
+{{- fail (printf "%s: %q is no duration: give a number and a unit, e.g. 5m or 90s" $name $value) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
