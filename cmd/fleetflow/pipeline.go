@@ -337,7 +337,7 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver (default: the pod's service account)")
 	cmd.Flags().BoolVar(&installCRDs, "install-crds", true, "apply fleetflow's CRDs to the control plane at start (the Helm chart installs them itself)")
 	cmd.Flags().StringArrayVar(&clusterFlags, "cluster", nil, "register a workload cluster as NAME=KUBECONFIG (repeatable); its kubeconfig Secret is written again at every start")
-	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds to place, as group/version/Kind (built-in RI kinds and kinds named by policies or RIs are watched anyway)")
+	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds to place, as group/version/Kind, or version/Kind for the core group (built-in RI kinds and kinds named by policies or RIs are watched anyway)")
 	registerSkipNamespaces(cmd, &skip)
 	return cmd
 }
@@ -416,7 +416,7 @@ func newProducerCommand() *cobra.Command {
 	bf.register(cmd.Flags())
 	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver (default, without --cluster: the pod's service account)")
 	cmd.Flags().StringVar(&cluster, "cluster", "", "a workload cluster as NAME=KUBECONFIG")
-	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds, as group/version/Kind")
+	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds to publish, as group/version/Kind, or version/Kind for the core group (built-in RI kinds and kinds named by policies or RIs are watched anyway)")
 	registerSkipNamespaces(cmd, &skip)
 	cmd.Flags().DurationVar(&heartbeat, "heartbeat", producers.DefaultHeartbeat,
 		"interval between a cluster's heartbeats; keep it well under the placer's --heartbeat-timeout (a fifth or less)")
