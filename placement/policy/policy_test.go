@@ -98,6 +98,13 @@ func TestCompileRejectsWithFieldPaths(t *testing.T) {
 				{Key: "nvidia.com/gpu ", Operator: corev1.TolerationOpExists}, {Key: "dedicated", Value: "ml team"}}},
 			[]string{`spec.tolerations[1].key: "nvidia.com/gpu ": name part must consist of`,
 				`spec.tolerations[2].value: "ml team": a valid label must be`}},
+		{"tolerationSeconds on a toleration of another effect than NoExecute",
+			v1alpha1.SchedulePolicySpec{Tolerations: []corev1.Toleration{
+				{Key: "maintenance", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: new(int64(60))},
+				{Key: "maintenance", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule, TolerationSeconds: new(int64(60))},
+				{Key: "maintenance", Operator: corev1.TolerationOpExists, TolerationSeconds: new(int64(60))}}},
+			[]string{`spec.tolerations[1].effect: "NoSchedule": must be NoExecute when tolerationSeconds is set`,
+				`spec.tolerations[2].effect: "": must be NoExecute when tolerationSeconds is set`}},
 		{"toleration with a bad operator",
 			v1alpha1.SchedulePolicySpec{Tolerations: []corev1.Toleration{{Key: "k", Operator: "Maybe"}}},
 			[]string{"spec.tolerations[0].operator: unsupported value \"Maybe\""}},

@@ -211,5 +211,9 @@ func validateTolerations(v *validator, path *field.Path, tolerations []corev1.To
 		default:
 			v.add(p.Child("effect"), "unsupported value %q", t.Effect)
 		}
+		// As the API server refuses it in a pod: only a NoExecute taint evicts, so only it has a time to tolerate.
+		if t.TolerationSeconds != nil && t.Effect != corev1.TaintEffectNoExecute {
+			v.add(p.Child("effect"), "%q: must be NoExecute when tolerationSeconds is set", t.Effect)
+		}
 	}
 }
