@@ -300,7 +300,7 @@ func (s *StatusWriter) writeSupersededRIConditions(ctx context.Context, in *kart
 		cond := metav1.Condition{Type: RIConditionAccepted, Status: metav1.ConditionFalse, Reason: "Superseded",
 			LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second)),
 			Message: "valid, but not in force: ResourceInterface " + in.Name + ", applied later, is used for " +
-				gvk.Kind + "." + gvk.Group + "/" + gvk.Version + " instead; this one is in force again once that one is deleted"}
+				gvk.Kind + "." + gvk.Group + "/" + gvk.Version + " instead; this one is in force again once no RI of the kind applied after it is left"}
 		if err := s.writeRIConditionOf(ctx, name, "", 0, cond); err != nil {
 			return err
 		}
