@@ -306,6 +306,7 @@ func (p *Placer) onResourceInterfaceChanged(payload *schemas.ObjectChanged, touc
 		p.refusedRIs[name] = refusedObject{subject: schemas.ResourceInterfaceSubject(ref), uid: ref.UID}
 		return nil
 	}
+	compiled.Created = riCreated(payload.Object)
 	delete(p.refusedRIs, name)
 	if len(compiled.Warnings) > 0 {
 		p.log.Warn("ResourceInterface has fields the engine ignores", "ri", name, "warnings", compiled.Warnings)

@@ -178,6 +178,12 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 	}
 }
 
+// riCreated is the creation time of an RI object of the control plane, which orders the user RIs of a kind
+// (karta.Registry); zero when it has none.
+func riCreated(obj map[string]any) time.Time {
+	return (&unstructured.Unstructured{Object: obj}).GetCreationTimestamp().Time
+}
+
 // removeRI takes a deleted RI out of force, and validates the policies again without it.
 func (s *StatusWriter) removeRI(ctx context.Context, name string) error {
 	s.mu.Lock()
@@ -186,7 +192,7 @@ func (s *StatusWriter) removeRI(ctx context.Context, name string) error {
 	return s.revalidatePolicies(ctx)
 }
 
-// writeInForceRIConditions shows each user RI in force so: after an RI's deletion, the one applied before it
+// writeInForceRIConditions shows each user RI in force so: after an RI's deletion, the one created before it
 // for its kind is in force again, and said it was superseded.
 func (s *StatusWriter) writeInForceRIConditions(ctx context.Context) error {
 	var inForce []*karta.Compiled
@@ -225,6 +231,7 @@ func (s *StatusWriter) upsertRI(p *schemas.ObjectChanged) (*karta.Compiled, erro
 		s.Log.Warn("ignoring ResourceInterface that does not compile", "ri", p.Ref().Name, "error", err)
 		return nil, err
 	}
+	compiled.Created = riCreated(p.Object)
 	s.mu.Lock()
 	s.ris = s.ris.With(compiled)
 	s.mu.Unlock()
@@ -247,12 +254,27 @@ func (s *StatusWriter) writeRICondition(ctx context.Context, p *schemas.ObjectCh
 			Message:            refused.Error() + "; workloads of its kind are read as before"}
 	} else {
 		cond = s.inForceCondition(compiled)
+		s.mu.RLock()
+		in, ok := s.ris.Lookup(compiled.GVK)
+		s.mu.RUnlock()
+		if ok && in != compiled && !in.Builtin {
+			cond = supersededCondition(in)
+		}
 	}
 	return s.writeRIConditionOf(ctx, ref.Name, ref.UID, generationOf(p.Object), cond)
 }
 
+// supersededCondition is the Accepted condition of a valid user RI of in's kind that in is used instead of.
+func supersededCondition(in *karta.Compiled) metav1.Condition {
+	gvk := in.GVK
+	return metav1.Condition{Type: RIConditionAccepted, Status: metav1.ConditionFalse, Reason: "Superseded",
+		LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second)),
+		Message: "valid, but not in force: ResourceInterface " + in.Name + ", created later, is used for " +
+			gvk.Kind + "." + gvk.Group + "/" + gvk.Version + " instead; this one is in force again once no RI of the kind created after it is left"}
+}
+
 // inForceCondition is the Accepted condition of an RI in force: for which kind, and which RIs it is used instead
-// of (the built-in one, and user RIs of the kind applied before it).
+// of (the built-in one, and user RIs of the kind created before it).
 func (s *StatusWriter) inForceCondition(compiled *karta.Compiled) metav1.Condition {
 	gvk := compiled.GVK
 	cond := metav1.Condition{Type: RIConditionAccepted, Status: metav1.ConditionTrue, Reason: "InForce",
@@ -284,24 +306,20 @@ func (s *StatusWriter) inForceCondition(compiled *karta.Compiled) metav1.Conditi
 	return cond
 }
 
-// writeSupersededRIConditions shows every other user RI of in's kind as no longer in force: applied before in,
-// each said it was in force when it was applied, and went on saying so after in took its place.
-func (s *StatusWriter) writeSupersededRIConditions(ctx context.Context, in *karta.Compiled) error {
-	gvk := in.GVK
+// writeSupersededRIConditions shows every user RI of the kind of compiled but the one in force as superseded: each
+// said it was in force when it was applied, and went on saying so after another took its place.
+func (s *StatusWriter) writeSupersededRIConditions(ctx context.Context, compiled *karta.Compiled) error {
 	var superseded []string
 	s.mu.RLock()
+	in, ok := s.ris.Lookup(compiled.GVK)
 	for _, c := range s.ris.All() {
-		if c.GVK == gvk && !c.Builtin && c.Name != in.Name {
+		if ok && c.GVK == compiled.GVK && !c.Builtin && c != in {
 			superseded = append(superseded, c.Name)
 		}
 	}
 	s.mu.RUnlock()
 	for _, name := range superseded {
-		cond := metav1.Condition{Type: RIConditionAccepted, Status: metav1.ConditionFalse, Reason: "Superseded",
-			LastTransitionTime: metav1.NewTime(time.Now().UTC().Truncate(time.Second)),
-			Message: "valid, but not in force: ResourceInterface " + in.Name + ", applied later, is used for " +
-				gvk.Kind + "." + gvk.Group + "/" + gvk.Version + " instead; this one is in force again once no RI of the kind applied after it is left"}
-		if err := s.writeRIConditionOf(ctx, name, "", 0, cond); err != nil {
+		if err := s.writeRIConditionOf(ctx, name, "", 0, supersededCondition(in)); err != nil {
 			return err
 		}
 	}

@@ -693,20 +693,21 @@ func TestPolicyConditionSuggestsTheKindAMisspeltOneMeans(t *testing.T) {
 
 // widgetRIObject builds a user ResourceInterface for example.com/v1 Widget called name, as applied to the control
 // plane.
-func widgetRIObject(name string) *unstructured.Unstructured {
+func widgetRIObject(name, created string) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "optimization.nvidia.com/v1alpha1", "kind": "ResourceInterface",
-		"metadata": map[string]any{"name": name, "uid": "uid-" + name, "generation": int64(1), "resourceVersion": "1"},
+		"metadata": map[string]any{"name": name, "uid": "uid-" + name, "generation": int64(1), "resourceVersion": "1",
+			"creationTimestamp": created},
 		"spec": map[string]any{"structureDefinition": map[string]any{"rootComponent": map[string]any{
 			"name": "widget", "kind": map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"},
 			"specDefinition": map[string]any{"podTemplateSpecPath": ".spec.template"}}}}}}
 }
 
-// TestResourceInterfaceConditionFollowsWhichIsInForce: of two user RIs of one kind, the one applied last is in
+// TestResourceInterfaceConditionFollowsWhichIsInForce: of two user RIs of one kind, the one created last is in
 // force. The first said it was in force when it was applied, and went on saying so once the second took its
-// place; it now says it is superseded, and in force again (naming the RI it is used instead of in the singular)
-// once the second is deleted.
+// place; it now says it is superseded, also when published again after the second, and in force again (naming
+// the RI it is used instead of in the singular) once the second is deleted.
 func TestResourceInterfaceConditionFollowsWhichIsInForce(t *testing.T) {
-	first, second := widgetRIObject("widget-first"), widgetRIObject("widget-second")
+	first, second := widgetRIObject("widget-first", "2026-12-01T14:00:00Z"), widgetRIObject("widget-second", "2026-12-01T14:01:00Z")
 	dynamic := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
 		map[schema.GroupVersionResource]string{schedulePolicyResource: "SchedulePolicyList"}, first.DeepCopy(), second.DeepCopy())
 	s := NewStatusWriter(&kube.Clients{Dynamic: dynamic}, karta.NewRegistry(), slog.New(slog.DiscardHandler))
@@ -747,7 +748,12 @@ func TestResourceInterfaceConditionFollowsWhichIsInForce(t *testing.T) {
 	check("second applied", "widget-second", want{"True", "InForce",
 		"in force for Widget.example.com/v1; used instead of ResourceInterface widget-first, which describes the same kind"})
 	check("second applied", "widget-first", want{"False", "Superseded",
-		"not in force: ResourceInterface widget-second, applied later, is used for Widget.example.com/v1 instead"})
+		"not in force: ResourceInterface widget-second, created later, is used for Widget.example.com/v1 instead"})
+
+	// An edit of the first (or its event published again at a restart) does not put it back in force.
+	handle(schemas.TypeResourceInterfaceChanged, "widget-first", &schemas.ObjectChanged{Object: first.Object})
+	check("first published again", "widget-second", want{"True", "InForce", "in force for Widget.example.com/v1"})
+	check("first published again", "widget-first", want{"False", "Superseded", "ResourceInterface widget-second, created later"})
 
 	if err := dynamic.Resource(resourceInterfaceResource).Delete(t.Context(), "widget-second", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)

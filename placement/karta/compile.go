@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/itchyny/gojq"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,6 +25,9 @@ type Compiled struct {
 	Builtin bool
 	// Warnings are the parser's, carried along so whoever shows the RI's state can show them.
 	Warnings []string
+	// Created is the RI object's metadata.creationTimestamp on the control plane (zero for files and built-ins):
+	// of the user RIs of one kind, the one created last is in force (Registry).
+	Created time.Time
 
 	components []*compiledComponent
 	status     *compiledStatus

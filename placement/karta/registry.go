@@ -1,17 +1,21 @@
 package karta
 
 import (
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Registry is an immutable set of compiled RIs, looked up by the GVK they analyze. A user RI for a
-// GVK overrides the built-in one; among user RIs for one GVK, the one added last wins. With and
-// Without return new registries, so readers holding an older one are never disturbed.
+// GVK overrides the built-in one; among user RIs for one GVK, the one created last wins (Compiled.Created, then
+// the name), and among RIs without a creation time the one added last. Not the one added last whatever its
+// creation: every restart of fleetflow past the streams' duplicate window publishes each RI again, in the order
+// of their names, which put the RI of the last name in force. With and Without return new registries, so
+// readers holding an older one are never disturbed.
 type Registry struct {
 	builtins map[schema.GroupVersionKind]*Compiled
-	users    []*Compiled // in the order they were added
+	users    []*Compiled // by creation, then name; those without a creation time in the order they were added
 }
 
 // NewRegistry builds a registry from compiled RIs, built-in or not.
@@ -47,9 +51,24 @@ func (r *Registry) with(c *Compiled, inPlace bool) *Registry {
 			kept = append(kept, u)
 		}
 	}
-	kept = append(kept, c)
-	next.users = kept
+	at := len(kept)
+	for at > 0 && createdAfter(kept[at-1], c) {
+		at--
+	}
+	next.users = slices.Insert(kept, at, c)
 	return next
+}
+
+// createdAfter reports whether a comes after b in a registry's order of user RIs: created later, or at the same
+// time under a later name. RIs without a creation time keep the order they were added in.
+func createdAfter(a, b *Compiled) bool {
+	if a.Created.IsZero() || b.Created.IsZero() {
+		return false
+	}
+	if !a.Created.Equal(b.Created) {
+		return a.Created.After(b.Created)
+	}
+	return a.Name > b.Name
 }
 
 // Without returns a copy of r without the user RI called name; the built-in for its GVK, if any,
