@@ -960,6 +960,16 @@ func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *t
 		log.Info("the finished copy of the workload is gone from its cluster; not applied again")
 		return nil
 	}
+	if e.analysisErr != "" {
+		// Its current version is an edit the RI cannot read, which no Apply carries (publishDecisions): the copy
+		// stays gone until the workload can be analyzed, and its Invalid verdict, sent again, no longer says it
+		// keeps running there.
+		log.Info("the copy of the workload was deleted in its cluster; not applied again while the workload cannot be analyzed")
+		delete(e.published, cluster)
+		touched.add(e.id)
+		touched.invalid[e.id] = e.analysisErr
+		return nil
+	}
 	if last, ok := e.reapplied[cluster]; ok && p.now.Sub(last) < reapplyBackoff {
 		log.Warn("the copy of the workload was deleted in its cluster again soon after it was applied again; "+
 			"left deleted until the workload changes", "backoff", reapplyBackoff)

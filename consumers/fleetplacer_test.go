@@ -2659,3 +2659,33 @@ func TestNewVersionMayGoBackToAClusterItWasMovedOff(t *testing.T) {
 		t.Errorf("verdict of the new version still keeps off east: %q", v.Reasons["east"])
 	}
 }
+
+// A copy deleted in its cluster while its workload is Invalid is not applied again (the edit the RI cannot read
+// would go), and the verdict no longer says it keeps running there: it is sent again without that, and the fixed
+// version goes once the workload can be analyzed. Before, the placer logged that it applied the copy again, sent
+// nothing, and the verdict went on saying the copy on east kept running the version applied before.
+func TestCopyDeletedWhileInvalidIsNotSaidToRun(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	web, _ := f.placedWebOnEast()
+	broken := deploymentVersion("web", "2", 1, func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = 1.5 })
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(broken.Ref()), broken)
+	if v := f.lastVerdictSent(); v.Status != schemas.VerdictInvalid || !strings.Contains(v.Message, "keeps running") {
+		t.Fatalf("verdict %s %q, want Invalid saying the copy keeps running", v.Status, v.Message)
+	}
+	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+	gone := &schemas.WorkloadStatus{Workload: web.Ref(), Cluster: "east", Gone: true}
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()), gone)
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Fatalf("decisions while the workload is Invalid = %v, want none", got)
+	}
+	if v := f.lastVerdictSent(); v.Status != schemas.VerdictInvalid || strings.Contains(v.Message, "keeps running") ||
+		!strings.Contains(v.Message, "replica count") {
+		t.Errorf("verdict once the copy is gone: %s %q, want Invalid with the analysis error, not saying it keeps running", v.Status, v.Message)
+	}
+	fixed := deploymentVersion("web", "3", 2, nil)
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(fixed.Ref()), fixed)
+	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+		t.Fatalf("decisions once the workload is fixed = %v, want [Apply east]", got)
+	}
+}
