@@ -256,6 +256,10 @@ type appliedPlacement struct {
 	epoch, policy string
 	clusters      []string
 	avoid         map[string]string
+	// object is the object the Apply carried, kept only for an Apply stored less than a reservation TTL before
+	// it was read: a workload placed nowhere now keeps the reservation of the copy it keeps running, which is
+	// this version's, not the one it has now (restoreKeptReservation).
+	object map[string]any
 }
 
 type clusterEntry struct {

@@ -1334,6 +1334,9 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 		// Only what says where the workload is placed: keeping the decision would keep its object.
 		e.newestApply = &appliedPlacement{sequence: d.Sequence, at: p.now, epoch: d.Epoch, policy: d.Policy, clusters: d.Clusters,
 			avoid: d.Avoid}
+		if time.Since(p.now) < p.config.ReservationTTL {
+			e.newestApply.object = d.Object
+		}
 	}
 	if prev, ok := e.published[d.Cluster]; ok && prev.sequence > d.Sequence {
 		return

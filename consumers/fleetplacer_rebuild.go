@@ -379,12 +379,16 @@ func (p *Placer) restore(touched *touchedSet) error {
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		e := p.workloads[id]
 		e.restore, e.restoreAt = e.restoredVerdict()
+		apply := e.newestApply
 		e.newestApply = nil
 		wl := snap.Workload(id)
 		if wl != nil && !e.deleted && (e.restore == nil || e.restore.Status != schemas.VerdictPlaced) {
 			// Placed nowhere, its copies still run where it was applied: its own room there, as a running placer
 			// keeps it (structs.Workload.Kept).
 			if kept := p.runsOn(e); len(kept) > 0 {
+				if err := p.restoreKeptReservation(e, apply, kept); err != nil {
+					return err
+				}
 				if err := p.store.KeepOn(p.seq, id, kept); err != nil {
 					return fmt.Errorf("placer rebuild: %w", err)
 				}
@@ -454,6 +458,69 @@ func (p *Placer) restore(touched *touchedSet) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// restoreKeptReservation gives a workload placed nowhere now (an edit no cluster fits, or its RI cannot read) the
+// reservation of the copy it keeps running, when the Apply of that copy was stored less than a TTL ago: a running
+// placer keeps it until the copy's pods are reported, the TTL passes or the copy goes, and a workload placed after
+// the restart would otherwise take the room of pods still coming. The reservation is that of the version applied
+// (the Apply's object), packed again where it runs, and expires when the one made before the restart would have.
+// The store is brought there as a running placer brought it: that version placed on the clusters it runs on, then
+// the current version placed nowhere, which keeps the reservation (Kept).
+func (p *Placer) restoreKeptReservation(e *workloadEntry, apply *appliedPlacement, kept []string) error {
+	if apply == nil || apply.object == nil || !apply.at.Add(p.config.ReservationTTL).After(p.now) {
+		return nil
+	}
+	log := p.log.With("workload", e.ref.Key(), "clusters", kept)
+	analysis, err := p.analyze(apply.object)
+	if err != nil {
+		log.Debug("rebuild: the version a workload placed nowhere keeps running cannot be analyzed; it holds no room", "error", err)
+		return nil
+	}
+	current := p.workloadInfo(e)
+	then := current
+	then.Analysis = analysis
+	wl, err := p.store.UpsertWorkload(p.seq, then)
+	if err != nil {
+		log.Warn("rebuild: the version a workload placed nowhere keeps running cannot be stored; it holds no room", "error", err)
+		return nil
+	}
+	d := &structs.Decision{ID: fmt.Sprintf("kept/%s/%d", e.ref.UID, apply.sequence), WorkloadID: e.id,
+		Workload: wl.DisplayName(), Generation: wl.Generation, Policy: apply.policy, Status: structs.StatusPlaced, Clusters: kept}
+	for _, cluster := range kept {
+		if share := e.published[cluster]; share.replicas > 0 {
+			if d.Replicas == nil {
+				d.Replicas = map[string]int64{}
+			}
+			d.Replicas[cluster] = share.replicas
+		}
+	}
+	d.SnapshotIndex = p.store.Snapshot().Index()
+	if err := p.store.ApplyPlan(p.seq, apply.at, &structs.Plan{Decisions: []*structs.Decision{d}}); err != nil {
+		return fmt.Errorf("placer rebuild: restore where %s runs: %w", d.Workload, err)
+	}
+	snap := p.store.Snapshot()
+	if assignments, _ := scheduler.Repack(snap, e.id); len(assignments) > 0 {
+		packed := *d
+		packed.SnapshotIndex, packed.Assignments = snap.Index(), assignments
+		err := p.store.ApplyPlan(p.seq, apply.at, &structs.Plan{Decisions: []*structs.Decision{&packed}})
+		if errors.Is(err, state.ErrStalePlan) {
+			log.Warn("rebuild: the reservation of a workload placed nowhere was not held again", "error", err)
+		} else if err != nil {
+			return fmt.Errorf("placer rebuild: restore the reservation of %s: %w", d.Workload, err)
+		}
+	}
+	if current.Analysis != nil {
+		if _, err := p.store.UpsertWorkload(p.seq, current); err != nil {
+			return fmt.Errorf("placer rebuild: %w", err)
+		}
+	}
+	nowhere := &structs.Decision{ID: d.ID + "/nowhere", WorkloadID: e.id, Workload: d.Workload, Generation: d.Generation,
+		SnapshotIndex: p.store.Snapshot().Index(), Status: structs.StatusUnschedulable}
+	if err := p.store.ApplyPlan(p.seq, apply.at, &structs.Plan{Decisions: []*structs.Decision{nowhere}}); err != nil {
+		return fmt.Errorf("placer rebuild: %s placed nowhere: %w", d.Workload, err)
 	}
 	return nil
 }

@@ -124,3 +124,66 @@ func TestRebuiltPlacerHoldsTheReservationOfARecentPlacement(t *testing.T) {
 			expires, before.Add(ttl), after.Add(ttl))
 	}
 }
+
+// A workload edited past every cluster shortly before the placer restarted keeps, after the restart, the
+// reservation of the copy it keeps running (the version applied, not the edit), until it would have expired had
+// the placer not restarted: a workload placed after the restart does not take that room. Before, the rebuild
+// kept the workload on east (Kept) with no reservation, and the next workload was placed on the room of the pods
+// still coming (on a local fleet, a 1-GPU job on a cluster whose 32 GPUs a kept 4-pod job was about to take).
+func TestRestoredKeptWorkloadKeepsItsReservation(t *testing.T) {
+	ttl := state.DefaultReservationTTL
+	tests := []struct {
+		name     string
+		applied  time.Duration // how long before the restart web's copy was applied to east
+		want     []string
+		reserved bool
+	}{
+		{name: "applied just before the restart", applied: time.Minute, want: []string{"Apply west"}, reserved: true},
+		{name: "applied longer than the TTL ago", applied: ttl + time.Minute, want: []string{"Apply east"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWest()
+			web := deploymentVersion("web", "1", 6, nil)
+			ref := web.Ref()
+			placed := &schemas.PlacementVerdict{Workload: ref, Sequence: 5, Status: schemas.VerdictPlaced, Policy: "any",
+				Clusters: []string{"east"}}
+			at := f.now.Add(-tt.applied)
+			edited := deploymentVersion("web", "2", 100, nil)
+			nowhere := &schemas.PlacementVerdict{Workload: ref, Sequence: 7, Status: schemas.VerdictUnschedulable, Policy: "any"}
+			f.readStateAt(at,
+				stateMessage{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref,
+					Cluster: "east", Action: schemas.ActionApply, Sequence: 5, Object: web.Object, Policy: "any",
+					Clusters: []string{"east"}, Verdict: placed}},
+				stateMessage{schemas.TypeWorkloadChanged, edited},
+				stateMessage{schemas.TypePlacementVerdict, nowhere})
+			f.p.now = f.now
+			f.restoreAndPublish()
+			id := f.p.byUID[ref.UID]
+			wl := f.p.store.Snapshot().Workload(id)
+			if wl.Placement != nil || !equal(wl.Kept, []string{"east"}) {
+				t.Fatalf("after the restart web is placed %+v, kept on %v; want placed nowhere, kept on east", wl.Placement, wl.Kept)
+			}
+			reservations := f.p.store.Snapshot().ReservationsOf(id)
+			if got := len(reservations) > 0; got != tt.reserved {
+				t.Fatalf("web holds a reservation after the restart: %v, want %v (%+v)", got, tt.reserved, reservations)
+			}
+			if tt.reserved {
+				if want := at.Add(ttl).UnixNano(); reservations[0].ExpiresAt != want {
+					t.Errorf("reservation expires at %v, want %v: when the one made before the restart would have",
+						time.Unix(0, reservations[0].ExpiresAt), time.Unix(0, want))
+				}
+				if pods := reservations[0].Nodes[0].Pods; pods != 6 {
+					t.Errorf("reservation holds %d pods, want the 6 of the version applied", pods)
+				}
+			}
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			other := deploymentVersion("other", "1", 4, nil)
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(other.Ref()), other)
+			if got := f.decisions(mark); !equal(got, tt.want) {
+				t.Errorf("decisions for other (4 cpu) = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
