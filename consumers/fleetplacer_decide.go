@@ -414,6 +414,9 @@ func (p *Placer) stillRunning(e *workloadEntry, until string) (string, error) {
 		if prev.action != schemas.ActionApply || !p.clusterRegistered(cluster) || prev.uid != "" && prev.uid != e.ref.UID {
 			continue // an earlier workload's copy of this name is not this one's
 		}
+		if failed, ok := e.applyFailed[cluster]; ok && failed.sequence == prev.sequence && e.confirmed[cluster] == 0 {
+			continue // the cluster refused its only Apply there: no copy of it runs there
+		}
 		clusters = append(clusters, cluster)
 		same, err := e.appliedNow(&prev)
 		if err != nil {

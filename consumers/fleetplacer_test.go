@@ -2689,3 +2689,44 @@ func TestCopyDeletedWhileInvalidIsNotSaidToRun(t *testing.T) {
 		t.Fatalf("decisions once the workload is fixed = %v, want [Apply east]", got)
 	}
 }
+
+// A verdict saying where a workload placed nowhere keeps running names no cluster that refused its only Apply
+// there (its applier gave up, none confirmed before): nothing of this workload runs there. One whose earlier
+// version was applied there, and whose update was refused, still runs that version. Before, a workload whose
+// Apply a cluster's admission refused, then edited so its RI could not read it (or past every cluster), was said
+// to keep running the version applied before on the cluster that had refused it.
+func TestVerdictDoesNotSayARefusedCopyRuns(t *testing.T) {
+	unreadable := func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = 1.5 }
+	tooBig := func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = int64(1000) }
+	tests := []struct {
+		name          string
+		ranBefore     bool // an earlier version was applied on east, and the refused Apply was an update
+		edit          func(o map[string]any)
+		want          schemas.VerdictStatus
+		saysItRunsOne bool
+	}{
+		{"refused, then an edit its RI cannot read", false, unreadable, schemas.VerdictInvalid, false},
+		{"refused, then an edit no cluster fits", false, tooBig, schemas.VerdictUnschedulable, false},
+		{"update refused, then an edit its RI cannot read", true, unreadable, schemas.VerdictInvalid, true},
+		{"update refused, then an edit no cluster fits", true, tooBig, schemas.VerdictUnschedulable, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWest()
+			web := deployment("web")
+			if tt.ranBefore {
+				web, _ = f.placedWebOnEast()
+				web = deploymentVersion("web", "2", 1, func(o map[string]any) { firstContainer(o)["image"] = "web:2" })
+			}
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+			f.applyGaveUp("east", web, f.lastDecision().Sequence, "admission refused it")
+			edited := deploymentVersion("web", "3", 1, tt.edit)
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(edited.Ref()), edited)
+			v := f.lastVerdictSent()
+			if says := strings.Contains(v.Message, "the copy on east keeps running"); v.Status != tt.want || says != tt.saysItRunsOne {
+				t.Errorf("verdict %s %q, want %s, saying the copy on east keeps running: %v", v.Status, v.Message, tt.want, tt.saysItRunsOne)
+			}
+		})
+	}
+}
