@@ -949,6 +949,8 @@ func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *t
 			touched.add(e.id)
 			if d := p.blocked.Decision(e.id); d != nil {
 				touched.decided(d) // its verdict, sent again, no longer says the copy runs there
+			} else if e.analysisErr != "" {
+				touched.invalid[e.id] = e.analysisErr // nor does its Invalid one (a restarted placer keeps it placed nowhere)
 			}
 			// Nor does it keep the workload there: no pods of its own hold room there, and a taint that keeps
 			// new workloads off keeps it off too.

@@ -1,6 +1,7 @@
 package consumers
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -185,5 +186,36 @@ func TestRestoredKeptWorkloadKeepsItsReservation(t *testing.T) {
 				t.Errorf("decisions for other (4 cpu) = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A copy deleted in its cluster while its workload is Invalid is no longer said to keep running after a restart
+// either: the rebuilt placer keeps the workload placed nowhere (Kept), and the copy's going sends its Invalid
+// verdict again without that. Before, only a Placed or Unschedulable verdict was sent again, and the Invalid one
+// went on saying the copy kept running the version applied before.
+func TestRestoredInvalidWorkloadsCopyGoneIsNotSaidToRun(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.eastThenWest()
+	web := deploymentVersion("web", "1", 1, nil)
+	ref := web.Ref()
+	placed := &schemas.PlacementVerdict{Workload: ref, Sequence: 5, Status: schemas.VerdictPlaced, Policy: "any",
+		Clusters: []string{"east"}}
+	broken := deploymentVersion("web", "2", 1, func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = 1.5 })
+	invalid := &schemas.PlacementVerdict{Workload: ref, Sequence: 7, Status: schemas.VerdictInvalid,
+		Message: "1.5 is not a whole replica count; the copy on east keeps running the version applied before"}
+	f.readState(
+		stateMessage{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref,
+			Cluster: "east", Action: schemas.ActionApply, Sequence: 5, Object: web.Object, Policy: "any",
+			Clusters: []string{"east"}, Verdict: placed}},
+		stateMessage{schemas.TypeWorkloadChanged, broken},
+		stateMessage{schemas.TypePlacementVerdict, invalid})
+	mark := f.restoreAndPublish()
+	gone := &schemas.WorkloadStatus{Workload: ref, Cluster: "east", Gone: true}
+	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", ref), gone)
+	if got := f.decisions(mark); len(got) != 0 {
+		t.Fatalf("decisions while the workload is Invalid = %v, want none", got)
+	}
+	if v := f.lastVerdictSent(); v.Status != schemas.VerdictInvalid || strings.Contains(v.Message, "keeps running") {
+		t.Errorf("verdict once the copy is gone: %s %q, want Invalid not saying it keeps running", v.Status, v.Message)
 	}
 }
