@@ -382,12 +382,17 @@ func (p *Placer) restore(touched *touchedSet) error {
 		apply := e.newestApply
 		e.newestApply = nil
 		wl := snap.Workload(id)
-		if wl != nil && !e.deleted && (e.restore == nil || e.restore.Status != schemas.VerdictPlaced) {
+		// An Invalid workload is in the store only with a version read before its edit, but the copy it keeps
+		// running holds room all the same (restoreKeptReservation stores the version applied).
+		if (wl != nil || e.analysisErr != "") && !e.deleted && (e.restore == nil || e.restore.Status != schemas.VerdictPlaced) {
 			// Placed nowhere, its copies still run where it was applied: its own room there, as a running placer
 			// keeps it (structs.Workload.Kept).
 			if kept := p.runsOn(e); len(kept) > 0 {
 				if err := p.restoreKeptReservation(e, apply, kept); err != nil {
 					return err
+				}
+				if p.store.Snapshot().Workload(id) == nil {
+					continue // Invalid, and no version of it stored: nothing to keep
 				}
 				if err := p.store.KeepOn(p.seq, id, kept); err != nil {
 					return fmt.Errorf("placer rebuild: %w", err)

@@ -136,11 +136,13 @@ func TestRestoredKeptWorkloadKeepsItsReservation(t *testing.T) {
 	tests := []struct {
 		name     string
 		applied  time.Duration // how long before the restart web's copy was applied to east
+		invalid  bool          // the edit is one its RI cannot read, not one no cluster fits
 		want     []string
 		reserved bool
 	}{
 		{name: "applied just before the restart", applied: time.Minute, want: []string{"Apply west"}, reserved: true},
 		{name: "applied longer than the TTL ago", applied: ttl + time.Minute, want: []string{"Apply east"}},
+		{name: "edited so its RI cannot read it", applied: time.Minute, invalid: true, want: []string{"Apply west"}, reserved: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,6 +155,10 @@ func TestRestoredKeptWorkloadKeepsItsReservation(t *testing.T) {
 			at := f.now.Add(-tt.applied)
 			edited := deploymentVersion("web", "2", 100, nil)
 			nowhere := &schemas.PlacementVerdict{Workload: ref, Sequence: 7, Status: schemas.VerdictUnschedulable, Policy: "any"}
+			if tt.invalid {
+				edited = deploymentVersion("web", "2", 1, func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = 1.5 })
+				nowhere = &schemas.PlacementVerdict{Workload: ref, Sequence: 7, Status: schemas.VerdictInvalid, Message: "1.5"}
+			}
 			f.readStateAt(at,
 				stateMessage{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/5/east", Workload: ref,
 					Cluster: "east", Action: schemas.ActionApply, Sequence: 5, Object: web.Object, Policy: "any",
