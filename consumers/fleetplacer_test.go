@@ -2716,7 +2716,7 @@ func TestVerdictDoesNotSayARefusedCopyRuns(t *testing.T) {
 			f.eastThenWest()
 			web := deployment("web")
 			if tt.ranBefore {
-				web, _ = f.placedWebOnEast()
+				f.placedWebOnEast()
 				web = deploymentVersion("web", "2", 1, func(o map[string]any) { firstContainer(o)["image"] = "web:2" })
 			}
 			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
