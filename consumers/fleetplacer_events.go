@@ -1254,6 +1254,9 @@ func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
 // first tick. Not into a NotReady cluster (a Duplicate copy stays placed on one): it would not answer, and its
 // heartbeat tells when it is back, which sends the Apply again (clusterChanged).
 func (p *Placer) retryFailedApplies(e *workloadEntry, touched *touchedSet) {
+	if e.analysisErr != "" {
+		return // no Apply goes while the workload is Invalid; its fixed version goes anyway once it can be analyzed
+	}
 	for cluster, failed := range e.applyFailed {
 		if failed.at.IsZero() {
 			failed.at = p.now

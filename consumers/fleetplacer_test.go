@@ -1152,6 +1152,8 @@ func TestApplyGivenUpIsSentAgainAfterTheRetryInterval(t *testing.T) {
 	const retry = 2 * time.Minute
 	const forbidden = `deployments.apps "web" is forbidden: User "fleetflow" cannot patch resource "deployments"`
 	f := newPlacerFixture(t, PlacerConfig{HeartbeatTimeout: time.Hour, FailedApplyRetry: retry})
+	logs := &strings.Builder{}
+	f.p.log = slog.New(slog.NewTextHandler(logs, nil))
 	f.eastThenWestWith(nil)
 	web := deployment("web")
 	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
@@ -1200,6 +1202,17 @@ func TestApplyGivenUpIsSentAgainAfterTheRetryInterval(t *testing.T) {
 		if got := tick(step.after); !equal(got, step.want) {
 			t.Fatalf("decisions at tick +%s after the second refusal = %v, want %v", step.after, got, step.want)
 		}
+	}
+	// An edit its RI cannot read is not sent (no Apply goes while a workload is Invalid), nor said to be.
+	gaveUp(f.lastDecision().Sequence, 2*retry+7*time.Second)
+	broken := deploymentVersion("web", "2", 1, func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = 1.5 })
+	f.deliverStored(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(broken.Ref()), broken, at.Add(2*retry+8*time.Second))
+	logs.Reset()
+	if got := tick(4*retry + time.Minute); len(got) != 0 {
+		t.Errorf("decisions for the Invalid workload past the retry interval = %v, want none", got)
+	}
+	if strings.Contains(logs.String(), "sending again an Apply") {
+		t.Errorf("the retry of an Invalid workload's Apply was logged, though none goes:\n%s", logs.String())
 	}
 }
 
