@@ -50,12 +50,12 @@ func TestRayCluster64(t *testing.T) {
 		"cpu": fmt.Sprint(8 + 64*32), "memory": fmt.Sprintf("%dGi", 32+64*256), "nvidia.com/gpu": "512"})
 }
 
-// BenchmarkAnalyzeRayCluster64 measures one analysis of a 64-host RayCluster with a precompiled RI.
-func BenchmarkAnalyzeRayCluster64(b *testing.B) {
-	obj := rayCluster64(b)
+// benchmarkBuiltinAnalysis measures one analysis of obj with its precompiled built-in RI.
+func benchmarkBuiltinAnalysis(b *testing.B, obj map[string]any) {
+	b.Helper()
 	c, ok := builtinRegistry(b).Lookup(GVKOf(obj))
 	if !ok {
-		b.Fatal("no RayCluster RI")
+		b.Fatalf("no built-in RI for %v", GVKOf(obj))
 	}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -63,6 +63,11 @@ func BenchmarkAnalyzeRayCluster64(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkAnalyzeRayCluster64 measures one analysis of a 64-host RayCluster with a precompiled RI.
+func BenchmarkAnalyzeRayCluster64(b *testing.B) {
+	benchmarkBuiltinAnalysis(b, rayCluster64(b))
 }
 
 // BenchmarkAnalyzeRayCluster64Cold changes a template every iteration, so every worker template

@@ -57,24 +57,8 @@ spec:
 
 // BenchmarkAnalyzeBatch measures one analysis of each object of batchBenchObjects with its precompiled built-in RI.
 func BenchmarkAnalyzeBatch(b *testing.B) {
-	reg := builtinRegistry(b)
 	for _, bo := range batchBenchObjects {
-		b.Run(bo.name, func(b *testing.B) {
-			obj, err := ParseObject([]byte(bo.cr), bo.name)
-			if err != nil {
-				b.Fatal(err)
-			}
-			c, ok := reg.Lookup(GVKOf(obj))
-			if !ok {
-				b.Fatalf("no built-in RI for %v", GVKOf(obj))
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := c.Analyze(obj); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(bo.name, func(b *testing.B) { benchmarkBuiltinAnalysis(b, mustParseObject(b, bo.cr)) })
 	}
 }
 

@@ -29,18 +29,6 @@ spec:
 		{"SingleNode", service + transformer},
 		{"MultiNode", service + workers + transformer},
 	} {
-		b.Run(bm.name, func(b *testing.B) {
-			obj := mustParseObject(b, bm.yaml)
-			c, ok := builtinRegistry(b).Lookup(GVKOf(obj))
-			if !ok {
-				b.Fatal("no InferenceService RI")
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := c.Analyze(obj); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(bm.name, func(b *testing.B) { benchmarkBuiltinAnalysis(b, mustParseObject(b, bm.yaml)) })
 	}
 }

@@ -65,19 +65,7 @@ spec:
 // BenchmarkAnalyzeNvidiaKinds measures one analysis of each of benchNvidiaKinds with its precompiled built-in RI.
 func BenchmarkAnalyzeNvidiaKinds(b *testing.B) {
 	for name, y := range benchNvidiaKinds {
-		b.Run(name, func(b *testing.B) {
-			obj := mustParseObject(b, y)
-			c, ok := builtinRegistry(b).Lookup(GVKOf(obj))
-			if !ok {
-				b.Fatalf("no RI for %v", GVKOf(obj))
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := c.Analyze(obj); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(name, func(b *testing.B) { benchmarkBuiltinAnalysis(b, mustParseObject(b, y)) })
 	}
 }
 

@@ -188,22 +188,9 @@ func BenchmarkAnalyzeRayCluster64WorkersWithoutMemory(b *testing.B) {
 		ray := g.(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)
 		delete(ray["resources"].(map[string]any)["requests"].(map[string]any), "memory")
 	}
-	c, ok := builtinRegistry(b).Lookup(GVKOf(obj))
-	if !ok {
-		b.Fatal("no RayCluster RI")
-	}
-	a, err := c.Analyze(obj)
-	if err != nil {
-		b.Fatal(err)
-	}
 	// 64 workers x the init container's 256Mi, as their only memory request, beside the head's 32Gi.
-	if got := a.TotalRequests.Memory().String(); got != "48Gi" {
+	if got := analyzeBuiltin(b, obj).TotalRequests.Memory().String(); got != "48Gi" {
 		b.Fatalf("memory requested %s, want 48Gi", got)
 	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := c.Analyze(obj); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchmarkBuiltinAnalysis(b, obj)
 }
