@@ -2222,31 +2222,51 @@ func TestRestoredPlacerRelabelsNamespacesChangedMeanwhile(t *testing.T) {
 	}
 }
 
-// A copy kept running while its workload is Unschedulable, then deleted in its cluster, is not applied again,
-// but no longer counts as applied: the verdict stops saying it runs there, and once the workload fits again the
-// copy is applied, rather than the workload shown placed where nothing runs.
-func TestCopyGoneWhileUnschedulableIsAppliedWhenPlacedAgain(t *testing.T) {
-	f := newPlacerFixture(t, PlacerConfig{})
-	f.eastThenWest()
-	web, _ := f.placedWebOnEast()
-	grown := unschedulableWeb()
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(grown.Ref()), grown)
-	if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable || !strings.Contains(v.Message, "the copy on east keeps running") {
-		t.Fatalf("verdict %s %q, want Unschedulable with the copy on east running", v.Status, v.Message)
+// A copy kept running while its workload is placed nowhere (an edit no cluster fits, or one its RI cannot read),
+// then deleted in its cluster, is not applied again (an Invalid edit would go with it), but no longer counts as
+// applied: the verdict is sent again without saying it runs there, and once the workload fits again, or can be
+// analyzed, the copy is applied, rather than the workload shown placed where nothing runs. Before, for an Invalid
+// workload the placer logged that it applied the copy again, sent nothing, and the verdict went on saying the
+// copy on east kept running the version applied before.
+func TestCopyGoneWhilePlacedNowhereIsNotSaidToRun(t *testing.T) {
+	tests := []struct {
+		name   string
+		edit   *schemas.ObjectChanged
+		status schemas.VerdictStatus
+		// says is also in the verdict once the copy is gone (the analysis error).
+		says  string
+		fixed *schemas.ObjectChanged
+	}{
+		{"edited past every cluster", unschedulableWeb(), schemas.VerdictUnschedulable, "", deploymentVersion("web", "3", 1, nil)},
+		{"edited so its RI cannot read it",
+			deploymentVersion("web", "2", 1, func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = 1.5 }),
+			schemas.VerdictInvalid, "replica count", deploymentVersion("web", "3", 2, nil)},
 	}
-	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
-		&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Gone: true})
-	if got := f.decisions(mark); len(got) != 0 {
-		t.Fatalf("decisions after the copy went = %v, want none: the workload fits nowhere", got)
-	}
-	if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable || strings.Contains(v.Message, "keeps running") {
-		t.Errorf("verdict %s %q, want Unschedulable without a copy said to run", v.Status, v.Message)
-	}
-	shrunk := deploymentVersion("web", "3", 1, nil)
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(shrunk.Ref()), shrunk)
-	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
-		t.Errorf("decisions once it fits again = %v, want [Apply east]", got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newPlacerFixture(t, PlacerConfig{})
+			f.eastThenWest()
+			web, _ := f.placedWebOnEast()
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(tt.edit.Ref()), tt.edit)
+			if v := f.lastVerdictSent(); v.Status != tt.status || !strings.Contains(v.Message, "the copy on east keeps running") {
+				t.Fatalf("verdict %s %q, want %s with the copy on east running", v.Status, v.Message, tt.status)
+			}
+			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
+			f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
+				&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Gone: true})
+			if got := f.decisions(mark); len(got) != 0 {
+				t.Fatalf("decisions after the copy went = %v, want none: the workload is placed nowhere", got)
+			}
+			if v := f.lastVerdictSent(); v.Status != tt.status || strings.Contains(v.Message, "keeps running") ||
+				!strings.Contains(v.Message, tt.says) {
+				t.Errorf("verdict once the copy is gone: %s %q, want %s saying %q, not that a copy keeps running",
+					v.Status, v.Message, tt.status, tt.says)
+			}
+			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(tt.fixed.Ref()), tt.fixed)
+			if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
+				t.Errorf("decisions once it can be placed again = %v, want [Apply east]", got)
+			}
+		})
 	}
 }
 
@@ -2670,36 +2690,6 @@ func TestNewVersionMayGoBackToAClusterItWasMovedOff(t *testing.T) {
 	}
 	if v := f.lastVerdictSent(); v.ReasonCodes["east"] == string(structs.RejectAvoided) {
 		t.Errorf("verdict of the new version still keeps off east: %q", v.Reasons["east"])
-	}
-}
-
-// A copy deleted in its cluster while its workload is Invalid is not applied again (the edit the RI cannot read
-// would go), and the verdict no longer says it keeps running there: it is sent again without that, and the fixed
-// version goes once the workload can be analyzed. Before, the placer logged that it applied the copy again, sent
-// nothing, and the verdict went on saying the copy on east kept running the version applied before.
-func TestCopyDeletedWhileInvalidIsNotSaidToRun(t *testing.T) {
-	f := newPlacerFixture(t, PlacerConfig{})
-	f.eastThenWest()
-	web, _ := f.placedWebOnEast()
-	broken := deploymentVersion("web", "2", 1, func(o map[string]any) { o["spec"].(map[string]any)["replicas"] = 1.5 })
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(broken.Ref()), broken)
-	if v := f.lastVerdictSent(); v.Status != schemas.VerdictInvalid || !strings.Contains(v.Message, "keeps running") {
-		t.Fatalf("verdict %s %q, want Invalid saying the copy keeps running", v.Status, v.Message)
-	}
-	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-	gone := &schemas.WorkloadStatus{Workload: web.Ref(), Cluster: "east", Gone: true}
-	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()), gone)
-	if got := f.decisions(mark); len(got) != 0 {
-		t.Fatalf("decisions while the workload is Invalid = %v, want none", got)
-	}
-	if v := f.lastVerdictSent(); v.Status != schemas.VerdictInvalid || strings.Contains(v.Message, "keeps running") ||
-		!strings.Contains(v.Message, "replica count") {
-		t.Errorf("verdict once the copy is gone: %s %q, want Invalid with the analysis error, not saying it keeps running", v.Status, v.Message)
-	}
-	fixed := deploymentVersion("web", "3", 2, nil)
-	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(fixed.Ref()), fixed)
-	if got := f.decisions(mark); !equal(got, []string{"Apply east"}) {
-		t.Fatalf("decisions once the workload is fixed = %v, want [Apply east]", got)
 	}
 }
 
