@@ -475,14 +475,14 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		}
 		return nil
 	}
-	for _, cluster := range slices.Sorted(maps.Keys(desired)) {
-		if e.analysisErr != "" {
-			// An edit its RI cannot read is not carried out, as its Invalid verdict says: the copy keeps the
-			// version applied before. No Apply goes, not even one sent again (the namespace's new labels, a
-			// cluster back, a failed Apply retried), which would carry this version; it goes once the workload
-			// can be analyzed again.
-			continue
-		}
+	// An edit its RI cannot read is not carried out, as its Invalid verdict says: the copy keeps the version applied
+	// before. No Apply goes, not even one sent again (the namespace's new labels, a cluster back, a failed Apply
+	// retried), which would carry this version; it goes once the workload can be analyzed again.
+	applyTo := desired
+	if e.analysisErr != "" {
+		applyTo = nil
+	}
+	for _, cluster := range slices.Sorted(maps.Keys(applyTo)) {
 		replicas := desired[cluster]
 		if prev, ok := e.published[cluster]; ok && prev.action == schemas.ActionApply && prev.replicas == replicas && !e.reapply[cluster] &&
 			(prev.uid == "" || prev.uid == e.ref.UID) {
