@@ -506,16 +506,8 @@ func (p *Placer) restoreKeptReservation(e *workloadEntry, apply *appliedPlacemen
 	if err := p.store.ApplyPlan(p.seq, apply.at, &structs.Plan{Decisions: []*structs.Decision{d}}); err != nil {
 		return fmt.Errorf("placer rebuild: restore where %s runs: %w", d.Workload, err)
 	}
-	snap := p.store.Snapshot()
-	if assignments, _ := scheduler.Repack(snap, e.id); len(assignments) > 0 {
-		packed := *d
-		packed.SnapshotIndex, packed.Assignments = snap.Index(), assignments
-		err := p.store.ApplyPlan(p.seq, apply.at, &structs.Plan{Decisions: []*structs.Decision{&packed}})
-		if errors.Is(err, state.ErrStalePlan) {
-			log.Warn("rebuild: the reservation of a workload placed nowhere was not held again", "error", err)
-		} else if err != nil {
-			return fmt.Errorf("placer rebuild: restore the reservation of %s: %w", d.Workload, err)
-		}
+	if err := p.holdAgain(d, apply.at); err != nil {
+		return err
 	}
 	if current.Analysis != nil {
 		if _, err := p.store.UpsertWorkload(p.seq, current); err != nil {
@@ -550,25 +542,35 @@ func (p *Placer) restoreReservations(recent []restoredDecision) error {
 		return cmp.Or(cmp.Compare(a.sequence, b.sequence), strings.Compare(a.d.WorkloadID, b.d.WorkloadID))
 	})
 	for _, r := range recent {
-		snap := p.store.Snapshot()
-		assignments, unfit := scheduler.Repack(snap, r.d.WorkloadID)
-		for _, cluster := range slices.Sorted(maps.Keys(unfit)) {
-			p.log.Info("rebuild: a restored workload no longer fits where it is placed; it stays there and holds no room",
-				"workload", r.d.Workload, "cluster", cluster, "reason", unfit[cluster])
+		if err := p.holdAgain(r.d, r.at); err != nil {
+			return err
 		}
-		if len(assignments) == 0 {
-			continue
-		}
-		d := *r.d
-		d.SnapshotIndex, d.Assignments = snap.Index(), assignments
-		err := p.store.ApplyPlan(p.seq, r.at, &structs.Plan{Decisions: []*structs.Decision{&d}})
-		if errors.Is(err, state.ErrStalePlan) {
-			p.log.Warn("rebuild: a restored workload's reservation was not held again", "workload", d.Workload, "error", err)
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("placer rebuild: restore the reservation of %s: %w", d.Workload, err)
-		}
+	}
+	return nil
+}
+
+// holdAgain packs the restored placement d again where it is placed (scheduler.Repack: what its pods there already
+// request is its own room) and holds the room of the pods not reported yet as its reservation, expiring as one
+// made at at would. Where it no longer fits it stays placed and holds no room.
+func (p *Placer) holdAgain(d *structs.Decision, at time.Time) error {
+	snap := p.store.Snapshot()
+	assignments, unfit := scheduler.Repack(snap, d.WorkloadID)
+	for _, cluster := range slices.Sorted(maps.Keys(unfit)) {
+		p.log.Info("rebuild: a restored workload no longer fits where it is placed; it stays there and holds no room",
+			"workload", d.Workload, "cluster", cluster, "reason", unfit[cluster])
+	}
+	if len(assignments) == 0 {
+		return nil
+	}
+	packed := *d
+	packed.SnapshotIndex, packed.Assignments = snap.Index(), assignments
+	err := p.store.ApplyPlan(p.seq, at, &structs.Plan{Decisions: []*structs.Decision{&packed}})
+	if errors.Is(err, state.ErrStalePlan) {
+		p.log.Warn("rebuild: a restored workload's reservation was not held again", "workload", d.Workload, "error", err)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("placer rebuild: restore the reservation of %s: %w", d.Workload, err)
 	}
 	return nil
 }
