@@ -11,6 +11,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -62,6 +63,21 @@ func (c PlacerConfig) withDefaults() PlacerConfig {
 	if c.FailedApplyRetry <= 0 {
 		c.FailedApplyRetry = 5 * time.Minute
 	}
+	return c
+}
+
+// Settings is what the placer's ticks carry of c (its defaults filled in), for a replay to decide as it did.
+func (c PlacerConfig) Settings() *schemas.PlacerSettings {
+	c = c.withDefaults()
+	return &schemas.PlacerSettings{HeartbeatTimeout: metav1.Duration{Duration: c.HeartbeatTimeout},
+		PendingTimeout: metav1.Duration{Duration: c.PendingTimeout}, ReservationTTL: metav1.Duration{Duration: c.ReservationTTL},
+		FailedApplyRetry: metav1.Duration{Duration: c.FailedApplyRetry}}
+}
+
+// WithSettings is c deciding with the settings a tick carried.
+func (c PlacerConfig) WithSettings(s *schemas.PlacerSettings) PlacerConfig {
+	c.HeartbeatTimeout, c.PendingTimeout = s.HeartbeatTimeout.Duration, s.PendingTimeout.Duration
+	c.ReservationTTL, c.FailedApplyRetry = s.ReservationTTL.Duration, s.FailedApplyRetry.Duration
 	return c
 }
 
@@ -311,6 +327,15 @@ func NewPlacer(publisher EventPublisher, ris *karta.Registry, config PlacerConfi
 // SetEpoch names the lifetime of the streams the placer's sequences count in; RunPlacer sets it from the
 // events stream's creation time.
 func (p *Placer) SetEpoch(epoch string) { p.epoch = epoch }
+
+// PolicyRefused says why the newest version of the policy name is not in force; nil when it is, or when the
+// placer knows no policy of that name.
+func (p *Placer) PolicyRefused(name string) error {
+	if pe := p.policies[name]; pe != nil {
+		return pe.err
+	}
+	return nil
+}
 
 // Snapshot is the placer's current fleet view, for tests and diagnostics.
 func (p *Placer) Snapshot() *state.Snapshot { return p.store.Snapshot() }

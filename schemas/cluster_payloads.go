@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // NodeState is one workload-cluster node as the placer needs it: what it offers and what running pods
@@ -171,12 +172,34 @@ func (p *WorkloadStatus) Validate() error {
 // PlacerTick is a tick of the placer's clock.
 type PlacerTick struct {
 	Time time.Time `json:"time"`
+	// Settings are the time-based settings of the placer that published the tick: a replay of the history
+	// decides with them, as that placer did. nil in ticks of placers before they were carried.
+	Settings *PlacerSettings `json:"settings,omitempty"`
+}
+
+// PlacerSettings are the placer settings its decisions depend on, besides the events.
+type PlacerSettings struct {
+	HeartbeatTimeout metav1.Duration `json:"heartbeatTimeout"`
+	PendingTimeout   metav1.Duration `json:"pendingTimeout"`
+	ReservationTTL   metav1.Duration `json:"reservationTTL"`
+	FailedApplyRetry metav1.Duration `json:"failedApplyRetry"`
 }
 
 // Validate implements Payload.
 func (p *PlacerTick) Validate() error {
 	if p.Time.IsZero() {
 		return errors.New("time: required")
+	}
+	if s := p.Settings; s != nil {
+		for _, f := range []struct {
+			name string
+			d    time.Duration
+		}{{"heartbeatTimeout", s.HeartbeatTimeout.Duration}, {"pendingTimeout", s.PendingTimeout.Duration},
+			{"reservationTTL", s.ReservationTTL.Duration}, {"failedApplyRetry", s.FailedApplyRetry.Duration}} {
+			if f.d <= 0 {
+				return fmt.Errorf("settings.%s: %s, must be positive", f.name, f.d)
+			}
+		}
 	}
 	return nil
 }

@@ -32,6 +32,16 @@ const (
 	TypePlacerTick = "io.fleetflow.placer.tick.v1"
 )
 
+// TypePrefix starts every fleetflow event type: a reader meeting one it does not know (KnownType) reads a
+// history of another schema version.
+const TypePrefix = "io.fleetflow."
+
+// KnownType reports whether eventType is one this build reads.
+func KnownType(eventType string) bool {
+	_, ok := payloadFactories[eventType]
+	return ok
+}
+
 // Sources name who published an event, as CloudEvents "source" URI references.
 const (
 	SourceControlPlaneProducer = "/fleetflow/producer/control-plane"

@@ -426,7 +426,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, 
 	}
 	pruner := newStatePruner(stateStream, grace, log)
 	go pruner.run(ctx)
-	go publishTicks(ctx, b, log)
+	go publishTicks(ctx, b, cfg.Settings(), log)
 	floor := &atomic.Uint64{}
 	go followAckFloor(ctx, consumer, PlacerTickInterval, floor, log)
 	flush := func(ctx context.Context) error {
@@ -470,7 +470,7 @@ func followAckFloor(ctx context.Context, consumer jetstream.Consumer, interval t
 	}
 }
 
-func publishTicks(ctx context.Context, b *Bus, log *slog.Logger) {
+func publishTicks(ctx context.Context, b *Bus, settings *schemas.PlacerSettings, log *slog.Logger) {
 	ticker := time.NewTicker(PlacerTickInterval)
 	defer ticker.Stop()
 	for {
@@ -480,7 +480,7 @@ func publishTicks(ctx context.Context, b *Bus, log *slog.Logger) {
 		case now := <-ticker.C:
 			id := fmt.Sprintf("tick/%d", now.UnixNano()/int64(PlacerTickInterval))
 			event, err := schemas.NewEvent(schemas.TypePlacerTick, schemas.SourcePlacer, schemas.SubjectPlacerTick, id,
-				&schemas.PlacerTick{Time: now.UTC()})
+				&schemas.PlacerTick{Time: now.UTC(), Settings: settings})
 			if err == nil {
 				_, err = b.Publisher.Publish(ctx, schemas.SubjectPlacerTick, event)
 			}

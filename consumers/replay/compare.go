@@ -1,0 +1,185 @@
+package replay
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// Divergence kinds.
+const (
+	// Missing: recorded, and not reproduced by the replay.
+	Missing = "Missing"
+	// Extra: produced by the replay, and not recorded.
+	Extra = "Extra"
+	// Differs: recorded and reproduced under the same id, with other contents.
+	Differs = "Differs"
+)
+
+// Divergence is a recorded verdict or decision that the replay does not reproduce as it was.
+type Divergence struct {
+	Kind    string `json:"kind"`
+	Subject string `json:"subject"`
+	ID      string `json:"id"`
+	// Workload is KIND/NAMESPACE/NAME.
+	Workload string `json:"workload,omitempty"`
+	// Cause is the sequence, in the events stream, of the event the output answered.
+	Cause uint64 `json:"cause"`
+	// Recorded and Replayed summarize each side; Fields names the payload fields that differ.
+	Recorded string   `json:"recorded,omitempty"`
+	Replayed string   `json:"replayed,omitempty"`
+	Fields   []string `json:"fields,omitempty"`
+}
+
+// output is one verdict or decision, recorded or produced by the replay.
+type output struct {
+	subject, id string
+	data        []byte
+	cause       uint64
+	workload    string
+	summary     string
+	// verdict is the verdict the output says, nil for a Delete.
+	verdict *schemas.PlacementVerdict
+}
+
+func (o *output) key() string { return o.subject + " " + o.id }
+
+// decodeOutput reads a placer output.
+func decodeOutput(subject string, e cloudevents.Event) (*output, error) {
+	payload, err := schemas.DecodePayload(e)
+	if err != nil {
+		return nil, err
+	}
+	o := &output{subject: subject, id: e.ID(), data: e.Data()}
+	switch p := payload.(type) {
+	case *schemas.PlacementDecided:
+		o.cause, o.workload, o.verdict = p.Sequence, workloadName(p.Workload), p.Verdict
+		o.summary = fmt.Sprintf("%s on %s", p.Action, p.Cluster)
+		if p.Verdict != nil {
+			o.summary += ", " + verdictSummary(p.Verdict)
+		}
+	case *schemas.PlacementVerdict:
+		o.cause, o.workload, o.verdict = p.Sequence, workloadName(p.Workload), p
+		o.summary = verdictSummary(p)
+	default:
+		return nil, fmt.Errorf("type %s is no placer output", e.Type())
+	}
+	return o, nil
+}
+
+func verdictSummary(v *schemas.PlacementVerdict) string {
+	s := string(v.Status)
+	if len(v.Clusters) > 0 {
+		s += " on " + strings.Join(v.Clusters, ",")
+	}
+	return s
+}
+
+func workloadName(ref schemas.ObjectRef) string {
+	if ref.Namespace == "" {
+		return ref.Kind + "/" + ref.Name
+	}
+	return ref.Kind + "/" + ref.Namespace + "/" + ref.Name
+}
+
+// comparison pairs recorded outputs with those the replay produces, in whatever order each side comes.
+type comparison struct {
+	recorded, produced map[string]*output
+	matched            map[string]struct{}
+	// inWindow says whether a divergence answering the event at a sequence is reported.
+	inWindow    func(cause uint64) bool
+	divergences []Divergence
+	reproduced  int
+}
+
+func newComparison(inWindow func(uint64) bool) *comparison {
+	return &comparison{recorded: map[string]*output{}, produced: map[string]*output{}, matched: map[string]struct{}{},
+		inWindow: inWindow}
+}
+
+// add takes an output of one side (recorded when rec), and compares it once the other side has it.
+func (c *comparison) add(o *output, rec bool) {
+	key := o.key()
+	if _, done := c.matched[key]; done {
+		return // stored once, as the stream's duplicate window keeps it
+	}
+	mine, theirs := c.produced, c.recorded
+	if rec {
+		mine, theirs = c.recorded, c.produced
+	}
+	other, ok := theirs[key]
+	if !ok {
+		if _, dup := mine[key]; !dup {
+			mine[key] = o
+		}
+		return
+	}
+	delete(theirs, key)
+	c.matched[key] = struct{}{}
+	recorded, replayed := o, other
+	if !rec {
+		recorded, replayed = other, o
+	}
+	if !c.inWindow(recorded.cause) {
+		return
+	}
+	if fields := differingFields(recorded.data, replayed.data); len(fields) > 0 {
+		c.divergences = append(c.divergences, Divergence{Kind: Differs, Subject: recorded.subject, ID: recorded.id,
+			Workload: recorded.workload, Cause: recorded.cause, Recorded: recorded.summary, Replayed: replayed.summary, Fields: fields})
+		return
+	}
+	c.reproduced++
+}
+
+// finish reports what either side had alone, and returns every divergence in the order of their causes.
+func (c *comparison) finish() []Divergence {
+	for _, o := range c.recorded {
+		if c.inWindow(o.cause) {
+			c.divergences = append(c.divergences, Divergence{Kind: Missing, Subject: o.subject, ID: o.id, Workload: o.workload,
+				Cause: o.cause, Recorded: o.summary})
+		}
+	}
+	for _, o := range c.produced {
+		if c.inWindow(o.cause) {
+			c.divergences = append(c.divergences, Divergence{Kind: Extra, Subject: o.subject, ID: o.id, Workload: o.workload,
+				Cause: o.cause, Replayed: o.summary})
+		}
+	}
+	c.recorded, c.produced = map[string]*output{}, map[string]*output{}
+	slices.SortFunc(c.divergences, func(a, b Divergence) int {
+		return cmp.Or(cmp.Compare(a.Cause, b.Cause), strings.Compare(a.Subject, b.Subject), strings.Compare(a.ID, b.ID))
+	})
+	return c.divergences
+}
+
+// differingFields names the top-level payload fields whose values differ, nil when the payloads say the same.
+func differingFields(a, b []byte) []string {
+	if bytes.Equal(a, b) {
+		return nil
+	}
+	var ma, mb map[string]any
+	if json.Unmarshal(a, &ma) != nil || json.Unmarshal(b, &mb) != nil {
+		return []string{"(payload)"}
+	}
+	var fields []string
+	for _, k := range slices.Sorted(maps.Keys(ma)) {
+		if !reflect.DeepEqual(ma[k], mb[k]) {
+			fields = append(fields, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(mb)) {
+		if _, ok := ma[k]; !ok {
+			fields = append(fields, k)
+		}
+	}
+	return fields
+}

@@ -1,0 +1,326 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/state"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// Options tunes a replay.
+type Options struct {
+	// Since and Until bound what is reported: the outputs answering events stored in [Since, Until]. No event
+	// stored after Until is fed. Zero: unbounded.
+	Since, Until time.Time
+	// Placer overrides, field by field, the settings the recorded ticks carry; with none recorded, the
+	// placer's defaults fill the rest.
+	Placer consumers.PlacerConfig
+	// Log receives the placer's own log; nil discards it.
+	Log *slog.Logger
+}
+
+// Result is what a replay found.
+type Result struct {
+	// Events counts the events fed to the placer; First and Last are the first and last of their sequences.
+	Events      int    `json:"events"`
+	First       uint64 `json:"firstSequence"`
+	Last        uint64 `json:"lastSequence"`
+	Undecodable int    `json:"undecodable"`
+	// Recorded counts the recorded verdicts and decisions compared (those in the window); Reproduced, those
+	// the replay produced alike.
+	Recorded    int                     `json:"recorded"`
+	Reproduced  int                     `json:"reproduced"`
+	Divergences []Divergence            `json:"divergences"`
+	Settings    *schemas.PlacerSettings `json:"settings"`
+	Epoch       string                  `json:"epoch,omitempty"`
+	Notes       []string                `json:"notes,omitempty"`
+}
+
+// Session is one replay: a placer fed the recorded inputs, publishing into a recorder.
+type Session struct {
+	opts   Options
+	placer *consumers.Placer
+	rec    recorder
+	cmp    *comparison
+	// outcomes and recordedOutcomes are the last verdict per workload, produced and recorded.
+	outcomes, recordedOutcomes map[string]Outcome
+	result                     Result
+	// offset is added to every recorded sequence, to make room for events fed before the history.
+	offset uint64
+	// keep, when set, says which recorded inputs are fed.
+	keep func(Record, schemas.Payload) bool
+	// sinceSeq is the first fed sequence stored at or after Since, 0 until one is fed; stopped is set once
+	// an input stored after Until came.
+	sinceSeq   uint64
+	stopped    bool
+	lastSeq    uint64
+	lastStored time.Time
+	injected   int
+	// tickSettings are the settings the last tick carried.
+	tickSettings *schemas.PlacerSettings
+}
+
+func settingsString(st *schemas.PlacerSettings) string {
+	return fmt.Sprintf("heartbeatTimeout %s, pendingTimeout %s, reservationTTL %s, failedApplyRetry %s",
+		st.HeartbeatTimeout.Duration, st.PendingTimeout.Duration, st.ReservationTTL.Duration, st.FailedApplyRetry.Duration)
+}
+
+// NewSession returns a replay that has read nothing yet.
+func NewSession(opts Options) *Session {
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Session{opts: opts, outcomes: map[string]Outcome{}, recordedOutcomes: map[string]Outcome{}}
+	s.cmp = newComparison(func(cause uint64) bool {
+		return s.sinceSeq != 0 && cause >= s.sinceSeq && cause <= s.lastSeq
+	})
+	return s
+}
+
+// peekLimit bounds the records read ahead for the placer's settings and the streams' epoch.
+const peekLimit = 100_000
+
+// Run feeds the whole history h to the session's placer, comparing what it publishes with what was recorded.
+func (s *Session) Run(ctx context.Context, h History) (*Result, error) {
+	h = Checked(h)
+	ahead, settings, epoch, err := peek(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.start(settings, epoch); err != nil {
+		return nil, err
+	}
+	for _, r := range ahead {
+		if err := s.take(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	for {
+		r, err := h.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := s.take(ctx, r); err != nil {
+			return nil, err
+		}
+	}
+	s.result.Divergences = s.cmp.finish()
+	s.result.Reproduced = s.cmp.reproduced
+	s.result.Recorded = s.cmp.reproduced
+	for _, d := range s.result.Divergences {
+		if d.Kind != Extra {
+			s.result.Recorded++
+		}
+	}
+	res := s.result
+	return &res, nil
+}
+
+// peek reads ahead until the first tick that carries the placer's settings and the first output that names
+// the streams' epoch, and returns what it read.
+func peek(ctx context.Context, h History) (ahead []Record, settings *schemas.PlacerSettings, epoch string, err error) {
+	for len(ahead) < peekLimit && (settings == nil || epoch == "") {
+		r, err := h.Next(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, "", err
+		}
+		ahead = append(ahead, r)
+		switch r.Event.Type() {
+		case schemas.TypePlacerTick:
+			if p, err := schemas.DecodePayload(r.Event); err == nil && settings == nil {
+				settings = p.(*schemas.PlacerTick).Settings
+			}
+		case schemas.TypePlacementDecided, schemas.TypePlacementVerdict:
+			if epoch != "" {
+				continue
+			}
+			if p, err := schemas.DecodePayload(r.Event); err == nil {
+				switch o := p.(type) {
+				case *schemas.PlacementDecided:
+					epoch = o.Epoch
+				case *schemas.PlacementVerdict:
+					epoch = o.Epoch
+				}
+			}
+		}
+	}
+	return ahead, settings, epoch, nil
+}
+
+// start makes the placer, deciding with the recorded settings under the options' overrides.
+func (s *Session) start(recorded *schemas.PlacerSettings, epoch string) error {
+	cfg := consumers.PlacerConfig{}
+	if recorded != nil {
+		cfg = cfg.WithSettings(recorded)
+	} else {
+		s.note("no recorded tick carries the placer's settings (a placer older than the replay): the defaults and flags decide")
+	}
+	o := s.opts.Placer
+	for _, f := range []struct {
+		dst *time.Duration
+		src time.Duration
+	}{{&cfg.HeartbeatTimeout, o.HeartbeatTimeout}, {&cfg.PendingTimeout, o.PendingTimeout},
+		{&cfg.ReservationTTL, o.ReservationTTL}, {&cfg.FailedApplyRetry, o.FailedApplyRetry}} {
+		if f.src > 0 {
+			*f.dst = f.src
+		}
+	}
+	builtins, err := karta.Builtins()
+	if err != nil {
+		return fmt.Errorf("built-in resource interfaces: %w", err)
+	}
+	placer, err := consumers.NewPlacer(&s.rec, karta.NewRegistry(builtins...), cfg, s.opts.Log)
+	if err != nil {
+		return err
+	}
+	placer.SetEpoch(epoch)
+	s.placer, s.result.Settings, s.result.Epoch = placer, cfg.Settings(), epoch
+	return nil
+}
+
+func (s *Session) note(format string, args ...any) {
+	s.result.Notes = append(s.result.Notes, fmt.Sprintf(format, args...))
+}
+
+// take handles one record of the history.
+func (s *Session) take(ctx context.Context, r Record) error {
+	switch {
+	case r.Event.Type() == TypeUndecodable:
+		s.result.Undecodable++
+	case placerOutput(r.Stream, r.Subject):
+		o, err := decodeOutput(r.Subject, r.Event)
+		if err != nil {
+			s.note("%s: recorded output not read: %v", r.where(), err)
+			return nil
+		}
+		if o.verdict != nil {
+			s.recordedOutcomes[o.workload] = outcomeOf(o.verdict)
+		}
+		s.cmp.add(o, true)
+	case r.Stream == schemas.StreamEvents && placerInput(r.Subject):
+		if s.stopped || (!s.opts.Until.IsZero() && r.Stored.After(s.opts.Until)) {
+			s.stopped = true
+			return nil
+		}
+		payload, err := schemas.DecodePayload(r.Event)
+		if err != nil {
+			s.result.Undecodable++ // the placer's consumer terminates such a message unread
+			return nil
+		}
+		if s.keep != nil && !s.keep(r, payload) {
+			return nil
+		}
+		if s.sinceSeq == 0 && !r.Stored.Before(s.opts.Since) {
+			s.sinceSeq = r.Sequence + s.offset
+		}
+		if tick, ok := payload.(*schemas.PlacerTick); ok && tick.Settings != nil {
+			if s.tickSettings != nil && *tick.Settings != *s.tickSettings {
+				s.note("%s: the placer's settings changed (a placer started with other flags); the replay keeps deciding with %s",
+					r.where(), settingsString(s.result.Settings))
+			}
+			s.tickSettings = tick.Settings
+		}
+		return s.feed(ctx, bus.Delivery{Event: r.Event, Payload: payload, Subject: r.Subject,
+			StreamSequence: r.Sequence + s.offset, Attempt: 1, Stored: r.Stored})
+	}
+	return nil
+}
+
+// feed hands one input event to the placer and takes in what it publishes. An event the placer fails on is
+// handed again, as its consumer redelivers it, up to schemas.MaxDeliver times.
+func (s *Session) feed(ctx context.Context, d bus.Delivery) error {
+	if s.result.Events == 0 {
+		s.result.First = d.StreamSequence
+	}
+	s.result.Events++
+	s.result.Last, s.lastSeq, s.lastStored = d.StreamSequence, d.StreamSequence, d.Stored
+	var err error
+	for attempt := uint64(1); attempt <= uint64(schemas.MaxDeliver); attempt++ {
+		d.Attempt = attempt
+		if err = s.placer.Handle(ctx, d); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	if err != nil {
+		s.note("%s sequence %d (%s): the placer gave up on it: %v", schemas.StreamEvents, d.StreamSequence, d.Subject, err)
+	}
+	s.placer.TakeGone()
+	s.placer.TakeGoneFleet()
+	if s.result.Events%forgetEvery == 0 {
+		s.placer.ForgetAppliedThrough(d.StreamSequence)
+	}
+	for _, out := range s.rec.take() {
+		o, err := decodeOutput(out.subject, out.event)
+		if err != nil {
+			return fmt.Errorf("replay: the placer published what it cannot read back, answering sequence %d: %w", d.StreamSequence, err)
+		}
+		if o.verdict != nil {
+			s.outcomes[o.workload] = outcomeOf(o.verdict)
+		}
+		s.cmp.add(o, false)
+	}
+	if del, ok := d.Payload.(*schemas.ObjectDeleted); ok && d.Event.Type() == schemas.TypeWorkloadDeleted {
+		delete(s.outcomes, workloadName(del.Workload))
+		delete(s.recordedOutcomes, workloadName(del.Workload))
+	}
+	return nil
+}
+
+// forgetEvery is how often, in events, the placer forgets the subjects it applied: its consumer's
+// acknowledgement floor moves as often.
+const forgetEvery = 1024
+
+// Inject feeds the placer one more event after the history, stored when the last one was.
+func (s *Session) Inject(ctx context.Context, eventType, subject string, payload schemas.Payload) error {
+	s.injected++
+	id := fmt.Sprintf("replay/%d", s.injected)
+	event, err := schemas.NewEvent(eventType, "/fleetflow/replay", subject, id, payload)
+	if err != nil {
+		return err
+	}
+	event.SetTime(s.lastStored)
+	return s.feed(ctx, bus.Delivery{Event: event, Payload: payload, Subject: subject, StreamSequence: s.lastSeq + 1,
+		Attempt: 1, Stored: s.lastStored})
+}
+
+// Snapshot is the placer's fleet view as the replay left it.
+func (s *Session) Snapshot() *state.Snapshot { return s.placer.Snapshot() }
+
+// Placer is the session's placer, for what-if checks of the policies it refused.
+func (s *Session) Placer() *consumers.Placer { return s.placer }
+
+// Outcome is where a workload's last verdict put it.
+type Outcome struct {
+	Status   schemas.VerdictStatus `json:"status"`
+	Clusters []string              `json:"clusters,omitempty"`
+	Policy   string                `json:"policy,omitempty"`
+	Reasons  map[string]string     `json:"reasons,omitempty"`
+	Message  string                `json:"message,omitempty"`
+}
+
+func outcomeOf(v *schemas.PlacementVerdict) Outcome {
+	return Outcome{Status: v.Status, Clusters: v.Clusters, Policy: v.Policy, Reasons: v.Reasons, Message: v.Message}
+}
+
+// Outcomes is the last verdict the replay produced per live workload (KIND/NAMESPACE/NAME).
+func (s *Session) Outcomes() map[string]Outcome { return s.outcomes }
+
+// RecordedOutcomes is the last recorded verdict per live workload.
+func (s *Session) RecordedOutcomes() map[string]Outcome { return s.recordedOutcomes }

@@ -1,0 +1,85 @@
+package replay_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/replay"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// busyDay records a day with a policy, three clusters, workloads that fill them, a policy change and a
+// cluster gone silent past its heartbeat timeout.
+func busyDay(t *testing.T) *recording {
+	cfg := consumers.PlacerConfig{HeartbeatTimeout: 10 * time.Second}
+	r := newRecording(t, cfg)
+	r.policy("fill", "east", "west", "north")
+	for _, c := range []string{"east", "west", "north"} {
+		r.cluster(c, "8")
+	}
+	r.tick(cfg)
+	for i, cpu := range []string{"3", "3", "3", "3", "5", "2", "8"} {
+		r.workload("job-"+string(rune('a'+i)), cpu)
+	}
+	r.policy("fill", "west", "east", "north")
+	for range 12 {
+		r.now = r.now.Add(time.Second)
+		r.heartbeat("west")
+		r.heartbeat("north")
+		r.tick(cfg)
+	}
+	return r
+}
+
+func TestReplayReproducesARecordedHistory(t *testing.T) {
+	r := busyDay(t)
+	res, err := replay.NewSession(replay.Options{}).Run(t.Context(), r.exported())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Divergences) != 0 {
+		t.Fatalf("divergences: %+v", res.Divergences)
+	}
+	if res.Recorded == 0 || res.Reproduced != res.Recorded {
+		t.Fatalf("reproduced %d of %d recorded outputs", res.Reproduced, res.Recorded)
+	}
+	if got := res.Settings.HeartbeatTimeout.Duration; got != 10*time.Second {
+		t.Errorf("heartbeat timeout %s, want the recorded 10s", got)
+	}
+}
+
+func TestReplayReportsWhatItDoesNotReproduce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(r *recording)
+		want   string
+	}{
+		{"a recorded decision dropped", func(r *recording) { r.records = dropFirst(r.records, schemas.StreamDecisions) },
+			replay.Extra},
+		{"a decision recorded that the placer never made", func(r *recording) {
+			r.records = append(r.records, renamed(firstOf(r.records, schemas.StreamDecisions), r.last(schemas.StreamDecisions)+1))
+		}, replay.Missing},
+		{"another heartbeat timeout", func(r *recording) {}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := busyDay(t)
+			tc.change(r)
+			opts := replay.Options{}
+			if tc.want == "" {
+				// Deciding with a longer timeout than recorded, the silent cluster's workloads stay.
+				opts.Placer.HeartbeatTimeout = time.Hour
+			}
+			res, err := replay.NewSession(opts).Run(t.Context(), r.exported())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Divergences) == 0 {
+				t.Fatal("no divergence reported")
+			}
+			if tc.want != "" && res.Divergences[0].Kind != tc.want {
+				t.Errorf("divergence %+v, want kind %s", res.Divergences[0], tc.want)
+			}
+		})
+	}
+}
