@@ -64,6 +64,8 @@ type Session struct {
 	lastSeq    uint64
 	lastStored time.Time
 	injected   int
+	// prelude is fed before the history's first event, which comes len(prelude) sequences later.
+	prelude []injection
 	// tickSettings are the settings the last tick carried.
 	tickSettings *schemas.PlacerSettings
 }
@@ -97,6 +99,14 @@ func (s *Session) Run(ctx context.Context, h History) (*Result, error) {
 	}
 	if err := s.start(settings, epoch); err != nil {
 		return nil, err
+	}
+	if len(ahead) > 0 {
+		s.lastStored = ahead[0].Stored
+	}
+	for _, in := range s.prelude {
+		if err := s.Inject(ctx, in.eventType, in.subject, in.payload); err != nil {
+			return nil, err
+		}
 	}
 	for _, r := range ahead {
 		if err := s.take(ctx, r); err != nil {
