@@ -539,3 +539,33 @@ func TestExclusiveUnitsByPodGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestPlacementRecordsWhenItWasDecided: a placement carries the sequence and time of the plan that made it,
+// through later writes of the same workload that keep it, and a new decision replaces both.
+func TestPlacementRecordsWhenItWasDecided(t *testing.T) {
+	s := newTestStore(t)
+	wl := addWorkload(t, s, 3, "job", "1")
+	if err := s.ApplyPlan(4, time.Unix(1000, 0), placeOn(wl, s.Snapshot(), "b")); err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	check := func(step string, wantIndex uint64, wantAt time.Time) {
+		t.Helper()
+		p := s.Snapshot().Workload(wl.ID).Placement
+		if p == nil {
+			t.Fatalf("%s: not placed", step)
+		}
+		if p.DecidedIndex != wantIndex || p.DecidedAt != wantAt.UnixNano() {
+			t.Errorf("%s: decided at sequence %d, time %d; want %d, %d", step, p.DecidedIndex, p.DecidedAt,
+				wantIndex, wantAt.UnixNano())
+		}
+	}
+	check("placed", 4, time.Unix(1000, 0))
+	if _, err := s.UpsertWorkload(5, structs.WorkloadInfo{Analysis: wl.Analysis, Generation: 1}); err != nil {
+		t.Fatalf("upsert: %v", err)
+	}
+	check("same workload written again", 4, time.Unix(1000, 0))
+	if err := s.ApplyPlan(6, time.Unix(2000, 0), placeOn(wl, s.Snapshot(), "b")); err != nil {
+		t.Fatalf("apply again: %v", err)
+	}
+	check("placed again", 6, time.Unix(2000, 0))
+}

@@ -273,7 +273,7 @@ func (s *Store) UpsertWorkloadAndPlan(seq uint64, now time.Time, info structs.Wo
 		if plan, err = schedule(w.view()); err != nil {
 			return err
 		}
-		return w.applyPlan(plan, now.Add(s.config.ReservationTTL).UnixNano())
+		return w.applyPlan(plan, now)
 	})
 	if err != nil {
 		return nil, err
@@ -482,13 +482,13 @@ func (s *Store) DeleteResourceInterface(seq uint64, name string) error {
 // take the same free capacity: it fails with ErrStalePlan, and applies nothing, when a workload changed since the
 // decision or a node lacks room for the pods packed on it. Reservations expire now + ReservationTTL.
 func (s *Store) ApplyPlan(seq uint64, now time.Time, plan *structs.Plan) error {
-	expires := now.Add(s.config.ReservationTTL).UnixNano()
-	return s.write(seq, func(w *writeTxn) error { return w.applyPlan(plan, expires) })
+	return s.write(seq, func(w *writeTxn) error { return w.applyPlan(plan, now) })
 }
 
-func (w *writeTxn) applyPlan(plan *structs.Plan, expires int64) error {
+func (w *writeTxn) applyPlan(plan *structs.Plan, now time.Time) error {
+	expires := now.Add(w.store.config.ReservationTTL).UnixNano()
 	for _, d := range plan.Decisions {
-		if err := w.applyDecision(d, expires); err != nil {
+		if err := w.applyDecision(d, now.UnixNano(), expires); err != nil {
 			return fmt.Errorf("state: decision %s for %s: %w", d.ID, d.Workload, err)
 		}
 	}
@@ -524,7 +524,7 @@ func checkRoom(c *structs.ClusterCapacity, node string) error {
 	return fmt.Errorf("%w: node %s/%s is gone", ErrStalePlan, c.Name, node)
 }
 
-func (w *writeTxn) applyDecision(d *structs.Decision, expires int64) error {
+func (w *writeTxn) applyDecision(d *structs.Decision, decidedAt, expires int64) error {
 	raw, err := w.first(TableWorkloads, indexID, d.WorkloadID)
 	if err != nil {
 		return err
@@ -546,7 +546,7 @@ func (w *writeTxn) applyDecision(d *structs.Decision, expires int64) error {
 	case d.Status == structs.StatusPlaced:
 		w.releaseWorkload(old)
 		wl.Placement = &structs.Placement{DecisionID: d.ID, Policy: d.Policy, Generation: d.Generation,
-			Clusters: slices.Clone(d.Clusters), Replicas: maps.Clone(d.Replicas)}
+			Clusters: slices.Clone(d.Clusters), Replicas: maps.Clone(d.Replicas), DecidedIndex: w.seq, DecidedAt: decidedAt}
 		wl.Reservation = w.reserve(d, old, expires)
 		wl.Kept = nil
 	case d.Status != structs.StatusRemoved && (old.Placement != nil || len(old.Kept) > 0):

@@ -269,6 +269,11 @@ type Placement struct {
 	Generation int64
 	Clusters   []string
 	Replicas   map[string]int64
+	// DecidedIndex is the stream sequence the decision was applied at, and DecidedAt the time it was applied
+	// (Unix nanoseconds, the time the planner passed to ApplyPlan): what an operator asks when a workload
+	// landed where it is. Later writes that keep the placement keep both.
+	DecidedIndex uint64
+	DecidedAt    int64
 }
 
 // WorkloadID builds the store key of a workload: "group/Kind/namespace/name" (group empty for the core group).
