@@ -215,6 +215,9 @@ type packer struct {
 	// apart is, per pod group, the nodes of the domains its workload's units that are alone took: once the
 	// units are packed, the workload's other pods keep out of them.
 	apart map[*structs.PodGroup]map[nodeKey]bool
+	// failed is the pod group whose pod fit no node, once diagnose explained it; TraceClusters names the node
+	// that came closest.
+	failed *structs.PodGroup
 }
 
 // chunkState is what a packer changed in one chunk.
@@ -635,6 +638,7 @@ func podOf(component string) string {
 // nodes.
 func (p *packer) diagnose(it item, placed int64, key string) string {
 	g := it.group
+	p.failed = g
 	who := podOf(g.Component)
 	if placed > 0 {
 		who = fmt.Sprintf("%s (%d of %d placed)", who, placed, it.count)

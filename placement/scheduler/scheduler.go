@@ -117,12 +117,22 @@ func (c *cycle) single(d *structs.Decision) *structs.Plan {
 }
 
 func (c *cycle) policyFor(wl *structs.Workload) *policy.Policy {
+	return policyAmong(c.st, c.policies, wl)
+}
+
+// PolicyFor returns the policy that governs a workload, nil when none selects it: of the policies that select
+// its kind, labels and namespace, the best (policy.Best).
+func PolicyFor(st State, wl *structs.Workload) *policy.Policy {
+	return policyAmong(st, st.Policies(), wl)
+}
+
+func policyAmong(st State, policies []*policy.Policy, wl *structs.Workload) *policy.Policy {
 	var nsLabels map[string]string
-	if ns := c.st.Namespace(wl.Namespace); ns != nil {
+	if ns := st.Namespace(wl.Namespace); ns != nil {
 		nsLabels = ns.Labels
 	}
 	var matching []*policy.Policy
-	for _, p := range c.policies {
+	for _, p := range policies {
 		if p.SelectsWorkload(wl.Group, wl.Kind, wl.Labels, nsLabels) {
 			matching = append(matching, p)
 		}
@@ -226,40 +236,78 @@ type rejection struct {
 	reason string
 }
 
-// judgeCluster decides for one cluster what filter decides regardless of the workload's clusters to avoid.
+// judgeCluster decides for one cluster what filter decides regardless of the workload's clusters to avoid. Each
+// step is a function of its own so that TraceClusters can run every one of them without stopping at the first
+// that fails, and still apply the very rules filter does.
 func judgeCluster(p *policy.Policy, apiKey string, cl *structs.Cluster) clusterVerdict {
+	tier, rej := selectorRejection(p, cl)
+	if rej != nil {
+		return clusterVerdict{before: rej}
+	}
+	if rej := readyRejection(cl); rej != nil {
+		return clusterVerdict{before: rej}
+	}
+	if rej := taintRejection(p, cl, corev1.TaintEffectNoExecute); rej != nil {
+		return clusterVerdict{after: rej}
+	}
+	if rej := apiRejection(apiKey, cl); rej != nil {
+		return clusterVerdict{after: rej}
+	}
+	disfavoured := untoleratedTaintOf(cl.Taints, p.Tolerations(), corev1.TaintEffectPreferNoSchedule) != nil
+	if rej := invalidRejection(cl); rej != nil {
+		return clusterVerdict{after: rej, staysOn: true, tier: tier, disfavoured: disfavoured}
+	}
+	if rej := taintRejection(p, cl, corev1.TaintEffectNoSchedule); rej != nil {
+		return clusterVerdict{after: rej, staysOn: true, tier: tier, disfavoured: disfavoured}
+	}
+	return clusterVerdict{tier: tier, disfavoured: disfavoured}
+}
+
+// selectorRejection applies the policy's clusterSelector, then its tiers; it returns the cluster's tier.
+func selectorRejection(p *policy.Policy, cl *structs.Cluster) (int, *rejection) {
 	if !p.SelectsCluster(cl.Labels) {
-		return clusterVerdict{before: &rejection{structs.RejectSelector, "does not match the policy's clusterSelector"}}
+		return -1, &rejection{structs.RejectSelector, "does not match the policy's clusterSelector"}
 	}
 	tier := p.Tier(cl.Labels)
 	if tier < 0 {
-		return clusterVerdict{before: &rejection{structs.RejectSelector, "is in no tier of the policy's orderedClusterSelector"}}
+		return -1, &rejection{structs.RejectSelector, "is in no tier of the policy's orderedClusterSelector"}
 	}
-	if !cl.Ready {
-		reason := "is not Ready"
-		if cl.NotReady != "" {
-			reason += ": " + cl.NotReady
-		}
-		return clusterVerdict{before: &rejection{structs.RejectNotReady, reason}}
+	return tier, nil
+}
+
+func readyRejection(cl *structs.Cluster) *rejection {
+	if cl.Ready {
+		return nil
 	}
-	taintRejection := func(t *corev1.Taint) *rejection {
-		return &rejection{structs.RejectTaint, "has taint " + taintString(t.Key, t.Value, string(t.Effect)) +
-			" that the policy does not tolerate"}
+	reason := "is not Ready"
+	if cl.NotReady != "" {
+		reason += ": " + cl.NotReady
 	}
-	if t := untoleratedTaintOf(cl.Taints, p.Tolerations(), corev1.TaintEffectNoExecute); t != nil {
-		return clusterVerdict{after: taintRejection(t)}
+	return &rejection{structs.RejectNotReady, reason}
+}
+
+// taintRejection rejects a cluster with a taint of the given effect that the policy does not tolerate.
+func taintRejection(p *policy.Policy, cl *structs.Cluster, effect corev1.TaintEffect) *rejection {
+	t := untoleratedTaintOf(cl.Taints, p.Tolerations(), effect)
+	if t == nil {
+		return nil
 	}
-	if !cl.ServesAPI(apiKey) {
-		return clusterVerdict{after: &rejection{structs.RejectAPI, "does not serve " + apiKey}}
+	return &rejection{structs.RejectTaint, "has taint " + taintString(t.Key, t.Value, string(t.Effect)) +
+		" that the policy does not tolerate"}
+}
+
+func apiRejection(apiKey string, cl *structs.Cluster) *rejection {
+	if cl.ServesAPI(apiKey) {
+		return nil
 	}
-	disfavoured := untoleratedTaintOf(cl.Taints, p.Tolerations(), corev1.TaintEffectPreferNoSchedule) != nil
-	if cl.Invalid != "" {
-		return clusterVerdict{after: &rejection{structs.RejectTaint, cl.Invalid}, staysOn: true, tier: tier, disfavoured: disfavoured}
+	return &rejection{structs.RejectAPI, "does not serve " + apiKey}
+}
+
+func invalidRejection(cl *structs.Cluster) *rejection {
+	if cl.Invalid == "" {
+		return nil
 	}
-	if t := untoleratedTaintOf(cl.Taints, p.Tolerations(), corev1.TaintEffectNoSchedule); t != nil {
-		return clusterVerdict{after: taintRejection(t), staysOn: true, tier: tier, disfavoured: disfavoured}
-	}
-	return clusterVerdict{tier: tier, disfavoured: disfavoured}
+	return &rejection{structs.RejectTaint, cl.Invalid}
 }
 
 // clusterFilters remembers, per policy and kind, the verdict of every cluster of the fleet. Policies and clusters
@@ -365,11 +413,16 @@ func (c *cycle) fit(cand candidate, g *gang) ([]ownedAssignment, string) {
 	if reason := c.boundCheck(cand.capacity, g); reason != "" {
 		return nil, reason
 	}
+	return c.packerFor(cand, g).pack()
+}
+
+// packerFor returns a packer of the gang onto the candidate's nodes.
+func (c *cycle) packerFor(cand candidate, g *gang) *packer {
 	p := &packer{rt: c.rt, c: cand.capacity, g: g}
 	if len(g.units) > 0 {
 		p.held = c.domainsHeld(cand.capacity, g)
 	}
-	return p.pack()
+	return p
 }
 
 // dominant is the resource the gang needs most of, relative to what the candidates have in total.
@@ -404,9 +457,7 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 		if len(cands) == 0 {
 			return nil, nil, ranking{}
 		}
-		best := slices.MinFunc(cands, func(a, b candidate) int {
-			return cmp.Or(cmp.Compare(a.tier, b.tier), compareFavour(a, b), cmp.Compare(a.capacity.Name, b.capacity.Name))
-		})
+		best := slices.MinFunc(cands, compareByOrder)
 		r := ranking{below: len(cands) - 1}
 		if !best.disfavoured {
 			for i := range cands {
@@ -441,21 +492,10 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 			c.reject(d, cand.capacity.Name, structs.RejectCapacity, c.boundCheck(cand.capacity, g))
 			continue
 		}
-		left := cand.capacity.Free.Get(dom) - g.demand.Get(dom)
-		if spread {
-			left = -left
-		}
-		cand.score = left
+		cand.score = scoreOf(cand.capacity, g, dom, spread)
 		live = append(live, cand)
 	}
-	better := func(a, b *candidate) bool {
-		stickyA, stickyB := a.capacity.Name == sticky, b.capacity.Name == sticky
-		if stickyA != stickyB {
-			return stickyA
-		}
-		return cmp.Or(cmp.Compare(a.tier, b.tier), compareFavour(*a, *b), cmp.Compare(a.score, b.score),
-			cmp.Compare(a.capacity.Name, b.capacity.Name)) < 0
-	}
+	better := func(a, b *candidate) bool { return ranksBefore(a, b, sticky) }
 	// Selection instead of a full sort: the first pick usually fits.
 	tried := make([]bool, len(live))
 	for n := range live {
@@ -481,6 +521,33 @@ func (c *cycle) choose(p *policy.Policy, cands []candidate, g *gang, owners []*s
 		c.reject(d, cand.capacity.Name, structs.RejectCapacity, reason)
 	}
 	return nil, nil, ranking{}
+}
+
+// compareByOrder orders the candidates of a policy that is not capacity-aware: the earlier tier, no untolerated
+// PreferNoSchedule taint, then the name.
+func compareByOrder(a, b candidate) int {
+	return cmp.Or(cmp.Compare(a.tier, b.tier), compareFavour(a, b), cmp.Compare(a.capacity.Name, b.capacity.Name))
+}
+
+// scoreOf is a candidate's score, lower ranking first: the free dominant resource the gang leaves (BinPack
+// fills the fullest cluster), negated under Spread (which keeps the most free).
+func scoreOf(cc *structs.ClusterCapacity, g *gang, dom int, spread bool) int64 {
+	left := cc.Free.Get(dom) - g.demand.Get(dom)
+	if spread {
+		return -left
+	}
+	return left
+}
+
+// ranksBefore orders the candidates of a capacity-aware policy as choose tries them: the sticky cluster, then
+// the earlier tier, no untolerated PreferNoSchedule taint, the better score, and the name.
+func ranksBefore(a, b *candidate, sticky string) bool {
+	stickyA, stickyB := a.capacity.Name == sticky, b.capacity.Name == sticky
+	if stickyA != stickyB {
+		return stickyA
+	}
+	return cmp.Or(cmp.Compare(a.tier, b.tier), compareFavour(*a, *b), cmp.Compare(a.score, b.score),
+		cmp.Compare(a.capacity.Name, b.capacity.Name)) < 0
 }
 
 // ranking is what choose knows of the clusters it passed over without a reason: how many passed the filters
@@ -526,11 +593,7 @@ func (c *cycle) rankedBelowMessage(p *policy.Policy, chosen string, r ranking, s
 func (c *cycle) scheduleOne(wl *structs.Workload, p *policy.Policy) *structs.Decision {
 	d := c.newDecision(wl, p)
 	cands := c.filter(wl, p, d)
-	sticky := stickyCluster(wl)
-	if sticky == "" && wl.Placement == nil && len(wl.Kept) == 1 {
-		// Placed nowhere for a while, its copy kept running there: it stays there once it fits again.
-		sticky = wl.Kept[0]
-	}
+	sticky := stickyOrKept(wl)
 	if sticky != "" && c.runsAsIs(wl, sticky) &&
 		slices.ContainsFunc(cands, func(cand candidate) bool { return cand.capacity.Name == sticky }) {
 		d.Status = structs.StatusPlaced
@@ -647,6 +710,15 @@ func (c *cycle) runsAsIs(wl *structs.Workload, cluster string) bool {
 		}
 	}
 	return true
+}
+
+// stickyOrKept is the cluster a single-cluster workload stays on while it fits there: the one it is placed on,
+// or, placed nowhere for a while with its copy kept running on one cluster, that one.
+func stickyOrKept(wl *structs.Workload) string {
+	if sticky := stickyCluster(wl); sticky != "" || wl.Placement != nil || len(wl.Kept) != 1 {
+		return sticky
+	}
+	return wl.Kept[0]
 }
 
 func stickyCluster(wl *structs.Workload) string {
