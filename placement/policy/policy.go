@@ -94,14 +94,42 @@ func Compile(p *v1alpha1.SchedulePolicy, kinds KindInfo) (*Policy, error) {
 // SelectsWorkload reports whether the policy selects a workload of group/kind with these labels in a namespace
 // with nsLabels.
 func (p *Policy) SelectsWorkload(group, kind string, workloadLabels, nsLabels map[string]string) bool {
-	if !p.namespaceSelector.Matches(labels.Set(nsLabels)) {
-		return false
+	return p.selectsNamespace(nsLabels) && p.selectsKind(group, kind) && p.selectsLabels(workloadLabels)
+}
+
+// WorkloadMatch says which of a policy's workload selectors admit a workload; the policy selects the workload
+// when all of them do.
+type WorkloadMatch struct {
+	Namespace bool
+	Kind      bool
+	Labels    bool
+}
+
+// Selects reports whether every selector admits the workload.
+func (m WorkloadMatch) Selects() bool { return m.Namespace && m.Kind && m.Labels }
+
+// MatchWorkload evaluates each workload selector of the policy on its own, for explaining why a policy does
+// not select a workload; SelectsWorkload is the same test, stopping at the first selector that refuses.
+func (p *Policy) MatchWorkload(group, kind string, workloadLabels, nsLabels map[string]string) WorkloadMatch {
+	return WorkloadMatch{Namespace: p.selectsNamespace(nsLabels), Kind: p.selectsKind(group, kind),
+		Labels: p.selectsLabels(workloadLabels)}
+}
+
+func (p *Policy) selectsNamespace(nsLabels map[string]string) bool {
+	return p.namespaceSelector.Matches(labels.Set(nsLabels))
+}
+
+// selectsKind: a policy that lists no kinds selects every kind.
+func (p *Policy) selectsKind(group, kind string) bool {
+	if p.kinds == nil {
+		return true
 	}
-	if p.kinds != nil {
-		if _, ok := p.kinds[v1alpha1.GroupKind{Group: group, Kind: kind}]; !ok {
-			return false
-		}
-	}
+	_, ok := p.kinds[v1alpha1.GroupKind{Group: group, Kind: kind}]
+	return ok
+}
+
+// selectsLabels: the label selectors are ORed, and a policy with none selects every workload.
+func (p *Policy) selectsLabels(workloadLabels map[string]string) bool {
 	if len(p.labelSelectors) == 0 {
 		return true
 	}

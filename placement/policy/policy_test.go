@@ -169,3 +169,41 @@ func TestSelectsAndBest(t *testing.T) {
 		t.Errorf("best of none must be nil")
 	}
 }
+
+// TestMatchWorkloadNamesEachSelector: each selector is judged on its own, and the policy selects exactly when
+// SelectsWorkload says so.
+func TestMatchWorkloadNamesEachSelector(t *testing.T) {
+	p, err := Compile(named("ml", v1alpha1.SchedulePolicySpec{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "ml"}},
+		ResourceSelectors: v1alpha1.ResourceSelectors{
+			Kinds:          []v1alpha1.GroupKind{{Group: "kubeflow.org", Kind: "PyTorchJob"}},
+			LabelSelectors: []metav1.LabelSelector{{MatchLabels: map[string]string{"team": "a"}}}},
+	}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name             string
+		group, kind      string
+		labels, nsLabels map[string]string
+		want             WorkloadMatch
+	}{
+		{"all match", "kubeflow.org", "PyTorchJob", map[string]string{"team": "a"}, map[string]string{"tier": "ml"},
+			WorkloadMatch{Namespace: true, Kind: true, Labels: true}},
+		{"wrong namespace", "kubeflow.org", "PyTorchJob", map[string]string{"team": "a"}, nil,
+			WorkloadMatch{Kind: true, Labels: true}},
+		{"wrong kind and labels", "apps", "Deployment", map[string]string{"team": "b"}, map[string]string{"tier": "ml"},
+			WorkloadMatch{Namespace: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := p.MatchWorkload(tc.group, tc.kind, tc.labels, tc.nsLabels)
+			if got != tc.want {
+				t.Errorf("MatchWorkload = %+v, want %+v", got, tc.want)
+			}
+			if sel := p.SelectsWorkload(tc.group, tc.kind, tc.labels, tc.nsLabels); sel != got.Selects() {
+				t.Errorf("SelectsWorkload = %v, MatchWorkload.Selects = %v", sel, got.Selects())
+			}
+		})
+	}
+}
