@@ -7,5 +7,6 @@
 //   - policy: SchedulePolicy validation and matching.
 //   - scheduler: one placement cycle per workload (match, filter, fit, score, select), over a read-only State
 //     and writing only through a Planner.
+//   - explain: why one workload is placed where it is, every check of every cluster, from a snapshot.
 //   - karta: the Karta ResourceInterface engine that turns any CR into an Analysis of what it needs.
 package placement
