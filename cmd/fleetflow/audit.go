@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -10,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/replay"
 	"github.com/fleetflow/fleetflow/internal/bus"
 )
 
@@ -20,7 +24,73 @@ func newAuditCommand() *cobra.Command {
 		Use:   "audit",
 		Short: "Read fleetflow's event history as any third party can: a NATS client and a CloudEvents SDK",
 	}
-	cmd.AddCommand(newAuditTailCommand())
+	cmd.AddCommand(newAuditTailCommand(), newAuditExportCommand())
+	return cmd
+}
+
+func newAuditExportCommand() *cobra.Command {
+	var natsURL, since string
+	var auth bus.ClientAuth
+	cmd := &cobra.Command{
+		Use:   "export [--nats-url URL] [--since T] > history.jsonl",
+		Short: "Write the recorded history as CloudEvents in structured JSON, one per line, for replay without NATS",
+		Long: "export writes every message of the events and decisions streams, merged by the time they were stored, as\n" +
+			"a CloudEvent in structured JSON mode, one per line, on standard output. Each carries where it was stored\n" +
+			"as the extension attributes jsstream, jssequence, jssubject and jsstored, so any CloudEvents SDK reads the\n" +
+			"file and `fleetflow replay --from FILE` and `fleetflow explain --from FILE` replay it with no NATS at all.\n" +
+			"A message that was no fleetflow event keeps its place as an event of type " + replay.TypeUndecodable + ".\n" +
+			"Only a whole history (no --since, and streams whose first messages have not aged out) can be replayed.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signalContext(cmd)
+			defer stop()
+			from, err := parseWhen("--since", since)
+			if err != nil {
+				return err
+			}
+			authOpts, err := auth.Options()
+			if err != nil {
+				return err
+			}
+			nc, js, err := bus.Connect(natsURL, "fleetflow-export", authOpts...)
+			if err != nil {
+				return err
+			}
+			defer nc.Close()
+			h, err := replay.ReadStreams(ctx, js, replay.ReadOptions{Since: from, Partial: true})
+			if err != nil {
+				return err
+			}
+			defer func() { _ = h.Close() }()
+			out := bufio.NewWriterSize(cmd.OutOrStdout(), 1<<20)
+			n := 0
+			for {
+				r, err := h.Next(ctx)
+				if errors.Is(err, io.EOF) {
+					break
+				}
+				if err != nil {
+					return err
+				}
+				line, err := replay.MarshalRecord(r)
+				if err != nil {
+					return err
+				}
+				if _, err := out.Write(append(line, '\n')); err != nil {
+					return err
+				}
+				n++
+			}
+			if err := out.Flush(); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "audit export: %d events written\n", n)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS JetStream URL")
+	registerNATSAuth(cmd.Flags(), &auth)
+	cmd.Flags().StringVar(&since, "since", "", "only what was stored since then: RFC 3339 time, or a duration ago (e.g. 1h); default: all history")
 	return cmd
 }
 

@@ -13,9 +13,18 @@ import (
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
+// ReadOptions says which part of the streams to read.
+type ReadOptions struct {
+	// Since starts each stream at its first message stored at or after it; zero reads from the first. A
+	// history that does not start at each stream's first sequence cannot be replayed, only exported.
+	Since time.Time
+	// Partial reads a stream whose first messages aged out; otherwise that is an error wrapping ErrGap.
+	Partial bool
+}
+
 // ReadStreams returns the history the events and decisions streams hold when it is called. Each stream is
 // read by an ordered consumer of its own, the two merged by stored time as they arrive.
-func ReadStreams(ctx context.Context, js jetstream.JetStream) (History, error) {
+func ReadStreams(ctx context.Context, js jetstream.JetStream, opts ReadOptions) (History, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	h := &streamHistory{cancel: cancel}
 	for _, name := range []string{schemas.StreamEvents, schemas.StreamDecisions} {
@@ -29,14 +38,19 @@ func ReadStreams(ctx context.Context, js jetstream.JetStream) (History, error) {
 			cancel()
 			return nil, fmt.Errorf("history %s: %w", name, err)
 		}
-		if first := stream.CachedInfo().State.FirstSeq; first > 1 {
+		if first := stream.CachedInfo().State.FirstSeq; first > 1 && !opts.Partial {
 			cancel()
 			return nil, fmt.Errorf("history %s starts at sequence %d: the messages before it aged out (the stream's "+
 				"--history) or were purged: %w", name, first, ErrGap)
 		}
 		s := &streamReader{name: name, records: make(chan Record, 1024), done: make(chan error, 1)}
 		h.sources = append(h.sources, s)
-		go s.read(ctx, js)
+		cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+		if !opts.Since.IsZero() {
+			since := opts.Since
+			cfg.DeliverPolicy, cfg.OptStartTime = jetstream.DeliverByStartTimePolicy, &since
+		}
+		go s.read(ctx, js, cfg)
 	}
 	return h, nil
 }
@@ -51,9 +65,9 @@ type streamReader struct {
 	eof  bool
 }
 
-func (s *streamReader) read(ctx context.Context, js jetstream.JetStream) {
+func (s *streamReader) read(ctx context.Context, js jetstream.JetStream, cfg jetstream.OrderedConsumerConfig) {
 	var decodeErr error
-	err := bus.ReadMessages(ctx, js, s.name, jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy},
+	err := bus.ReadMessages(ctx, js, s.name, cfg,
 		func(msg jetstream.Msg, stored time.Time) {
 			if decodeErr != nil {
 				return

@@ -66,6 +66,9 @@ type Session struct {
 	injected   int
 	// prelude is fed before the history's first event, which comes len(prelude) sequences later.
 	prelude []injection
+	// Follow names a workload (KIND/NAMESPACE/NAME) whose recorded decisions and applier reports Steps lists.
+	Follow string
+	steps  []Step
 	// tickSettings are the settings the last tick carried.
 	tickSettings *schemas.PlacerSettings
 }
@@ -220,6 +223,9 @@ func (s *Session) take(ctx context.Context, r Record) error {
 		if o.verdict != nil {
 			s.recordedOutcomes[o.workload] = outcomeOf(o.verdict)
 		}
+		if o.workload == s.Follow && s.Follow != "" {
+			s.steps = append(s.steps, Step{Stored: r.Stored, Sequence: r.Sequence, Stream: r.Stream, What: "decided: " + o.summary})
+		}
 		s.cmp.add(o, true)
 	case r.Stream == schemas.StreamEvents && placerInput(r.Subject):
 		if s.stopped || (!s.opts.Until.IsZero() && r.Stored.After(s.opts.Until)) {
@@ -233,6 +239,9 @@ func (s *Session) take(ctx context.Context, r Record) error {
 		}
 		if s.keep != nil && !s.keep(r, payload) {
 			return nil
+		}
+		if s.Follow != "" {
+			s.follow(r, payload)
 		}
 		if s.sinceSeq == 0 && !r.Stored.Before(s.opts.Since) {
 			s.sinceSeq = r.Sequence + s.offset
@@ -308,6 +317,42 @@ func (s *Session) Inject(ctx context.Context, eventType, subject string, payload
 	event.SetTime(s.lastStored)
 	return s.feed(ctx, bus.Delivery{Event: event, Payload: payload, Subject: subject, StreamSequence: s.lastSeq + 1,
 		Attempt: 1, Stored: s.lastStored})
+}
+
+// Step is a recorded moment of the followed workload's placement.
+type Step struct {
+	Stored   time.Time `json:"stored"`
+	Stream   string    `json:"stream"`
+	Sequence uint64    `json:"sequence"`
+	What     string    `json:"what"`
+}
+
+// Steps are the followed workload's recorded decisions and applier reports, in the order they were stored.
+func (s *Session) Steps() []Step { return s.steps }
+
+func (s *Session) follow(r Record, payload schemas.Payload) {
+	var what string
+	switch p := payload.(type) {
+	case *schemas.PlacementApplied:
+		if workloadName(p.Workload) == s.Follow {
+			what = fmt.Sprintf("carried out on %s: %s of decision %d", p.Cluster, p.Action, p.Sequence)
+		}
+	case *schemas.PlacementFailed:
+		if workloadName(p.Workload) == s.Follow {
+			what = fmt.Sprintf("failed on %s: %s of decision %d: %s", p.Cluster, p.Action, p.Sequence, oneLine(p.Error))
+		}
+	case *schemas.ObjectChanged:
+		if r.Event.Type() == schemas.TypeWorkloadChanged && workloadName(p.Ref()) == s.Follow {
+			what = "submitted or changed on the control plane"
+		}
+	case *schemas.ObjectDeleted:
+		if r.Event.Type() == schemas.TypeWorkloadDeleted && workloadName(p.Workload) == s.Follow {
+			what = "deleted on the control plane"
+		}
+	}
+	if what != "" {
+		s.steps = append(s.steps, Step{Stored: r.Stored, Sequence: r.Sequence, Stream: r.Stream, What: what})
+	}
 }
 
 // Snapshot is the placer's fleet view as the replay left it.
