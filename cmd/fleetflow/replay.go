@@ -39,8 +39,9 @@ func (f *historyFlags) register(flags *pflag.FlagSet) {
 }
 
 // opener returns a function that opens the history anew each time it is called (a what-if from the start reads
-// it twice), and a function to call once done.
-func (f *historyFlags) opener(cmd *cobra.Command) (func() (replay.History, error), func(), error) {
+// it twice), and a function to call once done. Read from NATS, opts.Through is set to the placer's
+// acknowledgement floor, so events the running placer has not answered yet are not replayed.
+func (f *historyFlags) opener(cmd *cobra.Command, opts *replay.Options) (func() (replay.History, error), func(), error) {
 	if f.from != "" {
 		if cmd.Flags().Changed("nats-url") {
 			return nil, nil, errors.New("--from and --nats-url: give one of them")
@@ -53,12 +54,16 @@ func (f *historyFlags) opener(cmd *cobra.Command) (func() (replay.History, error
 			return replay.ReadFile(file, f.from), nil
 		}, func() {}, nil
 	}
-	opts, err := f.auth.Options()
+	authOpts, err := f.auth.Options()
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, js, err := bus.Connect(f.natsURL, "fleetflow-replay", append(opts, nats.MaxReconnects(0))...)
+	nc, js, err := bus.Connect(f.natsURL, "fleetflow-replay", append(authOpts, nats.MaxReconnects(0))...)
 	if err != nil {
+		return nil, nil, err
+	}
+	if opts.Through, err = replay.PlacerFloor(cmd.Context(), js); err != nil {
+		nc.Close()
 		return nil, nil, err
 	}
 	return func() (replay.History, error) {
@@ -133,7 +138,7 @@ func newReplayCommand() *cobra.Command {
 				w.Policies = append(w.Policies, objects...)
 			}
 			w.Delete, w.FromStart = deletePolicies, fromStart
-			open, done, err := hf.opener(cmd)
+			open, done, err := hf.opener(cmd, &opts)
 			if err != nil {
 				return err
 			}
@@ -244,7 +249,7 @@ func newExplainCommand() *cobra.Command {
 			if opts.Until, err = parseWhen("--until", hf.until); err != nil {
 				return err
 			}
-			open, done, err := hf.opener(cmd)
+			open, done, err := hf.opener(cmd, &opts)
 			if err != nil {
 				return err
 			}

@@ -140,3 +140,21 @@ func (h *streamHistory) Close() error {
 	h.cancel()
 	return nil
 }
+
+// PlacerFloor is the last sequence of the events stream that the placer's durable consumer has acknowledged:
+// every event up to it is answered, and its answers stored. 0 when the placer has no consumer yet.
+func PlacerFloor(ctx context.Context, js jetstream.JetStream) (uint64, error) {
+	stream, cfg := schemas.PlacerConsumer()
+	consumer, err := js.Consumer(ctx, stream, cfg.Durable)
+	if errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("placer consumer: %w", err)
+	}
+	info, err := consumer.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("placer consumer: %w", err)
+	}
+	return info.AckFloor.Stream, nil
+}

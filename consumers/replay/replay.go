@@ -20,6 +20,10 @@ type Options struct {
 	// Since and Until bound what is reported: the outputs answering events stored in [Since, Until]. No event
 	// stored after Until is fed. Zero: unbounded.
 	Since, Until time.Time
+	// Through, when not 0, is the last sequence of the events stream fed: the recorded placer's acknowledgement
+	// floor, when the history is read while it runs, so the events it has not answered yet are not taken for
+	// decisions it failed to make.
+	Through uint64
 	// Placer overrides, field by field, the settings the recorded ticks carry; with none recorded, the
 	// placer's defaults fill the rest.
 	Placer consumers.PlacerConfig
@@ -64,6 +68,8 @@ type Session struct {
 	lastSeq    uint64
 	lastStored time.Time
 	injected   int
+	// unanswered counts the inputs after Through.
+	unanswered int
 	// prelude is fed before the history's first event, which comes len(prelude) sequences later.
 	prelude []injection
 	// Follow names a workload (KIND/NAMESPACE/NAME) whose recorded decisions and applier reports Steps lists.
@@ -127,6 +133,10 @@ func (s *Session) Run(ctx context.Context, h History) (*Result, error) {
 		if err := s.take(ctx, r); err != nil {
 			return nil, err
 		}
+	}
+	if s.unanswered > 0 {
+		s.note("the placer had answered the events up to sequence %d; the %d placer inputs after it are not replayed",
+			s.opts.Through, s.unanswered)
 	}
 	s.result.Divergences = s.cmp.finish()
 	s.result.Reproduced = s.cmp.reproduced
@@ -228,6 +238,10 @@ func (s *Session) take(ctx context.Context, r Record) error {
 		}
 		s.cmp.add(o, true)
 	case r.Stream == schemas.StreamEvents && placerInput(r.Subject):
+		if s.opts.Through > 0 && r.Sequence > s.opts.Through {
+			s.unanswered++
+			return nil
+		}
 		if s.stopped || (!s.opts.Until.IsZero() && r.Stored.After(s.opts.Until)) {
 			s.stopped = true
 			return nil

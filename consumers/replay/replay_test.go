@@ -83,3 +83,27 @@ func TestReplayReportsWhatItDoesNotReproduce(t *testing.T) {
 		})
 	}
 }
+
+func TestReplayStopsAtThePlacersFloor(t *testing.T) {
+	r := busyDay(t)
+	var floor uint64
+	for _, rec := range r.records {
+		if rec.Stream == schemas.StreamEvents && rec.Event.Type() == schemas.TypePolicyChanged {
+			floor = rec.Sequence // the second policy version: the failover after it is not answered yet
+		}
+	}
+	// Recorded outputs answering later events stay out, as they would when read while a placer runs.
+	res, err := replay.NewSession(replay.Options{Through: floor}).Run(t.Context(), r.exported())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Divergences) != 0 {
+		t.Fatalf("divergences: %+v", res.Divergences)
+	}
+	if res.Last != floor {
+		t.Errorf("replayed through sequence %d, want the floor %d", res.Last, floor)
+	}
+	if len(res.Notes) == 0 {
+		t.Error("no note says the later events are not replayed")
+	}
+}
