@@ -184,6 +184,9 @@ func (e *Env) start(ctx context.Context) {
 	}
 }
 
+// StopPipeline stops every part of the pipeline, leaving the streams as they are.
+func (e *Env) StopPipeline() { e.stop() }
+
 // Restart stops every part of the pipeline, runs meanwhile while none runs, and starts them all again on the
 // same streams, as a restarted fleetflow finds them.
 func (e *Env) Restart(meanwhile func()) {

@@ -51,6 +51,8 @@ type Bus struct {
 	embedded  *bus.Embedded
 	// unchecked removes the bus's health checks, and releases what OnClose added.
 	unchecked []func()
+	// closed makes Close idempotent: a test stops NATS before its cleanup closes the bus.
+	closed sync.Once
 }
 
 // InProcess is how a client of this process connects to the embedded server without a socket; empty when
@@ -185,7 +187,9 @@ var (
 func (b *Bus) OnClose(f func()) { b.unchecked = append(b.unchecked, f) }
 
 // Close drains the connection and stops the embedded server, if any.
-func (b *Bus) Close() {
+func (b *Bus) Close() { b.closed.Do(b.close) }
+
+func (b *Bus) close() {
 	for _, remove := range b.unchecked {
 		remove()
 	}
