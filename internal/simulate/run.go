@@ -24,14 +24,16 @@ import (
 // other statuses are the placer's verdicts.
 const StatusSkipped = "Skipped"
 
-// Result is one workload's outcome, in the shape `simulate -o json` prints.
+// Result is one workload's outcome. WriteJSON prints its fields under these names, the reasons grouped by reason
+// text (GroupReasons).
 type Result struct {
-	Workload string            `json:"workload"`
-	Policy   *string           `json:"policy"`
-	Status   string            `json:"status"`
-	Clusters []string          `json:"clusters"`
-	Replicas map[string]int64  `json:"replicas,omitempty"`
-	Reasons  map[string]string `json:"reasons"`
+	Workload string           `json:"workload"`
+	Policy   *string          `json:"policy"`
+	Status   string           `json:"status"`
+	Clusters []string         `json:"clusters"`
+	Replicas map[string]int64 `json:"replicas,omitempty"`
+	// Reasons says, per cluster passed over, why.
+	Reasons map[string]string `json:"reasons"`
 	// Message explains a decision no per-cluster reason covers (no policy, a group that fits nowhere).
 	Message string `json:"message,omitempty"`
 	// Pods lists, per cluster and node, the pods reserved there: "cluster/node": {"component": n}.

@@ -50,7 +50,7 @@ func TestSimulateFleet(t *testing.T) {
 	}
 	var decoded []map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &decoded); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v:\n%s", err, buf.String())
 	}
 	for _, key := range []string{"workload", "policy", "status", "clusters", "reasons"} {
 		if _, ok := decoded[2][key]; !ok {

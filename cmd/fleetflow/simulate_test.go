@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+// TestSimulateOutputs runs simulate on the sample fleet in both formats: the JSON is the array `check` reads
+// (workload, status, clusters) with the reasons grouped by reason text, and the table names each reason once.
+func TestSimulateOutputs(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		check func(t *testing.T, out string)
+	}{
+		{"json", []string{"-o", "json"}, func(t *testing.T, out string) {
+			var entries []struct {
+				Workload string              `json:"workload"`
+				Status   string              `json:"status"`
+				Clusters []string            `json:"clusters"`
+				Reasons  map[string][]string `json:"reasons"`
+			}
+			if err := json.Unmarshal([]byte(out), &entries); err != nil {
+				t.Fatalf("%v:\n%s", err, out)
+			}
+			if len(entries) != 3 || entries[0].Workload != "PyTorchJob/team-a/train" || entries[0].Status != "Placed" ||
+				len(entries[0].Clusters) != 1 || entries[0].Clusters[0] != "gpu-b" {
+				t.Fatalf("entries = %+v, want train placed on gpu-b first", entries)
+			}
+			const reason = "pod worker (nvidia.com/gpu 8) fits no node: largest free 2 on gpu-a-node-0"
+			if got := entries[0].Reasons[reason]; len(got) != 1 || got[0] != "gpu-a" {
+				t.Errorf("train reasons = %v, want %q for [gpu-a]", entries[0].Reasons, reason)
+			}
+		}},
+		{"table", nil, func(t *testing.T, out string) {
+			for _, want := range []string{"PyTorchJob/team-a/train", "gpu-a: pod worker (nvidia.com/gpu 8) fits no node"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("table lacks %q:\n%s", want, out)
+				}
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := newRootCommand()
+			var out bytes.Buffer
+			root.SetOut(&out)
+			root.SetArgs(append([]string{"simulate", "../../internal/simulate/testdata/fleet.yaml"}, tt.args...))
+			if err := root.Execute(); err != nil {
+				t.Fatal(err)
+			}
+			tt.check(t, out.String())
+		})
+	}
+}
