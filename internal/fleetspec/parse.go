@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -25,10 +26,7 @@ func Parse(data []byte, source string) (*Fleet, error) {
 	if err := OneDocument(data); err != nil {
 		return nil, fmt.Errorf("fleet %s: %w", source, err)
 	}
-	if err := CheckQuantities(data); err != nil {
-		return nil, fmt.Errorf("fleet %s: %w", source, err)
-	}
-	if err := CheckStrings(data, reflect.TypeFor[Fleet]()); err != nil {
+	if err := CheckDocument(data, reflect.TypeFor[Fleet]()); err != nil {
 		return nil, fmt.Errorf("fleet %s: %w", source, err)
 	}
 	var fleet Fleet
@@ -44,6 +42,9 @@ func Parse(data []byte, source string) (*Fleet, error) {
 // OneDocument fails when data holds more than one YAML document: decoding reads the first and would drop
 // the others without a word.
 func OneDocument(data []byte) error {
+	if !bytes.HasPrefix(data, []byte("---")) && !bytes.Contains(data, []byte("\n---")) {
+		return nil // no line starts a document: one document, found without reading every line of a big file
+	}
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
 	documents := 0
 	for {
@@ -79,29 +80,69 @@ func stripComments(doc []byte) []byte {
 // CheckQuantities reports, with their paths, the node groups' quantities that do not parse: decoding would
 // refuse them without saying where. It returns nil when all parse (decoding reports the rest).
 func CheckQuantities(data []byte) error {
-	var doc struct {
-		Clusters []struct {
-			Nodes []map[string]any `json:"nodes"`
-		} `json:"clusters"`
-	}
-	if yaml.Unmarshal(data, &doc) != nil {
+	root := parseNode(data)
+	if root == nil {
 		return nil
 	}
+	return checkQuantities(root)
+}
+
+// CheckDocument runs CheckQuantities and then CheckStrings on one parse of data: on a fleet file of thousands
+// of workloads, parsing is what these checks cost.
+func CheckDocument(data []byte, target reflect.Type) error {
+	root := parseNode(data)
+	if root == nil {
+		return nil
+	}
+	if err := checkQuantities(root); err != nil {
+		return err
+	}
 	var v validator
-	for i, c := range doc.Clusters {
-		for j, group := range c.Nodes {
-			for _, field := range []string{"allocatable", "requested"} {
-				quantities, _ := group[field].(map[string]any)
-				for _, name := range sortedKeys(quantities) {
-					if _, err := resource.ParseQuantity(fmt.Sprint(quantities[name])); err != nil {
-						v.add(fmt.Sprintf("clusters[%d].nodes[%d].%s[%s]", i, j, field, name),
-							fmt.Sprintf("%v is no quantity: %v", quantities[name], err))
+	checkStrings(&v, root, target, "")
+	return v.err()
+}
+
+func checkQuantities(root *yamlv3.Node) error {
+	var v validator
+	for i, cluster := range items(field(root, "clusters")) {
+		for j, group := range items(field(cluster, "nodes")) {
+			for _, name := range []string{"allocatable", "requested"} {
+				quantities := field(group, name)
+				if quantities == nil || quantities.Kind != yamlv3.MappingNode {
+					continue
+				}
+				byKey := map[string]*yamlv3.Node{}
+				for k := 0; k+1 < len(quantities.Content); k += 2 {
+					byKey[quantities.Content[k].Value] = resolveAlias(quantities.Content[k+1])
+				}
+				for _, key := range sortedKeys(byKey) {
+					if reason := quantityProblem(byKey[key]); reason != "" {
+						v.add(fmt.Sprintf("clusters[%d].nodes[%d].%s[%s]", i, j, name, key), reason)
 					}
 				}
 			}
 		}
 	}
 	return v.err()
+}
+
+// quantityProblem says why a YAML value is no quantity, or "". A plain number is one whatever its spelling
+// (1_000, 1e3): decoding reads it as a number.
+func quantityProblem(node *yamlv3.Node) string {
+	if node.Kind != yamlv3.ScalarNode {
+		return "want a quantity such as 4, 500m or 16Gi, got a YAML list or map"
+	}
+	tag := node.ShortTag()
+	switch {
+	case node.Style&(yamlv3.DoubleQuotedStyle|yamlv3.SingleQuotedStyle) == 0 && (tag == "!!int" || tag == "!!float"):
+		return ""
+	case tag == "!!null":
+		return "null is no quantity: want one such as 4, 500m or 16Gi"
+	}
+	if _, err := resource.ParseQuantity(node.Value); err != nil {
+		return fmt.Sprintf("%v is no quantity: %v", node.Value, err)
+	}
+	return ""
 }
 
 // MaxGroupNodes bounds a node group's count: a fleet file describes a fleet to simulate or start, and a

@@ -97,6 +97,10 @@ func TestParseRejects(t *testing.T) {
 		{"requested beyond allocatable", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 4}, requested: {cpu: 5}}]}]", "clusters[0].nodes[0].requested[cpu]", "exceeds allocatable 4"},
 		{"requested resource not allocatable", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 4}, requested: {nvidia.com/gpu: 1}}]}]", "clusters[0].nodes[0].requested[nvidia.com/gpu]", "not in allocatable"},
 		{"bad quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: lots}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "lots is no quantity"},
+		{"quoted number that is no quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: '1_000'}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "1_000 is no quantity"},
+		{"null quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: }}]}]", "clusters[0].nodes[0].allocatable[cpu]", "null is no quantity"},
+		{"list for a quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: [1]}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "got a YAML list or map"},
+		{"second bad quantity, by name", "clusters: [{name: a, nodes: [{name: node, allocatable: {memory: 1Gi, cpu: 1, z: lots}}]}]", "clusters[0].nodes[0].allocatable[z]", "lots is no quantity"},
 		{"bad taint effect", "clusters: [{name: a, taints: [{key: k, effect: Sometimes}]}]", "clusters[0].taints[0].effect", "must be one of"},
 		{"taint without key", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 1}, taints: [{effect: NoSchedule}]}]}]", "clusters[0].nodes[0].taints[0].key", "required"},
 		{"node name YAML reads as a boolean", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].name",
@@ -287,5 +291,28 @@ func TestParseKeepsWhatYAMLReadsBackAsWritten(t *testing.T) {
 	want := map[string]string{"gpu": "true", "spot": "false", "count": "8"}
 	if got := fleet.Clusters[0].Labels; !maps.Equal(got, want) {
 		t.Errorf("labels = %v, want %v", got, want)
+	}
+}
+
+// TestParseAcceptsPlainNumbers: a quantity written as a plain YAML number is one, however it is spelt; the
+// quantity check must not refuse what decoding reads as a number.
+func TestParseAcceptsPlainNumbers(t *testing.T) {
+	tests := []struct{ spelling, want string }{
+		{"8", "8"},
+		{"1_000", "1k"},
+		{"1e3", "1k"},
+		{"0.5", "500m"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.spelling, func(t *testing.T) {
+			fleet, err := Parse([]byte("clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: "+tt.spelling+"}}]}]"), "case.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := fleet.Clusters[0].Nodes[0].Allocatable["cpu"]
+			if got.String() != tt.want {
+				t.Errorf("cpu = %s, want %s", got.String(), tt.want)
+			}
+		})
 	}
 }

@@ -27,19 +27,62 @@ func init() {
 // into gpu=true, which no selector for "on" matches. It returns nil when there are none, or when the document
 // does not parse (decoding reports that).
 func CheckStrings(data []byte, target reflect.Type) error {
+	root := parseNode(data)
+	if root == nil {
+		return nil
+	}
+	var v validator
+	checkStrings(&v, root, target, "")
+	return v.err()
+}
+
+// parseNode is the root node of data's first document; nil when it does not parse or is empty.
+func parseNode(data []byte) *yaml.Node {
 	var doc yaml.Node
 	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
 		return nil
 	}
-	var v validator
-	checkStrings(&v, doc.Content[0], target, "")
-	return v.err()
+	return doc.Content[0]
 }
 
-func checkStrings(v *validator, node *yaml.Node, t reflect.Type, path string) {
+func resolveAlias(node *yaml.Node) *yaml.Node {
 	for node.Kind == yaml.AliasNode && node.Alias != nil {
 		node = node.Alias
 	}
+	return node
+}
+
+// field is the value of key in a mapping node; nil when node is no mapping or lacks key.
+func field(node *yaml.Node, key string) *yaml.Node {
+	if node == nil {
+		return nil
+	}
+	node = resolveAlias(node)
+	if node.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		if node.Content[i].Value == key {
+			return resolveAlias(node.Content[i+1])
+		}
+	}
+	return nil
+}
+
+// items are the entries of a sequence node; none when node is no sequence.
+func items(node *yaml.Node) []*yaml.Node {
+	if node == nil || node.Kind != yaml.SequenceNode {
+		return nil
+	}
+	out := make([]*yaml.Node, len(node.Content))
+	for i, item := range node.Content {
+		out[i] = resolveAlias(item)
+	}
+	return out
+}
+
+func checkStrings(v *validator, node *yaml.Node, t reflect.Type, path string) {
+	node = resolveAlias(node)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
