@@ -24,11 +24,14 @@ func newSimulateCommand() *cobra.Command {
 			"plus policies (SchedulePolicy objects), resourceInterfaces (RIs used instead of the built-ins for their\n" +
 			"kinds) and workloads, each \"file: CR.yaml\" (relative to the fleet file) or \"object: {...}\", with\n" +
 			"\"namespace: NS\" to put a CR that names no namespace there, as kubectl apply -n does (else default).\n" +
-			"Only kinds an RI describes can be simulated. It places the workloads one after another through the\n" +
-			"placement core, each decision's reservations counting against the next, and prints each decision with\n" +
-			"why it passed clusters over: each reason once, with the clusters it passed over (the table names 8 of\n" +
-			"them, -o json 5 and counts the rest in moreClusters). No cluster is needed. A workload in a namespace\n" +
-			"fleetflow leaves alone (--skip-namespaces) is shown Skipped, as the placer never sees it.\n\n" +
+			"A kind no RI describes (a CRD, a ConfigMap) asks nothing of capacity and goes where its policy says, as in\n" +
+			"the placer: a Duplicate policy copies it onto every Ready cluster it selects. CustomResourceDefinitions\n" +
+			"and the other built-in cluster-scoped kinds stay without a namespace. It places the workloads one after\n" +
+			"another through the placement core, each decision's reservations counting against the next, and\n" +
+			"prints each decision with why it passed clusters over: each reason once, with the clusters it passed\n" +
+			"over (the table names 8 of them, -o json 5 and counts the rest in moreClusters). No cluster is needed.\n" +
+			"A workload in a namespace fleetflow leaves alone (--skip-namespaces) is shown Skipped, as the placer\n" +
+			"never sees it.\n\n" +
 			"-o json is an array with one object per workload: workload, policy, status, clusters, replicas (Divide),\n" +
 			"reasons (reason -> clusters), moreClusters (reason -> clusters not named), message and pods\n" +
 			"(\"cluster/node\" -> {component: pods}).",

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
@@ -206,19 +207,36 @@ func setNamespace(obj map[string]any, namespace string) error {
 	return nil
 }
 
-// defaultNamespace puts a workload without a namespace in "default", as kubectl apply would, so namespace
-// selectors and labels of the fleet file's namespaces apply to it; it returns the object's identity.
+// clusterScoped are the kinds a level-1 policy copies that live outside any namespace. The placer sees them
+// without one, so no namespace selector takes them, and simulate must not put them in default. Other kinds are
+// taken as namespaced: a fleet file has no API server to ask.
+var clusterScoped = map[schema.GroupKind]bool{
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}:               true,
+	{Group: "", Kind: "Namespace"}:                                                  true,
+	{Group: "", Kind: "PersistentVolume"}:                                           true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRole"}:                       true,
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}:                true,
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:                                 true,
+	{Group: "scheduling.k8s.io", Kind: "PriorityClass"}:                             true,
+	{Group: "node.k8s.io", Kind: "RuntimeClass"}:                                    true,
+	{Group: "networking.k8s.io", Kind: "IngressClass"}:                              true,
+	{Group: "admissionregistration.k8s.io", Kind: "ValidatingWebhookConfiguration"}: true,
+	{Group: "admissionregistration.k8s.io", Kind: "MutatingWebhookConfiguration"}:   true,
+}
+
+// defaultNamespace puts a namespaced workload without a namespace in "default", as kubectl apply would, so
+// namespace selectors and labels of the fleet file's namespaces apply to it; it returns the object's identity.
 func defaultNamespace(obj map[string]any) string {
 	meta, _ := obj["metadata"].(map[string]any)
 	if meta == nil {
 		meta = map[string]any{}
 		obj["metadata"] = meta
 	}
-	if ns, _ := meta["namespace"].(string); ns == "" {
-		meta["namespace"] = "default"
-	}
 	kind, _ := obj["kind"].(string)
 	apiVersion, _ := obj["apiVersion"].(string)
+	if ns, _ := meta["namespace"].(string); ns == "" && !clusterScoped[schema.GroupKind{Group: structs.APIGroup(apiVersion), Kind: kind}] {
+		meta["namespace"] = "default"
+	}
 	return fmt.Sprintf("%s/%s/%v/%v", structs.APIGroup(apiVersion), kind, meta["namespace"], meta["name"])
 }
 

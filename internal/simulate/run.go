@@ -73,14 +73,7 @@ func Run(in *Input, logger *slog.Logger) ([]Result, error) {
 	var errs []error
 	for i, obj := range in.Objects {
 		path := fmt.Sprintf("workloads[%d]", i)
-		gvk := karta.GVKOf(obj)
-		ri, ok := registry.Lookup(gvk)
-		if !ok {
-			errs = append(errs, &FieldError{Path: path, Reason: fmt.Sprintf("no ResourceInterface for %s: simulate places "+
-				"only kinds an RI describes (built in, or listed under resourceInterfaces)", gvk)})
-			continue
-		}
-		a, err := ri.Analyze(obj)
+		a, err := analyze(registry, obj)
 		if err != nil {
 			errs = append(errs, &FieldError{Path: path, Reason: err.Error()})
 			continue
@@ -142,6 +135,24 @@ func Run(in *Input, logger *slog.Logger) ([]Result, error) {
 		results = append(results, toResult(plan.Decisions[0]))
 	}
 	return results, nil
+}
+
+// analyze reads a workload through its RI. A kind no RI describes (a CRD, a ConfigMap: what a level-1 policy
+// copies) asks nothing of the fleet's capacity and is placed by its policy alone, as the placer does: a
+// Duplicate policy puts it on every cluster it selects.
+func analyze(registry *karta.Registry, obj map[string]any) (*karta.Analysis, error) {
+	ri, ok := registry.Lookup(karta.GVKOf(obj))
+	if !ok {
+		// Parse made sure these are strings.
+		apiVersion, _ := obj["apiVersion"].(string)
+		kind, _ := obj["kind"].(string)
+		meta, _ := obj["metadata"].(map[string]any)
+		namespace, _ := meta["namespace"].(string)
+		name, _ := meta["name"].(string)
+		return &karta.Analysis{APIVersion: apiVersion, Kind: kind, Namespace: namespace, Name: name,
+			Status: karta.PhaseUndefined}, nil
+	}
+	return ri.Analyze(obj)
 }
 
 type harness struct {

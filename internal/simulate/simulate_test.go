@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -94,9 +95,6 @@ func TestSimulateRejectsBadFleetWithPaths(t *testing.T) {
 				return strings.Replace(s, "- file: train.yaml", "- file: train.yaml\n  object: {kind: X}", 1)
 			},
 			"workloads[0]: set either file or object, not both"},
-		{"a kind without a ResourceInterface",
-			func(s string) string { return strings.Replace(s, "kind: RayCluster", "kind: Widget", 1) },
-			"workloads[2]: no ResourceInterface for ray.io/v1, Kind=Widget: simulate places only kinds an RI describes (built in, or listed under resourceInterfaces)"},
 		{"a misspelled field", func(s string) string { return strings.Replace(s, "workloads:", "workload:", 1) }, "unknown field"},
 		{"a second YAML document", func(s string) string { return s + "---\nworkloads: [{file: train.yaml}]\n" },
 			"holds 2 YAML documents; a fleet file is one document"},
@@ -360,6 +358,81 @@ workloads:
 			if tc.skip != nil && (results[0].Workload != "Deployment/kube-system/coredns" || results[0].Policy != nil ||
 				!strings.Contains(results[0].Message, "namespace kube-system is the control plane's own (--skip-namespaces)")) {
 				t.Errorf("skipped result = %+v", results[0])
+			}
+		})
+	}
+}
+
+// TestSimulatePlacesKindsWithoutRI: a kind no RI describes (a CRD, a ConfigMap) asks nothing of capacity, and
+// the placer places it by its policy alone: a Duplicate policy copies it onto every Ready cluster the policy
+// selects, whatever their room; a cluster-scoped kind has no namespace, so a namespace selector never takes it.
+func TestSimulatePlacesKindsWithoutRI(t *testing.T) {
+	const fleet = `
+clusters:
+- {name: a, labels: {level1: "yes"}, nodes: [{name: node, allocatable: {cpu: "1", memory: 1Gi, pods: "1"}, requested: {cpu: "1", pods: "1"}}]}
+- {name: b, labels: {level1: "yes"}, nodes: [{name: node, allocatable: {cpu: "8", memory: 8Gi, pods: "110"}}]}
+- {name: c, labels: {level1: "yes"}, ready: false, nodes: [{name: node, allocatable: {cpu: "8", memory: 8Gi, pods: "110"}}]}
+- {name: d, nodes: [{name: node, allocatable: {cpu: "8", memory: 8Gi, pods: "110"}}]}
+policies:
+- metadata: {name: level1}
+  spec:
+    resourceSelectors: {kinds: [{group: apiextensions.k8s.io, kind: CustomResourceDefinition}, {kind: ConfigMap}]}
+    clusterSelector: {matchLabels: {level1: "yes"}}
+    spreadConstraints: {spreadMode: Duplicate}
+- metadata: {name: team-only}
+  spec:
+    namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: team}}
+    resourceSelectors: {kinds: [{kind: Secret}, {group: apiextensions.k8s.io, kind: CustomResourceDefinition}]}
+    spreadConstraints: {spreadMode: Duplicate}
+workloads:
+- object: OBJECT
+`
+	tests := []struct {
+		name         string
+		object       string
+		wantWorkload string
+		wantStatus   string
+		wantPolicy   string
+		wantClusters []string
+	}{
+		{"a CRD on every selected Ready cluster, full or not",
+			`{apiVersion: apiextensions.k8s.io/v1, kind: CustomResourceDefinition, metadata: {name: pytorchjobs.kubeflow.org}}`,
+			"CustomResourceDefinition//pytorchjobs.kubeflow.org", "Placed", "level1", []string{"a", "b"}},
+		{"a ConfigMap, put in default",
+			`{apiVersion: v1, kind: ConfigMap, metadata: {name: settings}, data: {k: v}}`,
+			"ConfigMap/default/settings", "Placed", "level1", []string{"a", "b"}},
+		{"a namespaced kind without RI, taken by its namespace",
+			`{apiVersion: v1, kind: Secret, metadata: {name: token, namespace: team}}`,
+			"Secret/team/token", "Placed", "team-only", []string{"a", "b", "d"}},
+		{"a namespaced kind without RI, in a namespace no policy takes",
+			`{apiVersion: v1, kind: Secret, metadata: {name: token}}`,
+			"Secret/default/token", "NoPolicy", "", []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, err := Parse([]byte(strings.Replace(fleet, "OBJECT", tt.object, 1)), "fleet.yaml", "testdata")
+			if err != nil {
+				t.Fatal(err)
+			}
+			results, err := Run(in, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(results) != 1 {
+				t.Fatalf("got %d results, want 1", len(results))
+			}
+			r := results[0]
+			policy := ""
+			if r.Policy != nil {
+				policy = *r.Policy
+			}
+			if r.Workload != tt.wantWorkload || r.Status != tt.wantStatus || policy != tt.wantPolicy ||
+				!slices.Equal(r.Clusters, tt.wantClusters) {
+				t.Errorf("result = %s %s policy %q on %v (%s, %v), want %s %s policy %q on %v", r.Workload, r.Status, policy,
+					r.Clusters, r.Message, r.Reasons, tt.wantWorkload, tt.wantStatus, tt.wantPolicy, tt.wantClusters)
+			}
+			if len(r.Pods) != 0 {
+				t.Errorf("pods = %v, want none: the kind asks nothing of capacity", r.Pods)
 			}
 		})
 	}
