@@ -59,7 +59,7 @@ func TestCommandsRefuseStrayArguments(t *testing.T) {
 	// Every command: one argument more than it takes is refused.
 	for _, c := range allCommands(newRootCommand()) {
 		extra := []string{"stray"}
-		if strings.Contains(c.Use, "CR_FILE") || strings.Contains(c.Use, "FLEET.yaml") {
+		if strings.Contains(c.Use, "CR_FILE") || strings.Contains(c.Use, "FLEET.yaml") || strings.Contains(c.Use, "KIND/NAMESPACE/NAME") {
 			extra = []string{"file", "stray"}
 		}
 		if err := c.ValidateArgs(extra); err == nil || !c.Runnable() {
@@ -115,6 +115,15 @@ func TestCommandsRefuseBadValues(t *testing.T) {
 			"--gc-percent -1: must be 0 (Go's default) or more"},
 		{"run with a negative GC target", []string{"run", "--gc-percent", "-1", "--control-plane", "DATA/none", "--data-dir", "DATA"},
 			"--gc-percent -1: must be 0 (Go's default) or more"},
+		{"replay from a file that is not there", []string{"replay", "--from", "DATA/none.jsonl"}, "--from: open "},
+		{"replay from a file and NATS", []string{"replay", "--from", "DATA/none.jsonl", "--nats-url", "nats://127.0.0.1:1"},
+			"--from and --nats-url: give one of them"},
+		{"replay since a time that is none", []string{"replay", "--from", "DATA/none.jsonl", "--since", "yesterday"},
+			`--since "yesterday": want an RFC 3339 time`},
+		{"replay with a policy file that is not there", []string{"replay", "--from", "DATA/none.jsonl", "--policy", "DATA/none.yaml"},
+			"--policy: open "},
+		{"explain in yaml", []string{"explain", "PyTorchJob/a/b", "--from", "DATA/none.jsonl", "-o", "yaml"},
+			`--output "yaml": want json or table`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

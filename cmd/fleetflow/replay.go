@@ -33,7 +33,7 @@ type historyFlags struct {
 
 func (f *historyFlags) register(flags *pflag.FlagSet) {
 	flags.StringVar(&f.natsURL, "nats-url", "nats://127.0.0.1:4222", "NATS JetStream URL whose streams hold the history")
-	flags.StringVar(&f.from, "from", "", "read the history from this file (written by `fleetflow audit export`), not from NATS")
+	flags.StringVar(&f.from, "from", "", "read the history from `FILE` (written by fleetflow audit export), not from NATS")
 	flags.StringVar(&f.until, "until", "", "replay only the events stored until then: RFC 3339 time, or a duration ago (e.g. 10m)")
 	registerNATSAuth(flags, &f.auth)
 }

@@ -1,6 +1,10 @@
 package replay_test
 
 import (
+	"errors"
+	"io"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +110,39 @@ func TestReplayStopsAtThePlacersFloor(t *testing.T) {
 	if len(res.Notes) == 0 {
 		t.Error("no note says the later events are not replayed")
 	}
+}
+
+func TestReplayRefusesABrokenHistory(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(r *recording)
+		want   []string
+		is     error
+	}{
+		{"a gap", func(r *recording) { r.records = slices.Delete(r.records, 3, 4) },
+			[]string{"FLEETFLOW_EVENTS sequence 5", "expected sequence 4"}, replay.ErrGap},
+		{"a later schema", func(r *recording) { r.records[2].Event.SetType("io.fleetflow.node.changed.v2") },
+			[]string{"sequence 3", `"io.fleetflow.node.changed.v2"`}, replay.ErrSchema},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := busyDay(t)
+			tc.change(r)
+			_, err := replay.NewSession(replay.Options{}).Run(t.Context(), r.exported())
+			if !errors.Is(err, tc.is) {
+				t.Fatalf("error %v, want %v", err, tc.is)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("error %q does not name %q", err, want)
+				}
+			}
+		})
+	}
+	t.Run("a line that is no CloudEvent", func(t *testing.T) {
+		h := replay.ReadFile(io.NopCloser(strings.NewReader("{\"specversion\":\"1.0\"}\nnot json\n")), "history.jsonl")
+		_, err := replay.NewSession(replay.Options{}).Run(t.Context(), h)
+		if err == nil || !strings.Contains(err.Error(), "history.jsonl line 1") {
+			t.Errorf("error %v, want it to name history.jsonl line 1", err)
+		}
+	})
 }
