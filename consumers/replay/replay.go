@@ -77,6 +77,11 @@ type Session struct {
 	steps  []Step
 	// tickSettings are the settings the last tick carried.
 	tickSettings *schemas.PlacerSettings
+	// epochUnknown is set while no recorded output has named the streams' epoch: the first may come past
+	// what peek reads ahead (a fleet of 100,000 nodes registers before any workload). Until it comes, what
+	// the placer publishes is held, to be stamped with the epoch then.
+	epochUnknown bool
+	held         []sent
 }
 
 func settingsString(st *schemas.PlacerSettings) string {
@@ -96,8 +101,9 @@ func NewSession(opts Options) *Session {
 	return s
 }
 
-// peekLimit bounds the records read ahead for the placer's settings and the streams' epoch.
-const peekLimit = 100_000
+// peekLimit bounds the records read ahead for the placer's settings and the streams' epoch (a variable for
+// tests).
+var peekLimit = 100_000
 
 // Run feeds the whole history h to the session's placer, comparing what it publishes with what was recorded.
 func (s *Session) Run(ctx context.Context, h History) (*Result, error) {
@@ -109,6 +115,7 @@ func (s *Session) Run(ctx context.Context, h History) (*Result, error) {
 	if err := s.start(settings, epoch); err != nil {
 		return nil, err
 	}
+	s.epochUnknown = epoch == ""
 	if len(ahead) > 0 {
 		s.lastStored = ahead[0].Stored
 	}
@@ -137,6 +144,11 @@ func (s *Session) Run(ctx context.Context, h History) (*Result, error) {
 	if s.unanswered > 0 {
 		s.note("the placer had answered the events up to sequence %d; the %d placer inputs after it are not replayed",
 			s.opts.Through, s.unanswered)
+	}
+	if s.epochUnknown {
+		if err := s.learnEpoch(""); err != nil {
+			return nil, err
+		}
 	}
 	s.result.Divergences = s.cmp.finish()
 	s.result.Reproduced = s.cmp.reproduced
@@ -230,8 +242,13 @@ func (s *Session) take(ctx context.Context, r Record) error {
 			s.note("%s: recorded output not read: %v", r.where(), err)
 			return nil
 		}
-		if o.verdict != nil {
-			s.recordedOutcomes[o.workload] = outcomeOf(o.verdict)
+		if s.epochUnknown {
+			if err := s.learnEpoch(o.epoch); err != nil {
+				return err
+			}
+		}
+		if o.outcome != nil {
+			s.recordedOutcomes[o.workload] = *o.outcome
 		}
 		if o.workload == s.Follow && s.Follow != "" {
 			s.steps = append(s.steps, Step{Stored: r.Stored, Sequence: r.Sequence, Stream: r.Stream, What: "decided: " + o.summary})
@@ -300,18 +317,73 @@ func (s *Session) feed(ctx context.Context, d bus.Delivery) error {
 		s.placer.ForgetAppliedThrough(d.StreamSequence)
 	}
 	for _, out := range s.rec.take() {
-		o, err := decodeOutput(out.subject, out.event)
-		if err != nil {
-			return fmt.Errorf("replay: the placer published what it cannot read back, answering sequence %d: %w", d.StreamSequence, err)
+		if s.epochUnknown {
+			s.held = append(s.held, out)
+			continue
 		}
-		if o.verdict != nil {
-			s.outcomes[o.workload] = outcomeOf(o.verdict)
+		if err := s.produced(out, d.StreamSequence); err != nil {
+			return err
 		}
-		s.cmp.add(o, false)
 	}
 	if del, ok := d.Payload.(*schemas.ObjectDeleted); ok && d.Event.Type() == schemas.TypeWorkloadDeleted {
 		delete(s.outcomes, workloadName(del.Workload))
 		delete(s.recordedOutcomes, workloadName(del.Workload))
+	}
+	return nil
+}
+
+// produced compares what the placer published answering the event at seq.
+func (s *Session) produced(out sent, seq uint64) error {
+	o, err := decodeOutput(out.subject, out.event)
+	if err != nil {
+		return fmt.Errorf("replay: the placer published what it cannot read back, answering sequence %d: %w", seq, err)
+	}
+	if o.outcome != nil {
+		s.outcomes[o.workload] = *o.outcome
+	}
+	s.cmp.add(o, false)
+	return nil
+}
+
+// learnEpoch has the placer stamp its outputs with the epoch the first recorded output names, and stamps and
+// compares those it published before.
+func (s *Session) learnEpoch(epoch string) error {
+	s.epochUnknown = false
+	held := s.held
+	s.held = nil
+	if epoch != "" {
+		s.placer.SetEpoch(epoch)
+		s.result.Epoch = epoch
+	}
+	for _, out := range held {
+		if epoch != "" {
+			payload, err := schemas.DecodePayload(out.event)
+			if err != nil {
+				return fmt.Errorf("replay: the placer published what it cannot read back: %w", err)
+			}
+			switch p := payload.(type) {
+			case *schemas.PlacementDecided:
+				p.Epoch = epoch
+				if p.Verdict != nil {
+					p.Verdict.Epoch = epoch
+				}
+			case *schemas.PlacementVerdict:
+				p.Epoch = epoch
+			}
+			e, err := schemas.NewEvent(out.event.Type(), out.event.Source(), out.subject, out.event.ID(), payload)
+			if err != nil {
+				return fmt.Errorf("replay: stamp the epoch on %s: %w", out.subject, err)
+			}
+			out.event = e
+		}
+		o, err := decodeOutput(out.subject, out.event)
+		if err != nil {
+			return fmt.Errorf("replay: the placer published what it cannot read back: %w", err)
+		}
+		if o.outcome != nil {
+			s.outcomes[o.workload] = *o.outcome
+		}
+		s.cmp.add(o, false)
 	}
 	return nil
 }
@@ -382,10 +454,6 @@ type Outcome struct {
 	Policy   string                `json:"policy,omitempty"`
 	Reasons  map[string]string     `json:"reasons,omitempty"`
 	Message  string                `json:"message,omitempty"`
-}
-
-func outcomeOf(v *schemas.PlacementVerdict) Outcome {
-	return Outcome{Status: v.Status, Clusters: v.Clusters, Policy: v.Policy, Reasons: v.Reasons, Message: v.Message}
 }
 
 // Outcomes is the last verdict the replay produced per live workload (KIND/NAMESPACE/NAME).

@@ -146,3 +146,29 @@ func TestReplayRefusesABrokenHistory(t *testing.T) {
 		}
 	})
 }
+
+// TestReplayLearnsTheEpochPastPeek: on a large fleet the first recorded output comes after every node has
+// registered, past what a replay reads ahead; the replay still stamps its outputs with the recorded epoch.
+func TestReplayLearnsTheEpochPastPeek(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		limit int
+	}{{"epoch within the peek", 0}, {"epoch past the peek", 14}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.limit > 0 {
+				// busyDay's 14th record is its first tick, with the settings; its first output comes later.
+				defer replay.SetPeekLimit(tc.limit)()
+			}
+			res, err := replay.NewSession(replay.Options{}).Run(t.Context(), busyDay(t).exported())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Divergences) != 0 || res.Recorded == 0 {
+				t.Fatalf("%d recorded, divergences: %+v", res.Recorded, res.Divergences)
+			}
+			if res.Epoch != epoch {
+				t.Errorf("epoch %q, want the recorded %q", res.Epoch, epoch)
+			}
+		})
+	}
+}
