@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/internal/replaybench"
+)
+
+func init() { registerBenchCommand(newBenchReplayCommand) }
+
+func newBenchReplayCommand() *cobra.Command {
+	cfg := replaybench.DefaultConfig()
+	var output string
+	var gcPercent int
+	cmd := &cobra.Command{
+		Use:   "replay [--workloads 100000 --clusters 100 --nodes-per-cluster 1000] [-o json|table]",
+		Short: "Replay a synthetic recorded history through a placer in process and report events per second",
+		Long: "bench replay records a synthetic history as the pipeline would store it (the pipeline benchmark's fleet,\n" +
+			"a policy, ticks and heartbeats, PyTorchJob gangs submitted and, past --lifetime, deleted, each decision\n" +
+			"confirmed by its applier and its pods reported running), every input decided by a live placer whose\n" +
+			"verdicts and decisions are recorded. Then it replays that history (fleetflow replay's engine, no NATS)\n" +
+			"and times the replay alone: input events fed per second, CPU, and the recorded outputs it compared.\n" +
+			"It fails when the replay does not reproduce every recorded output.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "json" && output != "table" {
+				return fmt.Errorf("--output %q: want json or table", output)
+			}
+			if err := validGCPercent(gcPercent); err != nil {
+				return err
+			}
+			// The replay's placer runs tuned as `fleetflow placer` tunes its own.
+			pipeline.TuneGCForPlacer(gcPercent, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			res, err := replaybench.Run(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(res); err != nil {
+					return err
+				}
+			} else {
+				writeReplayTable(cmd, res)
+			}
+			if res.Divergences > 0 {
+				return fmt.Errorf("the replay diverged from the recorded history %d times (of %d recorded outputs)", res.Divergences, res.Recorded)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&cfg.Clusters, "clusters", cfg.Clusters, "number of clusters")
+	cmd.Flags().IntVar(&cfg.NodesPerCluster, "nodes-per-cluster", cfg.NodesPerCluster, "nodes in each cluster")
+	cmd.Flags().IntVar(&cfg.Workloads, "workloads", cfg.Workloads, "workloads submitted in the history")
+	cmd.Flags().IntVar(&cfg.Lifetime, "lifetime", cfg.Lifetime, "later submissions a workload lives for before it is deleted (0: never)")
+	cmd.Flags().IntVar(&cfg.GPUNodePercent, "gpu-node-percent", cfg.GPUNodePercent, "share of each cluster's nodes with GPUs")
+	cmd.Flags().Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload mix")
+	cmd.Flags().StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the replay (not the synthesis) to this file (go tool pprof)")
+	cmd.Flags().IntVar(&gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
+	return cmd
+}
+
+func writeReplayTable(cmd *cobra.Command, res *replaybench.Result) {
+	out := cmd.OutOrStdout()
+	count := func(m map[string]int) string {
+		var parts []string
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+		}
+		return strings.Join(parts, ", ")
+	}
+	fmt.Fprintf(out, "fleet:        %d clusters, %d nodes; %d workloads (each deleted %d submissions later; 0: never)\n",
+		res.Clusters, res.Nodes, res.Workloads, res.Lifetime)
+	fmt.Fprintf(out, "history:      %d records, synthesized in %.1f s (a live placer deciding every input)\n", res.Records, res.SynthesisSeconds)
+	fmt.Fprintf(out, "inputs:       %d: %s\n", res.Mix.InputTotal, count(res.Mix.Inputs))
+	fmt.Fprintf(out, "outputs:      decisions %s; verdicts alone %d; other %d\n", count(res.Mix.Decisions), res.Mix.Verdicts, res.Mix.Other)
+	fmt.Fprintf(out, "replayed:     %d events; %d of %d recorded outputs reproduced, %d divergences\n",
+		res.Events, res.Reproduced, res.Recorded, res.Divergences)
+	fmt.Fprintf(out, "live at end:  placed %d, unschedulable %d\n", res.Placed, res.Unschedulable)
+	fmt.Fprintf(out, "events/s:     %.0f (%.2f s wall), %.0f per CPU second (%.2f s CPU)\n",
+		res.EventsPerSecond, res.Seconds, res.EventsPerCPUSecond, res.CPUSeconds)
+	fmt.Fprintf(out, "max RSS:      %.0f MB (the process, synthesis included)\n", float64(res.MaxRSSBytes)/1e6)
+	for _, n := range res.Notes {
+		fmt.Fprintf(out, "note:         %s\n", n)
+	}
+	for _, d := range res.First {
+		fmt.Fprintf(out, "divergence:   %s %s cause %d: recorded %q, replayed %q, fields %s\n",
+			d.Kind, d.Workload, d.Cause, d.Recorded, d.Replayed, strings.Join(d.Fields, ","))
+	}
+}
