@@ -13,8 +13,9 @@
 //   - packing: first-fit-decreasing of the gang's pods onto nodes, honouring what kube-scheduler's filters
 //     would: requests (the pods already on a node count against its pod slots), node selectors, required node
 //     affinity, taints and tolerations, cordoned nodes (taken only by pods that tolerate the cordon),
-//     spec.nodeName, and host ports (two pods taking the same one never share a node). Host ports of pods
-//     already running are not known, nor are pod (anti-)affinity and topology spread constraints.
+//     spec.nodeName, host ports (two pods taking the same one never share a node), hard topology spread
+//     constraints and pod affinity among a group's own pods (topology.go), and exclusive-topology units
+//     (exclusive.go). Host ports of pods already running are not known, nor are affinities to other pods.
 //   - tier: one step of fill-and-spill (orderedClusterSelector); the first tier with a fitting cluster wins.
 //   - blocked: an unschedulable workload waiting for an event that could change the answer.
 package scheduler
