@@ -175,6 +175,10 @@ type PlacerTick struct {
 	// Settings are the time-based settings of the placer that published the tick: a replay of the history
 	// decides with them, as that placer did. nil in ticks of placers before they were carried.
 	Settings *PlacerSettings `json:"settings,omitempty"`
+	// Placer names the leadership that published the tick, unique to it: a new name is a placer that took
+	// over (a restart, a failover) and rebuilt its view from the state stream, which a replay running one
+	// placer throughout does not.
+	Placer string `json:"placer,omitempty"`
 }
 
 // PlacerSettings are the placer settings its decisions depend on, besides the events.

@@ -203,3 +203,8 @@ func renamed(rec replay.Record, seq uint64) replay.Record {
 	rec.Sequence = seq
 	return rec
 }
+
+// tickOf stores a tick of the leadership term, carrying cfg's settings.
+func (r *recording) tickOf(cfg consumers.PlacerConfig, term string) {
+	r.input(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: r.now, Settings: cfg.Settings(), Placer: term})
+}

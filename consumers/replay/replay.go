@@ -75,6 +75,8 @@ type Session struct {
 	// Follow names a workload (KIND/NAMESPACE/NAME) whose recorded decisions and applier reports Steps lists.
 	Follow string
 	steps  []Step
+	// term names the leadership of the placer whose tick came last (schemas.PlacerTick.Placer).
+	term string
 	// tickSettings are the settings the last tick carried.
 	tickSettings *schemas.PlacerSettings
 	// epochUnknown is set while no recorded output has named the streams' epoch: the first may come past
@@ -276,6 +278,14 @@ func (s *Session) take(ctx context.Context, r Record) error {
 		}
 		if s.sinceSeq == 0 && !r.Stored.Before(s.opts.Since) {
 			s.sinceSeq = r.Sequence + s.offset
+		}
+		if tick, ok := payload.(*schemas.PlacerTick); ok && tick.Placer != "" {
+			if s.term != "" && tick.Placer != s.term {
+				s.note("%s: another placer took over (a restart or a failover) and rebuilt its view from %s; the replay "+
+					"runs one placer throughout, so divergences after this may come from what the rebuild restored",
+					r.where(), schemas.StreamState)
+			}
+			s.term = tick.Placer
 		}
 		if tick, ok := payload.(*schemas.PlacerTick); ok && tick.Settings != nil {
 			if s.tickSettings != nil && *tick.Settings != *s.tickSettings {

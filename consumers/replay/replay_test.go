@@ -172,3 +172,37 @@ func TestReplayLearnsTheEpochPastPeek(t *testing.T) {
 		})
 	}
 }
+
+func TestReplaySaysWhereAnotherPlacerTookOver(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		terms []string
+		notes int
+	}{
+		{"one placer throughout", []string{"a", "a", "a"}, 0},
+		{"a placer took over", []string{"a", "a", "b"}, 1},
+		{"ticks of placers that name none", []string{"", "", ""}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := consumers.PlacerConfig{}
+			r := newRecording(t, cfg)
+			r.cluster("east", "8")
+			for _, term := range tc.terms {
+				r.tickOf(cfg, term)
+			}
+			res, err := replay.NewSession(replay.Options{}).Run(t.Context(), r.exported())
+			if err != nil {
+				t.Fatal(err)
+			}
+			took := 0
+			for _, n := range res.Notes {
+				if strings.Contains(n, "another placer took over") {
+					took++
+				}
+			}
+			if took != tc.notes {
+				t.Errorf("%d notes of a takeover, want %d: %q", took, tc.notes, res.Notes)
+			}
+		})
+	}
+}

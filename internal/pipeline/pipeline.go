@@ -430,7 +430,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, 
 	}
 	pruner := newStatePruner(stateStream, grace, log)
 	go pruner.run(ctx)
-	go publishTicks(ctx, b, cfg.Settings(), log)
+	go publishTicks(ctx, b, cfg.Settings(), leaseHolder(), log)
 	floor := &atomic.Uint64{}
 	go followAckFloor(ctx, consumer, PlacerTickInterval, floor, log)
 	flush := func(ctx context.Context) error {
@@ -474,7 +474,8 @@ func followAckFloor(ctx context.Context, consumer jetstream.Consumer, interval t
 	}
 }
 
-func publishTicks(ctx context.Context, b *Bus, settings *schemas.PlacerSettings, log *slog.Logger) {
+// publishTicks publishes the placer's clock; term names this leadership, one rebuilt view of the fleet.
+func publishTicks(ctx context.Context, b *Bus, settings *schemas.PlacerSettings, term string, log *slog.Logger) {
 	ticker := time.NewTicker(PlacerTickInterval)
 	defer ticker.Stop()
 	for {
@@ -484,7 +485,7 @@ func publishTicks(ctx context.Context, b *Bus, settings *schemas.PlacerSettings,
 		case now := <-ticker.C:
 			id := fmt.Sprintf("tick/%d", now.UnixNano()/int64(PlacerTickInterval))
 			event, err := schemas.NewEvent(schemas.TypePlacerTick, schemas.SourcePlacer, schemas.SubjectPlacerTick, id,
-				&schemas.PlacerTick{Time: now.UTC(), Settings: settings})
+				&schemas.PlacerTick{Time: now.UTC(), Settings: settings, Placer: term})
 			if err == nil {
 				_, err = b.Publisher.Publish(ctx, schemas.SubjectPlacerTick, event)
 			}
