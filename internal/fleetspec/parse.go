@@ -94,6 +94,11 @@ func CheckDocument(data []byte, target reflect.Type) error {
 	if root == nil {
 		return nil
 	}
+	return CheckTree(root, target)
+}
+
+// CheckTree runs CheckDocument's checks on root, the document's root node, for a caller that parsed it already.
+func CheckTree(root *yamlv3.Node, target reflect.Type) error {
 	if err := checkQuantities(root); err != nil {
 		return err
 	}

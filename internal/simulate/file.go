@@ -82,18 +82,9 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 	if err := fleetspec.OneDocument(data); err != nil {
 		return nil, fmt.Errorf("fleet file %s: %w", source, err)
 	}
-	// The checks and the decoding each parse the whole file, the costliest step on a file of thousands of
-	// workloads; they share nothing, so they run side by side. A check's error, more precise, comes first.
-	var f File
-	decoded := make(chan error, 1)
-	go func() { decoded <- yaml.UnmarshalStrict(data, &f) }()
-	checkErr := fleetspec.CheckDocument(data, reflect.TypeFor[File]())
-	decodeErr := <-decoded
-	if checkErr != nil {
-		return nil, fmt.Errorf("fleet file %s: %w", source, checkErr)
-	}
-	if decodeErr != nil {
-		return nil, fmt.Errorf("fleet file %s: %w", source, decodeErr)
+	f, err := decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("fleet file %s: %w", source, err)
 	}
 	var errs []error
 	fleet := f.Fleet()
@@ -146,6 +137,24 @@ func Parse(data []byte, source, baseDir string) (*Input, error) {
 		return nil, fmt.Errorf("fleet file %s: %w", source, errors.Join(errs...))
 	}
 	return in, nil
+}
+
+// decode checks and decodes data: by parseFast when it can, else by the general path.
+func decode(data []byte) (File, error) {
+	if f, ok := parseFast(data); ok {
+		return *f, nil
+	}
+	// The checks and the decoding each parse the whole file; they share nothing, so they run side by side. A
+	// check's error, more precise, comes first.
+	var f File
+	decoded := make(chan error, 1)
+	go func() { decoded <- yaml.UnmarshalStrict(data, &f) }()
+	checkErr := fleetspec.CheckDocument(data, reflect.TypeFor[File]())
+	decodeErr := <-decoded
+	if checkErr != nil {
+		return File{}, checkErr
+	}
+	return f, decodeErr
 }
 
 // stringMetadata checks that the workload has a name and that the metadata placement reads are strings, as
