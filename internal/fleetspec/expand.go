@@ -9,16 +9,7 @@ import (
 // Expand returns the concrete nodes of the group. Each node gets its own copy of the labels, taints and
 // resource lists, so a caller may change one node without touching its siblings.
 func (g NodeGroup) Expand() []Node {
-	if g.Count < 0 {
-		return nil
-	}
-	names := []string{g.Name}
-	if g.Count > 0 {
-		names = make([]string, g.Count)
-		for i := range names {
-			names[i] = g.Name + "-" + strconv.Itoa(i)
-		}
-	}
+	names := g.NodeNames()
 	nodes := make([]Node, len(names))
 	for i, name := range names {
 		nodes[i] = Node{
@@ -31,6 +22,22 @@ func (g NodeGroup) Expand() []Node {
 		}
 	}
 	return nodes
+}
+
+// NodeNames are the names of the group's nodes, in Expand's order: what a check of names needs, without copying
+// each node's labels and resource lists (on a fleet of 100,000 nodes the copies cost more than the names).
+func (g NodeGroup) NodeNames() []string {
+	if g.Count < 0 {
+		return nil
+	}
+	if g.Count == 0 {
+		return []string{g.Name}
+	}
+	names := make([]string, g.Count)
+	for i := range names {
+		names[i] = g.Name + "-" + strconv.Itoa(i)
+	}
+	return names
 }
 
 // AllNodes returns every node of the cluster, group by group.

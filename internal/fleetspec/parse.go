@@ -222,12 +222,12 @@ func (v *validator) cluster(path string, c Cluster) {
 		if group.Name == "" || group.Count < 0 || group.Count > MaxGroupNodes {
 			continue
 		}
-		for _, node := range group.Expand() {
-			if owner, dup := nodeOwner[node.Name]; dup {
-				v.add(groupPath+".name", fmt.Sprintf("node %q is also produced by %s", node.Name, owner))
+		for _, name := range group.NodeNames() {
+			if owner, dup := nodeOwner[name]; dup {
+				v.add(groupPath+".name", fmt.Sprintf("node %q is also produced by %s", name, owner))
 				break
 			}
-			nodeOwner[node.Name] = groupPath
+			nodeOwner[name] = groupPath
 		}
 	}
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"runtime"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,17 +72,7 @@ func Run(in *Input, logger *slog.Logger) ([]Result, error) {
 		}
 	}
 
-	analyses := make([]*karta.Analysis, len(in.Objects))
-	var errs []error
-	for i, obj := range in.Objects {
-		path := fmt.Sprintf("workloads[%d]", i)
-		a, err := analyze(registry, obj)
-		if err != nil {
-			errs = append(errs, &FieldError{Path: path, Reason: err.Error()})
-			continue
-		}
-		analyses[i] = a
-	}
+	analyses, errs := analyzeAll(registry, in.Objects)
 	kinds := kindInfo(registry, analyses)
 	var policies []*policy.Policy
 	for i := range in.File.Policies {
@@ -135,6 +128,32 @@ func Run(in *Input, logger *slog.Logger) ([]Result, error) {
 		results = append(results, toResult(plan.Decisions[0]))
 	}
 	return results, nil
+}
+
+// analyzeAll analyzes the objects on every core: an analysis depends on its object and the RIs only, so the
+// order they run in changes nothing, and placement, which comes after, stays in the file's order. The errors
+// come in the objects' order.
+func analyzeAll(registry *karta.Registry, objects []map[string]any) ([]*karta.Analysis, []error) {
+	analyses := make([]*karta.Analysis, len(objects))
+	failures := make([]error, len(objects))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for i := int(next.Add(1) - 1); i < len(objects); i = int(next.Add(1) - 1) {
+				analyses[i], failures[i] = analyze(registry, objects[i])
+			}
+		})
+	}
+	wg.Wait()
+	var errs []error
+	for i, err := range failures {
+		if err != nil {
+			analyses[i] = nil
+			errs = append(errs, &FieldError{Path: fmt.Sprintf("workloads[%d]", i), Reason: err.Error()})
+		}
+	}
+	return analyses, errs
 }
 
 // analyze reads a workload through its RI. A kind no RI describes (a CRD, a ConfigMap: what a level-1 policy
