@@ -1,6 +1,12 @@
-// Package consumers owns the JetStream subscribers that act on events: the placer, which keeps the
-// placement core's fleet view current and turns fleet events into verdicts and per-cluster decisions;
-// the per-cluster appliers, which carry decisions out idempotently with server-side apply and report each
-// outcome; the status writer, which puts workload, Cluster and SchedulePolicy status back on the control
-// plane; and the audit tail, a plain reader of the streams.
+// Package consumers holds no code: its subpackages are the JetStream subscribers that act on events.
+//
+//   - placer keeps the placement core's fleet view current and turns fleet events into verdicts and
+//     per-cluster decisions.
+//   - applier carries decisions out on one workload cluster, idempotently with server-side apply, and
+//     reports each outcome.
+//   - status, the status writer, puts workload, Cluster and SchedulePolicy status back on the control plane.
+//   - audit is the audit tail, a plain reader of the streams.
+//   - replay runs the recorded history through a placer in process (the determinism check and the what-if).
+//
+// internal/contract is the leaf they share: what each must read and write the same way as the others.
 package consumers

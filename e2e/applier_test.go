@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/applier"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
@@ -26,7 +26,7 @@ import (
 type applierFixture struct {
 	t       *testing.T
 	e       *e2eenv.Env
-	applier *consumers.Applier
+	applier *applier.Applier
 	cluster *kube.Clients
 	seq     uint64
 	// namespaceLabels are what the next Applies say the control-plane namespace carries.
@@ -42,10 +42,10 @@ func newApplierFixture(t *testing.T) *applierFixture {
 	}
 	t.Cleanup(func() {
 		_ = e.Clusters["cluster-a"].Core.CoreV1().ConfigMaps("team-applier").DeleteCollection(context.Background(),
-			metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: schemas.LabelManagedBy + "=" + consumers.FieldManager})
+			metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: schemas.LabelManagedBy + "=" + applier.FieldManager})
 	})
 	return &applierFixture{t: t, e: e, cluster: e.Clusters["cluster-a"],
-		applier: &consumers.Applier{Cluster: "cluster-a", Clients: clients, Publisher: e.Bus.Publisher, Log: e.Log}}
+		applier: &applier.Applier{Cluster: "cluster-a", Clients: clients, Publisher: e.Bus.Publisher, Log: e.Log}}
 }
 
 // decide hands the applier a decision about object on behalf of the control-plane workload uid, and returns
@@ -242,7 +242,7 @@ func (f *applierFixture) widgetCopy(plural string) *unstructured.Unstructured {
 	})
 	widget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "e2e.fleetflow.io/v1", "kind": kindOf(plural),
 		"metadata": map[string]any{"name": "w", "namespace": "team-applier", "labels": map[string]any{
-			schemas.LabelManagedBy: consumers.FieldManager, schemas.LabelWorkloadUID: "uid-w"}}}}
+			schemas.LabelManagedBy: applier.FieldManager, schemas.LabelWorkloadUID: "uid-w"}}}}
 	if err := f.cluster.EnsureNamespace(ctx, "team-applier", e2eenv.FieldManager, nil); err != nil {
 		f.t.Fatal(err)
 	}
@@ -290,7 +290,7 @@ func TestApplierTakesBackItsCopyThatLostItsManagedByLabel(t *testing.T) {
 	if err := f.decide(schemas.ActionApply, cm, "uid-own"); err != nil {
 		t.Fatalf("the Apply over its own unlabelled copy: %v", err)
 	}
-	if got := f.get(cm).GetLabels()[schemas.LabelManagedBy]; got != consumers.FieldManager {
+	if got := f.get(cm).GetLabels()[schemas.LabelManagedBy]; got != applier.FieldManager {
 		t.Errorf("managed-by label = %q after the Apply, want it back", got)
 	}
 
@@ -331,7 +331,7 @@ func TestApplierGivesNamespacesTheControlPlaneLabels(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := labelsOf(created)
-	if got[enforce] != "restricted" || got[mesh] != "enabled" || got[schemas.LabelManagedBy] != consumers.FieldManager {
+	if got[enforce] != "restricted" || got[mesh] != "enabled" || got[schemas.LabelManagedBy] != applier.FieldManager {
 		t.Fatalf("created namespace labels = %v, want the control plane's and fleetflow's mark", got)
 	}
 	ns, err := namespaces.Get(ctx, created, metav1.GetOptions{})
@@ -349,7 +349,7 @@ func TestApplierGivesNamespacesTheControlPlaneLabels(t *testing.T) {
 	}
 	got = labelsOf(created)
 	if _, stays := got[mesh]; stays || got[enforce] != "baseline" || got["team"] != "added-in-the-cluster" ||
-		got[schemas.LabelManagedBy] != consumers.FieldManager {
+		got[schemas.LabelManagedBy] != applier.FieldManager {
 		t.Errorf("namespace labels = %v after the control plane's changed, want %s=baseline, no %s, the cluster's own "+
 			"team label and fleetflow's mark", got, enforce, mesh)
 	}

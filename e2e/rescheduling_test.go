@@ -14,7 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/audit"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -59,7 +60,7 @@ func waitMoved(t *testing.T, e *e2eenv.Env, namespace, name string) string {
 func TestPendingWorkloadMovesToAClusterThatFits(t *testing.T) {
 	e := e2eenv.New(t, func() e2eenv.Options {
 		o := options()
-		o.Placer = consumers.PlacerConfig{HeartbeatTimeout: 6 * time.Second, PendingTimeout: 3 * time.Second}
+		o.Placer = placer.PlacerConfig{HeartbeatTimeout: 6 * time.Second, PendingTimeout: 3 * time.Second}
 		return o
 	}())
 	placed := placeJob(t, e, "team-pending")
@@ -199,12 +200,12 @@ func refuseJobsOf(t *testing.T, cluster *kube.Clients, namespace string) {
 // to delete it.
 func assertAppliedBeforeDeleted(t *testing.T, e *e2eenv.Env, namespace, name string) {
 	t.Helper()
-	sel, err := consumers.ParseWorkloadSelector("PyTorchJob/" + namespace + "/" + name)
+	sel, err := audit.ParseWorkloadSelector("PyTorchJob/" + namespace + "/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var steps []string
-	err = consumers.AuditTail(t.Context(), e.Bus.JetStream, consumers.AuditQuery{Workload: sel}, func(r consumers.AuditRecord) error {
+	err = audit.AuditTail(t.Context(), e.Bus.JetStream, audit.AuditQuery{Workload: sel}, func(r audit.AuditRecord) error {
 		switch p := r.Payload.(type) {
 		case *schemas.PlacementApplied:
 			steps = append(steps, "applied "+string(p.Action)+" "+p.Cluster)

@@ -9,7 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/audit"
+	statuswriter "github.com/fleetflow/fleetflow/consumers/status"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -20,12 +21,12 @@ var resourceInterfaces = schema.GroupVersionResource{Group: "optimization.nvidia
 // answers.
 func lastAnalysis(t *testing.T, e *e2eenv.Env, namespace, name string) *schemas.Analysis {
 	t.Helper()
-	sel, err := consumers.ParseWorkloadSelector("PyTorchJob/" + namespace + "/" + name)
+	sel, err := audit.ParseWorkloadSelector("PyTorchJob/" + namespace + "/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var last *schemas.Analysis
-	err = consumers.AuditTail(t.Context(), e.Bus.JetStream, consumers.AuditQuery{Workload: sel}, func(r consumers.AuditRecord) error {
+	err = audit.AuditTail(t.Context(), e.Bus.JetStream, audit.AuditQuery{Workload: sel}, func(r audit.AuditRecord) error {
 		if v := r.Verdict(); v != nil && v.Analysis != nil {
 			last = v.Analysis
 		}
@@ -130,7 +131,7 @@ spec:
 			obj := e2eenv.Get(t, e.ControlPlane, schema.GroupVersionKind{Group: "fleetflow.io", Version: "v1alpha1", Kind: "SchedulePolicy"}, "", "widget-divide")
 			conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 			for _, c := range conditions {
-				if m, _ := c.(map[string]any); m["type"] == consumers.PolicyConditionAccepted {
+				if m, _ := c.(map[string]any); m["type"] == statuswriter.PolicyConditionAccepted {
 					return m["status"] == string(want)
 				}
 			}
@@ -174,7 +175,7 @@ func TestResourceInterfaceShowsWhetherItIsInForce(t *testing.T) {
 			}
 			conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 			for _, c := range conditions {
-				if m, _ := c.(map[string]any); m["type"] == consumers.RIConditionAccepted && m["status"] == status {
+				if m, _ := c.(map[string]any); m["type"] == statuswriter.RIConditionAccepted && m["status"] == status {
 					message, _ := m["message"].(string)
 					for _, part := range parts {
 						if !strings.Contains(message, part) {
@@ -218,7 +219,7 @@ spec:
 		for _, c := range conditions {
 			m, _ := c.(map[string]any)
 			message, _ := m["message"].(string)
-			if m["type"] == consumers.PolicyConditionAccepted && m["status"] == "True" {
+			if m["type"] == statuswriter.PolicyConditionAccepted && m["status"] == "True" {
 				return strings.Contains(message, "no ResourceInterface describes PytorchJob.kubeflow.org, so") &&
 					!strings.Contains(message, "PyTorchJob.kubeflow.org")
 			}

@@ -10,7 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/applier"
+	"github.com/fleetflow/fleetflow/consumers/audit"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -32,7 +33,7 @@ func TestWorkloadLifecycle(t *testing.T) {
 		placed = e2eenv.Get(t, target, pytorchJobKind, "team-a", job.GetName())
 		return placed != nil
 	})
-	if got := placed.GetLabels()[consumers.LabelWorkloadUID]; got != string(source.GetUID()) {
+	if got := placed.GetLabels()[applier.LabelWorkloadUID]; got != string(source.GetUID()) {
 		t.Errorf("placed copy has workload uid label %q, want %q", got, source.GetUID())
 	}
 	if placed.GetLabels()["team"] != "a" {
@@ -71,7 +72,7 @@ func TestWorkloadLifecycle(t *testing.T) {
 	})
 
 	// An auditor with nothing but a NATS client sees the whole story of the workload, in order.
-	sel, err := consumers.ParseWorkloadSelector("PyTorchJob/team-a/" + job.GetName())
+	sel, err := audit.ParseWorkloadSelector("PyTorchJob/team-a/" + job.GetName())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestWorkloadLifecycle(t *testing.T) {
 	var types []string
 	e2eenv.Eventually(t, e2eenv.Settle, "the whole story in the audit trail", func() bool {
 		types = nil
-		err := consumers.AuditTail(ctx, e.Bus.JetStream, consumers.AuditQuery{Workload: sel}, func(r consumers.AuditRecord) error {
+		err := audit.AuditTail(ctx, e.Bus.JetStream, audit.AuditQuery{Workload: sel}, func(r audit.AuditRecord) error {
 			if r.Err != nil {
 				t.Errorf("unreadable audit record %s/%d: %v", r.Stream, r.Sequence, r.Err)
 			}

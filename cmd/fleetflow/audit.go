@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/audit"
 	"github.com/fleetflow/fleetflow/consumers/replay"
 	"github.com/fleetflow/fleetflow/internal/bus"
 )
@@ -105,9 +105,9 @@ func newAuditTailCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			q := consumers.AuditQuery{Follow: follow}
+			q := audit.AuditQuery{Follow: follow}
 			if workload != "" {
-				sel, err := consumers.ParseWorkloadSelector(workload)
+				sel, err := audit.ParseWorkloadSelector(workload)
 				if err != nil {
 					return fmt.Errorf("--workload: %w", err)
 				}
@@ -136,7 +136,7 @@ func newAuditTailCommand() *cobra.Command {
 			defer nc.Close()
 			out := cmd.OutOrStdout()
 			printed := 0
-			err = consumers.AuditTail(ctx, js, q, func(r consumers.AuditRecord) error {
+			err = audit.AuditTail(ctx, js, q, func(r audit.AuditRecord) error {
 				printed++
 				if output == "json" {
 					line, err := json.Marshal(map[string]any{"stream": r.Stream, "sequence": r.Sequence, "subject": r.Subject,
@@ -177,7 +177,7 @@ func newAuditTailCommand() *cobra.Command {
 
 // noEventsNote says on stderr why a tail printed nothing, so an empty answer is not mistaken for a hang or a
 // wrong server.
-func noEventsNote(sel *consumers.WorkloadSelector, workload, since string) string {
+func noEventsNote(sel *audit.WorkloadSelector, workload, since string) string {
 	if sel == nil {
 		return fmt.Sprintf("audit: no events in the streams%s", sinceNote(since))
 	}

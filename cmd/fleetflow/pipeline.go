@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/evalguard"
 	"github.com/fleetflow/fleetflow/internal/kube"
@@ -264,8 +264,8 @@ func positiveDurations(flags map[string]time.Duration) error {
 // tuneGC sets the collector of a process that runs the placer (see pipeline.PlacerGCPercent).
 func (f *placerFlags) tuneGC() { pipeline.TuneGCForPlacer(f.gcPercent, slog.Default()) }
 
-func (f *placerFlags) config() consumers.PlacerConfig {
-	return consumers.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL,
+func (f *placerFlags) config() placer.PlacerConfig {
+	return placer.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL,
 		StatePruneGrace: f.statePruneGrace, FailedApplyRetry: f.failedApplyRetry}
 }
 

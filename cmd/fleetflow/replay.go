@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/consumers/replay"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/explain"
@@ -120,7 +120,7 @@ func newReplayCommand() *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			opts := replay.Options{Placer: consumers.PlacerConfig{HeartbeatTimeout: df.heartbeatTimeout,
+			opts := replay.Options{Placer: placer.PlacerConfig{HeartbeatTimeout: df.heartbeatTimeout,
 				PendingTimeout: df.pendingTimeout, ReservationTTL: df.reservationTTL, FailedApplyRetry: df.failedApplyRetry}}
 			var err error
 			if opts.Since, err = parseWhen("--since", since); err != nil {

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/consumers/replay"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
@@ -25,7 +25,7 @@ import (
 // decisions stream.
 type recording struct {
 	t       *testing.T
-	placer  *consumers.Placer
+	placer  *placer.Placer
 	pub     *streamPublisher
 	records []replay.Record
 	now     time.Time
@@ -45,7 +45,7 @@ func (p *streamPublisher) Publish(_ context.Context, subject string, e cloudeven
 
 const epoch = "testepoch"
 
-func newRecording(t *testing.T, cfg consumers.PlacerConfig) *recording {
+func newRecording(t *testing.T, cfg placer.PlacerConfig) *recording {
 	t.Helper()
 	builtins, err := karta.Builtins()
 	if err != nil {
@@ -53,7 +53,7 @@ func newRecording(t *testing.T, cfg consumers.PlacerConfig) *recording {
 	}
 	r := &recording{t: t, now: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)}
 	r.pub = &streamPublisher{r: r}
-	r.placer, err = consumers.NewPlacer(r.pub, karta.NewRegistry(builtins...), cfg, slog.New(slog.DiscardHandler))
+	r.placer, err = placer.NewPlacer(r.pub, karta.NewRegistry(builtins...), cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func (r *recording) input(eventType, subject string, payload schemas.Payload) {
 }
 
 // tick stores a tick carrying cfg's settings.
-func (r *recording) tick(cfg consumers.PlacerConfig) {
+func (r *recording) tick(cfg placer.PlacerConfig) {
 	r.input(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: r.now, Settings: cfg.Settings()})
 }
 
@@ -205,6 +205,6 @@ func renamed(rec replay.Record, seq uint64) replay.Record {
 }
 
 // tickOf stores a tick of the leadership term, carrying cfg's settings.
-func (r *recording) tickOf(cfg consumers.PlacerConfig, term string) {
+func (r *recording) tickOf(cfg placer.PlacerConfig, term string) {
 	r.input(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: r.now, Settings: cfg.Settings(), Placer: term})
 }

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/state"
@@ -26,7 +26,7 @@ type Options struct {
 	Through uint64
 	// Placer overrides, field by field, the settings the recorded ticks carry; with none recorded, the
 	// placer's defaults fill the rest.
-	Placer consumers.PlacerConfig
+	Placer placer.PlacerConfig
 	// Log receives the placer's own log; nil discards it.
 	Log *slog.Logger
 }
@@ -51,7 +51,7 @@ type Result struct {
 // Session is one replay: a placer fed the recorded inputs, publishing into a recorder.
 type Session struct {
 	opts   Options
-	placer *consumers.Placer
+	placer *placer.Placer
 	rec    recorder
 	cmp    *comparison
 	// outcomes and recordedOutcomes are the last verdict per workload, produced and recorded.
@@ -200,7 +200,7 @@ func peek(ctx context.Context, h History) (ahead []Record, settings *schemas.Pla
 
 // start makes the placer, deciding with the recorded settings under the options' overrides.
 func (s *Session) start(recorded *schemas.PlacerSettings, epoch string) error {
-	cfg := consumers.PlacerConfig{}
+	cfg := placer.PlacerConfig{}
 	if recorded != nil {
 		cfg = cfg.WithSettings(recorded)
 	} else {
@@ -220,7 +220,7 @@ func (s *Session) start(recorded *schemas.PlacerSettings, epoch string) error {
 	if err != nil {
 		return fmt.Errorf("built-in resource interfaces: %w", err)
 	}
-	placer, err := consumers.NewPlacer(&s.rec, karta.NewRegistry(builtins...), cfg, s.opts.Log)
+	placer, err := placer.NewPlacer(&s.rec, karta.NewRegistry(builtins...), cfg, s.opts.Log)
 	if err != nil {
 		return err
 	}
@@ -455,7 +455,7 @@ func (s *Session) follow(r Record, payload schemas.Payload) {
 func (s *Session) Snapshot() *state.Snapshot { return s.placer.Snapshot() }
 
 // Placer is the session's placer, for what-if checks of the policies it refused.
-func (s *Session) Placer() *consumers.Placer { return s.placer }
+func (s *Session) Placer() *placer.Placer { return s.placer }
 
 // Outcome is where a workload's last verdict put it.
 type Outcome struct {

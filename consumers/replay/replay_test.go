@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/consumers/replay"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -16,7 +16,7 @@ import (
 // busyDay records a day with a policy, three clusters, workloads that fill them, a policy change and a
 // cluster gone silent past its heartbeat timeout.
 func busyDay(t *testing.T) *recording {
-	cfg := consumers.PlacerConfig{HeartbeatTimeout: 10 * time.Second}
+	cfg := placer.PlacerConfig{HeartbeatTimeout: 10 * time.Second}
 	r := newRecording(t, cfg)
 	r.policy("fill", "east", "west", "north")
 	for _, c := range []string{"east", "west", "north"} {
@@ -184,7 +184,7 @@ func TestReplaySaysWhereAnotherPlacerTookOver(t *testing.T) {
 		{"ticks of placers that name none", []string{"", "", ""}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := consumers.PlacerConfig{}
+			cfg := placer.PlacerConfig{}
 			r := newRecording(t, cfg)
 			r.cluster("east", "8")
 			for _, term := range tc.terms {

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
@@ -45,7 +45,7 @@ type Options struct {
 	PolicyFiles []string
 	// Placer tunes the placer. HeartbeatTimeout defaults to DefaultHeartbeatTimeout; failover tests set a
 	// shorter one.
-	Placer consumers.PlacerConfig
+	Placer placer.PlacerConfig
 	// NoPlacer starts everything but the placer, for tests that run (and kill) placers themselves.
 	NoPlacer bool
 	// CleanKinds are kinds whose objects earlier tests left behind are deleted, on the control plane and
@@ -341,8 +341,8 @@ func Eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 const DefaultHeartbeatTimeout = 15 * time.Second
 
 // PlacerConfig is the placer configuration the e2e tests run with.
-func PlacerConfig() consumers.PlacerConfig {
-	return consumers.PlacerConfig{HeartbeatTimeout: DefaultHeartbeatTimeout}
+func PlacerConfig() placer.PlacerConfig {
+	return placer.PlacerConfig{HeartbeatTimeout: DefaultHeartbeatTimeout}
 }
 
 // DeleteAll deletes every object of a kind in every namespace, if the kind is served.

@@ -7,7 +7,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/audit"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/e2e/scenarios"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -30,7 +31,7 @@ import (
 func TestFailoverWhenApiserverStops(t *testing.T) {
 	e := e2eenv.New(t, e2eenv.Options{FleetFile: fleetFile, CRDFiles: []string{"testdata/crds/pytorchjobs.yaml"},
 		PolicyFiles: []string{"testdata/policies/a-then-b.yaml"},
-		Placer:      consumers.PlacerConfig{HeartbeatTimeout: 6 * time.Second}})
+		Placer:      placer.PlacerConfig{HeartbeatTimeout: 6 * time.Second}})
 	ctx := t.Context()
 	const ns, name = "failover", "survivor"
 	job := scenarios.PyTorchJob(ns, name, scenarios.Replicas{Count: 1, CPU: "1", Memory: "2Gi"},
@@ -140,7 +141,7 @@ func TestFailoverWhenApiserverStops(t *testing.T) {
 }
 
 // outcomeOf returns the applied or failed report of a decision, nil while there is none.
-func outcomeOf(t *testing.T, e *e2eenv.Env, ns, name, decisionID string) *consumers.AuditRecord {
+func outcomeOf(t *testing.T, e *e2eenv.Env, ns, name, decisionID string) *audit.AuditRecord {
 	t.Helper()
 	for _, r := range scenarios.Audit(t, e, ns, name) {
 		switch p := r.Payload.(type) {

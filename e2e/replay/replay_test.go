@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/consumers/replay"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/e2e/scenarios"
@@ -147,7 +147,7 @@ func TestReplayReproducesARecordedRunAndPredictsAPolicyChange(t *testing.T) {
 		PolicyFiles: []string{"testdata/policies/jobs-a-then-b.yaml", "testdata/policies/web-a-then-b.yaml",
 			"testdata/policies/huge-on-c.yaml"},
 		CleanKinds: []schema.GroupVersionKind{scenarios.PyTorchJobKind, deploymentKind, jobKind},
-		Placer:     consumers.PlacerConfig{HeartbeatTimeout: 6 * time.Second}})
+		Placer:     placer.PlacerConfig{HeartbeatTimeout: 6 * time.Second}})
 	ctx := t.Context()
 
 	var trains, batches, webs []workload

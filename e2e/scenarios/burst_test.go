@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
@@ -157,14 +157,14 @@ func TestBurstDoesNotOvercommit(t *testing.T) {
 // leaves out RunPlacer's clock ticks, which only judge heartbeats, pending pods and expired
 // reservations; none of those may change anything in this test, and without ticks no reservation can
 // expire while the test reads them.
-func runPlacer(t *testing.T, e *e2eenv.Env) *consumers.Placer {
+func runPlacer(t *testing.T, e *e2eenv.Env) *placer.Placer {
 	t.Helper()
 	log := e.Log.With("component", "placer")
 	builtins, err := karta.Builtins()
 	if err != nil {
 		t.Fatal(err)
 	}
-	placer, err := consumers.NewPlacer(e.Bus.Publisher, karta.NewRegistry(builtins...), e2eenv.PlacerConfig(), log)
+	placer, err := placer.NewPlacer(e.Bus.Publisher, karta.NewRegistry(builtins...), e2eenv.PlacerConfig(), log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/audit"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -106,14 +106,14 @@ func WaitPlacedOn(t *testing.T, e *e2eenv.Env, namespace, name, cluster string) 
 }
 
 // Audit reads the whole audit trail of one PyTorchJob, in time order, failing on unreadable records.
-func Audit(t *testing.T, e *e2eenv.Env, namespace, name string) []consumers.AuditRecord {
+func Audit(t *testing.T, e *e2eenv.Env, namespace, name string) []audit.AuditRecord {
 	t.Helper()
-	sel, err := consumers.ParseWorkloadSelector("PyTorchJob.kubeflow.org/" + namespace + "/" + name)
+	sel, err := audit.ParseWorkloadSelector("PyTorchJob.kubeflow.org/" + namespace + "/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var records []consumers.AuditRecord
-	err = consumers.AuditTail(t.Context(), e.Bus.JetStream, consumers.AuditQuery{Workload: sel}, func(r consumers.AuditRecord) error {
+	var records []audit.AuditRecord
+	err = audit.AuditTail(t.Context(), e.Bus.JetStream, audit.AuditQuery{Workload: sel}, func(r audit.AuditRecord) error {
 		if r.Err != nil {
 			t.Errorf("unreadable audit record %s/%d: %v", r.Stream, r.Sequence, r.Err)
 		}

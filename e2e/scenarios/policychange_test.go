@@ -4,7 +4,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/audit"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -74,8 +74,8 @@ func TestPolicyChangeMovesWorkload(t *testing.T) {
 	}
 }
 
-func countDecisions(records []consumers.AuditRecord, cluster string, action schemas.DecisionAction) int {
-	return len(slices.DeleteFunc(slices.Clone(records), func(r consumers.AuditRecord) bool {
+func countDecisions(records []audit.AuditRecord, cluster string, action schemas.DecisionAction) int {
+	return len(slices.DeleteFunc(slices.Clone(records), func(r audit.AuditRecord) bool {
 		d, ok := r.Payload.(*schemas.PlacementDecided)
 		return !ok || d.Cluster != cluster || d.Action != action
 	}))

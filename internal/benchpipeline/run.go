@@ -19,7 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/internal/placementbench"
@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.BusFloor != "" {
 			placerErr = runRelay(placerCtx, b, cfg.BusFloor, cfg.Clusters, log)
 		} else {
-			placerErr = pipeline.RunPlacer(placerCtx, b, consumers.PlacerConfig{}, log)
+			placerErr = pipeline.RunPlacer(placerCtx, b, placer.PlacerConfig{}, log)
 		}
 		if placerCtx.Err() == nil {
 			cancelRun(fmt.Errorf("placer stopped: %w", placerErr))

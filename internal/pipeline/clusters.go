@@ -26,7 +26,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/applier"
 	"github.com/fleetflow/fleetflow/deploy/crds"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -447,7 +447,7 @@ func (m *ClusterManager) setJoined(ctx context.Context, log *slog.Logger, name s
 		if !changed {
 			return // shown already
 		}
-		_, err = clusters.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: consumers.FieldManager})
+		_, err = clusters.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: applier.FieldManager})
 		switch {
 		case apierrors.IsConflict(err):
 			continue // the status writer wrote in between: read again

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -29,7 +29,7 @@ func TestPlacerStartsOverWhenItsConsumerIsDeleted(t *testing.T) {
 	logs := &logbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- pipeline.RunPlacer(ctx, b, consumers.PlacerConfig{}, slog.New(slog.NewTextHandler(logs, nil)))
+		done <- pipeline.RunPlacer(ctx, b, placer.PlacerConfig{}, slog.New(slog.NewTextHandler(logs, nil)))
 	}()
 	stream, cfg := schemas.PlacerConsumer()
 	consumerExists := func() bool {
@@ -210,7 +210,7 @@ func (f *stateFixture) runPlacer(grace time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- pipeline.RunPlacer(ctx, f.b, consumers.PlacerConfig{StatePruneGrace: grace}, slog.New(slog.DiscardHandler))
+		done <- pipeline.RunPlacer(ctx, f.b, placer.PlacerConfig{StatePruneGrace: grace}, slog.New(slog.DiscardHandler))
 	}()
 	return func() {
 		cancel()

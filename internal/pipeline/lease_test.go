@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -28,7 +28,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestOnePlacerWorksAtATime(t *testing.T) {
 	ctx := t.Context()
 	b := pipeline.OpenTestBus(t)
-	cfg := consumers.PlacerConfig{LeaseTTL: 1500 * time.Millisecond}
+	cfg := placer.PlacerConfig{LeaseTTL: 1500 * time.Millisecond}
 	start := func() (*logbuf.Buffer, context.CancelFunc, chan error) {
 		logs := &logbuf.Buffer{}
 		placerCtx, cancel := context.WithCancel(ctx)

@@ -20,7 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/applier"
+	"github.com/fleetflow/fleetflow/consumers/placer"
+	"github.com/fleetflow/fleetflow/consumers/status"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/observe"
@@ -323,7 +325,7 @@ const PlacerTickInterval = 2 * time.Second
 // again. As leader it rebuilds the placer's view from the state stream, then consumes fleet events and
 // publishes verdicts and decisions, with a tick into its own input every PlacerTickInterval so heartbeat
 // timeouts and pending pods are judged as events.
-func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slog.Logger) error {
+func RunPlacer(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log *slog.Logger) error {
 	log = log.With("component", "placer")
 	ttl := cfg.LeaseTTL
 	if ttl <= 0 {
@@ -394,13 +396,13 @@ func RunPlacer(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slo
 
 // runPlacerAsLeader runs the placer while this process holds the lease; fence wraps the handler of its events.
 // rebuilt is called once the view is rebuilt, when the placer starts placing.
-func runPlacerAsLeader(ctx context.Context, b *Bus, cfg consumers.PlacerConfig, log *slog.Logger, fence func(bus.Handler) bus.Handler,
+func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log *slog.Logger, fence func(bus.Handler) bus.Handler,
 	rebuilt func()) error {
 	builtins, err := karta.Builtins()
 	if err != nil {
 		return fmt.Errorf("built-in resource interfaces: %w", err)
 	}
-	placer, err := consumers.NewPlacer(b.Publisher, karta.NewRegistry(builtins...), cfg, log)
+	placer, err := placer.NewPlacer(b.Publisher, karta.NewRegistry(builtins...), cfg, log)
 	if err != nil {
 		return err
 	}
@@ -530,7 +532,7 @@ func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clien
 	if err != nil {
 		return fmt.Errorf("applier for %s: %w", cluster, err)
 	}
-	applier := &consumers.Applier{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Log: log,
+	applier := &applier.Applier{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Log: log,
 		Superseded: Superseded(decisions), Latest: latestDecision(decisions)}
 	return consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
 		return &bus.ConsumeLoop{Consumer: consumer, Handle: applier.Handle, GiveUp: applier.GiveUp, Log: log}
@@ -586,7 +588,7 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 // replicas share, each would see only some of a cluster's nodes, and write Cluster statuses that flip
 // between the replicas' partial sums at every heartbeat. A write that fails is not retried: the next
 // heartbeat or tick writes the cluster's status again.
-func followFleet(ctx context.Context, state jetstream.Stream, start uint64, writer *consumers.StatusWriter, log *slog.Logger) error {
+func followFleet(ctx context.Context, state jetstream.Stream, start uint64, writer *status.StatusWriter, log *slog.Logger) error {
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: schemas.StatusFleetSubjects,
 		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: start}
 	return followState(ctx, state, cfg, "status writer: follow the fleet", func(msg jetstream.Msg) {
@@ -639,7 +641,7 @@ func followState(ctx context.Context, state jetstream.Stream, cfg jetstream.Orde
 
 // NewStatusWriter is a status writer on the control plane and the streams of b, as RunStatusWriter runs it:
 // with the built-in RIs, and skipping workload statuses the events stream has newer ones of.
-func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, log *slog.Logger) (*consumers.StatusWriter, error) {
+func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, log *slog.Logger) (*status.StatusWriter, error) {
 	builtins, err := karta.Builtins()
 	if err != nil {
 		return nil, fmt.Errorf("built-in resource interfaces: %w", err)
@@ -649,7 +651,7 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 	if err != nil {
 		return nil, fmt.Errorf("status writer: %w", err)
 	}
-	writer := consumers.NewStatusWriter(controlPlane, karta.NewRegistry(builtins...), log)
+	writer := status.NewStatusWriter(controlPlane, karta.NewRegistry(builtins...), log)
 	if err := restoreStatusWriter(ctx, b, writer); err != nil {
 		return nil, err
 	}
@@ -666,8 +668,8 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 }
 
 // restoreStatusWriter hands the writer what the state stream holds of RIs, clusters and nodes (see
-// consumers.StatusWriter.Restore).
-func restoreStatusWriter(ctx context.Context, b *Bus, writer *consumers.StatusWriter) error {
+// status.StatusWriter.Restore).
+func restoreStatusWriter(ctx context.Context, b *Bus, writer *status.StatusWriter) error {
 	err := bus.ReadStoredEvents(ctx, b.JetStream, schemas.StreamState, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{schemas.SubjectEventsPrefix + ".resourceinterface.>", schemas.SubjectEventsPrefix + ".cluster.>",
 			schemas.SubjectEventsPrefix + ".node.>"},
@@ -679,7 +681,7 @@ func restoreStatusWriter(ctx context.Context, b *Bus, writer *consumers.StatusWr
 }
 
 // Superseded reports whether stream holds a message on subject after sequence seq (see
-// consumers.StatusWriter.Superseded and consumers.Applier.Superseded); a subject with no message left (aged
+// status.StatusWriter.Superseded and applier.Applier.Superseded); a subject with no message left (aged
 // out) holds none.
 func Superseded(stream jetstream.Stream) func(ctx context.Context, subject string, seq uint64) (bool, error) {
 	return func(ctx context.Context, subject string, seq uint64) (bool, error) {
@@ -689,7 +691,7 @@ func Superseded(stream jetstream.Stream) func(ctx context.Context, subject strin
 }
 
 // latestDecision returns the newest decision stream holds on a subject, with its sequence (see
-// consumers.Applier.Latest); nil when it holds none, or none that decodes.
+// applier.Applier.Latest); nil when it holds none, or none that decodes.
 func latestDecision(stream jetstream.Stream) func(ctx context.Context, subject string) (*schemas.PlacementDecided, uint64, error) {
 	return func(ctx context.Context, subject string) (*schemas.PlacementDecided, uint64, error) {
 		return lastPayload[*schemas.PlacementDecided](ctx, stream, subject)
@@ -845,7 +847,7 @@ type AllInOne struct {
 	ControlPlane *kube.Clients
 	// Kinds are workload kinds to watch besides the built-in RIs' kinds and those policies and RIs name.
 	Kinds  []schema.GroupVersionKind
-	Placer consumers.PlacerConfig
+	Placer placer.PlacerConfig
 	// NoPlacer leaves the placer out, for a placer that runs elsewhere.
 	NoPlacer bool
 	// SkippedNamespaces match the control-plane namespaces whose workloads are left alone (RunProducer); nil

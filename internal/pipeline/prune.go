@@ -10,18 +10,18 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
 // statePruner removes from the state stream what it keeps of workloads that are gone: deleted on the control
-// plane, and the Deletes of their copies stored (consumers.Placer.TakeGone). The stream keeps the last message of
+// plane, and the Deletes of their copies stored (placer.Placer.TakeGone). The stream keeps the last message of
 // every subject with no age limit, so without it every workload ever submitted would leave its deletion, last
 // verdict, statuses, applier reports and decisions behind, for good, and every restarted placer would read
 // through all of them. It removes the deletions of nodes too, which a cluster autoscaler leaves one of for every
 // node it ever removed, and what the stream holds of a deleted cluster, stored before its deletion or after
-// (consumers.Placer.TakeGoneFleet).
+// (placer.Placer.TakeGoneFleet).
 //
 // A subject's last message is removed only when it is about the very workload that is gone (the same UID), and
 // nothing stored after it: a workload created again under the same name keeps everything of its own. The prune
@@ -63,7 +63,7 @@ func newStatePruner(stream jetstream.Stream, grace time.Duration, log *slog.Logg
 }
 
 // add queues workloads, nodes and clusters to prune once the grace period has passed.
-func (s *statePruner) add(workloads []schemas.ObjectRef, fleet consumers.GoneFleet) {
+func (s *statePruner) add(workloads []schemas.ObjectRef, fleet placer.GoneFleet) {
 	n := len(workloads) + len(fleet.Nodes) + len(fleet.Clusters)
 	if n == 0 {
 		return

@@ -12,7 +12,7 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/fleetflow/fleetflow/consumers"
+	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/consumers/replay"
 	"github.com/fleetflow/fleetflow/internal/benchpipeline"
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -45,7 +45,7 @@ type Mix struct {
 type synth struct {
 	ctx     context.Context
 	cfg     Config
-	placer  *consumers.Placer
+	placer  *placer.Placer
 	records []replay.Record
 	seq     map[string]uint64
 	now     time.Time
@@ -69,7 +69,7 @@ func Synthesize(ctx context.Context, cfg Config) (*History, *Mix, error) {
 	start := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	s := &synth{ctx: ctx, cfg: cfg, seq: map[string]uint64{}, now: start, nextTick: start, nextBeat: start.Add(benchpipeline.HeartbeatInterval),
 		mix: Mix{Inputs: map[string]int{}, Decisions: map[string]int{}}}
-	s.placer, err = consumers.NewPlacer(s, karta.NewRegistry(builtins...), consumers.PlacerConfig{}, slog.New(slog.DiscardHandler))
+	s.placer, err = placer.NewPlacer(s, karta.NewRegistry(builtins...), placer.PlacerConfig{}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -150,7 +150,7 @@ func (s *synth) due() error {
 	for !s.nextTick.After(s.now) {
 		id := fmt.Sprintf("tick/%d", s.now.UnixNano()/int64(pipeline.PlacerTickInterval))
 		e, err := schemas.NewEvent(schemas.TypePlacerTick, schemas.SourcePlacer, schemas.SubjectPlacerTick, id,
-			&schemas.PlacerTick{Time: s.now, Settings: consumers.PlacerConfig{}.Settings()})
+			&schemas.PlacerTick{Time: s.now, Settings: placer.PlacerConfig{}.Settings()})
 		if err != nil {
 			return err
 		}

@@ -1,10 +1,11 @@
-package consumers
+package placer
 
 import (
 	"encoding/json"
 	"fmt"
 	"testing"
 
+	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -73,7 +74,7 @@ func TestGenerationOf(t *testing.T) {
 			if tc.generation != nil {
 				meta["generation"] = tc.generation
 			}
-			if got := generationOf(map[string]any{"metadata": meta}); got != tc.want {
+			if got := contract.GenerationOf(map[string]any{"metadata": meta}); got != tc.want {
 				t.Errorf("generationOf = %d, want %d", got, tc.want)
 			}
 		})
@@ -83,7 +84,7 @@ func TestGenerationOf(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"metadata":{"name":"web","generation":3}}`), &decoded); err != nil {
 		t.Fatal(err)
 	}
-	if got := generationOf(decoded); got != 3 {
+	if got := contract.GenerationOf(decoded); got != 3 {
 		t.Errorf("generation of a JSON-decoded object = %d, want 3", got)
 	}
 }

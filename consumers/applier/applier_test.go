@@ -1,4 +1,4 @@
-package consumers
+package applier
 
 import (
 	"context"
@@ -113,4 +113,13 @@ func TestApplierGivingUpSaysWhatHappened(t *testing.T) {
 			}
 		})
 	}
+}
+
+func delivery(t *testing.T, seq uint64, eventType, subject string, payload schemas.Payload) bus.Delivery {
+	t.Helper()
+	e, err := schemas.NewEvent(eventType, "/test", subject, subject, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bus.Delivery{Event: e, Payload: payload, Subject: subject, StreamSequence: seq, Attempt: 1}
 }

@@ -1,4 +1,4 @@
-package consumers
+package status
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
@@ -225,7 +226,7 @@ func clusterAccepted(p *schemas.ObjectChanged) *metav1.Condition {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(p.Object, &cluster); err != nil {
 		why = fmt.Sprintf("Cluster %s does not decode: %v", p.Ref().Name, err)
 	} else {
-		why = InvalidCluster(&cluster)
+		why = contract.InvalidCluster(&cluster)
 	}
 	if why != "" {
 		accepted.Status, accepted.Reason = metav1.ConditionFalse, "Invalid"
@@ -330,14 +331,14 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 			return bus.Permanent(err)
 		}
 		current.Object["status"] = content
-		_, err = clusters.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: FieldManager})
+		_, err = clusters.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: schemas.ManagedByFleetflow})
 		switch {
 		case apierrors.IsConflict(err):
 			return errStale
 		case apierrors.IsNotFound(err):
 			return nil
 		case err != nil:
-			return classify(fmt.Errorf("write status of Cluster %s: %w", name, err))
+			return contract.Classify(fmt.Errorf("write status of Cluster %s: %w", name, err))
 		}
 		c.written = string(identity)
 		return nil
@@ -376,7 +377,7 @@ func (s *StatusWriter) writePolicyStatus(ctx context.Context, p *schemas.ObjectC
 		if err != nil {
 			return fmt.Errorf("read SchedulePolicy %s: %w", ref.Name, err)
 		}
-		if string(current.GetUID()) != ref.UID || current.GetGeneration() > generationOf(p.Object) {
+		if string(current.GetUID()) != ref.UID || current.GetGeneration() > contract.GenerationOf(p.Object) {
 			return nil // another policy of that name, or a newer generation whose own event writes its verdict
 		}
 		return s.writePolicyCondition(ctx, policies, current, p)
@@ -431,7 +432,7 @@ func (s *StatusWriter) revalidatePolicies(ctx context.Context) error {
 	client := s.ControlPlane.Dynamic.Resource(schedulePolicyResource)
 	list, err := client.List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return classify(fmt.Errorf("list SchedulePolicies: %w", err))
+		return contract.Classify(fmt.Errorf("list SchedulePolicies: %w", err))
 	}
 	for i := range list.Items {
 		item := &list.Items[i]
@@ -483,12 +484,12 @@ func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynami
 	}
 	withStatus := current.DeepCopy()
 	withStatus.Object["status"] = content
-	_, err = policies.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err = policies.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{FieldManager: schemas.ManagedByFleetflow})
 	if apierrors.IsConflict(err) {
 		return errStale
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
-		return classify(fmt.Errorf("write status of SchedulePolicy %s: %w", ref.Name, err))
+		return contract.Classify(fmt.Errorf("write status of SchedulePolicy %s: %w", ref.Name, err))
 	}
 	if cond.Status == metav1.ConditionFalse {
 		s.Log.Warn("SchedulePolicy rejected", "policy", ref.Name, "reason", cond.Message)
@@ -500,5 +501,5 @@ func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynami
 func (s *StatusWriter) policyKinds() policy.KindInfo {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return kindInfo(s.ris)
+	return contract.KindInfo(s.ris)
 }

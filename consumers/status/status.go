@@ -1,4 +1,4 @@
-package consumers
+package status
 
 import (
 	"bytes"
@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
@@ -84,11 +85,11 @@ func (s *StatusWriter) rememberUnshown(uid, mark string) {
 }
 
 // unshownAfter reports whether a NoPolicy verdict after place was not shown on the workload of uid.
-func (s *StatusWriter) unshownAfter(uid string, place streamPlace) bool {
+func (s *StatusWriter) unshownAfter(uid string, place contract.StreamPlace) bool {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	mark, ok := s.unshown[uid]
-	return ok && place.before(mark)
+	return ok && place.Before(mark)
 }
 
 // NewStatusWriter starts with the given RIs (normally the built-ins); RI events update them.
@@ -178,12 +179,6 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 	}
 }
 
-// riCreated is the creation time of an RI object of the control plane, which orders the user RIs of a kind
-// (karta.Registry); zero when it has none.
-func riCreated(obj map[string]any) time.Time {
-	return (&unstructured.Unstructured{Object: obj}).GetCreationTimestamp().Time
-}
-
 // removeRI takes a deleted RI out of force, and validates the policies again without it.
 func (s *StatusWriter) removeRI(ctx context.Context, name string) error {
 	s.mu.Lock()
@@ -231,7 +226,7 @@ func (s *StatusWriter) upsertRI(p *schemas.ObjectChanged) (*karta.Compiled, erro
 		s.Log.Warn("ignoring ResourceInterface that does not compile", "ri", p.Ref().Name, "error", err)
 		return nil, err
 	}
-	compiled.Created = riCreated(p.Object)
+	compiled.Created = contract.RICreated(p.Object)
 	s.mu.Lock()
 	s.ris = s.ris.With(compiled)
 	s.mu.Unlock()
@@ -261,7 +256,7 @@ func (s *StatusWriter) writeRICondition(ctx context.Context, p *schemas.ObjectCh
 			cond = supersededCondition(in)
 		}
 	}
-	return s.writeRIConditionOf(ctx, ref.Name, ref.UID, generationOf(p.Object), cond)
+	return s.writeRIConditionOf(ctx, ref.Name, ref.UID, contract.GenerationOf(p.Object), cond)
 }
 
 // supersededCondition is the Accepted condition of a valid user RI of in's kind that in is used instead of.
@@ -336,7 +331,7 @@ func (s *StatusWriter) writeRIConditionOf(ctx context.Context, name, uid string,
 			return nil
 		}
 		if err != nil {
-			return classify(fmt.Errorf("read ResourceInterface %s: %w", name, err))
+			return contract.Classify(fmt.Errorf("read ResourceInterface %s: %w", name, err))
 		}
 		if uid != "" && (string(current.GetUID()) != uid || current.GetGeneration() > generation) {
 			return nil // another RI of that name, or a newer generation whose own event writes its condition
@@ -348,12 +343,12 @@ func (s *StatusWriter) writeRIConditionOf(ctx context.Context, name, uid string,
 		if !changed {
 			return nil // shown already
 		}
-		_, err = client.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: FieldManager})
+		_, err = client.UpdateStatus(ctx, current, metav1.UpdateOptions{FieldManager: schemas.ManagedByFleetflow})
 		switch {
 		case isStale(err):
 			return errStale
 		case err != nil && !apierrors.IsNotFound(err):
-			return classify(fmt.Errorf("write the Accepted condition of ResourceInterface %s: %w", name, err))
+			return contract.Classify(fmt.Errorf("write the Accepted condition of ResourceInterface %s: %w", name, err))
 		}
 		return nil
 	})
@@ -594,7 +589,7 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 			continue
 		}
 		for key, value := range status.Status {
-			if _, number := asInt64(value); number && (key == "replicas" || strings.HasSuffix(key, "Replicas")) {
+			if _, number := contract.AsInt64(value); number && (key == "replicas" || strings.HasSuffix(key, "Replicas")) {
 				counters[key] = true
 			}
 		}
@@ -604,7 +599,7 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 		for i, status := range statuses {
 			var n int64
 			if status != nil {
-				n, _ = asInt64(status.Status[key])
+				n, _ = contract.AsInt64(status.Status[key])
 			}
 			total += n
 			if i == 0 || n < least {
@@ -621,7 +616,7 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 			out[key] = least
 		}
 	}
-	if _, observed := asInt64(shown.Status["observedGeneration"]); observed {
+	if _, observed := contract.AsInt64(shown.Status["observedGeneration"]); observed {
 		current := &controlPlaneObject{Unstructured: obj}
 		least := obj.GetGeneration()
 		if missing {
@@ -631,30 +626,13 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 			if status == nil {
 				continue
 			}
-			if n, ok := asInt64(inControlPlaneTerms(status.Status, status, current)["observedGeneration"]); ok && n < least {
+			if n, ok := contract.AsInt64(inControlPlaneTerms(status.Status, status, current)["observedGeneration"]); ok && n < least {
 				least = n
 			}
 		}
 		out["observedGeneration"] = max(least, 0)
 	}
 	return out
-}
-
-// asInt64 reads a JSON number whichever way it was decoded: from an event (float64), by a client (int64), or
-// as a json.Number.
-func asInt64(v any) (int64, bool) {
-	switch n := v.(type) {
-	case int64:
-		return n, true
-	case float64:
-		return int64(n), true
-	case int:
-		return int64(n), true
-	case json.Number:
-		i, err := n.Int64()
-		return i, err == nil
-	}
-	return 0, false
 }
 
 // spreadPhaseRank orders phases from the least advanced: the phase a spread shows is the lowest of its copies'.
@@ -712,7 +690,7 @@ func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceI
 	}
 	withStatus := obj.DeepCopy()
 	withStatus.Object["status"] = status
-	updated, err := client.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{FieldManager: FieldManager})
+	updated, err := client.UpdateStatus(ctx, withStatus, metav1.UpdateOptions{FieldManager: schemas.ManagedByFleetflow})
 	switch {
 	case isStale(err):
 		return nil, errStale
@@ -727,7 +705,7 @@ func (s *StatusWriter) writeStatus(ctx context.Context, client dynamic.ResourceI
 			"workload", p.Workload.Key(), "cluster", p.Cluster, "error", err)
 		return obj, nil
 	case err != nil:
-		return nil, classify(fmt.Errorf("copy status of %s from %s: %w", p.Workload, p.Cluster, err))
+		return nil, contract.Classify(fmt.Errorf("copy status of %s from %s: %w", p.Workload, p.Cluster, err))
 	default:
 		return updated, nil
 	}
@@ -742,7 +720,7 @@ type controlPlaneObject struct {
 
 func (o *controlPlaneObject) content() string {
 	if o.hash == "" {
-		o.hash = contentOf(o.Object)
+		o.hash = contract.ContentOf(o.Object)
 	}
 	return o.hash
 }
@@ -756,7 +734,7 @@ func (o *controlPlaneObject) content() string {
 // current: a Deployment's generation also counts changes to its annotations, fleetflow's own among them.
 // Left alone when the copy does not say what it was applied from.
 func inControlPlaneTerms(status map[string]any, p *schemas.WorkloadStatus, obj *controlPlaneObject) map[string]any {
-	observed, ok := asInt64(status["observedGeneration"])
+	observed, ok := contract.AsInt64(status["observedGeneration"])
 	if !ok {
 		return status
 	}
@@ -913,18 +891,18 @@ func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.Placement
 
 func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceInterface, obj *unstructured.Unstructured,
 	p *schemas.PlacementVerdict) error {
-	place := streamPlace{epoch: p.Epoch, seq: p.Sequence}
+	place := contract.StreamPlace{Epoch: p.Epoch, Seq: p.Sequence}
 	if _, shown := obj.GetAnnotations()[schemas.AnnotationPlacement]; !shown {
 		if p.Status == schemas.VerdictNoPolicy {
 			// An object no policy selects, and never did, is not fleetflow's: it is left as it is (a Duplicate
 			// policy for some ConfigMaps would otherwise mark every ConfigMap of the control plane). The verdict
 			// is in the streams for the audit. One that was selected before shows that it no longer is.
-			s.rememberUnshown(p.Workload.UID, place.mark())
+			s.rememberUnshown(p.Workload.UID, place.Mark())
 			return nil
 		}
 		if s.unshownAfter(p.Workload.UID, place) {
 			s.Log.Info("verdict older than a NoPolicy one not shown; not shown", "workload", p.Workload.Key(),
-				"verdict_sequence", place.mark())
+				"verdict_sequence", place.Mark())
 			return nil
 		}
 		if s.LastVerdict != nil {
@@ -933,23 +911,23 @@ func (s *StatusWriter) showVerdict(ctx context.Context, client dynamic.ResourceI
 				return err
 			}
 			if last != nil && last.Status == schemas.VerdictNoPolicy && last.Workload.UID == p.Workload.UID &&
-				place.before(streamPlace{epoch: last.Epoch, seq: last.Sequence}.mark()) {
+				place.Before(contract.StreamPlace{Epoch: last.Epoch, Seq: last.Sequence}.Mark()) {
 				s.Log.Info("verdict older than a NoPolicy one not shown; not shown", "workload", p.Workload.Key(),
-					"verdict_sequence", place.mark())
+					"verdict_sequence", place.Mark())
 				return nil
 			}
 		}
 	}
-	if shown := obj.GetAnnotations()[schemas.AnnotationVerdictSequence]; place.before(shown) {
+	if shown := obj.GetAnnotations()[schemas.AnnotationVerdictSequence]; place.Before(shown) {
 		s.Log.Info("verdict older than the one shown; not shown", "workload", p.Workload.Key(),
-			"verdict_sequence", place.mark(), "shown_sequence", shown)
+			"verdict_sequence", place.Mark(), "shown_sequence", shown)
 		return nil
 	}
 	annotations := map[string]any{
 		schemas.AnnotationPlacement:       string(p.Status),
 		schemas.AnnotationPolicy:          nilIfEmpty(p.Policy),
 		schemas.AnnotationReasons:         nil,
-		schemas.AnnotationVerdictSequence: place.mark(),
+		schemas.AnnotationVerdictSequence: place.Mark(),
 		schemas.AnnotationClusterPhases:   nil,
 	}
 	if p.Status == schemas.VerdictPlaced {
@@ -1136,7 +1114,7 @@ func (s *StatusWriter) annotateObject(ctx context.Context, client dynamic.Resour
 	if err != nil {
 		return bus.Permanent(err)
 	}
-	updated, err := client.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	updated, err := client.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: schemas.ManagedByFleetflow})
 	switch {
 	case err == nil:
 		return s.keepObserved(ctx, client, obj, updated)
@@ -1145,7 +1123,7 @@ func (s *StatusWriter) annotateObject(ctx context.Context, client dynamic.Resour
 	case isStale(err):
 		return errStale
 	default:
-		return classify(fmt.Errorf("annotate %s on the control plane: %w", ref, err))
+		return contract.Classify(fmt.Errorf("annotate %s on the control plane: %w", ref, err))
 	}
 }
 
@@ -1161,14 +1139,14 @@ func (s *StatusWriter) keepObserved(ctx context.Context, client dynamic.Resource
 	if err := unstructured.SetNestedField(next.Object, after.GetGeneration(), "status", "observedGeneration"); err != nil {
 		return bus.Permanent(err)
 	}
-	_, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: FieldManager})
+	_, err := client.UpdateStatus(ctx, next, metav1.UpdateOptions{FieldManager: schemas.ManagedByFleetflow})
 	switch {
 	case err == nil, apierrors.IsNotFound(err), apierrors.IsInvalid(err):
 		return nil
 	case isStale(err):
 		return errStale
 	default:
-		return classify(fmt.Errorf("keep the status of %s observed on the control plane: %w", schemas.RefOf(after.Object), err))
+		return contract.Classify(fmt.Errorf("keep the status of %s observed on the control plane: %w", schemas.RefOf(after.Object), err))
 	}
 }
 

@@ -1,10 +1,8 @@
-package consumers
+package placer
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
@@ -16,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/jsondec"
 	"github.com/fleetflow/fleetflow/internal/jsonenc"
-	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/placement/structs"
@@ -648,7 +646,7 @@ func propagatedNamespaceLabels(ns *structs.Namespace) map[string]string {
 	}
 	var out map[string]string
 	for k, v := range ns.Labels {
-		if k == corev1.LabelMetadataName || k == LabelManagedBy || k == LabelWorkloadUID {
+		if k == corev1.LabelMetadataName || k == schemas.LabelManagedBy || k == schemas.LabelWorkloadUID {
 			continue
 		}
 		if out == nil {
@@ -678,7 +676,7 @@ func (e *workloadEntry) contentKey() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		e.content = contentOfSized(object, len(e.objectJSON))
+		e.content = contract.ContentOfSized(object, len(e.objectJSON))
 	}
 	return e.content, nil
 }
@@ -698,7 +696,7 @@ func (e *workloadEntry) appliedNow(prev *publishedDecision) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("workload %s: decode its applied object: %w", e.ref.Key(), err)
 		}
-		prev.content = contentOfSized(object, len(prev.object))
+		prev.content = contract.ContentOfSized(object, len(prev.object))
 	}
 	if prev.content != current {
 		return false, nil
@@ -706,21 +704,4 @@ func (e *workloadEntry) appliedNow(prev *publishedDecision) (bool, error) {
 	// Same content in a new version: the comparison is settled for these bytes too.
 	prev.object = e.objectJSON
 	return true, nil
-}
-
-// contentOf hashes what an applier would copy of an object: no status, no server-set metadata and no
-// fleetflow bookkeeping annotations.
-func contentOf(object map[string]any) string { return contentOfSized(object, 2048) }
-
-// contentOfSized is contentOf with the size of the object's full encoding, which bounds the sanitized one.
-func contentOfSized(object map[string]any, size int) string {
-	if object == nil {
-		return ""
-	}
-	data, err := jsonenc.Append(make([]byte, 0, size), kube.SanitizedView(object))
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:12])
 }

@@ -1,4 +1,4 @@
-package consumers
+package placer
 
 import (
 	"bytes"
@@ -8,16 +8,15 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/jsondec"
 	"github.com/fleetflow/fleetflow/internal/jsonenc"
@@ -122,17 +121,8 @@ func (e *workloadEntry) setObject(object map[string]any, encoded []byte, scratch
 	e.objectJSON = bytes.Clone(encoded)
 	e.content = ""
 	e.resourceVersion = schemas.ResourceVersionOf(object)
-	e.generation = generationOf(object)
+	e.generation = contract.GenerationOf(object)
 	return nil
-}
-
-// generationOf reads metadata.generation whichever way the object was decoded: JSON from the bus yields a
-// float64, a client an int64. Reading only int64 made every workload generation 0, so a placed workload's
-// grown spec looked unchanged once its reservations were released.
-func generationOf(object map[string]any) int64 {
-	meta, _ := object["metadata"].(map[string]any)
-	g, _ := asInt64(meta["generation"])
-	return g
 }
 
 // object decodes the workload's object again, for the rare paths that read it after the event that
@@ -190,12 +180,6 @@ func (p *Placer) onWorkloadDeleted(payload *schemas.ObjectDeleted, touched *touc
 	return nil
 }
 
-// kindInfo tells policy validation which kinds an RI knows and which of those a Divide spread can split,
-// as the RIs in force say (karta.Compiled.Divisible).
-func kindInfo(ris *karta.Registry) policy.KindInfo {
-	return ris.DivisibleGroupKind
-}
-
 func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
 	name := policyName(payload.Ref())
 	var sp v1alpha1.SchedulePolicy
@@ -211,7 +195,7 @@ func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touche
 
 // compilePolicy puts a version of a policy in force, or keeps the last valid version and says why not.
 func (p *Placer) compilePolicy(name string, object refusedObject, sp *v1alpha1.SchedulePolicy, touched *touchedSet, rebuilding bool) error {
-	compiled, err := policy.Compile(sp, kindInfo(p.registry))
+	compiled, err := policy.Compile(sp, contract.KindInfo(p.registry))
 	if err != nil {
 		// Like an admission webhook would, keep the last valid version and say why the new one is refused.
 		// The state stream holds the newest version alone: a rebuild looks the last valid one up in the
@@ -306,7 +290,7 @@ func (p *Placer) onResourceInterfaceChanged(payload *schemas.ObjectChanged, touc
 		p.refusedRIs[name] = refusedObject{subject: schemas.ResourceInterfaceSubject(ref), uid: ref.UID}
 		return nil
 	}
-	compiled.Created = riCreated(payload.Object)
+	compiled.Created = contract.RICreated(payload.Object)
 	delete(p.refusedRIs, name)
 	if len(compiled.Warnings) > 0 {
 		p.log.Warn("ResourceInterface has fields the engine ignores", "ri", name, "warnings", compiled.Warnings)
@@ -484,7 +468,7 @@ func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touch
 		c.taints[i] = spec.Spec.Taints[i].Taint()
 	}
 	c.invalid = ""
-	if why := InvalidCluster(&spec); why != "" {
+	if why := contract.InvalidCluster(&spec); why != "" {
 		c.invalid = "takes no new workloads: " + why
 		p.log.Warn("Cluster is invalid; it takes no new workloads until it is fixed", "cluster", c.name, "reason", why)
 	}
@@ -502,20 +486,6 @@ func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touch
 		return nil
 	}
 	return p.clusterChanged(c.name, touched)
-}
-
-// InvalidCluster says what is wrong with a Cluster's spec that its CRD's schema let in (an older CRD took any
-// taint), naming the Cluster, each field's path and value, or "" when nothing is.
-func InvalidCluster(cluster *v1alpha1.Cluster) string {
-	errs := v1alpha1.ValidateTaints(field.NewPath("spec", "taints"), cluster.Spec.Taints)
-	if len(errs) == 0 {
-		return ""
-	}
-	reasons := make([]string, len(errs))
-	for i, err := range errs {
-		reasons[i] = err.Error()
-	}
-	return fmt.Sprintf("Cluster %s is invalid: %s", cluster.Name, strings.Join(reasons, "; "))
 }
 
 // clusterChanged moves workloads that no longer belong on the cluster and retries the blocked ones.
@@ -1348,7 +1318,7 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 	}
 	// A Divide decision's object carries the cluster's share of replicas; the content compared later is
 	// that of the control-plane object, which only differs there, so the share is recorded on its own.
-	content := contentOf(d.Object)
+	content := contract.ContentOf(d.Object)
 	if d.Replicas > 0 && e.objectJSON != nil {
 		var err error
 		if content, err = e.contentKey(); err != nil {

@@ -1,4 +1,4 @@
-package consumers
+package applier
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/observe"
@@ -220,7 +220,7 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 	case apierrors.IsNotFound(err):
 		existing = nil
 	case err != nil:
-		return "", classify(fmt.Errorf("read %s on cluster %s: %w", ref, a.Cluster, err))
+		return "", contract.Classify(fmt.Errorf("read %s on cluster %s: %w", ref, a.Cluster, err))
 	}
 	if existing != nil {
 		if err := a.checkOwnership(existing, ref); err != nil {
@@ -259,7 +259,7 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 			a.Log.Warn("could not bring the labels of the copy's namespace up to date", "workload", ref.Key(),
 				"cluster", a.Cluster, "error", err)
 		case err != nil:
-			return "", classify(fmt.Errorf("cluster %s: %w", a.Cluster, err))
+			return "", contract.Classify(fmt.Errorf("cluster %s: %w", a.Cluster, err))
 		}
 	}
 	desired := &unstructured.Unstructured{Object: kube.SanitizeForCopy(decided.Object)}
@@ -275,17 +275,17 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 		annotations = map[string]string{}
 	}
 	annotations[AnnotationDecisionSequence] = sequenceAnnotation(decided)
-	if generation := generationOf(decided.Object); generation > 0 {
+	if generation := contract.GenerationOf(decided.Object); generation > 0 {
 		annotations[schemas.AnnotationSourceGeneration] = strconv.FormatInt(generation, 10)
 	}
 	annotations[schemas.AnnotationSourceContent] = decided.SourceContent
 	if decided.SourceContent == "" {
-		annotations[schemas.AnnotationSourceContent] = contentOf(decided.Object)
+		annotations[schemas.AnnotationSourceContent] = contract.ContentOf(decided.Object)
 	}
 	desired.SetAnnotations(annotations)
 	applied, err := client.Apply(ctx, ref.Name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {
-		return "", classify(fmt.Errorf("server-side apply %s on cluster %s: %w", ref, a.Cluster, err))
+		return "", contract.Classify(fmt.Errorf("server-side apply %s on cluster %s: %w", ref, a.Cluster, err))
 	}
 	return applied.GetResourceVersion(), nil
 }
@@ -318,7 +318,7 @@ func (a *Applier) deleteCopy(ctx context.Context, client dynamic.ResourceInterfa
 	err := client.Delete(ctx, existing.GetName(), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid},
 		PropagationPolicy: &background})
 	if err != nil && !apierrors.IsNotFound(err) {
-		return classify(fmt.Errorf("delete %s on cluster %s: %w", ref, a.Cluster, err))
+		return contract.Classify(fmt.Errorf("delete %s on cluster %s: %w", ref, a.Cluster, err))
 	}
 	return nil
 }
@@ -351,7 +351,7 @@ func (a *Applier) delete(ctx context.Context, decided *schemas.PlacementDecided)
 		return nil
 	}
 	if err != nil {
-		return classify(fmt.Errorf("read %s on cluster %s: %w", ref, a.Cluster, err))
+		return contract.Classify(fmt.Errorf("read %s on cluster %s: %w", ref, a.Cluster, err))
 	}
 	if existing.GetLabels()[LabelWorkloadUID] != ref.UID {
 		// Another incarnation (same name, new uid) or a foreign object: not ours to delete.
@@ -400,32 +400,12 @@ func (a *Applier) checkOwnership(existing *unstructured.Unstructured, ref schema
 
 // sequenceAnnotation records a decision's place: "<epoch>/<sequence>", or the sequence alone without an epoch.
 func sequenceAnnotation(d *schemas.PlacementDecided) string {
-	return streamPlace{epoch: d.Epoch, seq: d.Sequence}.mark()
+	return contract.StreamPlace{Epoch: d.Epoch, Seq: d.Sequence}.Mark()
 }
 
 // stale reports whether obj already carries a decision newer than d from the same epoch.
 func stale(obj *unstructured.Unstructured, d *schemas.PlacementDecided) bool {
-	return streamPlace{epoch: d.Epoch, seq: d.Sequence}.before(obj.GetAnnotations()[AnnotationDecisionSequence])
-}
-
-// classify marks API errors that retrying cannot fix as permanent; conflicts, timeouts and unavailability
-// are retried, and so are the refusals that pass: a namespace still terminating (the next attempt creates it
-// again) and an exceeded resource quota.
-func classify(err error) error {
-	switch {
-	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause), isQuotaExceeded(err):
-		return err
-	case apierrors.IsForbidden(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err),
-		apierrors.IsMethodNotSupported(err), apierrors.IsUnauthorized(err):
-		return bus.Permanent(err)
-	default:
-		return err
-	}
-}
-
-// isQuotaExceeded reports a refusal by the ResourceQuota admission plugin, which says so only in its message.
-func isQuotaExceeded(err error) bool {
-	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
+	return contract.StreamPlace{Epoch: d.Epoch, Seq: d.Sequence}.Before(obj.GetAnnotations()[AnnotationDecisionSequence])
 }
 
 func (a *Applier) report(ctx context.Context, eventType, outcome string, payload schemas.Payload) error {

@@ -1,4 +1,4 @@
-package consumers
+package status
 
 import (
 	"log/slog"
@@ -19,6 +19,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/consumers/internal/contract"
+	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -294,7 +296,7 @@ func TestObservedGenerationInControlPlaneTerms(t *testing.T) {
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": "team", "generation": int64(7)},
 		"spec":     map[string]any{"replicas": int64(2)}}}
-	current := contentOf(obj.Object)
+	current := contract.ContentOf(obj.Object)
 	tests := []struct {
 		name     string
 		status   map[string]any
@@ -339,7 +341,7 @@ func TestSpreadStatusTakesEveryCopy(t *testing.T) {
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": "team", "generation": int64(5)},
 		"spec":     map[string]any{"replicas": int64(10)}}}
-	current := contentOf(obj.Object)
+	current := contract.ContentOf(obj.Object)
 	copyStatus := func(cluster string, ready float64, observed, generation int64) *schemas.WorkloadStatus {
 		return &schemas.WorkloadStatus{Cluster: cluster, Generation: generation, SourceContent: current,
 			Status: map[string]any{"replicas": ready, "readyReplicas": ready, "observedGeneration": float64(observed),
@@ -760,4 +762,13 @@ func TestResourceInterfaceConditionFollowsWhichIsInForce(t *testing.T) {
 	}
 	handle(schemas.TypeResourceInterfaceDeleted, "widget-second", &schemas.ObjectDeleted{Workload: schemas.RefOf(second.Object)})
 	check("second deleted", "widget-first", want{"True", "InForce", "in force for Widget.example.com/v1"})
+}
+
+func delivery(t *testing.T, seq uint64, eventType, subject string, payload schemas.Payload) bus.Delivery {
+	t.Helper()
+	e, err := schemas.NewEvent(eventType, "/test", subject, subject, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bus.Delivery{Event: e, Payload: payload, Subject: subject, StreamSequence: seq, Attempt: 1}
 }

@@ -1,4 +1,4 @@
-package consumers
+package placer
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/policy"
@@ -67,7 +68,7 @@ func (p *Placer) recoverLastValid(ctx context.Context, js jetstream.JetStream, t
 				return false
 			}
 			sp.Name = name
-			c, err := policy.Compile(&sp, kindInfo(p.registry))
+			c, err := policy.Compile(&sp, contract.KindInfo(p.registry))
 			if err == nil {
 				compiled = c
 			}
