@@ -279,25 +279,32 @@ func (s *Session) take(ctx context.Context, r Record) error {
 		if s.sinceSeq == 0 && !r.Stored.Before(s.opts.Since) {
 			s.sinceSeq = r.Sequence + s.offset
 		}
-		if tick, ok := payload.(*schemas.PlacerTick); ok && tick.Placer != "" {
-			if s.term != "" && tick.Placer != s.term {
-				s.note("%s: another placer took over (a restart or a failover) and rebuilt its view from %s; the replay "+
-					"runs one placer throughout, so divergences after this may come from what the rebuild restored",
-					r.where(), schemas.StreamState)
-			}
-			s.term = tick.Placer
-		}
-		if tick, ok := payload.(*schemas.PlacerTick); ok && tick.Settings != nil {
-			if s.tickSettings != nil && *tick.Settings != *s.tickSettings {
-				s.note("%s: the placer's settings changed (a placer started with other flags); the replay keeps deciding with %s",
-					r.where(), settingsString(s.result.Settings))
-			}
-			s.tickSettings = tick.Settings
+		if tick, ok := payload.(*schemas.PlacerTick); ok {
+			s.noteTick(r, tick)
 		}
 		return s.feed(ctx, bus.Delivery{Event: r.Event, Payload: payload, Subject: r.Subject,
 			StreamSequence: r.Sequence + s.offset, Attempt: 1, Stored: r.Stored})
 	}
 	return nil
+}
+
+// noteTick notes where the recorded placer changed: another leadership, or other settings.
+func (s *Session) noteTick(r Record, tick *schemas.PlacerTick) {
+	if tick.Placer != "" {
+		if s.term != "" && tick.Placer != s.term {
+			s.note("%s: another placer took over (a restart or a failover) and rebuilt its view from %s; the replay "+
+				"runs one placer throughout, so divergences after this may come from what the rebuild restored",
+				r.where(), schemas.StreamState)
+		}
+		s.term = tick.Placer
+	}
+	if tick.Settings != nil {
+		if s.tickSettings != nil && *tick.Settings != *s.tickSettings {
+			s.note("%s: the placer's settings changed (a placer started with other flags); the replay keeps deciding with %s",
+				r.where(), settingsString(s.result.Settings))
+		}
+		s.tickSettings = tick.Settings
+	}
 }
 
 // feed hands one input event to the placer and takes in what it publishes. An event the placer fails on is
