@@ -11,10 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -36,7 +36,7 @@ func TestChartsGrantWhatFleetflowNeeds(t *testing.T) {
 	ctx := t.Context()
 
 	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
-	installChart(t, controlPlane, renderChart(t, helm, filepath.Join(root, "deploy/chart/fleetflow"), pipeline.SystemNamespace,
+	installChart(t, controlPlane, renderChart(t, helm, filepath.Join(root, "deploy/chart/fleetflow"), app.SystemNamespace,
 		"nats.url=nats://nats.nats.svc:4222"))
 	for _, c := range fleet.Workloads {
 		installChart(t, e2eenv.ClientsFor(t, c), renderChart(t, helm, filepath.Join(root, "deploy/chart/fleetflow-workload-cluster"),
@@ -44,7 +44,7 @@ func TestChartsGrantWhatFleetflowNeeds(t *testing.T) {
 	}
 
 	opts := options()
-	opts.ControlPlaneAs = e2eenv.ServiceAccount(pipeline.SystemNamespace, "fleetflow")
+	opts.ControlPlaneAs = e2eenv.ServiceAccount(app.SystemNamespace, "fleetflow")
 	opts.ClusterAs = e2eenv.ServiceAccount(agentNamespace, "fleetflow")
 	e := e2eenv.New(t, opts)
 

@@ -16,11 +16,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 )
 
 // clusterManagerTest is the shared fleet's control plane, with fleetflow's CRDs, for a ClusterManager of the
@@ -39,7 +39,7 @@ func newClusterManagerTest(t *testing.T) *clusterManagerTest {
 	t.Helper()
 	fleet := localfleettest.Fleet(t)
 	c := &clusterManagerTest{t: t, controlPlane: e2eenv.ClientsFor(t, fleet.ControlPlane)}
-	if err := pipeline.InstallControlPlaneCRDs(t.Context(), c.controlPlane, e2eenv.FieldManager); err != nil {
+	if err := app.InstallControlPlaneCRDs(t.Context(), c.controlPlane, e2eenv.FieldManager); err != nil {
 		t.Fatal(err)
 	}
 	var err error
@@ -53,7 +53,7 @@ func newClusterManagerTest(t *testing.T) *clusterManagerTest {
 // and deletes both when the test ends.
 func (c *clusterManagerTest) register(name string, kubeconfig []byte) {
 	c.t.Helper()
-	if err := pipeline.RegisterCluster(c.t.Context(), c.controlPlane, name, kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
+	if err := app.RegisterCluster(c.t.Context(), c.controlPlane, name, kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
 		c.t.Fatal(err)
 	}
 	c.forget(name, "cluster-"+name+"-kubeconfig")
@@ -63,12 +63,12 @@ func (c *clusterManagerTest) register(name string, kubeconfig []byte) {
 func (c *clusterManagerTest) forget(name, secret string) {
 	c.t.Cleanup(func() {
 		_ = c.controlPlane.Dynamic.Resource(clusterGVR).Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = c.controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Delete(context.Background(), secret, metav1.DeleteOptions{})
+		_ = c.controlPlane.Core.CoreV1().Secrets(app.SystemNamespace).Delete(context.Background(), secret, metav1.DeleteOptions{})
 	})
 }
 
 // start runs m on the control plane, resyncing every 200 ms, until the test ends.
-func (c *clusterManagerTest) start(m *pipeline.ClusterManager) {
+func (c *clusterManagerTest) start(m *app.ClusterManager) {
 	c.t.Helper()
 	m.ControlPlane, m.Resync = c.controlPlane, 200*time.Millisecond
 	if m.Log == nil {
@@ -114,13 +114,13 @@ func (c *clusterManagerTest) shows(name, status, reason, message string) func() 
 func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 	c := newClusterManagerTest(t)
 	ctx := t.Context()
-	if err := c.controlPlane.EnsureNamespace(ctx, pipeline.SystemNamespace, e2eenv.FieldManager, nil); err != nil {
+	if err := c.controlPlane.EnsureNamespace(ctx, app.SystemNamespace, e2eenv.FieldManager, nil); err != nil {
 		t.Fatal(err)
 	}
 	const name, secretName = "late-secret", "late-secret-kubeconfig"
 	cluster := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster", "metadata": map[string]any{"name": name},
-		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": secretName, "namespace": pipeline.SystemNamespace}},
+		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": secretName, "namespace": app.SystemNamespace}},
 	}}
 	if err := c.controlPlane.Apply(ctx, e2eenv.FieldManager, cluster); err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 	logs := &logbuf.Buffer{}
 	var mu sync.Mutex
 	starts := 0
-	c.start(&pipeline.ClusterManager{Log: slog.New(slog.NewTextHandler(logs, nil)),
+	c.start(&app.ClusterManager{Log: slog.New(slog.NewTextHandler(logs, nil)),
 		Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
 			if cluster != name {
 				<-ctx.Done()
@@ -156,13 +156,13 @@ func TestClusterJoinsOnceItsSecretExists(t *testing.T) {
 		return logs.Contains("kubeconfig unavailable")
 	})
 	e2eenv.Eventually(t, time.Minute, "the missing Secret shown on the Cluster", c.shows(name, "False", "KubeconfigUnavailable",
-		"spec.kubeconfigSecretRef: Secret "+pipeline.SystemNamespace+"/"+secretName+" not found"))
+		"spec.kubeconfigSecretRef: Secret "+app.SystemNamespace+"/"+secretName+" not found"))
 	if n := started(); n != 0 {
 		t.Fatalf("the runner started %d times while its kubeconfig Secret was missing", n)
 	}
 	secret := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": secretName, "namespace": pipeline.SystemNamespace},
-		"stringData": map[string]any{pipeline.DefaultKubeconfigKey: string(c.kubeconfig)},
+		"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": secretName, "namespace": app.SystemNamespace},
+		"stringData": map[string]any{app.DefaultKubeconfigKey: string(c.kubeconfig)},
 	}}
 	if err := c.controlPlane.Apply(ctx, e2eenv.FieldManager, secret); err != nil {
 		t.Fatal(err)
@@ -186,7 +186,7 @@ func TestClusterKeepsWorkingThroughABadKubeconfig(t *testing.T) {
 	secretName := "cluster-" + name + "-kubeconfig" // as RegisterCluster names it
 	var mu sync.Mutex
 	starts, stops := 0, 0
-	c.start(&pipeline.ClusterManager{Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
+	c.start(&app.ClusterManager{Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
 		if cluster == failing {
 			return errors.New("list nodes: forbidden")
 		}
@@ -216,12 +216,12 @@ func TestClusterKeepsWorkingThroughABadKubeconfig(t *testing.T) {
 	}()
 	setSecret := func(data []byte) {
 		t.Helper()
-		secret, err := c.controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Get(ctx, secretName, metav1.GetOptions{})
+		secret, err := c.controlPlane.Core.CoreV1().Secrets(app.SystemNamespace).Get(ctx, secretName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		secret.Data = map[string][]byte{pipeline.DefaultKubeconfigKey: data}
-		if _, err := c.controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		secret.Data = map[string][]byte{app.DefaultKubeconfigKey: data}
+		if _, err := c.controlPlane.Core.CoreV1().Secrets(app.SystemNamespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -259,7 +259,7 @@ func TestASecondClusterOfOneApiserverIsRefused(t *testing.T) {
 	}
 	var mu sync.Mutex
 	started := map[string]int{}
-	c.start(&pipeline.ClusterManager{Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
+	c.start(&app.ClusterManager{Run: func(ctx context.Context, cluster string, _ *kube.Clients, _ <-chan struct{}) error {
 		mu.Lock()
 		started[cluster]++
 		mu.Unlock()
@@ -286,7 +286,7 @@ func TestDeletedClusterIsNoLongerReported(t *testing.T) {
 	const name = "retiring"
 	register := func() {
 		t.Helper()
-		if err := pipeline.RegisterCluster(ctx, c.controlPlane, name, c.kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
+		if err := app.RegisterCluster(ctx, c.controlPlane, name, c.kubeconfig, nil, nil, e2eenv.FieldManager); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -305,7 +305,7 @@ func TestDeletedClusterIsNoLongerReported(t *testing.T) {
 	var mu sync.Mutex
 	var runs []*run
 	var drained atomic.Bool
-	c.start(&pipeline.ClusterManager{RetireTimeout: time.Hour,
+	c.start(&app.ClusterManager{RetireTimeout: time.Hour,
 		Run: func(ctx context.Context, cluster string, _ *kube.Clients, retired <-chan struct{}) error {
 			if cluster != name {
 				<-ctx.Done()
@@ -377,7 +377,7 @@ func TestClusterCRDRefusesInvalidTaints(t *testing.T) {
 	fleet := localfleettest.Fleet(t)
 	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
 	ctx := t.Context()
-	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
+	if err := app.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
 		t.Fatal(err)
 	}
 	clusters := controlPlane.Dynamic.Resource(schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"})
@@ -399,7 +399,7 @@ func TestClusterCRDRefusesInvalidTaints(t *testing.T) {
 			cluster := &unstructured.Unstructured{Object: map[string]any{
 				"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster", "metadata": map[string]any{"name": "tainted"},
 				"spec": map[string]any{
-					"kubeconfigSecretRef": map[string]any{"name": "tainted-kubeconfig", "namespace": pipeline.SystemNamespace},
+					"kubeconfigSecretRef": map[string]any{"name": "tainted-kubeconfig", "namespace": app.SystemNamespace},
 					"taints":              []any{tc.taint},
 				},
 			}}

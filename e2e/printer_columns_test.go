@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 )
 
 // TestKubectlGetShowsClustersAndPolicies: the table `kubectl get clusters` and `kubectl get schedulepolicies`
@@ -23,7 +23,7 @@ func TestKubectlGetShowsClustersAndPolicies(t *testing.T) {
 	fleet := localfleettest.Fleet(t)
 	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
 	ctx := t.Context()
-	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
+	if err := app.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -32,7 +32,7 @@ func TestKubectlGetShowsClustersAndPolicies(t *testing.T) {
 		want           map[string]string
 	}{
 		{resource: "clusters", name: "printed-cluster", object: map[string]any{"spec": map[string]any{
-			"kubeconfigSecretRef": map[string]any{"name": "none", "namespace": pipeline.SystemNamespace}}},
+			"kubeconfigSecretRef": map[string]any{"name": "none", "namespace": app.SystemNamespace}}},
 			status: map[string]any{
 				"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Heartbeat", "message": "m",
 					"lastTransitionTime": "2026-12-01T00:00:00Z"}},

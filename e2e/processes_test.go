@@ -12,11 +12,11 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -42,7 +42,7 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	e2eenv.DeleteAll(t, controlPlane, pytorchJobKind)
-	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
+	if err := app.InstallControlPlaneCRDs(ctx, controlPlane, e2eenv.FieldManager); err != nil {
 		t.Fatal(err)
 	}
 	crds := e2eenv.ReadObjects(t, "testdata/crds/pytorchjobs.yaml")
@@ -68,7 +68,7 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := pipeline.RegisterCluster(ctx, controlPlane, c.Name, kubeconfig, c.Labels, c.Taints, e2eenv.FieldManager); err != nil {
+		if err := app.RegisterCluster(ctx, controlPlane, c.Name, kubeconfig, c.Labels, c.Taints, e2eenv.FieldManager); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -118,14 +118,14 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 	}
 
 	// Wait until the parts see the fleet, as an operator would before submitting work.
-	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{URL: url, Streams: schemas.DefaultStreamOptions()}, "e2e", e2eenv.TestLogger(t))
+	b, err := app.OpenBus(ctx, app.BusOptions{URL: url, Streams: schemas.DefaultStreamOptions()}, "e2e", e2eenv.TestLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
 	waitCtx, cancel := context.WithTimeout(ctx, e2eenv.Settle)
 	defer cancel()
-	if err := pipeline.WaitObserved(waitCtx, b, expected); err != nil {
+	if err := app.WaitObserved(waitCtx, b, expected); err != nil {
 		t.Fatal(err)
 	}
 

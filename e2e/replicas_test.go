@@ -7,9 +7,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -18,14 +18,14 @@ import (
 func TestProducerReplicasAreDeduplicated(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
-	kinds, err := pipeline.BuiltinKinds()
+	kinds, err := app.BuiltinKinds()
 	if err != nil {
 		t.Fatal(err)
 	}
 	replicaCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- pipeline.RunProducer(replicaCtx, e.Bus, e.ControlPlane, kinds, pipeline.DefaultSkipped(), e.Log.With("replica", "second"))
+		done <- app.RunProducer(replicaCtx, e.Bus, e.ControlPlane, kinds, app.DefaultSkipped(), e.Log.With("replica", "second"))
 	}()
 	defer func() {
 		stop()

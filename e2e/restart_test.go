@@ -7,9 +7,9 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -26,7 +26,7 @@ func TestPlacerRestartLosesNothing(t *testing.T) {
 	startPlacer := func() (stop func()) {
 		placerCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- pipeline.RunPlacer(placerCtx, e.Bus, e2eenv.PlacerConfig(), e.Log) }()
+		go func() { done <- app.RunPlacer(placerCtx, e.Bus, e2eenv.PlacerConfig(), e.Log) }()
 		return func() {
 			cancel()
 			if err := <-done; err != nil {

@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -100,7 +100,7 @@ func TestStatusComesFromTheClustersTheVerdictShows(t *testing.T) {
 	}
 	e2eenv.Eventually(t, e2eenv.Settle, "cluster-a's status shown", showsCondition("Running"))
 
-	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	writer, err := app.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestPlacementErrorShownUntilItsClusterSucceeds(t *testing.T) {
 	e := newEnv(t)
 	ctx := t.Context()
 	ref, _, _ := placedJob(t, e, "team-error")
-	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	writer, err := app.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestPolicyVerdictOfAnOlderGenerationIsNotShown(t *testing.T) {
 	if err := unstructured.SetNestedField(older.Object, "Divide", "spec", "spreadConstraints", "spreadMode"); err != nil {
 		t.Fatal(err)
 	}
-	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	writer, err := app.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -512,7 +512,7 @@ func TestNoPolicyVerdictAnotherReplicaSkippedStillOutranksAnOlderOne(t *testing.
 	// The newest verdict, NoPolicy (sequence 2000), stored and left to the pipeline's writer, the other replica.
 	publishDelivery(t, e, schemas.TypePlacementVerdict, schemas.VerdictSubject(ref), "replicas-nopolicy", &schemas.PlacementVerdict{
 		Workload: ref, Sequence: 2000, Epoch: "order-epoch", Status: schemas.VerdictNoPolicy})
-	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	writer, err := app.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,7 +550,7 @@ func TestStatusSupersededWhileAReplicaWroteIsNotShown(t *testing.T) {
 		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Status: workerStatus(map[string]any{"active": int64(1)}, "Running")})
 	e2eenv.Eventually(t, e2eenv.Settle, "the older status shown", showsCondition("Running"))
 
-	replica, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	replica, err := app.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -630,7 +630,7 @@ func TestUnschedulableWorkloadStopsShowingACopyReportedGone(t *testing.T) {
 	}
 	e2eenv.Eventually(t, e2eenv.Settle, "Unschedulable, still shown on cluster-a where it runs", shownOnA("Running", 10))
 
-	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	writer, err := app.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
 	if err != nil {
 		t.Fatal(err)
 	}

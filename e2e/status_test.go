@@ -14,9 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -69,7 +69,7 @@ func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
 		return len(conditions) == 3 && obj.GetAnnotations()[schemas.AnnotationPhase] == "Completed"
 	}
 	e2eenv.Eventually(t, e2eenv.Settle, "the succeeded status on the control plane", showsSucceeded)
-	writer, err := pipeline.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
+	writer, err := app.NewStatusWriter(ctx, e.Bus, e.ControlPlane, e.Log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -28,7 +28,7 @@ func TestClusterProducerPublishesNodesRemovedWhileItWasDown(t *testing.T) {
 			Cluster: testCluster, Name: name, Ready: true, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}})
 	}
 
-	b.start(func(p *producers.ClusterProducer) { p.KnownNodes = pipeline.KnownNodes(b.js, testCluster) })
+	b.start(func(p *producers.ClusterProducer) { p.KnownNodes = app.KnownNodes(b.js, testCluster) })
 	eventually(t, "node-gone published deleted", func() bool {
 		last, ok := b.last(schemas.NodeSubject(testCluster, "node-gone"))
 		return ok && last.eventType == schemas.TypeNodeDeleted
@@ -105,7 +105,7 @@ func TestClusterProducerStartingBesideAReplicaKeepsNodesItsWatchHasNotSeenYet(t 
 	// Whether a node's watch event beats the producer's look at its cache is a race: several nodes, added at
 	// once as the state stream is read, in several starts.
 	const starts, raced = 3, 10
-	known := pipeline.KnownNodes(b.js, testCluster)
+	known := app.KnownNodes(b.js, testCluster)
 	for start := range starts {
 		names := make([]string, raced)
 		for i := range raced {

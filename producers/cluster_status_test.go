@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -240,7 +240,7 @@ func TestCopiesDeletedWhileNoProducerRanArePublishedGone(t *testing.T) {
 
 	b.start(func(p *producers.ClusterProducer) {
 		p.Kinds = []schema.GroupVersionKind{trainerGVK}
-		p.KnownPlaced = pipeline.KnownPlaced(b.js, testCluster)
+		p.KnownPlaced = app.KnownPlaced(b.js, testCluster)
 	})
 	deleted := schemas.WorkloadStatusSubject(testCluster, ref("Trainer", "deleted"))
 	eventually(t, "the copy deleted meanwhile published gone", func() bool {
@@ -313,7 +313,7 @@ func TestClusterProducerStartingBesideAReplicaKeepsCopiesItsWatchHasNotSeenYet(t
 	for start := range starts {
 		ns := fmt.Sprintf("replica-start-%d", start)
 		b.namespace(ns)
-		known := pipeline.KnownPlaced(b.js, testCluster)
+		known := app.KnownPlaced(b.js, testCluster)
 		b.start(func(p *producers.ClusterProducer) {
 			p.Kinds = []schema.GroupVersionKind{trainerGVK}
 			p.KnownPlaced = func(ctx context.Context) ([]schemas.WorkloadStatus, error) {

@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/klog/v2"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -244,7 +244,7 @@ func TestControlPlaneProducerSkipsNamespaces(t *testing.T) {
 		"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": earlier.Name, "namespace": skippedNS,
 			"uid": string(earlier.UID), "resourceVersion": earlier.ResourceVersion}}})
 
-	skipped, err := pipeline.SkippedNamespaces([]string{"kube-.*"})
+	skipped, err := app.SkippedNamespaces([]string{"kube-.*"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestControlPlaneProducerSkipsNamespaces(t *testing.T) {
 func runConfigMapProducer(t *testing.T, b *bench, skipped *regexp.Regexp) {
 	t.Helper()
 	p := &producers.ControlPlaneProducer{Clients: b.clients, Publisher: b.pub, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Known: pipeline.KnownObjects(b.js), SkippedNamespaces: skipped}
+		Known: app.KnownObjects(b.js), SkippedNamespaces: skipped}
 	p.AddKind(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, producers.WorkloadFamily)
 	runUntilTestEnds(t, p)
 }
@@ -299,7 +299,7 @@ func TestControlPlaneProducerStartingBesideAReplicaKeepsWhatItsWatchHasNotSeenYe
 	// Whether an object's watch event beats the producer's look at its cache is a race: several objects,
 	// created at once as the state stream is read, in several starts.
 	const starts, raced = 3, 10
-	known := pipeline.KnownObjects(b.js)
+	known := app.KnownObjects(b.js)
 	for start := range starts {
 		ns := fmt.Sprintf("replica-start-%d", start)
 		b.namespace(ns)

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetflow/fleetflow/internal/benchpipeline"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app/benchpipeline"
 )
 
 func init() { registerBenchCommand(newBenchPipelineCommand) }
@@ -42,7 +42,7 @@ func newBenchPipelineCommand() *cobra.Command {
 			}
 			cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			// The placer runs in this process, tuned as `fleetflow placer` tunes its own.
-			pipeline.TuneGCForPlacer(gcPercent, cfg.Log)
+			app.TuneGCForPlacer(gcPercent, cfg.Log)
 			memProfileBefore := ""
 			if memProfile != "" {
 				memProfileBefore = memProfile + ".before"
@@ -116,7 +116,7 @@ func newBenchPipelineCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the workload phase to this file (go tool pprof)")
 	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile taken right after the workload phase to this file, and one taken right before it to FILE.before "+
 		"(go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE: what the phase allocated)")
-	cmd.Flags().IntVar(&gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
+	cmd.Flags().IntVar(&gcPercent, "gc-percent", app.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
 	cmd.Flags().StringVar(&cfg.BusFloor, "bus-floor", "", "replace the placer by a relay that places nothing, to measure what the streams alone allow: "+
 		benchpipeline.FloorVerdictAndDecision+" publishes a verdict and a decision per workload as the placer does for a placed one, "+
 		benchpipeline.FloorDecision+" the decision alone")

@@ -11,8 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetflow/fleetflow/internal/pipeline"
-	"github.com/fleetflow/fleetflow/internal/replaybench"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app/replaybench"
 )
 
 func init() { registerBenchCommand(newBenchReplayCommand) }
@@ -39,7 +39,7 @@ func newBenchReplayCommand() *cobra.Command {
 				return err
 			}
 			// The replay's placer runs tuned as `fleetflow placer` tunes its own.
-			pipeline.TuneGCForPlacer(gcPercent, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+			app.TuneGCForPlacer(gcPercent, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 			res, err := replaybench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -67,7 +67,7 @@ func newBenchReplayCommand() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.GPUNodePercent, "gpu-node-percent", cfg.GPUNodePercent, "share of each cluster's nodes with GPUs")
 	cmd.Flags().Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload mix")
 	cmd.Flags().StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the replay (not the synthesis) to this file (go tool pprof)")
-	cmd.Flags().IntVar(&gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
+	cmd.Flags().IntVar(&gcPercent, "gc-percent", app.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
 	return cmd
 }

@@ -18,10 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -147,7 +147,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	if err != nil {
 		return err
 	}
-	all := &pipeline.AllInOne{ControlPlane: controlPlane, Kinds: kinds, SkippedNamespaces: pipeline.DefaultSkipped()}
+	all := &app.AllInOne{ControlPlane: controlPlane, Kinds: kinds, SkippedNamespaces: app.DefaultSkipped()}
 	pipelineCtx, stopPipeline := context.WithCancel(ctx)
 	pipelineDone := make(chan error, 1)
 	go func() { pipelineDone <- all.Run(pipelineCtx, b, slog.Default()) }()
@@ -160,7 +160,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	for _, c := range spec.Clusters {
 		expected[c.Name] = len(c.AllNodes())
 	}
-	if err := pipeline.WaitObserved(startCtx, b, expected); err != nil {
+	if err := app.WaitObserved(startCtx, b, expected); err != nil {
 		return err
 	}
 	step("every cluster's nodes, APIs and heartbeat are in the streams")
@@ -185,13 +185,13 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	}
 }
 
-func openDemoBus(ctx context.Context, dataDir, listen string) (*pipeline.Bus, error) {
-	opts := pipeline.BusOptions{DataDir: dataDir, Listen: listen, Streams: schemas.DefaultStreamOptions()}
-	b, err := pipeline.OpenBus(ctx, opts, "fleetflow-demo", slog.Default())
+func openDemoBus(ctx context.Context, dataDir, listen string) (*app.Bus, error) {
+	opts := app.BusOptions{DataDir: dataDir, Listen: listen, Streams: schemas.DefaultStreamOptions()}
+	b, err := app.OpenBus(ctx, opts, "fleetflow-demo", slog.Default())
 	if err != nil && listen != "127.0.0.1:0" {
 		// The default port may be taken by another NATS; any port will do for the demo.
 		opts.Listen = "127.0.0.1:0"
-		b, err = pipeline.OpenBus(ctx, opts, "fleetflow-demo", slog.Default())
+		b, err = app.OpenBus(ctx, opts, "fleetflow-demo", slog.Default())
 	}
 	return b, err
 }

@@ -14,10 +14,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 )
 
 func init() { registerCommand(newFleetCommand) }
@@ -166,7 +166,7 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 // select them.
 func registerFleet(ctx context.Context, controlPlane *kube.Clients, fleet *localfleet.Fleet, spec *fleetspec.Fleet,
 	fieldManager string) error {
-	if err := pipeline.InstallControlPlaneCRDs(ctx, controlPlane, fieldManager); err != nil {
+	if err := app.InstallControlPlaneCRDs(ctx, controlPlane, fieldManager); err != nil {
 		return err
 	}
 	for _, c := range spec.Clusters {
@@ -178,7 +178,7 @@ func registerFleet(ctx context.Context, controlPlane *kube.Clients, fleet *local
 		if err != nil {
 			return err
 		}
-		if err := pipeline.RegisterCluster(ctx, controlPlane, c.Name, kubeconfig, c.Labels, c.Taints, fieldManager); err != nil {
+		if err := app.RegisterCluster(ctx, controlPlane, c.Name, kubeconfig, c.Labels, c.Taints, fieldManager); err != nil {
 			return err
 		}
 	}

@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 )
 
 // These tests stop before any process starts; the real fleet is covered by internal/localfleet's tests.
@@ -192,7 +192,7 @@ func TestFleetUpRegistersTheFleetFilesClusters(t *testing.T) {
 			if len(taints) != 1 || taints[0].(map[string]any)["key"] != "maintenance" || taints[0].(map[string]any)["effect"] != "NoSchedule" {
 				t.Errorf("Cluster taints = %v, want the fleet file's", taints)
 			}
-			if _, err := controlPlane.Core.CoreV1().Secrets(pipeline.SystemNamespace).Get(t.Context(),
+			if _, err := controlPlane.Core.CoreV1().Secrets(app.SystemNamespace).Get(t.Context(),
 				"cluster-gpu-east-kubeconfig", metav1.GetOptions{}); err != nil {
 				t.Errorf("the kubeconfig Secret of gpu-east: %v", err)
 			}

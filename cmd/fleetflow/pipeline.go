@@ -19,12 +19,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/evalguard"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/observe"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -87,7 +87,7 @@ func (f *busFlags) streamOptions() (schemas.StreamOptions, error) {
 
 // open serves the health endpoints and metrics (--health-address) for as long as ctx lasts, then connects to
 // NATS: /healthz answers while the connection is made, and /readyz says why the process is not ready yet.
-func (f *busFlags) open(ctx context.Context, name string) (*pipeline.Bus, error) {
+func (f *busFlags) open(ctx context.Context, name string) (*app.Bus, error) {
 	if f.health != "" {
 		addr, err := observe.Serve(ctx, f.health, slog.Default())
 		if err != nil {
@@ -103,7 +103,7 @@ func (f *busFlags) open(ctx context.Context, name string) (*pipeline.Bus, error)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", f.dataDir, err)
 	}
-	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{URL: f.url, DataDir: dataDir, Listen: f.listen, Streams: opts, Auth: f.auth},
+	b, err := app.OpenBus(ctx, app.BusOptions{URL: f.url, DataDir: dataDir, Listen: f.listen, Streams: opts, Auth: f.auth},
 		name, slog.Default())
 	if err != nil {
 		return nil, err
@@ -230,7 +230,7 @@ func (f *placerFlags) register(flags *pflag.FlagSet) {
 	flags.DurationVar(&f.reservationTTL, "reservation-ttl", 5*time.Minute, "how long a decision's reservations hold capacity before the cluster shows the pods")
 	flags.DurationVar(&f.failedApplyRetry, "failed-apply-retry", 5*time.Minute, "how long after an applier gave up on an Apply (forbidden, invalid, an old CRD) it is sent again, when nothing else retried it")
 	flags.DurationVar(&f.statePruneGrace, "state-prune-grace", time.Minute, "how long after the Deletes of a deleted workload's copies are stored what the state stream keeps of it is pruned")
-	flags.IntVar(&f.gcPercent, "gc-percent", pipeline.PlacerGCPercent, "GOGC of this process (the fleet view is long-lived, so collecting less often saves CPU for memory); $GOGC wins when set, 0 keeps Go's default")
+	flags.IntVar(&f.gcPercent, "gc-percent", app.PlacerGCPercent, "GOGC of this process (the fleet view is long-lived, so collecting less often saves CPU for memory); $GOGC wins when set, 0 keeps Go's default")
 }
 
 // validate refuses durations a placer cannot work with; zero or less would otherwise quietly mean a default.
@@ -261,8 +261,8 @@ func positiveDurations(flags map[string]time.Duration) error {
 	return nil
 }
 
-// tuneGC sets the collector of a process that runs the placer (see pipeline.PlacerGCPercent).
-func (f *placerFlags) tuneGC() { pipeline.TuneGCForPlacer(f.gcPercent, slog.Default()) }
+// tuneGC sets the collector of a process that runs the placer (see app.PlacerGCPercent).
+func (f *placerFlags) tuneGC() { app.TuneGCForPlacer(f.gcPercent, slog.Default()) }
 
 func (f *placerFlags) config() placer.PlacerConfig {
 	return placer.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL,
@@ -308,7 +308,7 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 				return err
 			}
 			if installCRDs {
-				if err := pipeline.InstallControlPlaneCRDs(ctx, cp, "fleetflow"); err != nil {
+				if err := app.InstallControlPlaneCRDs(ctx, cp, "fleetflow"); err != nil {
 					return err
 				}
 			}
@@ -317,7 +317,7 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 				if err != nil {
 					return fmt.Errorf("--cluster %s: %w", c.Name, err)
 				}
-				if err := pipeline.RegisterCluster(ctx, cp, c.Name, data, nil, nil, "fleetflow"); err != nil {
+				if err := app.RegisterCluster(ctx, cp, c.Name, data, nil, nil, "fleetflow"); err != nil {
 					return err
 				}
 			}
@@ -328,7 +328,7 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 			defer b.Close()
 			slog.Info("fleetflow running", "nats", b.URL)
 			pf.tuneGC()
-			all := &pipeline.AllInOne{ControlPlane: cp, Kinds: kinds, Placer: pf.config(), SkippedNamespaces: skipped}
+			all := &app.AllInOne{ControlPlane: cp, Kinds: kinds, Placer: pf.config(), SkippedNamespaces: skipped}
 			return all.Run(ctx, b, slog.Default())
 		},
 	}
@@ -344,14 +344,14 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 
 // registerSkipNamespaces adds --skip-namespaces to a command that runs the control-plane producer.
 func registerSkipNamespaces(cmd *cobra.Command, skip *[]string) {
-	cmd.Flags().StringSliceVar(skip, "skip-namespaces", pipeline.DefaultSkippedNamespaces,
+	cmd.Flags().StringSliceVar(skip, "skip-namespaces", app.DefaultSkippedNamespaces,
 		"control-plane namespaces whose workloads fleetflow leaves alone (never placed nor annotated), as regular expressions matching whole names, "+
 			"comma-separated or repeated; \"\" for none. Quote a pattern holding a comma: --skip-namespaces='\"team-[0-9]{1,3}\"'")
 }
 
 // skippedNamespaces compiles --skip-namespaces; nil, for no pattern, skips nothing.
 func skippedNamespaces(patterns []string) (*regexp.Regexp, error) {
-	re, err := pipeline.SkippedNamespaces(patterns)
+	re, err := app.SkippedNamespaces(patterns)
 	if err != nil {
 		return nil, fmt.Errorf("--skip-namespaces: %w", err)
 	}
@@ -382,7 +382,7 @@ func newProducerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			builtin, err := pipeline.BuiltinKinds()
+			builtin, err := app.BuiltinKinds()
 			if err != nil {
 				return err
 			}
@@ -408,9 +408,9 @@ func newProducerCommand() *cobra.Command {
 			}
 			defer b.Close()
 			if cluster == "" {
-				return pipeline.RunProducer(ctx, b, clients, kinds, skipped, slog.Default())
+				return app.RunProducer(ctx, b, clients, kinds, skipped, slog.Default())
 			}
-			return pipeline.RunClusterProducer(ctx, b, name, clients, kinds, heartbeat, slog.Default())
+			return app.RunClusterProducer(ctx, b, name, clients, kinds, heartbeat, slog.Default())
 		},
 	}
 	bf.register(cmd.Flags())
@@ -441,7 +441,7 @@ func newPlacerCommand() *cobra.Command {
 			}
 			defer b.Close()
 			pf.tuneGC()
-			return pipeline.RunPlacer(ctx, b, pf.config(), slog.Default())
+			return app.RunPlacer(ctx, b, pf.config(), slog.Default())
 		},
 	}
 	bf.register(cmd.Flags())
@@ -474,7 +474,7 @@ func newStatusCommand() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			return pipeline.RunStatusWriter(ctx, b, cp, heartbeatTimeout, slog.Default())
+			return app.RunStatusWriter(ctx, b, cp, heartbeatTimeout, slog.Default())
 		},
 	}
 	bf.register(cmd.Flags())
@@ -504,7 +504,7 @@ func newApplierCommand() *cobra.Command {
 				return err
 			}
 			defer b.Close()
-			return pipeline.RunApplier(ctx, b, name, clients, slog.Default())
+			return app.RunApplier(ctx, b, name, clients, slog.Default())
 		},
 	}
 	bf.register(cmd.Flags())

@@ -16,13 +16,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -66,11 +66,11 @@ type Env struct {
 	Spec         *fleetspec.Fleet
 	ControlPlane *kube.Clients
 	Clusters     map[string]*kube.Clients
-	Bus          *pipeline.Bus
+	Bus          *app.Bus
 	Logs         *logbuf.Buffer
 	Log          *slog.Logger
 
-	all  *pipeline.AllInOne
+	all  *app.AllInOne
 	stop func() // stops the running pipeline and reports how it ended
 }
 
@@ -102,7 +102,7 @@ func New(t *testing.T, opts Options) *Env {
 			t.Fatalf("install %s: %v", f, err)
 		}
 	}
-	if err := pipeline.InstallControlPlaneCRDs(ctx, e.ControlPlane, FieldManager); err != nil {
+	if err := app.InstallControlPlaneCRDs(ctx, e.ControlPlane, FieldManager); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range e.Spec.Clusters {
@@ -114,7 +114,7 @@ func New(t *testing.T, opts Options) *Env {
 		if opts.ClusterAs.UserName != "" {
 			kubeconfig = impersonating(t, kubeconfig, opts.ClusterAs)
 		}
-		if err := pipeline.RegisterCluster(ctx, e.ControlPlane, c.Name, kubeconfig, c.Labels, c.Taints, FieldManager); err != nil {
+		if err := app.RegisterCluster(ctx, e.ControlPlane, c.Name, kubeconfig, c.Labels, c.Taints, FieldManager); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -130,7 +130,7 @@ func New(t *testing.T, opts Options) *Env {
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
-	b, err := pipeline.OpenBus(runCtx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), e.Log)
+	b, err := app.OpenBus(runCtx, app.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), e.Log)
 	if err != nil {
 		cancel()
 		t.Fatalf("open bus: %v", err)
@@ -149,8 +149,8 @@ func New(t *testing.T, opts Options) *Env {
 			t.Fatal(err)
 		}
 	}
-	e.all = &pipeline.AllInOne{ControlPlane: controlPlane, Placer: placer, NoPlacer: opts.NoPlacer,
-		SkippedNamespaces: pipeline.DefaultSkipped()}
+	e.all = &app.AllInOne{ControlPlane: controlPlane, Placer: placer, NoPlacer: opts.NoPlacer,
+		SkippedNamespaces: app.DefaultSkipped()}
 	e.start(runCtx)
 	t.Cleanup(func() {
 		e.stop()
@@ -162,7 +162,7 @@ func New(t *testing.T, opts Options) *Env {
 	})
 	waitCtx, stop := context.WithTimeout(ctx, Settle)
 	defer stop()
-	if err := pipeline.WaitObserved(waitCtx, b, e.ExpectedNodes()); err != nil {
+	if err := app.WaitObserved(waitCtx, b, e.ExpectedNodes()); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/kube"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 )
 
 var configMapKind = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
@@ -62,7 +62,7 @@ func TestDuplicateReachesAClusterThatStartsToMatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := pipeline.RegisterCluster(t.Context(), e.ControlPlane, "cluster-b", kubeconfig, labels, nil, e2eenv.FieldManager); err != nil {
+	if err := app.RegisterCluster(t.Context(), e.ControlPlane, "cluster-b", kubeconfig, labels, nil, e2eenv.FieldManager); err != nil {
 		t.Fatal(err)
 	}
 	e2eenv.Eventually(t, e2eenv.Settle, "the ConfigMap on cluster-b too", func() bool { return on("cluster-b") })

@@ -1,4 +1,4 @@
-package pipeline_test
+package app_test
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 
 	"github.com/nats-io/nats.go"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/observe"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -40,7 +40,7 @@ func TestOpenBusWaitsForAServerStartedAfterIt(t *testing.T) {
 	url := "nats://" + addr
 	opened := make(chan error, 1)
 	go func() {
-		b, err := pipeline.OpenBus(t.Context(), pipeline.BusOptions{URL: url, Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
+		b, err := app.OpenBus(t.Context(), app.BusOptions{URL: url, Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
 		if err == nil {
 			t.Cleanup(b.Close)
 		}
@@ -75,7 +75,7 @@ func TestOpenBusWaitsForAServerStartedAfterIt(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	nobody := "nats://" + freeAddress(t)
-	if _, err := pipeline.OpenBus(ctx, pipeline.BusOptions{URL: nobody, Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler)); err == nil ||
+	if _, err := app.OpenBus(ctx, app.BusOptions{URL: nobody, Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler)); err == nil ||
 		!strings.Contains(err.Error(), nobody) {
 		t.Errorf("OpenBus with no server and a done context = %v, want an error naming %s", err, nobody)
 	}
@@ -97,7 +97,7 @@ func TestConnectWaitsOnlyForWhatWaitingCures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := pipeline.Unanswered(tt.err); got != tt.want {
+			if got := app.Unanswered(tt.err); got != tt.want {
 				t.Errorf("waited for %v: %t, want %t", tt.err, got, tt.want)
 			}
 		})

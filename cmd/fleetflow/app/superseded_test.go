@@ -1,9 +1,9 @@
-package pipeline_test
+package app_test
 
 import (
 	"testing"
 
-	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -11,7 +11,7 @@ import (
 // later one; messages on other subjects, and subjects with nothing stored, do not count.
 func TestSupersededComparesWithTheSubjectsLastMessage(t *testing.T) {
 	ctx := t.Context()
-	b := pipeline.OpenTestBus(t)
+	b := app.OpenTestBus(t)
 	web := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "uid-web"}
 	api := web
 	api.Name, api.UID = "api", "uid-api"
@@ -22,7 +22,7 @@ func TestSupersededComparesWithTheSubjectsLastMessage(t *testing.T) {
 			d.Object = map[string]any{"apiVersion": ref.APIVersion, "kind": ref.Kind,
 				"metadata": map[string]any{"name": ref.Name, "namespace": ref.Namespace}}
 		}
-		return pipeline.PublishEvent(t, b, schemas.TypePlacementDecided, schemas.DecisionSubject("east", ref), d.DecisionID, d)
+		return app.PublishEvent(t, b, schemas.TypePlacementDecided, schemas.DecisionSubject("east", ref), d.DecisionID, d)
 	}
 	apply := publish(web, 1, schemas.ActionApply)
 	del := publish(web, 2, schemas.ActionDelete)
@@ -32,7 +32,7 @@ func TestSupersededComparesWithTheSubjectsLastMessage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	superseded := pipeline.Superseded(decisions)
+	superseded := app.Superseded(decisions)
 	for _, tc := range []struct {
 		name    string
 		subject string

@@ -1,4 +1,4 @@
-package pipeline
+package app
 
 import (
 	"log/slog"

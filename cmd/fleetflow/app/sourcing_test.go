@@ -1,11 +1,11 @@
-package pipeline_test
+package app_test
 
 import (
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -18,12 +18,12 @@ func TestStateStreamCopiesEverythingFromTheStart(t *testing.T) {
 	for round := range 4 {
 		t.Run("round "+strconv.Itoa(round), func(t *testing.T) {
 			ctx := t.Context()
-			b := pipeline.OpenTestBus(t)
+			b := app.OpenTestBus(t)
 			published := 0
 			publish := func(eventType, subject string, payload schemas.Payload) {
 				t.Helper()
 				published++
-				pipeline.PublishEvent(t, b, eventType, subject, subject+"/"+strconv.Itoa(published), payload)
+				app.PublishEvent(t, b, eventType, subject, subject+"/"+strconv.Itoa(published), payload)
 			}
 			job := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "uid-web"}
 			subjects := map[string]bool{}

@@ -12,11 +12,11 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app/benchpipeline"
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/consumers/replay"
-	"github.com/fleetflow/fleetflow/internal/benchpipeline"
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -148,7 +148,7 @@ func (s *synth) due() error {
 		s.nextBeat = s.nextBeat.Add(benchpipeline.HeartbeatInterval)
 	}
 	for !s.nextTick.After(s.now) {
-		id := fmt.Sprintf("tick/%d", s.now.UnixNano()/int64(pipeline.PlacerTickInterval))
+		id := fmt.Sprintf("tick/%d", s.now.UnixNano()/int64(app.PlacerTickInterval))
 		e, err := schemas.NewEvent(schemas.TypePlacerTick, schemas.SourcePlacer, schemas.SubjectPlacerTick, id,
 			&schemas.PlacerTick{Time: s.now, Settings: placer.PlacerConfig{}.Settings()})
 		if err != nil {
@@ -157,7 +157,7 @@ func (s *synth) due() error {
 		if err := s.input(schemas.SubjectPlacerTick, e); err != nil {
 			return err
 		}
-		s.nextTick = s.nextTick.Add(pipeline.PlacerTickInterval)
+		s.nextTick = s.nextTick.Add(app.PlacerTickInterval)
 	}
 	return nil
 }

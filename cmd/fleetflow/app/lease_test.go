@@ -1,4 +1,4 @@
-package pipeline_test
+package app_test
 
 import (
 	"context"
@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -27,13 +27,13 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // stands by; when the first stops, the second takes over and rebuilds its view from the streams.
 func TestOnePlacerWorksAtATime(t *testing.T) {
 	ctx := t.Context()
-	b := pipeline.OpenTestBus(t)
+	b := app.OpenTestBus(t)
 	cfg := placer.PlacerConfig{LeaseTTL: 1500 * time.Millisecond}
 	start := func() (*logbuf.Buffer, context.CancelFunc, chan error) {
 		logs := &logbuf.Buffer{}
 		placerCtx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
-		go func() { done <- pipeline.RunPlacer(placerCtx, b, cfg, slog.New(slog.NewTextHandler(logs, nil))) }()
+		go func() { done <- app.RunPlacer(placerCtx, b, cfg, slog.New(slog.NewTextHandler(logs, nil))) }()
 		return logs, cancel, done
 	}
 	const working = "placer view rebuilt"

@@ -9,8 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -34,7 +34,7 @@ type relay struct {
 	outstanding []jetstream.PubAckFuture
 }
 
-func runRelay(ctx context.Context, b *pipeline.Bus, floor string, clusters int, log *slog.Logger) error {
+func runRelay(ctx context.Context, b *app.Bus, floor string, clusters int, log *slog.Logger) error {
 	stream, consumerCfg := schemas.PlacerConsumer()
 	consumer, err := bus.EnsureConsumer(ctx, b.JetStream, stream, consumerCfg)
 	if err != nil {

@@ -1,4 +1,4 @@
-package pipeline
+package app
 
 // Unanswered is unanswered, for the external tests.
 var Unanswered = unanswered

@@ -19,9 +19,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/internal/placementbench"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer func() { _ = os.RemoveAll(dir) }()
 		dataDir = dir
 	}
-	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: dataDir, Streams: schemas.DefaultStreamOptions()},
+	b, err := app.OpenBus(ctx, app.BusOptions{DataDir: dataDir, Streams: schemas.DefaultStreamOptions()},
 		"fleetflow-bench-placer", log)
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.BusFloor != "" {
 			placerErr = runRelay(placerCtx, b, cfg.BusFloor, cfg.Clusters, log)
 		} else {
-			placerErr = pipeline.RunPlacer(placerCtx, b, placer.PlacerConfig{}, log)
+			placerErr = app.RunPlacer(placerCtx, b, placer.PlacerConfig{}, log)
 		}
 		if placerCtx.Err() == nil {
 			cancelRun(fmt.Errorf("placer stopped: %w", placerErr))
@@ -274,7 +274,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 // loadFleet publishes the policy, the namespaces, every cluster and every node, then waits until the
 // placer has applied them all, so the workload phase measures workloads only.
-func loadFleet(ctx context.Context, b *pipeline.Bus, producer *asyncPublisher, cfg Config, res *Result) error {
+func loadFleet(ctx context.Context, b *app.Bus, producer *asyncPublisher, cfg Config, res *Result) error {
 	start := time.Now()
 	apis, err := servedAPIs()
 	if err != nil {
@@ -503,7 +503,7 @@ func percentile(sorted []float64, p float64) float64 {
 const rawPublishStream = "BENCH_RAW_PUBLISH"
 
 // rawPublish measures plain JetStream async publish of the workload messages' bytes to a scratch stream.
-func rawPublish(ctx context.Context, b *pipeline.Bus, msgs []*nats.Msg, cfg Config, res *Result) error {
+func rawPublish(ctx context.Context, b *app.Bus, msgs []*nats.Msg, cfg Config, res *Result) error {
 	n := cfg.RawMessages
 	if n == 0 {
 		n = max(cfg.Workloads, 100000)

@@ -1,4 +1,4 @@
-package pipeline_test
+package app_test
 
 import (
 	"log/slog"
@@ -14,9 +14,9 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -25,9 +25,9 @@ import (
 // handles shows the cluster's whole capacity, not only the nodes that changed since.
 func TestRestartedStatusWriterKnowsTheWholeFleet(t *testing.T) {
 	ctx := t.Context()
-	b := pipeline.OpenTestBus(t)
+	b := app.OpenTestBus(t)
 	for _, n := range []string{"n1", "n2", "n3"} {
-		pipeline.PublishEvent(t, b, schemas.TypeNodeChanged, schemas.NodeSubject("east", n), "node-"+n, &schemas.NodeState{
+		app.PublishEvent(t, b, schemas.TypeNodeChanged, schemas.NodeSubject("east", n), "node-"+n, &schemas.NodeState{
 			Cluster: "east", Name: n, Ready: true, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}})
 	}
 	state, err := b.JetStream.Stream(ctx, schemas.StreamState)
@@ -43,7 +43,7 @@ func TestRestartedStatusWriterKnowsTheWholeFleet(t *testing.T) {
 		map[schema.GroupVersionResource]string{clusters: "ClusterList"},
 		&unstructured.Unstructured{Object: map[string]any{"apiVersion": "fleetflow.io/v1alpha1", "kind": "Cluster",
 			"metadata": map[string]any{"name": "east", "uid": "uid-east"}}})
-	writer, err := pipeline.NewStatusWriter(ctx, b, &kube.Clients{Dynamic: dynamic}, slog.New(slog.DiscardHandler))
+	writer, err := app.NewStatusWriter(ctx, b, &kube.Clients{Dynamic: dynamic}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

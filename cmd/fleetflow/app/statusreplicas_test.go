@@ -1,4 +1,4 @@
-package pipeline_test
+package app_test
 
 import (
 	"fmt"
@@ -16,8 +16,8 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/kube"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -58,11 +58,11 @@ func allocatableCPU(t *testing.T, client dynamic.Interface, name string) string 
 // partial views at every heartbeat.
 func TestStatusWriterReplicasEachKnowTheWholeFleet(t *testing.T) {
 	ctx := t.Context()
-	b := pipeline.OpenTestBus(t)
+	b := app.OpenTestBus(t)
 	replicas := []dynamic.Interface{fakeControlPlane("east"), fakeControlPlane("east")}
 	for i, client := range replicas {
 		go func() {
-			err := pipeline.RunStatusWriter(ctx, b, &kube.Clients{Dynamic: client}, 30*time.Second,
+			err := app.RunStatusWriter(ctx, b, &kube.Clients{Dynamic: client}, 30*time.Second,
 				slog.New(slog.DiscardHandler).With("replica", i))
 			if err != nil && ctx.Err() == nil {
 				t.Errorf("status writer %d: %v", i, err)
@@ -80,13 +80,13 @@ func TestStatusWriterReplicasEachKnowTheWholeFleet(t *testing.T) {
 	})
 	for i := range 6 {
 		n := fmt.Sprintf("n%d", i)
-		pipeline.PublishEvent(t, b, schemas.TypeNodeChanged, schemas.NodeSubject("east", n), "node-"+n, &schemas.NodeState{
+		app.PublishEvent(t, b, schemas.TypeNodeChanged, schemas.NodeSubject("east", n), "node-"+n, &schemas.NodeState{
 			Cluster: "east", Name: n, Ready: true, Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}})
 	}
 	beat := 0
 	eventually(t, "every replica showing the 6 nodes' 48 CPUs", func() bool {
 		beat++
-		pipeline.PublishEvent(t, b, schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
+		app.PublishEvent(t, b, schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
 			fmt.Sprintf("heartbeat-%d", beat), &schemas.ClusterHeartbeat{Cluster: "east", Time: time.Now()})
 		for _, client := range replicas {
 			if allocatableCPU(t, client, "east") != "48" {

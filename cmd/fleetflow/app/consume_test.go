@@ -1,4 +1,4 @@
-package pipeline_test
+package app_test
 
 import (
 	"context"
@@ -13,9 +13,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -25,11 +25,11 @@ import (
 func TestPlacerStartsOverWhenItsConsumerIsDeleted(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	b := pipeline.OpenTestBus(t)
+	b := app.OpenTestBus(t)
 	logs := &logbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
-		done <- pipeline.RunPlacer(ctx, b, placer.PlacerConfig{}, slog.New(slog.NewTextHandler(logs, nil)))
+		done <- app.RunPlacer(ctx, b, placer.PlacerConfig{}, slog.New(slog.NewTextHandler(logs, nil)))
 	}()
 	stream, cfg := schemas.PlacerConsumer()
 	consumerExists := func() bool {
@@ -45,7 +45,7 @@ func TestPlacerStartsOverWhenItsConsumerIsDeleted(t *testing.T) {
 
 	ns := &schemas.ObjectChanged{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{"name": "team-a", "uid": "uid-team-a", "resourceVersion": "1"}}}
-	seq := pipeline.PublishEvent(t, b, schemas.TypeNamespaceChanged, schemas.NamespaceSubject("team-a"), "ns-team-a-1", ns)
+	seq := app.PublishEvent(t, b, schemas.TypeNamespaceChanged, schemas.NamespaceSubject("team-a"), "ns-team-a-1", ns)
 	eventually(t, "the event taken by the new consumer", func() bool {
 		c, err := b.JetStream.Consumer(ctx, stream, cfg.Durable)
 		if err != nil {
@@ -127,7 +127,7 @@ func TestPlacerStartedOverKeepsAPrunedWorkloadGone(t *testing.T) {
 	ctx := t.Context()
 	opts := schemas.DefaultStreamOptions()
 	opts.DuplicateWindow = 100 * time.Millisecond // JetStream's least
-	b, err := pipeline.OpenBus(ctx, pipeline.BusOptions{DataDir: t.TempDir(), Streams: opts}, t.Name(), slog.New(slog.DiscardHandler))
+	b, err := app.OpenBus(ctx, app.BusOptions{DataDir: t.TempDir(), Streams: opts}, t.Name(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,14 +190,14 @@ func TestPlacerStartedOverKeepsAPrunedWorkloadGone(t *testing.T) {
 type stateFixture struct {
 	t     *testing.T
 	ctx   context.Context
-	b     *pipeline.Bus
+	b     *app.Bus
 	state jetstream.Stream
 }
 
 func newStateFixture(t *testing.T) *stateFixture {
 	t.Helper()
 	ctx := t.Context()
-	b := pipeline.OpenTestBus(t)
+	b := app.OpenTestBus(t)
 	state, err := b.JetStream.Stream(ctx, schemas.StreamState)
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +210,7 @@ func (f *stateFixture) runPlacer(grace time.Duration) (stop func()) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- pipeline.RunPlacer(ctx, f.b, placer.PlacerConfig{StatePruneGrace: grace}, slog.New(slog.DiscardHandler))
+		done <- app.RunPlacer(ctx, f.b, placer.PlacerConfig{StatePruneGrace: grace}, slog.New(slog.DiscardHandler))
 	}()
 	return func() {
 		cancel()
@@ -222,7 +222,7 @@ func (f *stateFixture) runPlacer(grace time.Duration) (stop func()) {
 
 func (f *stateFixture) publish(eventType, subject, id string, payload schemas.Payload) {
 	f.t.Helper()
-	pipeline.PublishEvent(f.t, f.b, eventType, subject, id, payload)
+	app.PublishEvent(f.t, f.b, eventType, subject, id, payload)
 }
 
 // seedFleet publishes a policy taking every workload and a Ready cluster east of two 8-CPU nodes.

@@ -1,12 +1,12 @@
-package pipeline_test
+package app_test
 
 import (
 	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -17,17 +17,17 @@ func TestOpenBusRefusesExternalSettingsForTheEmbeddedServer(t *testing.T) {
 	replicated.Replicas = 3
 	tests := []struct {
 		name string
-		opts pipeline.BusOptions
+		opts app.BusOptions
 		want string
 	}{
-		{"credentials", pipeline.BusOptions{Streams: schemas.DefaultStreamOptions(), Auth: bus.ClientAuth{CredsFile: "user.creds"}},
+		{"credentials", app.BusOptions{Streams: schemas.DefaultStreamOptions(), Auth: bus.ClientAuth{CredsFile: "user.creds"}},
 			"apply to an external server: give --nats-url too"},
-		{"stream replicas", pipeline.BusOptions{Streams: replicated}, "stream replicas 3 need an external JetStream cluster (--nats-url)"},
+		{"stream replicas", app.BusOptions{Streams: replicated}, "stream replicas 3 need an external JetStream cluster (--nats-url)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.DataDir = t.TempDir()
-			b, err := pipeline.OpenBus(t.Context(), tt.opts, t.Name(), slog.New(slog.DiscardHandler))
+			b, err := app.OpenBus(t.Context(), tt.opts, t.Name(), slog.New(slog.DiscardHandler))
 			if err == nil {
 				b.Close()
 				t.Fatal("OpenBus succeeded")

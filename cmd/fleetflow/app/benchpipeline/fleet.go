@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
-	"github.com/fleetflow/fleetflow/internal/pipeline"
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/placementbench"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -154,7 +154,7 @@ func nodeEvent(c, n, gpuNodes int) (outgoing, error) {
 
 // servedAPIs is what every synthetic cluster's discovery reports: core kinds and every built-in RI's kind.
 func servedAPIs() ([]string, error) {
-	kinds, err := pipeline.BuiltinKinds()
+	kinds, err := app.BuiltinKinds()
 	if err != nil {
 		return nil, err
 	}
