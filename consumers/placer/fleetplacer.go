@@ -40,10 +40,10 @@ type PlacerConfig struct {
 	// pods (default 5m).
 	ReservationTTL time.Duration
 	// LeaseTTL is how long the placer lease outlives its holder's last renewal; a standby placer takes
-	// over within about this long after the holder dies (default 15s, see pipeline.RunPlacer).
+	// over within about this long after the holder dies (default 15s, see app.RunPlacer).
 	LeaseTTL time.Duration
 	// StatePruneGrace is how long after a deleted workload is gone (TakeGone) what the state stream keeps of
-	// it is pruned, so the reports that follow its Deletes go with it (default 1m, see pipeline.RunPlacer).
+	// it is pruned, so the reports that follow its Deletes go with it (default 1m, see app.RunPlacer).
 	StatePruneGrace time.Duration
 	// FailedApplyRetry is how long after an applier gave up on an Apply (forbidden, invalid, an old CRD) it is
 	// sent again when nothing else changed (default 5m): what was refused may be fixed in the cluster.

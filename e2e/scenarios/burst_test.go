@@ -152,7 +152,7 @@ func TestBurstDoesNotOvercommit(t *testing.T) {
 	}
 }
 
-// runPlacer runs the placer the way pipeline.RunPlacer does (rebuild from the state stream, then the
+// runPlacer runs the placer the way app.RunPlacer does (rebuild from the state stream, then the
 // durable consumer), but keeps hold of it so the test can read the reservations in its fleet view. It
 // leaves out RunPlacer's clock ticks, which only judge heartbeats, pending pods and expired
 // reservations; none of those may change anything in this test, and without ticks no reservation can

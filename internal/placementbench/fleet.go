@@ -25,9 +25,9 @@ type Config struct {
 	GPUNodePercent int
 	Seed           int64
 	// PipelineMix replaces the mixed policies and workloads with those of the pipeline benchmark
-	// (internal/benchpipeline): one policy under which every workload fills the on-prem clusters first and
-	// spills to the cloud ones, so once on-prem is full each cycle rejects half the fleet for capacity, and its
-	// workload mix (see PipelineAnalyses).
+	// (cmd/fleetflow/app/benchpipeline): one policy under which every workload fills the on-prem clusters
+	// first and spills to the cloud ones, so once on-prem is full each cycle rejects half the fleet for
+	// capacity, and its workload mix (see PipelineAnalyses).
 	PipelineMix bool
 	// CPUProfile, when set, is the file a CPU profile of the placement phase (not the fleet build) is written to.
 	CPUProfile string

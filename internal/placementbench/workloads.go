@@ -101,10 +101,10 @@ func Analyses(n int, seed int64) ([]*karta.Analysis, error) {
 	return out, nil
 }
 
-// pipelineShape draws one workload of the pipeline benchmark's mix (internal/benchpipeline): the five GPU gang
-// kinds and two CPU services with equal odds per draw, a PyTorchJob whose master needs GPUs too, and one GPU
-// workload in a hundred asking 16 GPUs per pod, more than any node has. It returns the shape's parameters as a
-// key, so identical shapes are analyzed once.
+// pipelineShape draws one workload of the pipeline benchmark's mix (cmd/fleetflow/app/benchpipeline): the five
+// GPU gang kinds and two CPU services with equal odds per draw, a PyTorchJob whose master needs GPUs too, and
+// one GPU workload in a hundred asking 16 GPUs per pod, more than any node has. It returns the shape's
+// parameters as a key, so identical shapes are analyzed once.
 func pipelineShape(r *rand.Rand) (string, map[string]any) {
 	workers := 1 + r.IntN(4)
 	gpus := []int{1, 2, 4, 8}[r.IntN(4)]
