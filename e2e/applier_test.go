@@ -19,6 +19,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // applierFixture drives an Applier of cluster-a directly with decisions built in the test, against the real
@@ -54,7 +55,7 @@ func (f *applierFixture) decide(action schemas.DecisionAction, object *unstructu
 	f.t.Helper()
 	f.seq++
 	subject, decided := f.decision(action, object, uid, f.seq)
-	event, err := schemas.NewEvent(schemas.TypePlacementDecided, "/e2e", subject, decided.DecisionID, decided)
+	event, err := codec.NewEvent(schemas.TypePlacementDecided, "/e2e", subject, decided.DecisionID, decided)
 	if err != nil {
 		f.t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // TestPartsRunAsSeparateProcesses runs the fleetflow binary once per part, as separate processes against
@@ -118,7 +119,7 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 	}
 
 	// Wait until the parts see the fleet, as an operator would before submitting work.
-	b, err := app.OpenBus(ctx, app.BusOptions{URL: url, Streams: schemas.DefaultStreamOptions()}, "e2e", e2eenv.TestLogger(t))
+	b, err := app.OpenBus(ctx, app.BusOptions{URL: url, Streams: streams.DefaultOptions()}, "e2e", e2eenv.TestLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 		!strings.Contains(body, "[+]nats-connected ok") {
 		t.Errorf("the placer's /readyz answered %d:\n%s", code, body)
 	}
-	_, placerConsumer := schemas.PlacerConsumer()
+	_, placerConsumer := streams.PlacerConsumer()
 	wantMetrics := map[string][]string{
 		placerHealth: {"fleetflow_placer_leader 1", `fleetflow_placer_verdicts_total{status="Placed"}`,
 			`fleetflow_events_handled_total{consumer="` + placerConsumer.Durable + `",outcome="ok",type="` + schemas.TypeWorkloadChanged + `"}`,

@@ -11,6 +11,7 @@ import (
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // TestPlacerRestartLosesNothing kills the placer while jobs are being submitted and starts a new one
@@ -141,7 +142,7 @@ func allDecisions(t *testing.T, e *e2eenv.Env) []*schemas.PlacementDecided {
 			if err != nil {
 				t.Fatal(err)
 			}
-			payload, err := schemas.DecodePayload(event)
+			payload, err := codec.DecodePayload(event)
 			if err != nil {
 				t.Fatal(err)
 			}

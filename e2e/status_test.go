@@ -18,6 +18,7 @@ import (
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // TestStatusFlowsBackToTheControlPlane plays the workload cluster's part: once the job is placed, a
@@ -237,7 +238,7 @@ func publishDelivery(t *testing.T, e *e2eenv.Env, eventType, subject, id string,
 // deliveryOf is an event as a consumer would deliver it from stream sequence seq.
 func deliveryOf(t *testing.T, eventType, subject, id string, payload schemas.Payload, seq uint64) bus.Delivery {
 	t.Helper()
-	event, err := schemas.NewEvent(eventType, "/e2e", subject, id, payload)
+	event, err := codec.NewEvent(eventType, "/e2e", subject, id, payload)
 	if err != nil {
 		t.Fatal(err)
 	}

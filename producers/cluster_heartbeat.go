@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // HeartbeatID identifies the heartbeat of cluster in the heartbeat slot that contains t: replicas that
@@ -61,7 +62,7 @@ func (p *ClusterProducer) beat(ctx context.Context) error {
 	}
 	now := time.Now().UTC()
 	subject := schemas.ClusterHeartbeatSubject(p.Cluster)
-	event, err := schemas.NewEvent(schemas.TypeClusterHeartbeat, schemas.SourceClusterProducer(p.Cluster), subject,
+	event, err := codec.NewEvent(schemas.TypeClusterHeartbeat, schemas.SourceClusterProducer(p.Cluster), subject,
 		HeartbeatID(p.Cluster, now, p.Heartbeat), &schemas.ClusterHeartbeat{Cluster: p.Cluster, Time: now})
 	if err != nil {
 		return err

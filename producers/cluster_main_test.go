@@ -23,6 +23,8 @@ import (
 	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // testCluster is the one workload cluster of the package's fleet.
@@ -43,10 +45,10 @@ type bench struct {
 
 func newBench(t *testing.T) *bench {
 	t.Helper()
-	return newBenchWith(t, schemas.DefaultStreamOptions())
+	return newBenchWith(t, streams.DefaultOptions())
 }
 
-func newBenchWith(t *testing.T, streams schemas.StreamOptions) *bench {
+func newBenchWith(t *testing.T, opts streams.Options) *bench {
 	t.Helper()
 	fleet := localfleettest.Fleet(t)
 	clients, err := kube.NewClients(fleet.Workloads[0].RESTConfig())
@@ -63,7 +65,7 @@ func newBenchWith(t *testing.T, streams schemas.StreamOptions) *bench {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	if err := bus.ProvisionStreams(context.Background(), js, streams, slog.New(slog.DiscardHandler)); err != nil {
+	if err := bus.ProvisionStreams(context.Background(), js, opts, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	stream, err := js.Stream(context.Background(), schemas.StreamEvents)
@@ -128,7 +130,7 @@ func (b *bench) run() (stop func()) {
 // have, and waits until the state stream holds it.
 func (b *bench) publishToState(eventType, subject, id string, payload schemas.Payload) {
 	b.t.Helper()
-	event, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
+	event, err := codec.NewEvent(eventType, "/test", subject, id, payload)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -161,7 +163,7 @@ func (b *bench) messages(subject string) []storedEvent {
 		if err != nil {
 			b.t.Fatalf("decode message %d on %s: %v", msg.Sequence, subject, err)
 		}
-		payload, err := schemas.DecodePayload(event)
+		payload, err := codec.DecodePayload(event)
 		if err != nil {
 			b.t.Fatalf("payload of message %d on %s: %v", msg.Sequence, subject, err)
 		}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 func TestNodeStateSumsEffectiveRequestsOfNonTerminalPods(t *testing.T) {
@@ -211,7 +213,7 @@ func TestNodeStateReturningToAnEarlierValueIsStored(t *testing.T) {
 // A stale state stored by someone else (or left by a producer that died mid-change) is repaired by the
 // periodic resync, once the duplicate window of the current state's id has passed.
 func TestStateResyncRepairsAStaleLastState(t *testing.T) {
-	b := newBenchWith(t, schemas.StreamOptions{History: time.Hour, DuplicateWindow: 200 * time.Millisecond, Replicas: 1})
+	b := newBenchWith(t, streams.Options{History: time.Hour, DuplicateWindow: 200 * time.Millisecond, Replicas: 1})
 	const nodeName = "node-resync"
 	b.createNode(nodeSpec{name: nodeName, allocatable: resources("cpu=4"), ready: true})
 	b.start(func(p *producers.ClusterProducer) { p.StateResync = 500 * time.Millisecond })
@@ -220,7 +222,7 @@ func TestStateResyncRepairsAStaleLastState(t *testing.T) {
 	subject := schemas.NodeSubject(testCluster, nodeName)
 	stale := &schemas.NodeState{Cluster: testCluster, Name: nodeName, Allocatable: resources("cpu=4"),
 		Requested: resources("cpu=3"), Pods: 3, Ready: true}
-	event, err := schemas.NewEvent(schemas.TypeNodeChanged, "/test", subject, "stale-state", stale)
+	event, err := codec.NewEvent(schemas.TypeNodeChanged, "/test", subject, "stale-state", stale)
 	if err != nil {
 		t.Fatal(err)
 	}

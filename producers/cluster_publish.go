@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // statePublisher publishes the latest state of one thing per subject (a node, a workload's status, the
@@ -80,7 +81,7 @@ func (s *statePublisher) publish(ctx context.Context, eventType, subject, kind, 
 }
 
 func (s *statePublisher) send(ctx context.Context, eventType, subject, id string, payload schemas.Payload, lastSeq uint64) (uint64, error) {
-	event, err := schemas.NewEvent(eventType, s.source, subject, id, payload)
+	event, err := codec.NewEvent(eventType, s.source, subject, id, payload)
 	if err != nil {
 		return 0, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // Family says how objects of one kind are published: their event types and subject.
@@ -559,7 +560,7 @@ func (p *ControlPlaneProducer) sendDeletion(ctx context.Context, key objectKey, 
 }
 
 func (p *ControlPlaneProducer) send(ctx context.Context, eventType, subject, id string, payload schemas.Payload) error {
-	event, err := schemas.NewEvent(eventType, schemas.SourceControlPlaneProducer, subject, id, payload)
+	event, err := codec.NewEvent(eventType, schemas.SourceControlPlaneProducer, subject, id, payload)
 	if err != nil {
 		return err
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // TestDeletionOfANameTakenAgainIsPublishedFirst: a workload deleted and created again under its name before
@@ -61,7 +62,7 @@ func TestDeletionOfANameTakenAgainIsPublishedFirst(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		payload, err := schemas.DecodePayload(event)
+		payload, err := codec.DecodePayload(event)
 		if err != nil {
 			t.Fatal(err)
 		}

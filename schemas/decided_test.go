@@ -124,31 +124,3 @@ func TestPlacementDecidedCarriesOnlyWhatAnApplyMay(t *testing.T) {
 		})
 	}
 }
-
-// TestDecisionCarryingAVerdictSaysSoInItsAttributes: a decision that carries a verdict is marked with the
-// verdict extension attribute, set to its status, so a reader that wants only verdicts can skip the others
-// without decoding them; a decision without one is not marked.
-func TestDecisionCarryingAVerdictSaysSoInItsAttributes(t *testing.T) {
-	ref := ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web", UID: "u"}
-	object := map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web", "namespace": "team"}}
-	for _, tc := range []struct {
-		name    string
-		verdict *PlacementVerdict
-		want    any
-	}{
-		{"carrying its Placed verdict", &PlacementVerdict{Workload: ref, Sequence: 7, Status: VerdictPlaced, Clusters: []string{"east"}}, "Placed"},
-		{"without a verdict", nil, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := &PlacementDecided{DecisionID: "u/7/Apply/east", Workload: ref, Cluster: "east", Action: ActionApply, Sequence: 7,
-				Object: object, Verdict: tc.verdict}
-			e, err := NewEvent(TypePlacementDecided, SourcePlacer, DecisionSubject("east", ref), d.DecisionID, d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := e.Extensions()[ExtensionVerdict]; got != tc.want {
-				t.Errorf("verdict attribute = %v, want %v", got, tc.want)
-			}
-		})
-	}
-}

@@ -5,13 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"time"
-
-	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 )
 
 // ContentTypeJSON is the datacontenttype of every fleetflow event.
 const ContentTypeJSON = "application/json"
+
+// ExtensionVerdict is the CloudEvents extension attribute of a decision that carries a verdict, set to the
+// verdict's status: a reader that wants only verdicts (the status writer) skips the other decisions unread.
+const ExtensionVerdict = "verdict"
 
 // payloadFactories maps each event type to a constructor of its payload. An event type missing here is
 // not part of the contract and is rejected by DecodePayload.
@@ -39,70 +40,6 @@ var payloadFactories = map[string]func() Payload{
 	TypeClusterAPIs:      func() Payload { return &ClusterAPIs{} },
 	TypeWorkloadStatus:   func() Payload { return &WorkloadStatus{} },
 	TypePlacerTick:       func() Payload { return &PlacerTick{} },
-}
-
-// ExtensionVerdict is the CloudEvents extension attribute of a decision that carries a verdict, set to the
-// verdict's status: a reader that wants only verdicts (the status writer) skips the other decisions unread.
-const ExtensionVerdict = "verdict"
-
-// NewEvent builds a valid CloudEvent carrying payload. The id is derived from the content identity
-// (see the *ID functions) because it doubles as the JetStream Nats-Msg-Id, which drops duplicate publishes.
-func NewEvent(eventType, source, subject, id string, payload Payload) (cloudevents.Event, error) {
-	if _, known := payloadFactories[eventType]; !known {
-		return cloudevents.Event{}, fmt.Errorf("event type %q is not defined in schemas", eventType)
-	}
-	if err := payload.Validate(); err != nil {
-		return cloudevents.Event{}, fmt.Errorf("%s payload for %s: %w", eventType, subject, err)
-	}
-	e := cloudevents.New()
-	e.SetID(id)
-	e.SetType(eventType)
-	e.SetSource(source)
-	e.SetSubject(subject)
-	e.SetTime(time.Now().UTC())
-	if d, ok := payload.(*PlacementDecided); ok && d.Verdict != nil {
-		e.SetExtension(ExtensionVerdict, string(d.Verdict.Status))
-	}
-	data, err := encodePayload(payload)
-	if err != nil {
-		return cloudevents.Event{}, fmt.Errorf("encode %s payload: %w", eventType, err)
-	}
-	if err := e.SetData(ContentTypeJSON, data); err != nil {
-		return cloudevents.Event{}, fmt.Errorf("encode %s payload: %w", eventType, err)
-	}
-	if err := e.Validate(); err != nil {
-		return cloudevents.Event{}, fmt.Errorf("cloudevent %s: %w", id, err)
-	}
-	return e, nil
-}
-
-// DecodePayload checks that e is a valid CloudEvent of a known type and returns its validated payload.
-func DecodePayload(e cloudevents.Event) (Payload, error) {
-	if err := e.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid cloudevent: %w", err)
-	}
-	factory, known := payloadFactories[e.Type()]
-	if !known {
-		return nil, fmt.Errorf("cloudevent %s: type %q is not a fleetflow event type", e.ID(), e.Type())
-	}
-	if ct := e.DataContentType(); ct != "" && ct != ContentTypeJSON {
-		return nil, fmt.Errorf("cloudevent %s: datacontenttype %q, want %s", e.ID(), ct, ContentTypeJSON)
-	}
-	payload := factory()
-	decode := json.Unmarshal
-	if d, ok := payload.(interface{ decodeJSON([]byte) error }); ok {
-		decode = func(data []byte, _ any) error { return d.decodeJSON(data) }
-	}
-	if err := decode(e.Data(), payload); err != nil {
-		if where := badQuantityPath(e.Data(), payload); where != "" {
-			return nil, fmt.Errorf("cloudevent %s (%s): invalid payload: %s", e.ID(), e.Type(), where)
-		}
-		return nil, fmt.Errorf("cloudevent %s (%s): payload is not valid JSON for this type: %w", e.ID(), e.Type(), err)
-	}
-	if err := payload.Validate(); err != nil {
-		return nil, fmt.Errorf("cloudevent %s (%s): invalid payload: %w", e.ID(), e.Type(), err)
-	}
-	return payload, nil
 }
 
 // WorkloadChangedID identifies one version of a workload: the same object version is one event.
@@ -133,4 +70,44 @@ func WorkloadDeletedID(ref ObjectRef) string { return "workload-deleted/" + ref.
 // PlacementOutcomeID identifies an applier's report on one decision.
 func PlacementOutcomeID(outcome, decisionID string) string {
 	return "placement-" + outcome + "/" + decisionID
+}
+
+// EncodeData checks that payload is valid for eventType, a type of this contract, and returns what an
+// event's data holds: the payload's JSON, or the payload for a JSON encoder to write.
+func EncodeData(eventType string, payload Payload) (any, error) {
+	if _, known := payloadFactories[eventType]; !known {
+		return nil, fmt.Errorf("event type %q is not defined in schemas", eventType)
+	}
+	if err := payload.Validate(); err != nil {
+		return nil, fmt.Errorf("%s payload: %w", eventType, err)
+	}
+	data, err := encodePayload(payload)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s payload: %w", eventType, err)
+	}
+	return data, nil
+}
+
+// DecodeData decodes and validates the data of an event of eventType. An error names the field at fault
+// where it can (a quantity that does not parse), but not the event: the caller knows its id.
+func DecodeData(eventType string, data []byte) (Payload, error) {
+	factory, known := payloadFactories[eventType]
+	if !known {
+		return nil, fmt.Errorf("type %q is not a fleetflow event type", eventType)
+	}
+	payload := factory()
+	decode := json.Unmarshal
+	if d, ok := payload.(interface{ decodeJSON([]byte) error }); ok {
+		decode = func(data []byte, _ any) error { return d.decodeJSON(data) }
+	}
+	if err := decode(data, payload); err != nil {
+		if where := badQuantityPath(data, payload); where != "" {
+			return nil, fmt.Errorf("invalid payload: %s", where)
+		}
+		return nil, fmt.Errorf("payload is not valid JSON for this type: %w", err)
+	}
+	if err := payload.Validate(); err != nil {
+		return nil, fmt.Errorf("invalid payload: %w", err)
+	}
+	return payload, nil
 }

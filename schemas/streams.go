@@ -4,8 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"time"
-
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Stream names.
@@ -56,66 +54,6 @@ func ApplierConsumerName(cluster string) string {
 // maxConsumerName bounds the durable consumer names fleetflow makes.
 const maxConsumerName = 200
 
-// StreamOptions tune the streams without changing their shape.
-type StreamOptions struct {
-	// History is how long events and decisions are kept for audit and replay.
-	History time.Duration
-	// DuplicateWindow is how long JetStream remembers Nats-Msg-Ids to drop duplicate publishes.
-	DuplicateWindow time.Duration
-	// Replicas is the JetStream replication factor (1 for the embedded server).
-	Replicas int
-	// Storage is file storage unless Memory is set.
-	Memory bool
-}
-
-// DefaultStreamOptions keeps a week of history and a two-minute dedupe window.
-func DefaultStreamOptions() StreamOptions {
-	return StreamOptions{History: 7 * 24 * time.Hour, DuplicateWindow: 2 * time.Minute, Replicas: 1}
-}
-
-// Streams is the one definition of fleetflow's streams.
-func Streams(opts StreamOptions) []jetstream.StreamConfig {
-	storage := jetstream.FileStorage
-	if opts.Memory {
-		storage = jetstream.MemoryStorage
-	}
-	replicas := max(opts.Replicas, 1)
-	return []jetstream.StreamConfig{
-		{
-			Name:        StreamEvents,
-			Description: "fleetflow input events and applier outcomes (history for audit and replay)",
-			Subjects:    []string{SubjectAllEvents},
-			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      opts.History,
-			Duplicates:  opts.DuplicateWindow,
-			Storage:     storage,
-			Replicas:    replicas,
-		},
-		{
-			Name:        StreamDecisions,
-			Description: "fleetflow placement decisions, one subject per cluster and workload",
-			Subjects:    []string{SubjectAllDecisions},
-			Retention:   jetstream.LimitsPolicy,
-			MaxAge:      opts.History,
-			Duplicates:  opts.DuplicateWindow,
-			Storage:     storage,
-			Replicas:    replicas,
-		},
-		{
-			Name:              StreamState,
-			Description:       "fleetflow last value per subject of events and decisions (rebuilds the placer's view)",
-			Retention:         jetstream.LimitsPolicy,
-			MaxMsgsPerSubject: 1,
-			Storage:           storage,
-			Replicas:          replicas,
-			Sources: []*jetstream.StreamSource{
-				{Name: StreamEvents, FilterSubject: SubjectStateEvents, OptStartSeq: 1},
-				{Name: StreamDecisions, OptStartSeq: 1},
-			},
-		},
-	}
-}
-
 // MaxDeliver bounds how often a message is offered, so nothing is retried forever. Consumers space out
 // retries themselves with NakWithDelay (RetryDelay), because a server-side BackOff would also shorten the
 // ack wait of a slow but healthy first attempt.
@@ -144,49 +82,6 @@ var PlacerInputs = []string{
 	SubjectEventsPrefix + ".placer.>",
 }
 
-// PlacerConsumer is the placer's durable consumer on its input events.
-func PlacerConsumer() (stream string, cfg jetstream.ConsumerConfig) {
-	return StreamEvents, jetstream.ConsumerConfig{
-		Durable:        ConsumerPlacer,
-		Description:    "placer: fleet events to placement decisions",
-		FilterSubjects: PlacerInputs,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		AckWait:        30 * time.Second,
-		MaxDeliver:     MaxDeliver,
-		MaxAckPending:  1000,
-	}
-}
-
-// ApplierConsumer is the durable consumer of the applier for cluster.
-func ApplierConsumer(cluster string) (stream string, cfg jetstream.ConsumerConfig) {
-	return StreamDecisions, jetstream.ConsumerConfig{
-		Durable:       ApplierConsumerName(cluster),
-		Description:   "applier for cluster " + cluster,
-		FilterSubject: ClusterDecisionsFilter(cluster),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckWait:       time.Minute,
-		MaxDeliver:    MaxDeliver,
-		MaxAckPending: 1000,
-	}
-}
-
-// StatusDecisionsConsumer is the status writer's durable consumer of decisions: a Placed verdict rides with
-// the Apply that carries it out (PlacementDecided.Verdict) rather than on a verdict subject.
-func StatusDecisionsConsumer() (stream string, cfg jetstream.ConsumerConfig) {
-	return StreamDecisions, jetstream.ConsumerConfig{
-		Durable:       ConsumerStatusDecisions,
-		Description:   "status writer: Placed verdicts carried by Apply decisions, back to the control plane",
-		FilterSubject: SubjectAllDecisions,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    MaxDeliver,
-		MaxAckPending: 1000,
-	}
-}
-
 // StatusFleetSubjects are what every status writer reads whole, each replica for itself (from the state
 // stream, not on its shared durable consumer): cluster heartbeats, APIs, specs and nodes (summed into Cluster
 // status), ticks (a silent cluster turning NotReady), and RIs (whose statusMappings give the phase). Shared
@@ -197,26 +92,4 @@ var StatusFleetSubjects = []string{
 	SubjectEventsPrefix + ".cluster.>",
 	SubjectEventsPrefix + ".node.>",
 	SubjectPlacerTick,
-}
-
-// StatusConsumer is the durable consumer of the status writer, whose replicas share its work: workload
-// statuses from the clusters, verdicts of their own, applier outcomes, RIs (their Accepted condition) and
-// policies (validated into their status). The fleet (StatusFleetSubjects) each replica reads for itself.
-func StatusConsumer() (stream string, cfg jetstream.ConsumerConfig) {
-	return StreamEvents, jetstream.ConsumerConfig{
-		Durable:     ConsumerStatus,
-		Description: "status writer: workload status and placement outcomes back to the control plane",
-		FilterSubjects: []string{
-			SubjectEventsPrefix + ".status.>",
-			SubjectEventsPrefix + ".verdict.>",
-			SubjectEventsPrefix + ".placement.>",
-			SubjectEventsPrefix + ".resourceinterface.>",
-			SubjectEventsPrefix + ".policy.>",
-		},
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    MaxDeliver,
-		MaxAckPending: 1000,
-	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 func init() { registerCommand(newDemoCommand) }
@@ -186,7 +187,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 }
 
 func openDemoBus(ctx context.Context, dataDir, listen string) (*app.Bus, error) {
-	opts := app.BusOptions{DataDir: dataDir, Listen: listen, Streams: schemas.DefaultStreamOptions()}
+	opts := app.BusOptions{DataDir: dataDir, Listen: listen, Streams: streams.DefaultOptions()}
 	b, err := app.OpenBus(ctx, opts, "fleetflow-demo", slog.Default())
 	if err != nil && listen != "127.0.0.1:0" {
 		// The default port may be taken by another NATS; any port will do for the demo.

@@ -27,7 +27,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/producers"
-	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 func init() {
@@ -67,8 +67,8 @@ func registerNATSAuth(flags *pflag.FlagSet, auth *bus.ClientAuth) {
 }
 
 // streamOptions reads --history and --stream-replicas. Each part checks them before it starts anything.
-func (f *busFlags) streamOptions() (schemas.StreamOptions, error) {
-	opts := schemas.DefaultStreamOptions()
+func (f *busFlags) streamOptions() (streams.Options, error) {
+	opts := streams.DefaultOptions()
 	history, err := parseDuration("--history", f.history)
 	if err != nil {
 		return opts, err

@@ -20,6 +20,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // Labels and annotations that tie a copied object to its control-plane workload.
@@ -418,7 +419,7 @@ func (a *Applier) report(ctx context.Context, eventType, outcome string, payload
 		ref, decisionID = p.Workload, p.DecisionID
 	}
 	subject := schemas.PlacementSubject(a.Cluster, ref)
-	event, err := schemas.NewEvent(eventType, schemas.SourceApplier(a.Cluster), subject,
+	event, err := codec.NewEvent(eventType, schemas.SourceApplier(a.Cluster), subject,
 		schemas.PlacementOutcomeID(outcome, decisionID), payload)
 	if err != nil {
 		return bus.Permanent(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/bus/bustest"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // TestStaleDecisionsAreJudgedWithinOneEpoch: a decision older than the one an object records is stale only
@@ -117,7 +118,7 @@ func TestApplierGivingUpSaysWhatHappened(t *testing.T) {
 
 func delivery(t *testing.T, seq uint64, eventType, subject string, payload schemas.Payload) bus.Delivery {
 	t.Helper()
-	e, err := schemas.NewEvent(eventType, "/test", subject, subject, payload)
+	e, err := codec.NewEvent(eventType, "/test", subject, subject, payload)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // AuditQuery selects what an audit tail prints.
@@ -292,7 +293,7 @@ func toRecord(stream string, msg jetstream.Msg) (AuditRecord, *jetstream.MsgMeta
 		return rec, meta
 	}
 	rec.Event = event
-	rec.Payload, rec.Err = schemas.DecodePayload(event)
+	rec.Payload, rec.Err = codec.DecodePayload(event)
 	return rec, meta
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/bus/bustest"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // TestAuditTailLeavesNoConsumers: every audit reads through ordered consumers; each must be gone from the
@@ -147,7 +148,7 @@ func placedVerdictOfJob(t *testing.T) (string, cloudevents.Event) {
 	t.Helper()
 	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "ns", Name: "job", UID: "u1"}
 	verdict := &schemas.PlacementVerdict{Workload: ref, Sequence: 1, Status: schemas.VerdictPlaced, Clusters: []string{"a"}}
-	event, err := schemas.NewEvent(schemas.TypePlacementVerdict, "/test", schemas.VerdictSubject(ref), "v1", verdict)
+	event, err := codec.NewEvent(schemas.TypePlacementVerdict, "/test", schemas.VerdictSubject(ref), "v1", verdict)
 	if err != nil {
 		t.Fatal(err)
 	}

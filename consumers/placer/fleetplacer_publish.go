@@ -12,6 +12,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // AsyncEventPublisher publishes without waiting for the stream's acknowledgement; *bus.Publisher
@@ -63,7 +64,7 @@ type publishResult struct {
 }
 
 func (r *publishResult) publish(async AsyncEventPublisher, o outgoing) {
-	event, err := schemas.NewEvent(o.eventType, schemas.SourcePlacer, o.subject, o.id, o.payload)
+	event, err := codec.NewEvent(o.eventType, schemas.SourcePlacer, o.subject, o.id, o.payload)
 	if err == nil {
 		var future jetstream.PubAckFuture
 		if future, err = async.PublishAsync(o.subject, event); err == nil {
@@ -112,7 +113,7 @@ func (p *Placer) send(ctx context.Context, eventType, subject, id string, payloa
 	countSent(payload)
 	async, ok := p.publisher.(AsyncEventPublisher)
 	if !ok {
-		event, err := schemas.NewEvent(eventType, schemas.SourcePlacer, subject, id, payload)
+		event, err := codec.NewEvent(eventType, schemas.SourcePlacer, subject, id, payload)
 		if err != nil {
 			return fmt.Errorf("placer: %w", err)
 		}

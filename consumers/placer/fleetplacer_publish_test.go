@@ -17,6 +17,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // fakeFuture is what JetStream hands back for an async publish: an acknowledgement or an error.
@@ -38,7 +39,7 @@ type sent struct {
 // payload decodes what was sent.
 func (s sent) payload(t *testing.T) schemas.Payload {
 	t.Helper()
-	p, err := schemas.DecodePayload(s.event)
+	p, err := codec.DecodePayload(s.event)
 	if err != nil {
 		t.Fatalf("%s on %s: %v", s.eventType, s.subject, err)
 	}
@@ -98,7 +99,7 @@ func (r *asyncRecorder) ofType(eventType string) []sent {
 
 func delivery(t *testing.T, seq uint64, eventType, subject string, payload schemas.Payload) bus.Delivery {
 	t.Helper()
-	e, err := schemas.NewEvent(eventType, "/test", subject, subject, payload)
+	e, err := codec.NewEvent(eventType, "/test", subject, subject, payload)
 	if err != nil {
 		t.Fatal(err)
 	}

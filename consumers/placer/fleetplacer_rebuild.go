@@ -20,6 +20,7 @@ import (
 	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // streamSourceHeader is set by JetStream on messages a stream sourced from another; its second field is
@@ -161,7 +162,7 @@ func decodeMessage(msg jetstream.Msg) (cloudevents.Event, schemas.Payload, bool)
 	if err != nil {
 		return event, nil, false
 	}
-	payload, err := schemas.DecodePayload(event)
+	payload, err := codec.DecodePayload(event)
 	return event, payload, err == nil
 }
 

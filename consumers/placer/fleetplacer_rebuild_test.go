@@ -21,6 +21,8 @@ import (
 	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // rebuildFixture is an embedded JetStream whose streams hold one Ready cluster "east" with a node, a policy
@@ -49,7 +51,7 @@ func newRebuildFixture(t *testing.T) *rebuildFixture {
 	}
 	t.Cleanup(producer.Close)
 	f.js = js
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), f.log); err != nil {
+	if err := bus.ProvisionStreams(ctx, js, streams.DefaultOptions(), f.log); err != nil {
 		t.Fatal(err)
 	}
 	publish := func(eventType, subject string, payload schemas.Payload) {
@@ -73,7 +75,7 @@ func newRebuildFixture(t *testing.T) *rebuildFixture {
 // publish publishes an event as a producer would, with id as its dedupe id.
 func (f *rebuildFixture) publish(t *testing.T, eventType, subject, id string, payload schemas.Payload) {
 	t.Helper()
-	e, err := schemas.NewEvent(eventType, "/test", subject, id, payload)
+	e, err := codec.NewEvent(eventType, "/test", subject, id, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +242,7 @@ func TestRebuildDropsWhatItKnowsNothingOf(t *testing.T) {
 // publishState publishes an event and waits until the state stream holds it.
 func (f *rebuildFixture) publishState(t *testing.T, eventType, subject string, payload schemas.Payload) {
 	t.Helper()
-	e, err := schemas.NewEvent(eventType, "/test", subject, subject, payload)
+	e, err := codec.NewEvent(eventType, "/test", subject, subject, payload)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +283,7 @@ func (f *rebuildFixture) lastDecision(t *testing.T, cluster string, ref schemas.
 	if err != nil {
 		t.Fatal(err)
 	}
-	payload, err := schemas.DecodePayload(event)
+	payload, err := codec.DecodePayload(event)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +312,7 @@ func TestRebuiltPlacerSkipsTheEventsTheStateStreamCopied(t *testing.T) {
 				if err := f.js.DeleteStream(f.ctx, schemas.StreamEvents); err != nil {
 					t.Fatal(err)
 				}
-				if err := bus.ProvisionStreams(f.ctx, f.js, schemas.DefaultStreamOptions(), f.log); err != nil {
+				if err := bus.ProvisionStreams(f.ctx, f.js, streams.DefaultOptions(), f.log); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -462,7 +464,7 @@ func (f *rebuildFixture) waitForLast(t *testing.T, subject, what string, ok func
 	for {
 		if msg, err := state.GetLastMsgForSubject(f.ctx, subject); err == nil {
 			if event, err := bus.Decode(msg.Header, msg.Data); err == nil {
-				if payload, err := schemas.DecodePayload(event); err == nil && ok(payload) {
+				if payload, err := codec.DecodePayload(event); err == nil && ok(payload) {
 					return
 				}
 			}
@@ -562,7 +564,7 @@ func TestRebuildTakesAnEventsOwnTimeOverItsCopys(t *testing.T) {
 	f := newRebuildFixture(t)
 	old := time.Now().Add(-time.Hour)
 	subject := schemas.ClusterHeartbeatSubject("east")
-	e, err := schemas.NewEvent(schemas.TypeClusterHeartbeat, "/test", subject, "old-beat",
+	e, err := codec.NewEvent(schemas.TypeClusterHeartbeat, "/test", subject, "old-beat",
 		&schemas.ClusterHeartbeat{Cluster: "east", Time: old})
 	if err != nil {
 		t.Fatal(err)

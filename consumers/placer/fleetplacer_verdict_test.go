@@ -8,6 +8,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // TestVerdictKey: a verdict is published again only when it says something new. Free amounts in capacity
@@ -107,7 +108,7 @@ func BenchmarkPlacedVerdict(b *testing.B) {
 		v := verdictOf(ref, 7, d)
 		v.Analysis = analysis
 		_ = verdictKey(v, analysisKey)
-		if _, err := schemas.NewEvent(schemas.TypePlacementVerdict, schemas.SourcePlacer, "s", "id", v); err != nil {
+		if _, err := codec.NewEvent(schemas.TypePlacementVerdict, schemas.SourcePlacer, "s", "id", v); err != nil {
 			b.Fatal(err)
 		}
 	}

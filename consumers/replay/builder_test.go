@@ -18,6 +18,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // recording is a history made the way the live pipeline makes one: inputs stored in the events stream, each
@@ -81,7 +82,7 @@ func (r *recording) store(stream, subject string, e cloudevents.Event) uint64 {
 func (r *recording) input(eventType, subject string, payload schemas.Payload) {
 	r.t.Helper()
 	r.now = r.now.Add(100 * time.Millisecond)
-	e, err := schemas.NewEvent(eventType, "/test", subject, subject+"/"+r.now.String(), payload)
+	e, err := codec.NewEvent(eventType, "/test", subject, subject+"/"+r.now.String(), payload)
 	if err != nil {
 		r.t.Fatal(err)
 	}

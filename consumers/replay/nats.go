@@ -11,6 +11,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // ReadOptions says which part of the streams to read.
@@ -144,7 +145,7 @@ func (h *streamHistory) Close() error {
 // PlacerFloor is the last sequence of the events stream that the placer's durable consumer has acknowledged:
 // every event up to it is answered, and its answers stored. 0 when the placer has no consumer yet.
 func PlacerFloor(ctx context.Context, js jetstream.JetStream) (uint64, error) {
-	stream, cfg := schemas.PlacerConsumer()
+	stream, cfg := streams.PlacerConsumer()
 	consumer, err := js.Consumer(ctx, stream, cfg.Durable)
 	if errors.Is(err, jetstream.ErrConsumerNotFound) {
 		return 0, nil

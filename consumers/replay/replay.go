@@ -13,6 +13,7 @@ import (
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // Options tunes a replay.
@@ -178,14 +179,14 @@ func peek(ctx context.Context, h History) (ahead []Record, settings *schemas.Pla
 		ahead = append(ahead, r)
 		switch r.Event.Type() {
 		case schemas.TypePlacerTick:
-			if p, err := schemas.DecodePayload(r.Event); err == nil && settings == nil {
+			if p, err := codec.DecodePayload(r.Event); err == nil && settings == nil {
 				settings = p.(*schemas.PlacerTick).Settings
 			}
 		case schemas.TypePlacementDecided, schemas.TypePlacementVerdict:
 			if epoch != "" {
 				continue
 			}
-			if p, err := schemas.DecodePayload(r.Event); err == nil {
+			if p, err := codec.DecodePayload(r.Event); err == nil {
 				switch o := p.(type) {
 				case *schemas.PlacementDecided:
 					epoch = o.Epoch
@@ -265,7 +266,7 @@ func (s *Session) take(ctx context.Context, r Record) error {
 			s.stopped = true
 			return nil
 		}
-		payload, err := schemas.DecodePayload(r.Event)
+		payload, err := codec.DecodePayload(r.Event)
 		if err != nil {
 			s.result.Undecodable++ // the placer's consumer terminates such a message unread
 			return nil
@@ -374,7 +375,7 @@ func (s *Session) learnEpoch(epoch string) error {
 	}
 	for _, out := range held {
 		if epoch != "" {
-			payload, err := schemas.DecodePayload(out.event)
+			payload, err := codec.DecodePayload(out.event)
 			if err != nil {
 				return fmt.Errorf("replay: the placer published what it cannot read back: %w", err)
 			}
@@ -387,7 +388,7 @@ func (s *Session) learnEpoch(epoch string) error {
 			case *schemas.PlacementVerdict:
 				p.Epoch = epoch
 			}
-			e, err := schemas.NewEvent(out.event.Type(), out.event.Source(), out.subject, out.event.ID(), payload)
+			e, err := codec.NewEvent(out.event.Type(), out.event.Source(), out.subject, out.event.ID(), payload)
 			if err != nil {
 				return fmt.Errorf("replay: stamp the epoch on %s: %w", out.subject, err)
 			}
@@ -413,7 +414,7 @@ const forgetEvery = 1024
 func (s *Session) Inject(ctx context.Context, eventType, subject string, payload schemas.Payload) error {
 	s.injected++
 	id := fmt.Sprintf("replay/%d", s.injected)
-	event, err := schemas.NewEvent(eventType, "/fleetflow/replay", subject, id, payload)
+	event, err := codec.NewEvent(eventType, "/fleetflow/replay", subject, id, payload)
 	if err != nil {
 		return err
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // TestStatusWriterForgetsDeletedClusters: a deleted cluster's view, nodes and all, leaves the status writer's
@@ -766,7 +767,7 @@ func TestResourceInterfaceConditionFollowsWhichIsInForce(t *testing.T) {
 
 func delivery(t *testing.T, seq uint64, eventType, subject string, payload schemas.Payload) bus.Delivery {
 	t.Helper()
-	e, err := schemas.NewEvent(eventType, "/test", subject, subject, payload)
+	e, err := codec.NewEvent(eventType, "/test", subject, subject, payload)
 	if err != nil {
 		t.Fatal(err)
 	}

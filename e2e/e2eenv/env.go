@@ -24,6 +24,8 @@ import (
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // FieldManager is the field manager of objects the tests apply themselves.
@@ -130,7 +132,7 @@ func New(t *testing.T, opts Options) *Env {
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
-	b, err := app.OpenBus(runCtx, app.BusOptions{DataDir: t.TempDir(), Streams: schemas.DefaultStreamOptions()}, t.Name(), e.Log)
+	b, err := app.OpenBus(runCtx, app.BusOptions{DataDir: t.TempDir(), Streams: streams.DefaultOptions()}, t.Name(), e.Log)
 	if err != nil {
 		cancel()
 		t.Fatalf("open bus: %v", err)
@@ -240,7 +242,7 @@ func (e *Env) ClusterClients() []*kube.Clients {
 // Publish publishes an event as a producer would.
 func (e *Env) Publish(t *testing.T, eventType, subject, id string, payload schemas.Payload) {
 	t.Helper()
-	event, err := schemas.NewEvent(eventType, "/e2e", subject, id, payload)
+	event, err := codec.NewEvent(eventType, "/e2e", subject, id, payload)
 	if err != nil {
 		t.Fatal(err)
 	}

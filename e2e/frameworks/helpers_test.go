@@ -18,6 +18,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/internal/simulate"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // noCorpusEnv set to anything makes the test use its own testdata even when the corpus is there, so both
@@ -119,7 +120,7 @@ func decodeClusterAPIs(header nats.Header, data []byte) (*schemas.ClusterAPIs, e
 	if err != nil {
 		return nil, err
 	}
-	payload, err := schemas.DecodePayload(event)
+	payload, err := codec.DecodePayload(event)
 	if err != nil {
 		return nil, err
 	}

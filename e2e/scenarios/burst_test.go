@@ -16,6 +16,7 @@ import (
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // TestBurstDoesNotOvercommit submits 20 identical gang jobs at once to a fleet that fits exactly K of them
@@ -173,7 +174,7 @@ func runPlacer(t *testing.T, e *e2eenv.Env) *placer.Placer {
 		cancel()
 		t.Fatal(err)
 	}
-	stream, cfg := schemas.PlacerConsumer()
+	stream, cfg := streams.PlacerConsumer()
 	consumer, err := bus.EnsureConsumer(ctx, e.Bus.JetStream, stream, cfg)
 	if err != nil {
 		cancel()

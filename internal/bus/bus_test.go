@@ -17,6 +17,8 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // startJetStream embeds a server on a random port with storage in the test's temp dir.
@@ -64,10 +66,10 @@ func workloadEvent(t *testing.T, name, uid, rv string) (string, *schemas.Workloa
 // placerConsumer provisions fleetflow's streams on js and returns the placer's durable consumer on them.
 func placerConsumer(t *testing.T, js jetstream.JetStream, log *slog.Logger) (jetstream.Consumer, string, jetstream.ConsumerConfig) {
 	t.Helper()
-	if err := bus.ProvisionStreams(t.Context(), js, schemas.DefaultStreamOptions(), log); err != nil {
+	if err := bus.ProvisionStreams(t.Context(), js, streams.DefaultOptions(), log); err != nil {
 		t.Fatal(err)
 	}
-	stream, cfg := schemas.PlacerConsumer()
+	stream, cfg := streams.PlacerConsumer()
 	consumer, err := bus.EnsureConsumer(t.Context(), js, stream, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +103,7 @@ func publishWorkloads(t *testing.T, pub *bus.Publisher, names ...string) {
 	t.Helper()
 	for _, name := range names {
 		subject, payload := workloadEvent(t, name, "uid-"+name, "1")
-		e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
+		e, err := codec.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -113,7 +115,7 @@ func publishWorkloads(t *testing.T, pub *bus.Publisher, names ...string) {
 
 func TestCodecRoundTrip(t *testing.T) {
 	subject, payload := workloadEvent(t, "llama.finetune", "u1", "7")
-	e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, schemas.SourceControlPlaneProducer, subject,
+	e, err := codec.NewEvent(schemas.TypeWorkloadChanged, schemas.SourceControlPlaneProducer, subject,
 		schemas.WorkloadChangedID(payload.Ref(), "7"), payload)
 	if err != nil {
 		t.Fatal(err)
@@ -137,7 +139,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	if decoded.Extensions()["traceparent"] != "00-abc-def-01" {
 		t.Errorf("extension lost: %v", decoded.Extensions())
 	}
-	p, err := schemas.DecodePayload(decoded)
+	p, err := codec.DecodePayload(decoded)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,12 +182,12 @@ func TestProvisionStreamsIsIdempotent(t *testing.T) {
 	_, js := startJetStream(t)
 	ctx := t.Context()
 	log, logs := testLogger(t)
-	opts := schemas.DefaultStreamOptions()
+	opts := streams.DefaultOptions()
 	if err := bus.ProvisionStreams(ctx, js, opts, log); err != nil {
 		t.Fatal(err)
 	}
 	before := map[string]*jetstream.StreamInfo{}
-	for _, cfg := range schemas.Streams(opts) {
+	for _, cfg := range streams.Configs(opts) {
 		s, err := js.Stream(ctx, cfg.Name)
 		if err != nil {
 			t.Fatalf("stream %s missing after provisioning: %v", cfg.Name, err)
@@ -220,13 +222,13 @@ func TestPublishDropsDuplicates(t *testing.T) {
 	_, js := startJetStream(t)
 	ctx := t.Context()
 	log, _ := testLogger(t)
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
+	if err := bus.ProvisionStreams(ctx, js, streams.DefaultOptions(), log); err != nil {
 		t.Fatal(err)
 	}
 	pub := bus.NewPublisher(js)
 	subject, payload := workloadEvent(t, "a", "u1", "1")
 	publish := func() *jetstream.PubAck {
-		e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
+		e, err := codec.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -385,7 +387,7 @@ func TestStateStreamKeepsLastValuePerSubject(t *testing.T) {
 	_, js := startJetStream(t)
 	ctx := t.Context()
 	log, _ := testLogger(t)
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
+	if err := bus.ProvisionStreams(ctx, js, streams.DefaultOptions(), log); err != nil {
 		t.Fatal(err)
 	}
 	pub := bus.NewPublisher(js)
@@ -393,7 +395,7 @@ func TestStateStreamKeepsLastValuePerSubject(t *testing.T) {
 		for _, name := range []string{"a", "b"} {
 			subject, payload := workloadEvent(t, name, "uid-"+name, rv)
 			payload.Object["metadata"].(map[string]any)["resourceVersion"] = rv
-			e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), rv), payload)
+			e, err := codec.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), rv), payload)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -477,8 +479,8 @@ func TestProvisionStreamsGivesAnOlderStateStreamItsSourcesStart(t *testing.T) {
 	_, js := startJetStream(t)
 	ctx := t.Context()
 	log, _ := testLogger(t)
-	opts := schemas.DefaultStreamOptions()
-	for _, cfg := range schemas.Streams(opts) {
+	opts := streams.DefaultOptions()
+	for _, cfg := range streams.Configs(opts) {
 		for _, s := range cfg.Sources {
 			s.OptStartSeq = 0 // as the streams were defined before
 		}
@@ -487,7 +489,7 @@ func TestProvisionStreamsGivesAnOlderStateStreamItsSourcesStart(t *testing.T) {
 		}
 	}
 	subject, payload := workloadEvent(t, "a", "u1", "1")
-	e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, "changed-1", payload)
+	e, err := codec.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, "changed-1", payload)
 	if err != nil {
 		t.Fatal(err)
 	}

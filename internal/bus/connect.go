@@ -8,10 +8,9 @@ import (
 	"os"
 	"reflect"
 
+	"github.com/fleetflow/fleetflow/schemas/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-
-	"github.com/fleetflow/fleetflow/schemas"
 )
 
 // Connect opens a NATS connection and a JetStream context. name shows up in the server's connection list.
@@ -57,8 +56,8 @@ func LogConnectionEvents(log *slog.Logger) []nats.Option {
 
 // ProvisionStreams creates or updates every stream that schemas defines. It is idempotent: a stream whose
 // configuration already matches is left untouched.
-func ProvisionStreams(ctx context.Context, js jetstream.JetStream, opts schemas.StreamOptions, log *slog.Logger) error {
-	for _, want := range schemas.Streams(opts) {
+func ProvisionStreams(ctx context.Context, js jetstream.JetStream, opts streams.Options, log *slog.Logger) error {
+	for _, want := range streams.Configs(opts) {
 		existing, err := js.Stream(ctx, want.Name)
 		if err == nil && configMatches(existing.CachedInfo().Config, want) {
 			continue

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // Delivery is one decoded, validated event handed to a Handler.
@@ -242,7 +243,7 @@ func (l *ConsumeLoop) decode(msg jetstream.Msg) decodedMsg {
 	if err != nil {
 		return decodedMsg{msg: msg, invalid: err.Error(), log: l.Log.With("subject", msg.Subject(), "stream_seq", meta.Sequence.Stream)}
 	}
-	payload, err := schemas.DecodePayload(event)
+	payload, err := codec.DecodePayload(event)
 	if err != nil {
 		return decodedMsg{msg: msg, invalid: err.Error(), log: l.messageLog(msg, meta.Sequence.Stream, &event)}
 	}

@@ -13,6 +13,8 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/bus/bustest"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // TestConsumeLoopRecoversFromALostPullRequest: with no pull request at the server while the client believes
@@ -32,7 +34,7 @@ func TestConsumeLoopRecoversFromALostPullRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
+	if err := bus.ProvisionStreams(ctx, js, streams.DefaultOptions(), log); err != nil {
 		t.Fatal(err)
 	}
 
@@ -42,7 +44,7 @@ func TestConsumeLoopRecoversFromALostPullRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(consumerConn.Close)
-	stream, cfg := schemas.PlacerConsumer()
+	stream, cfg := streams.PlacerConsumer()
 	consumer, err := bus.EnsureConsumer(ctx, consumerJS, stream, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +152,7 @@ func TestConsumeLoopHandlesOnlyWhatItWants(t *testing.T) {
 			pub := bus.NewPublisher(js)
 			for _, name := range []string{"skipped-1", "picked", "skipped-2"} {
 				subject, payload := workloadEvent(t, name, "uid-"+name, "1")
-				e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, "id-"+name, payload)
+				e, err := codec.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, "id-"+name, payload)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -5,6 +5,8 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // TestPublishAsyncDropsDuplicates: an async publish carries the event id as Nats-Msg-Id just like Publish,
@@ -13,12 +15,12 @@ func TestPublishAsyncDropsDuplicates(t *testing.T) {
 	_, js := startJetStream(t)
 	ctx := t.Context()
 	log, _ := testLogger(t)
-	if err := bus.ProvisionStreams(ctx, js, schemas.DefaultStreamOptions(), log); err != nil {
+	if err := bus.ProvisionStreams(ctx, js, streams.DefaultOptions(), log); err != nil {
 		t.Fatal(err)
 	}
 	pub := bus.NewPublisher(js)
 	subject, payload := workloadEvent(t, "a", "u1", "1")
-	e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
+	e, err := codec.NewEvent(schemas.TypeWorkloadChanged, "/test", subject, schemas.WorkloadChangedID(payload.Ref(), "1"), payload)
 	if err != nil {
 		t.Fatal(err)
 	}

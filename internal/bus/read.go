@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // ReadEvents hands take, in stream order, every fleetflow event an ordered consumer of stream with cfg finds
@@ -42,7 +43,7 @@ func ReadStoredEvents(ctx context.Context, js jetstream.JetStream, stream string
 		if err != nil {
 			return
 		}
-		if payload, err := schemas.DecodePayload(event); err == nil {
+		if payload, err := codec.DecodePayload(event); err == nil {
 			take(event.Type(), payload, stored)
 		}
 	})

@@ -12,6 +12,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // miscountingJetStream hands out ordered consumers whose Info is wrapped by info, as a server whose count of
@@ -57,7 +59,7 @@ func TestReadEventsStopsWhenTheServerSaysNothingIsPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	if err := ProvisionStreams(t.Context(), js, schemas.DefaultStreamOptions(), slog.New(slog.DiscardHandler)); err != nil {
+	if err := ProvisionStreams(t.Context(), js, streams.DefaultOptions(), slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	events, err := js.Stream(t.Context(), schemas.StreamEvents)
@@ -70,7 +72,7 @@ func TestReadEventsStopsWhenTheServerSaysNothingIsPending(t *testing.T) {
 		for _, name := range names {
 			ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team-a", Name: name, UID: "uid-" + name}
 			subject := schemas.WorkloadStatusSubject(cluster, ref)
-			e, err := schemas.NewEvent(schemas.TypeWorkloadStatus, "/test", subject, subject,
+			e, err := codec.NewEvent(schemas.TypeWorkloadStatus, "/test", subject, subject,
 				&schemas.WorkloadStatus{Cluster: cluster, Workload: ref})
 			if err != nil {
 				t.Fatal(err)

@@ -16,7 +16,7 @@ import (
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/observe"
-	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // freeAddress is a loopback address no server listens on (yet).
@@ -40,7 +40,7 @@ func TestOpenBusWaitsForAServerStartedAfterIt(t *testing.T) {
 	url := "nats://" + addr
 	opened := make(chan error, 1)
 	go func() {
-		b, err := app.OpenBus(t.Context(), app.BusOptions{URL: url, Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler))
+		b, err := app.OpenBus(t.Context(), app.BusOptions{URL: url, Streams: streams.DefaultOptions()}, t.Name(), slog.New(slog.DiscardHandler))
 		if err == nil {
 			t.Cleanup(b.Close)
 		}
@@ -75,7 +75,7 @@ func TestOpenBusWaitsForAServerStartedAfterIt(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	nobody := "nats://" + freeAddress(t)
-	if _, err := app.OpenBus(ctx, app.BusOptions{URL: nobody, Streams: schemas.DefaultStreamOptions()}, t.Name(), slog.New(slog.DiscardHandler)); err == nil ||
+	if _, err := app.OpenBus(ctx, app.BusOptions{URL: nobody, Streams: streams.DefaultOptions()}, t.Name(), slog.New(slog.DiscardHandler)); err == nil ||
 		!strings.Contains(err.Error(), nobody) {
 		t.Errorf("OpenBus with no server and a done context = %v, want an error naming %s", err, nobody)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // TestConsumeCreatesADeletedConsumerAgain: the loop of an applier (or the status writer) whose durable
@@ -23,7 +24,7 @@ func TestConsumeCreatesADeletedConsumerAgain(t *testing.T) {
 	b := OpenTestBus(t)
 	logs := &logbuf.Buffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	stream, cfg := schemas.ApplierConsumer("east")
+	stream, cfg := streams.ApplierConsumer("east")
 	var handled atomic.Int32
 	done := make(chan error, 1)
 	go func() {

@@ -17,6 +17,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // TestPlacerStartsOverWhenItsConsumerIsDeleted: a placer whose durable consumer is deleted under it does not
@@ -31,7 +32,7 @@ func TestPlacerStartsOverWhenItsConsumerIsDeleted(t *testing.T) {
 	go func() {
 		done <- app.RunPlacer(ctx, b, placer.PlacerConfig{}, slog.New(slog.NewTextHandler(logs, nil)))
 	}()
-	stream, cfg := schemas.PlacerConsumer()
+	stream, cfg := streams.PlacerConsumer()
 	consumerExists := func() bool {
 		_, err := b.JetStream.Consumer(ctx, stream, cfg.Durable)
 		return err == nil
@@ -125,7 +126,7 @@ func TestPlacerPrunesTheStateOfDeletedWorkloads(t *testing.T) {
 // starts once it has passed, so replayed decisions would not merely be dropped as duplicates of the first ones.
 func TestPlacerStartedOverKeepsAPrunedWorkloadGone(t *testing.T) {
 	ctx := t.Context()
-	opts := schemas.DefaultStreamOptions()
+	opts := streams.DefaultOptions()
 	opts.DuplicateWindow = 100 * time.Millisecond // JetStream's least
 	b, err := app.OpenBus(ctx, app.BusOptions{DataDir: t.TempDir(), Streams: opts}, t.Name(), slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -157,7 +158,7 @@ func TestPlacerStartedOverKeepsAPrunedWorkloadGone(t *testing.T) {
 		return time.Since(before.State.LastTime) > 2*opts.DuplicateWindow
 	})
 
-	stream, cfg := schemas.PlacerConsumer()
+	stream, cfg := streams.PlacerConsumer()
 	if err := b.JetStream.DeleteConsumer(ctx, stream, cfg.Durable); err != nil {
 		t.Fatal(err)
 	}

@@ -7,20 +7,20 @@ import (
 
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // TestOpenBusRefusesExternalSettingsForTheEmbeddedServer: settings that only an external server can honour
 // are refused for the embedded one, saying which flag is missing, instead of being silently ignored.
 func TestOpenBusRefusesExternalSettingsForTheEmbeddedServer(t *testing.T) {
-	replicated := schemas.DefaultStreamOptions()
+	replicated := streams.DefaultOptions()
 	replicated.Replicas = 3
 	tests := []struct {
 		name string
 		opts app.BusOptions
 		want string
 	}{
-		{"credentials", app.BusOptions{Streams: schemas.DefaultStreamOptions(), Auth: bus.ClientAuth{CredsFile: "user.creds"}},
+		{"credentials", app.BusOptions{Streams: streams.DefaultOptions(), Auth: bus.ClientAuth{CredsFile: "user.creds"}},
 			"apply to an external server: give --nats-url too"},
 		{"stream replicas", app.BusOptions{Streams: replicated}, "stream replicas 3 need an external JetStream cluster (--nats-url)"},
 	}

@@ -29,6 +29,8 @@ import (
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // BusOptions say where JetStream is.
@@ -39,7 +41,7 @@ type BusOptions struct {
 	DataDir string
 	// Listen is the embedded server's host:port ("127.0.0.1:0" picks a free port).
 	Listen  string
-	Streams schemas.StreamOptions
+	Streams streams.Options
 	// Auth is how to connect to an external server; an embedded one takes none.
 	Auth bus.ClientAuth
 }
@@ -417,7 +419,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log
 		return err
 	}
 	rebuilt()
-	stream, consumerCfg := schemas.PlacerConsumer()
+	stream, consumerCfg := streams.PlacerConsumer()
 	consumer, err := bus.EnsureConsumer(ctx, b.JetStream, stream, consumerCfg)
 	if err != nil {
 		return err
@@ -486,7 +488,7 @@ func publishTicks(ctx context.Context, b *Bus, settings *schemas.PlacerSettings,
 			return
 		case now := <-ticker.C:
 			id := fmt.Sprintf("tick/%d", now.UnixNano()/int64(PlacerTickInterval))
-			event, err := schemas.NewEvent(schemas.TypePlacerTick, schemas.SourcePlacer, schemas.SubjectPlacerTick, id,
+			event, err := codec.NewEvent(schemas.TypePlacerTick, schemas.SourcePlacer, schemas.SubjectPlacerTick, id,
 				&schemas.PlacerTick{Time: now.UTC(), Settings: settings, Placer: term})
 			if err == nil {
 				_, err = b.Publisher.Publish(ctx, schemas.SubjectPlacerTick, event)
@@ -527,7 +529,7 @@ func consume(ctx context.Context, b *Bus, stream string, cfg jetstream.ConsumerC
 // RunApplier carries out the decisions for one cluster until ctx is done.
 func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, log *slog.Logger) error {
 	log = log.With("component", "applier", "cluster", cluster)
-	stream, cfg := schemas.ApplierConsumer(cluster)
+	stream, cfg := streams.ApplierConsumer(cluster)
 	decisions, err := b.JetStream.Stream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("applier for %s: %w", cluster, err)
@@ -567,7 +569,7 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 	go func() { followed <- followFleet(ctx, state, restoredThrough+1, writer, log) }()
 	decisionsDone := make(chan error, 1)
 	go func() {
-		stream, cfg := schemas.StatusDecisionsConsumer()
+		stream, cfg := streams.StatusDecisionsConsumer()
 		err := consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
 			loop := newLoop(consumer)
 			// Most decisions carry no verdict, and their objects are not worth decoding to find that out.
@@ -577,7 +579,7 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 		cancel()
 		decisionsDone <- err
 	}()
-	stream, cfg := schemas.StatusConsumer()
+	stream, cfg := streams.StatusConsumer()
 	err = consume(ctx, b, stream, cfg, log, newLoop)
 	cancel()
 	return errors.Join(err, <-decisionsDone, <-followed)
@@ -596,7 +598,7 @@ func followFleet(ctx context.Context, state jetstream.Stream, start uint64, writ
 		if err != nil {
 			return
 		}
-		payload, err := schemas.DecodePayload(event)
+		payload, err := codec.DecodePayload(event)
 		if err != nil {
 			return
 		}
@@ -646,7 +648,7 @@ func NewStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, lo
 	if err != nil {
 		return nil, fmt.Errorf("built-in resource interfaces: %w", err)
 	}
-	stream, _ := schemas.StatusConsumer()
+	stream, _ := streams.StatusConsumer()
 	events, err := b.JetStream.Stream(ctx, stream)
 	if err != nil {
 		return nil, fmt.Errorf("status writer: %w", err)
@@ -711,7 +713,7 @@ func lastPayload[T schemas.Payload](ctx context.Context, stream jetstream.Stream
 	if err != nil {
 		return zero, 0, nil //nolint:nilerr // not a fleetflow event: nothing newer to go by
 	}
-	payload, err := schemas.DecodePayload(event)
+	payload, err := codec.DecodePayload(event)
 	if err != nil {
 		return zero, 0, nil //nolint:nilerr // as above
 	}
@@ -773,7 +775,7 @@ func followNamedKinds(ctx context.Context, js jetstream.JetStream, add func(sche
 		if err != nil || event.Type() != schemas.TypeResourceInterfaceChanged && event.Type() != schemas.TypePolicyChanged {
 			return
 		}
-		payload, err := schemas.DecodePayload(event)
+		payload, err := codec.DecodePayload(event)
 		if err != nil {
 			return
 		}
@@ -794,7 +796,7 @@ func followNamedKinds(ctx context.Context, js jetstream.JetStream, add func(sche
 // ApplierDrained reports whether a cluster's applier has carried out every decision published to it: its
 // durable consumer has nothing left to deliver and nothing delivered waiting for an acknowledgement.
 func ApplierDrained(ctx context.Context, b *Bus, cluster string) (bool, error) {
-	stream, cfg := schemas.ApplierConsumer(cluster)
+	stream, cfg := streams.ApplierConsumer(cluster)
 	consumer, err := b.JetStream.Consumer(ctx, stream, cfg.Durable)
 	if err != nil {
 		return false, fmt.Errorf("applier of cluster %s: %w", cluster, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // statePruner removes from the state stream what it keeps of workloads that are gone: deleted on the control
@@ -293,7 +294,7 @@ func aboutGoneWorkload(msg *jetstream.RawStreamMsg, uid string) bool {
 	if err != nil {
 		return false
 	}
-	payload, err := schemas.DecodePayload(event)
+	payload, err := codec.DecodePayload(event)
 	if err != nil {
 		return false
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 var clustersResource = schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: "clusters"}
@@ -69,7 +70,7 @@ func TestStatusWriterReplicasEachKnowTheWholeFleet(t *testing.T) {
 			}
 		}()
 	}
-	stream, cfg := schemas.StatusConsumer()
+	stream, cfg := streams.StatusConsumer()
 	eventually(t, "both writers pulling from the shared consumer", func() bool {
 		consumer, err := b.JetStream.Consumer(ctx, stream, cfg.Durable)
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // TestRestartedStatusWriterKnowsTheWholeFleet: a status writer started after the fleet's nodes were published
@@ -67,7 +68,7 @@ func TestRestartedStatusWriterKnowsTheWholeFleet(t *testing.T) {
 // deliveryOf is an event as a consumer would deliver it.
 func deliveryOf(t *testing.T, eventType, subject string, payload schemas.Payload) bus.Delivery {
 	t.Helper()
-	event, err := schemas.NewEvent(eventType, "/test", subject, subject, payload)
+	event, err := codec.NewEvent(eventType, "/test", subject, subject, payload)
 	if err != nil {
 		t.Fatal(err)
 	}

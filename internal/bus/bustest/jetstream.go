@@ -7,7 +7,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // JetStream starts an embedded server in a temporary directory with fleetflow's streams, for the length of
@@ -24,7 +24,7 @@ func JetStream(t testing.TB) jetstream.JetStream {
 		t.Fatal(err)
 	}
 	t.Cleanup(nc.Close)
-	if err := bus.ProvisionStreams(t.Context(), js, schemas.DefaultStreamOptions(), slog.New(slog.DiscardHandler)); err != nil {
+	if err := bus.ProvisionStreams(t.Context(), js, streams.DefaultOptions(), slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	return js

@@ -15,6 +15,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/placementbench"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // outgoing is one event ready to publish, the way a producer would.
@@ -24,7 +25,7 @@ type outgoing struct {
 }
 
 func newOutgoing(eventType, source, subject, id string, payload schemas.Payload) (outgoing, error) {
-	e, err := schemas.NewEvent(eventType, source, subject, id, payload)
+	e, err := codec.NewEvent(eventType, source, subject, id, payload)
 	if err != nil {
 		return outgoing{}, err
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // Bus floors: what a relay in the placer's place publishes for each workload event (Config.BusFloor).
@@ -35,7 +37,7 @@ type relay struct {
 }
 
 func runRelay(ctx context.Context, b *app.Bus, floor string, clusters int, log *slog.Logger) error {
-	stream, consumerCfg := schemas.PlacerConsumer()
+	stream, consumerCfg := streams.PlacerConsumer()
 	consumer, err := bus.EnsureConsumer(ctx, b.JetStream, stream, consumerCfg)
 	if err != nil {
 		return err
@@ -67,7 +69,7 @@ func (r *relay) handle(_ context.Context, d bus.Delivery) error {
 }
 
 func (r *relay) publish(eventType, subject, id string, payload schemas.Payload) error {
-	event, err := schemas.NewEvent(eventType, schemas.SourcePlacer, subject, id, payload)
+	event, err := codec.NewEvent(eventType, schemas.SourcePlacer, subject, id, payload)
 	if err != nil {
 		return fmt.Errorf("relay: %w", err)
 	}

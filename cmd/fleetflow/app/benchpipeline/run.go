@@ -24,6 +24,8 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/placementbench"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // Result is what a run measured. Times are wall-clock on the machine the run shares with everything else.
@@ -108,7 +110,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		defer func() { _ = os.RemoveAll(dir) }()
 		dataDir = dir
 	}
-	b, err := app.OpenBus(ctx, app.BusOptions{DataDir: dataDir, Streams: schemas.DefaultStreamOptions()},
+	b, err := app.OpenBus(ctx, app.BusOptions{DataDir: dataDir, Streams: streams.DefaultOptions()},
 		"fleetflow-bench-placer", log)
 	if err != nil {
 		return nil, err
@@ -383,7 +385,7 @@ func workloadMessages(cfg Config) ([]*nats.Msg, []schemas.ObjectRef, error) {
 		payload := &schemas.WorkloadChanged{Object: workloadObject(i, r, created)}
 		ref := payload.Ref()
 		subject := schemas.WorkloadSubject(ref)
-		e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, schemas.SourceControlPlaneProducer, subject,
+		e, err := codec.NewEvent(schemas.TypeWorkloadChanged, schemas.SourceControlPlaneProducer, subject,
 			schemas.WorkloadChangedID(ref, schemas.ResourceVersionOf(payload.Object)), payload)
 		if err != nil {
 			return nil, nil, fmt.Errorf("workload %s: %w", ref, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // Epoch is the streams' epoch the synthetic history's outputs carry.
@@ -103,7 +104,7 @@ func (s *synth) Publish(_ context.Context, subject string, e cloudevents.Event) 
 	switch {
 	case strings.HasPrefix(subject, schemas.SubjectDecisionsRoot):
 		stream = schemas.StreamDecisions
-		p, err := schemas.DecodePayload(e)
+		p, err := codec.DecodePayload(e)
 		if err != nil {
 			return nil, fmt.Errorf("decision on %s: %w", subject, err)
 		}
@@ -149,7 +150,7 @@ func (s *synth) due() error {
 	}
 	for !s.nextTick.After(s.now) {
 		id := fmt.Sprintf("tick/%d", s.now.UnixNano()/int64(app.PlacerTickInterval))
-		e, err := schemas.NewEvent(schemas.TypePlacerTick, schemas.SourcePlacer, schemas.SubjectPlacerTick, id,
+		e, err := codec.NewEvent(schemas.TypePlacerTick, schemas.SourcePlacer, schemas.SubjectPlacerTick, id,
 			&schemas.PlacerTick{Time: s.now, Settings: placer.PlacerConfig{}.Settings()})
 		if err != nil {
 			return err
@@ -165,7 +166,7 @@ func (s *synth) due() error {
 // input stores e, stamped with the clock, and has the live placer handle it as its consumer would.
 func (s *synth) input(subject string, e cloudevents.Event) error {
 	e.SetTime(s.now)
-	payload, err := schemas.DecodePayload(e)
+	payload, err := codec.DecodePayload(e)
 	if err != nil {
 		return fmt.Errorf("synthetic %s on %s: %w", e.Type(), subject, err)
 	}
@@ -205,7 +206,7 @@ func (s *synth) answer() error {
 			applied.ResourceVersion = strconv.FormatUint(d.Sequence, 10)
 		}
 		subject := schemas.PlacementSubject(d.Cluster, d.Workload)
-		e, err := schemas.NewEvent(schemas.TypePlacementApplied, schemas.SourceApplier(d.Cluster), subject,
+		e, err := codec.NewEvent(schemas.TypePlacementApplied, schemas.SourceApplier(d.Cluster), subject,
 			schemas.PlacementOutcomeID("applied", d.DecisionID), applied)
 		if err != nil {
 			return err
@@ -220,7 +221,7 @@ func (s *synth) answer() error {
 			Status: map[string]any{"conditions": []any{map[string]any{"type": "Running", "status": "True"}}}}
 		subject = schemas.WorkloadStatusSubject(d.Cluster, d.Workload)
 		id := schemas.ContentID("status", d.Cluster+"/"+d.Workload.Key(), []byte(d.DecisionID))
-		if e, err = schemas.NewEvent(schemas.TypeWorkloadStatus, schemas.SourceClusterProducer(d.Cluster), subject, id, status); err != nil {
+		if e, err = codec.NewEvent(schemas.TypeWorkloadStatus, schemas.SourceClusterProducer(d.Cluster), subject, id, status); err != nil {
 			return err
 		}
 		if err := s.send(subject, e); err != nil {
@@ -261,7 +262,7 @@ func (s *synth) submit(i int, r *rand.Rand) error {
 			"Master": map[string]any{"replicas": int64(1), "restartPolicy": "OnFailure", "template": masterPod},
 			"Worker": map[string]any{"replicas": int64(workers), "restartPolicy": "OnFailure", "template": gpuPod}}}}
 	subject := schemas.WorkloadSubject(ref)
-	e, err := schemas.NewEvent(schemas.TypeWorkloadChanged, schemas.SourceControlPlaneProducer, subject,
+	e, err := codec.NewEvent(schemas.TypeWorkloadChanged, schemas.SourceControlPlaneProducer, subject,
 		schemas.WorkloadChangedID(ref, rv), &schemas.ObjectChanged{Object: obj})
 	if err != nil {
 		return fmt.Errorf("workload %d: %w", i, err)
@@ -277,7 +278,7 @@ func (s *synth) submit(i int, r *rand.Rand) error {
 func (s *synth) deleteWorkload(i int) error {
 	ref := workloadRef(i)
 	subject := schemas.WorkloadSubject(ref)
-	e, err := schemas.NewEvent(schemas.TypeWorkloadDeleted, schemas.SourceControlPlaneProducer, subject,
+	e, err := codec.NewEvent(schemas.TypeWorkloadDeleted, schemas.SourceControlPlaneProducer, subject,
 		schemas.WorkloadDeletedID(ref), &schemas.ObjectDeleted{Workload: ref})
 	if err != nil {
 		return fmt.Errorf("delete workload %d: %w", i, err)
