@@ -9,4 +9,5 @@
 //     and writing only through a Planner.
 //   - explain: why one workload is placed where it is, every check of every cluster, from a snapshot.
 //   - karta: the Karta ResourceInterface engine that turns any CR into an Analysis of what it needs.
+//   - objects: what of a Kubernetes object is copied to a workload cluster, and how components read it alike.
 package placement

@@ -26,6 +26,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/codec"
 )
@@ -429,7 +430,7 @@ func relevantUpdate(family Family, oldObj, newObj any) bool {
 // contentChanged reports whether what a copy of the object would hold changed, or it started or stopped being
 // deleted.
 func contentChanged(o, n *unstructured.Unstructured) bool {
-	return !reflect.DeepEqual(kube.SanitizeForCopy(o.Object), kube.SanitizeForCopy(n.Object)) ||
+	return !reflect.DeepEqual(objects.SanitizeForCopy(o.Object), objects.SanitizeForCopy(n.Object)) ||
 		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/observe"
+	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/codec"
 )
@@ -263,7 +264,7 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 			return "", contract.Classify(fmt.Errorf("cluster %s: %w", a.Cluster, err))
 		}
 	}
-	desired := &unstructured.Unstructured{Object: kube.SanitizeForCopy(decided.Object)}
+	desired := &unstructured.Unstructured{Object: objects.SanitizeForCopy(decided.Object)}
 	labels := desired.GetLabels()
 	if labels == nil {
 		labels = map[string]string{}
@@ -276,12 +277,12 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 		annotations = map[string]string{}
 	}
 	annotations[AnnotationDecisionSequence] = sequenceAnnotation(decided)
-	if generation := contract.GenerationOf(decided.Object); generation > 0 {
+	if generation := objects.GenerationOf(decided.Object); generation > 0 {
 		annotations[schemas.AnnotationSourceGeneration] = strconv.FormatInt(generation, 10)
 	}
 	annotations[schemas.AnnotationSourceContent] = decided.SourceContent
 	if decided.SourceContent == "" {
-		annotations[schemas.AnnotationSourceContent] = contract.ContentOf(decided.Object)
+		annotations[schemas.AnnotationSourceContent] = objects.ContentOf(decided.Object)
 	}
 	desired.SetAnnotations(annotations)
 	applied, err := client.Apply(ctx, ref.Name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})

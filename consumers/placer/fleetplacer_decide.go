@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
-	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/jsondec"
 	"github.com/fleetflow/fleetflow/internal/jsonenc"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -676,7 +676,7 @@ func (e *workloadEntry) contentKey() (string, error) {
 		if err != nil {
 			return "", err
 		}
-		e.content = contract.ContentOfSized(object, len(e.objectJSON))
+		e.content = objects.ContentOfSized(object, len(e.objectJSON))
 	}
 	return e.content, nil
 }
@@ -696,7 +696,7 @@ func (e *workloadEntry) appliedNow(prev *publishedDecision) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("workload %s: decode its applied object: %w", e.ref.Key(), err)
 		}
-		prev.content = contract.ContentOfSized(object, len(prev.object))
+		prev.content = objects.ContentOfSized(object, len(prev.object))
 	}
 	if prev.content != current {
 		return false, nil

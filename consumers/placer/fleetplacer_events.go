@@ -16,12 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
-	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/jsondec"
 	"github.com/fleetflow/fleetflow/internal/jsonenc"
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/placement/state"
@@ -121,7 +121,7 @@ func (e *workloadEntry) setObject(object map[string]any, encoded []byte, scratch
 	e.objectJSON = bytes.Clone(encoded)
 	e.content = ""
 	e.resourceVersion = schemas.ResourceVersionOf(object)
-	e.generation = contract.GenerationOf(object)
+	e.generation = objects.GenerationOf(object)
 	return nil
 }
 
@@ -195,7 +195,7 @@ func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touche
 
 // compilePolicy puts a version of a policy in force, or keeps the last valid version and says why not.
 func (p *Placer) compilePolicy(name string, object refusedObject, sp *v1alpha1.SchedulePolicy, touched *touchedSet, rebuilding bool) error {
-	compiled, err := policy.Compile(sp, contract.KindInfo(p.registry))
+	compiled, err := policy.Compile(sp, objects.KindInfo(p.registry))
 	if err != nil {
 		// Like an admission webhook would, keep the last valid version and say why the new one is refused.
 		// The state stream holds the newest version alone: a rebuild looks the last valid one up in the
@@ -290,7 +290,7 @@ func (p *Placer) onResourceInterfaceChanged(payload *schemas.ObjectChanged, touc
 		p.refusedRIs[name] = refusedObject{subject: schemas.ResourceInterfaceSubject(ref), uid: ref.UID}
 		return nil
 	}
-	compiled.Created = contract.RICreated(payload.Object)
+	compiled.Created = objects.RICreated(payload.Object)
 	delete(p.refusedRIs, name)
 	if len(compiled.Warnings) > 0 {
 		p.log.Warn("ResourceInterface has fields the engine ignores", "ri", name, "warnings", compiled.Warnings)
@@ -468,7 +468,7 @@ func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touch
 		c.taints[i] = spec.Spec.Taints[i].Taint()
 	}
 	c.invalid = ""
-	if why := contract.InvalidCluster(&spec); why != "" {
+	if why := objects.InvalidCluster(&spec); why != "" {
 		c.invalid = "takes no new workloads: " + why
 		p.log.Warn("Cluster is invalid; it takes no new workloads until it is fixed", "cluster", c.name, "reason", why)
 	}
@@ -1318,7 +1318,7 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 	}
 	// A Divide decision's object carries the cluster's share of replicas; the content compared later is
 	// that of the control-plane object, which only differs there, so the share is recorded on its own.
-	content := contract.ContentOf(d.Object)
+	content := objects.ContentOf(d.Object)
 	if d.Replicas > 0 && e.objectJSON != nil {
 		var err error
 		if content, err = e.contentKey(); err != nil {

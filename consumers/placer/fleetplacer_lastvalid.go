@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
-	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -68,7 +68,7 @@ func (p *Placer) recoverLastValid(ctx context.Context, js jetstream.JetStream, t
 				return false
 			}
 			sp.Name = name
-			c, err := policy.Compile(&sp, contract.KindInfo(p.registry))
+			c, err := policy.Compile(&sp, objects.KindInfo(p.registry))
 			if err == nil {
 				compiled = c
 			}

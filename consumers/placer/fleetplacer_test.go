@@ -14,10 +14,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -1988,8 +1988,8 @@ func TestDivideCopyJudgedAgainstItsShare(t *testing.T) {
 	}
 	// Each share names the object it was cut from, for the copy's observedGeneration to be judged against.
 	for _, s := range f.pub.ofType(schemas.TypePlacementDecided) {
-		if d := s.payload(t).(*schemas.PlacementDecided); d.SourceContent != contract.ContentOf(widget.Object) {
-			t.Errorf("the share on %s names source content %q, want the widget's %q", d.Cluster, d.SourceContent, contract.ContentOf(widget.Object))
+		if d := s.payload(t).(*schemas.PlacementDecided); d.SourceContent != objects.ContentOf(widget.Object) {
+			t.Errorf("the share on %s names source content %q, want the widget's %q", d.Cluster, d.SourceContent, objects.ContentOf(widget.Object))
 		}
 	}
 	for _, c := range []string{"east", "west"} {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/fleetflow/fleetflow/consumers/internal/contract"
+	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/codec"
@@ -75,7 +75,7 @@ func TestGenerationOf(t *testing.T) {
 			if tc.generation != nil {
 				meta["generation"] = tc.generation
 			}
-			if got := contract.GenerationOf(map[string]any{"metadata": meta}); got != tc.want {
+			if got := objects.GenerationOf(map[string]any{"metadata": meta}); got != tc.want {
 				t.Errorf("generationOf = %d, want %d", got, tc.want)
 			}
 		})
@@ -85,7 +85,7 @@ func TestGenerationOf(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"metadata":{"name":"web","generation":3}}`), &decoded); err != nil {
 		t.Fatal(err)
 	}
-	if got := contract.GenerationOf(decoded); got != 3 {
+	if got := objects.GenerationOf(decoded); got != 3 {
 		t.Errorf("generation of a JSON-decoded object = %d, want 3", got)
 	}
 }

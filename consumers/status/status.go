@@ -25,6 +25,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -226,7 +227,7 @@ func (s *StatusWriter) upsertRI(p *schemas.ObjectChanged) (*karta.Compiled, erro
 		s.Log.Warn("ignoring ResourceInterface that does not compile", "ri", p.Ref().Name, "error", err)
 		return nil, err
 	}
-	compiled.Created = contract.RICreated(p.Object)
+	compiled.Created = objects.RICreated(p.Object)
 	s.mu.Lock()
 	s.ris = s.ris.With(compiled)
 	s.mu.Unlock()
@@ -256,7 +257,7 @@ func (s *StatusWriter) writeRICondition(ctx context.Context, p *schemas.ObjectCh
 			cond = supersededCondition(in)
 		}
 	}
-	return s.writeRIConditionOf(ctx, ref.Name, ref.UID, contract.GenerationOf(p.Object), cond)
+	return s.writeRIConditionOf(ctx, ref.Name, ref.UID, objects.GenerationOf(p.Object), cond)
 }
 
 // supersededCondition is the Accepted condition of a valid user RI of in's kind that in is used instead of.
@@ -589,7 +590,7 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 			continue
 		}
 		for key, value := range status.Status {
-			if _, number := contract.AsInt64(value); number && (key == "replicas" || strings.HasSuffix(key, "Replicas")) {
+			if _, number := objects.AsInt64(value); number && (key == "replicas" || strings.HasSuffix(key, "Replicas")) {
 				counters[key] = true
 			}
 		}
@@ -599,7 +600,7 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 		for i, status := range statuses {
 			var n int64
 			if status != nil {
-				n, _ = contract.AsInt64(status.Status[key])
+				n, _ = objects.AsInt64(status.Status[key])
 			}
 			total += n
 			if i == 0 || n < least {
@@ -616,7 +617,7 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 			out[key] = least
 		}
 	}
-	if _, observed := contract.AsInt64(shown.Status["observedGeneration"]); observed {
+	if _, observed := objects.AsInt64(shown.Status["observedGeneration"]); observed {
 		current := &controlPlaneObject{Unstructured: obj}
 		least := obj.GetGeneration()
 		if missing {
@@ -626,7 +627,7 @@ func spreadStatus(obj *unstructured.Unstructured, statuses []*schemas.WorkloadSt
 			if status == nil {
 				continue
 			}
-			if n, ok := contract.AsInt64(inControlPlaneTerms(status.Status, status, current)["observedGeneration"]); ok && n < least {
+			if n, ok := objects.AsInt64(inControlPlaneTerms(status.Status, status, current)["observedGeneration"]); ok && n < least {
 				least = n
 			}
 		}
@@ -720,7 +721,7 @@ type controlPlaneObject struct {
 
 func (o *controlPlaneObject) content() string {
 	if o.hash == "" {
-		o.hash = contract.ContentOf(o.Object)
+		o.hash = objects.ContentOf(o.Object)
 	}
 	return o.hash
 }
@@ -734,7 +735,7 @@ func (o *controlPlaneObject) content() string {
 // current: a Deployment's generation also counts changes to its annotations, fleetflow's own among them.
 // Left alone when the copy does not say what it was applied from.
 func inControlPlaneTerms(status map[string]any, p *schemas.WorkloadStatus, obj *controlPlaneObject) map[string]any {
-	observed, ok := contract.AsInt64(status["observedGeneration"])
+	observed, ok := objects.AsInt64(status["observedGeneration"])
 	if !ok {
 		return status
 	}

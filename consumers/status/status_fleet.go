@@ -23,6 +23,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -226,7 +227,7 @@ func clusterAccepted(p *schemas.ObjectChanged) *metav1.Condition {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(p.Object, &cluster); err != nil {
 		why = fmt.Sprintf("Cluster %s does not decode: %v", p.Ref().Name, err)
 	} else {
-		why = contract.InvalidCluster(&cluster)
+		why = objects.InvalidCluster(&cluster)
 	}
 	if why != "" {
 		accepted.Status, accepted.Reason = metav1.ConditionFalse, "Invalid"
@@ -377,7 +378,7 @@ func (s *StatusWriter) writePolicyStatus(ctx context.Context, p *schemas.ObjectC
 		if err != nil {
 			return fmt.Errorf("read SchedulePolicy %s: %w", ref.Name, err)
 		}
-		if string(current.GetUID()) != ref.UID || current.GetGeneration() > contract.GenerationOf(p.Object) {
+		if string(current.GetUID()) != ref.UID || current.GetGeneration() > objects.GenerationOf(p.Object) {
 			return nil // another policy of that name, or a newer generation whose own event writes its verdict
 		}
 		return s.writePolicyCondition(ctx, policies, current, p)
@@ -501,5 +502,5 @@ func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynami
 func (s *StatusWriter) policyKinds() policy.KindInfo {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return contract.KindInfo(s.ris)
+	return objects.KindInfo(s.ris)
 }

@@ -19,10 +19,10 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
-	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/codec"
 )
@@ -297,7 +297,7 @@ func TestObservedGenerationInControlPlaneTerms(t *testing.T) {
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": "team", "generation": int64(7)},
 		"spec":     map[string]any{"replicas": int64(2)}}}
-	current := contract.ContentOf(obj.Object)
+	current := objects.ContentOf(obj.Object)
 	tests := []struct {
 		name     string
 		status   map[string]any
@@ -342,7 +342,7 @@ func TestSpreadStatusTakesEveryCopy(t *testing.T) {
 	obj := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "apps/v1", "kind": "Deployment",
 		"metadata": map[string]any{"name": "web", "namespace": "team", "generation": int64(5)},
 		"spec":     map[string]any{"replicas": int64(10)}}}
-	current := contract.ContentOf(obj.Object)
+	current := objects.ContentOf(obj.Object)
 	copyStatus := func(cluster string, ready float64, observed, generation int64) *schemas.WorkloadStatus {
 		return &schemas.WorkloadStatus{Cluster: cluster, Generation: generation, SourceContent: current,
 			Status: map[string]any{"replicas": ready, "readyReplicas": ready, "observedGeneration": float64(observed),

@@ -1,5 +1,4 @@
-// Package contract holds what the placer, the appliers and the status writer must read and write the same
-// way: a workload's content hash and generation, the place of a decision or verdict in its stream, which
-// API errors are permanent, when a Cluster is invalid, and how RIs are ordered and policies validated. It
-// is a leaf below those components, so none of them imports another.
+// Package contract holds what the appliers and the status writer must read and write the same way: the
+// place of a decision or verdict in its stream and which API errors are permanent. It is a leaf below those
+// components, so neither imports the other. What is read the same way of objects is placement/objects'.
 package contract

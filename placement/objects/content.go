@@ -1,4 +1,4 @@
-package contract
+package objects
 
 import (
 	"crypto/sha256"
@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 
 	"github.com/fleetflow/fleetflow/internal/jsonenc"
-	"github.com/fleetflow/fleetflow/internal/kube"
 )
 
 // ContentOf hashes what an applier would copy of an object: no status, no server-set metadata and no
@@ -18,7 +17,7 @@ func ContentOfSized(object map[string]any, size int) string {
 	if object == nil {
 		return ""
 	}
-	data, err := jsonenc.Append(make([]byte, 0, size), kube.SanitizedView(object))
+	data, err := jsonenc.Append(make([]byte, 0, size), SanitizedView(object))
 	if err != nil {
 		return ""
 	}

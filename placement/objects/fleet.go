@@ -1,4 +1,4 @@
-package contract
+package objects
 
 import (
 	"fmt"
