@@ -1,3 +1,5 @@
-// Package placer is the JetStream subscriber that keeps the placement core's fleet view current and turns
-// fleet events into verdicts and per-cluster decisions, rebuilding its view from the streams on a restart.
+// Package placer is the JetStream side of the placement lifecycle (placement/lifecycle): it decodes each
+// delivery into a lifecycle.Event, skips what it already applied, hands it to the Controller, publishes the
+// effects, and commits them once the streams stored them. On a restart it rebuilds the controller's view from
+// the state stream and the events stream's history.
 package placer

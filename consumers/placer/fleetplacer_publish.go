@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/observe"
+	"github.com/fleetflow/fleetflow/placement/lifecycle"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/codec"
 )
@@ -106,45 +106,48 @@ func (b *publishBatch) finish() publishResult {
 	return res
 }
 
-// send publishes one event: through the batch's goroutine when the publisher is asynchronous, waiting for
-// acknowledgements only when too many are outstanding. The payload is validated here, so a bad one fails
-// the event that made it rather than the whole batch.
-func (p *Placer) send(ctx context.Context, eventType, subject, id string, payload schemas.Payload) error {
-	countSent(payload)
-	async, ok := p.publisher.(AsyncEventPublisher)
+// publishing is what the placer sent since its last Flush: the batch awaiting acknowledgement, how many
+// publishes it holds, and err, the failure of an acknowledgement awaited before Flush, which fails the whole
+// batch.
+type publishing struct {
+	batch  *publishBatch
+	queued int
+	err    error
+}
+
+// send publishes one effect: through the batch's goroutine when the publisher is asynchronous, waiting for
+// acknowledgements only when too many are outstanding.
+func (o *publishing) send(ctx context.Context, publisher EventPublisher, e lifecycle.Effect) error {
+	countSent(e.Payload)
+	async, ok := publisher.(AsyncEventPublisher)
 	if !ok {
-		event, err := codec.NewEvent(eventType, schemas.SourcePlacer, subject, id, payload)
+		event, err := codec.NewEvent(e.Type, schemas.SourcePlacer, e.Subject, e.ID, e.Payload)
 		if err != nil {
 			return fmt.Errorf("placer: %w", err)
 		}
-		_, err = p.publisher.Publish(ctx, subject, event)
+		_, err = publisher.Publish(ctx, e.Subject, event)
 		return err
 	}
-	if err := payload.Validate(); err != nil {
-		return fmt.Errorf("placer: %s payload for %s: %w", eventType, subject, err)
-	}
-	if p.queued >= maxUnacknowledged {
-		if err := p.awaitAcknowledgements(ctx); err != nil {
-			// The failed publish may belong to an earlier staged event: the batch fails as a whole.
-			p.batchErr = err
+	if o.queued >= maxUnacknowledged {
+		if err := o.await(ctx); err != nil {
 			return err
 		}
 	}
-	if p.batch == nil {
-		p.batch = &publishBatch{async: async}
+	if o.batch == nil {
+		o.batch = &publishBatch{async: async}
 	}
-	p.batch.send(outgoing{eventType: eventType, subject: subject, id: id, payload: payload})
-	p.queued++
+	o.batch.send(outgoing{eventType: e.Type, subject: e.Subject, id: e.ID, payload: e.Payload})
+	o.queued++
 	return nil
 }
 
-// awaitAcknowledgements waits until everything sent so far is stored, and reports what was not.
-func (p *Placer) awaitAcknowledgements(ctx context.Context) error {
-	if p.batch == nil {
+// await waits until everything sent so far is stored, and reports what was not.
+func (o *publishing) await(ctx context.Context) error {
+	if o.batch == nil {
 		return nil
 	}
-	res := p.batch.finish()
-	p.batch, p.queued = nil, 0
+	res := o.batch.finish()
+	o.batch, o.queued = nil, 0
 	timeout := time.NewTimer(acknowledgementTimeout)
 	defer timeout.Stop()
 	errs := res.errs
@@ -160,73 +163,6 @@ func (p *Placer) awaitAcknowledgements(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// reconcileAndAwait runs reconcile and returns once everything it published is stored. The placer's
-// bookkeeping of what it published is updated as it sends, before the acknowledgements arrive; when one
-// fails, the bookkeeping of the workloads involved is put back as it was, so the retried event publishes
-// them again (identical ids, so whatever was stored already is dropped as a duplicate).
-func (p *Placer) reconcileAndAwait(ctx context.Context, touched *touchedSet) error {
-	saved, goneMark := p.saveBookkeeping(touched), len(p.gone)
-	err := p.reconcile(ctx, touched)
-	if waitErr := p.awaitAcknowledgements(ctx); err == nil {
-		err = waitErr
-	}
-	p.batchErr = nil
-	if err != nil {
-		p.restoreBookkeeping(saved)
-		p.gone = p.gone[:goneMark]
-		return err
-	}
-	p.goneCommitted = len(p.gone)
-	return nil
-}
-
-// savedEntry is what reconcile may change of one workload: its last verdict, its published decisions,
-// and whether it is still tracked.
-type savedEntry struct {
-	entry       *workloadEntry
-	lastVerdict string
-	published   map[string]publishedDecision
-	reapply     map[string]bool
-	uidKnown    bool
-}
-
-func (p *Placer) saveBookkeeping(touched *touchedSet) []savedEntry {
-	var saved []savedEntry
-	seen := map[string]bool{}
-	save := func(id string) {
-		e := p.workloads[id]
-		if e == nil || seen[id] {
-			return
-		}
-		seen[id] = true
-		_, uidKnown := p.byUID[e.ref.UID]
-		saved = append(saved, savedEntry{entry: e, lastVerdict: e.lastVerdict, published: maps.Clone(e.published),
-			reapply: maps.Clone(e.reapply), uidKnown: uidKnown})
-	}
-	for id := range touched.ids {
-		save(id)
-	}
-	for id := range touched.verdicts {
-		save(id)
-	}
-	for id := range touched.invalid {
-		save(id)
-	}
-	return saved
-}
-
-func (p *Placer) restoreBookkeeping(saved []savedEntry) {
-	for _, s := range saved {
-		e := s.entry
-		e.lastVerdict = s.lastVerdict
-		e.published, e.reapply = s.published, s.reapply
-		p.workloads[e.id] = e
-		if s.uidKnown {
-			p.byUID[e.ref.UID] = e.id
-		}
-	}
 }
 
 // countSent counts the verdicts and decisions the placer sends, a verdict carried by an Apply among them. A

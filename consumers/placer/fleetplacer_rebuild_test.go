@@ -117,9 +117,9 @@ func (f *rebuildFixture) waitForStateOf(t *testing.T, msgs, lastSeq uint64) {
 func (f *rebuildFixture) rebuild(t *testing.T, url string) *Placer {
 	t.Helper()
 	p := f.rebuilt(t, url)
-	if p.clusters["east"] == nil || p.policies["all"] == nil || p.workloads[workloadIDOf(f.web.Ref())] == nil {
+	if snap := p.Snapshot(); snap.Cluster("east") == nil || !inForce(p, "all") || !p.ctrl.Tracks(idOf(f.web.Ref())) {
 		t.Errorf("rebuilt view misses what the streams hold: clusters %d, policies %d, workloads %d",
-			len(p.clusters), len(p.policies), len(p.workloads))
+			len(snap.Clusters()), len(snap.Policies()), p.ctrl.Tracking())
 	}
 	return p
 }
@@ -231,8 +231,8 @@ func TestRebuildDropsWhatItKnowsNothingOf(t *testing.T) {
 	if d := f.lastDecision(t, "east", ghost); d == nil || d.Action != schemas.ActionDelete {
 		t.Errorf("last decision on east after the rebuild = %+v, want a Delete", d)
 	}
-	if e := p.workloads[workloadIDOf(ghost)]; e != nil {
-		t.Errorf("the placer still tracks %s: %+v", ghost.Key(), e)
+	if p.ctrl.Tracks(idOf(ghost)) {
+		t.Errorf("the placer still tracks %s: %+v", ghost.Key(), p.ctrl.Copies(idOf(ghost)))
 	}
 	if gone := p.TakeGone(); !slices.Contains(gone, ghost) {
 		t.Errorf("gone = %v, want %v among them", gone, ghost)
@@ -353,16 +353,14 @@ func TestRebuildKeepsTheLastValidPolicyAndRI(t *testing.T) {
 	f.waitForStateOf(t, published+1, published+4) // the RI's subject is new; the policy's versions replace each other
 
 	p := f.rebuild(t, f.srv.ClientURL())
-	e := p.policies["all"]
-	if e == nil || e.err == nil || e.compiled == nil || e.compiled.Scoring() != "Spread" {
-		t.Errorf("policy entry %+v, want the refused Bogus version noted and the Spread version in force", e)
+	if err := p.ctrl.PolicyRefused("all"); err == nil {
+		t.Errorf("policy all not refused, want the refused Bogus version noted")
 	}
-	if got := p.store.Snapshot().Policies(); len(got) != 1 || got[0].Scoring() != "Spread" {
-		t.Errorf("store policies %+v, want the Spread version of all", got)
+	if got := p.Snapshot().Policies(); len(got) != 1 || got[0].Scoring() != "Spread" {
+		t.Errorf("store policies %+v, want the Spread version of all in force", got)
 	}
-	c, ok := p.registry.Lookup(karta.GVKOf(map[string]any{"apiVersion": "example.com/v1", "kind": "Widget"}))
-	if !ok || c.Name != "widget-ri" {
-		t.Errorf("no RI in force for Widget after the rebuild, want widget-ri's last valid version")
+	if ris := p.Snapshot().ResourceInterfacesFor("example.com", "Widget"); len(ris) != 1 || ris[0].Name != "widget-ri" {
+		t.Errorf("RIs in force for Widget after the rebuild = %+v, want widget-ri's last valid version", ris)
 	}
 }
 
@@ -578,7 +576,7 @@ func TestRebuildTakesAnEventsOwnTimeOverItsCopys(t *testing.T) {
 		return ok && hb.Time.Equal(old)
 	})
 	p := f.rebuild(t, f.srv.ClientURL())
-	if p.clusterReady("east") {
+	if clusterReady(p, "east") {
 		t.Errorf("east is Ready after a rebuild whose last heartbeat of it is an hour old")
 	}
 }
@@ -608,7 +606,7 @@ func TestRebuildTakesNewerEventsFromHistory(t *testing.T) {
 		&schemas.ObjectDeleted{Workload: f.web.Ref()})
 
 	p := f.rebuilt(t, f.srv.ClientURL())
-	if e := p.workloads[workloadIDOf(f.web.Ref())]; e != nil {
+	if p.ctrl.Tracks(idOf(f.web.Ref())) {
 		t.Errorf("the rebuilt placer tracks the deleted %s", f.web.Ref().Key())
 	}
 	if d := f.lastDecision(t, "east", f.web.Ref()); d == nil || d.Action != schemas.ActionDelete {

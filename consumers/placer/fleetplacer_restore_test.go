@@ -12,16 +12,6 @@ import (
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
-// readStateAt has the placer read msgs as a rebuild reads the state stream, as stored at at; the placer's clock
-// is left as it was.
-func (f *placerFixture) readStateAt(at time.Time, msgs ...stateMessage) {
-	f.t.Helper()
-	now, stored := f.p.now, f.p.stored
-	f.p.now, f.p.stored = at, at
-	f.readState(msgs...)
-	f.p.now, f.p.stored = now, stored
-}
-
 // A workload placed shortly before the placer restarted, whose pods its cluster has not reported yet, keeps the
 // room its reservation held until the reservation would have expired had the placer not restarted: a workload
 // placed after the restart does not take it. Placed longer than the TTL ago, it holds none; with its pods
@@ -71,10 +61,9 @@ func TestRestoredWorkloadKeepsItsReservation(t *testing.T) {
 					Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")},
 					Requested:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(tt.busyCPU)}, Pods: 1}})
 			}
-			f.p.now = f.now
 			f.restoreAndPublish()
-			id := f.p.byUID[ref.UID]
-			reservations := f.p.store.Snapshot().ReservationsOf(id)
+			id := idOf(ref)
+			reservations := f.p.Snapshot().ReservationsOf(id)
 			if got := len(reservations) > 0; got != tt.reserved {
 				t.Fatalf("web holds a reservation after the restart: %v, want %v (%+v)", got, tt.reserved, reservations)
 			}
@@ -84,7 +73,7 @@ func TestRestoredWorkloadKeepsItsReservation(t *testing.T) {
 						time.Unix(0, reservations[0].ExpiresAt), time.Unix(0, want))
 				}
 			}
-			if wl := f.p.store.Snapshot().Workload(id); wl.Placement == nil || !equal(wl.Placement.Clusters, []string{"east"}) {
+			if wl := f.p.Snapshot().Workload(id); wl.Placement == nil || !equal(wl.Placement.Clusters, []string{"east"}) {
 				t.Fatalf("placement after the restart %+v, want east", wl.Placement)
 			}
 			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
@@ -103,7 +92,7 @@ func TestRebuiltPlacerHoldsTheReservationOfARecentPlacement(t *testing.T) {
 	f := newRebuildFixture(t)
 	before := time.Now()
 	first := f.rebuild(t, f.srv.ClientURL())
-	id := workloadIDOf(f.web.Ref())
+	id := idOf(f.web.Ref())
 	if r := first.Snapshot().ReservationsOf(id); len(r) != 1 {
 		t.Fatalf("the first placer holds %d reservations of web, want 1", len(r))
 	}
@@ -165,14 +154,13 @@ func TestRestoredKeptWorkloadKeepsItsReservation(t *testing.T) {
 					Clusters: []string{"east"}, Verdict: placed}},
 				stateMessage{schemas.TypeWorkloadChanged, edited},
 				stateMessage{schemas.TypePlacementVerdict, nowhere})
-			f.p.now = f.now
 			f.restoreAndPublish()
-			id := f.p.byUID[ref.UID]
-			wl := f.p.store.Snapshot().Workload(id)
+			id := idOf(ref)
+			wl := f.p.Snapshot().Workload(id)
 			if wl.Placement != nil || !equal(wl.Kept, []string{"east"}) {
 				t.Fatalf("after the restart web is placed %+v, kept on %v; want placed nowhere, kept on east", wl.Placement, wl.Kept)
 			}
-			reservations := f.p.store.Snapshot().ReservationsOf(id)
+			reservations := f.p.Snapshot().ReservationsOf(id)
 			if got := len(reservations) > 0; got != tt.reserved {
 				t.Fatalf("web holds a reservation after the restart: %v, want %v (%+v)", got, tt.reserved, reservations)
 			}

@@ -1,7 +1,6 @@
 package placer
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,8 +16,9 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/lifecycle"
 	"github.com/fleetflow/fleetflow/placement/objects"
-	"github.com/fleetflow/fleetflow/placement/state"
+	"github.com/fleetflow/fleetflow/placement/policy"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -34,12 +34,18 @@ type placerFixture struct {
 
 func newPlacerFixture(t *testing.T, config PlacerConfig) *placerFixture {
 	t.Helper()
+	return newLoggedPlacerFixture(t, config, io.Discard)
+}
+
+// newLoggedPlacerFixture is newPlacerFixture with the placer logging to logs.
+func newLoggedPlacerFixture(t *testing.T, config PlacerConfig, logs io.Writer) *placerFixture {
+	t.Helper()
 	builtins, err := karta.Builtins()
 	if err != nil {
 		t.Fatal(err)
 	}
 	pub := &asyncRecorder{refuse: map[string]bool{}}
-	p, err := NewPlacer(pub, karta.NewRegistry(builtins...), config, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	p, err := NewPlacer(pub, karta.NewRegistry(builtins...), config, slog.New(slog.NewTextHandler(logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +315,7 @@ func TestClocksApartKeepClustersReady(t *testing.T) {
 				t.Errorf("decisions while both clusters beat on time = %v, want none", got)
 			}
 			for _, c := range []string{"east", "west"} {
-				if !f.p.clusterReady(c) {
+				if !clusterReady(f.p, c) {
 					t.Errorf("cluster %s NotReady though it beat every 2 s", c)
 				}
 			}
@@ -431,24 +437,20 @@ func TestRestoreKeepsWorkloadsOffAvoidedClusters(t *testing.T) {
 	f := newPlacerFixture(t, PlacerConfig{})
 	f.eastThenWest()
 
-	// What Rebuild reads from the state stream: the workload, then its last verdict.
+	// What Rebuild reads from the state stream: the workload, its last verdict, and its Apply to west, where its
+	// copy runs.
 	web := deployment("web")
-	f.seq++
-	f.p.seq = f.seq
-	if _, err := f.p.apply(schemas.TypeWorkloadChanged, web, true); err != nil {
-		t.Fatal(err)
-	}
-	id := f.p.byUID[web.Ref().UID]
+	id := idOf(web.Ref())
 	why := "its pods stayed Pending there for more than 5m0s"
-	f.p.workloads[id].restore = &schemas.PlacementVerdict{Workload: web.Ref(), Sequence: f.seq, Status: schemas.VerdictPlaced,
-		Policy: "any", Clusters: []string{"west"}, Reasons: map[string]string{"east": why},
-		ReasonCodes: map[string]string{"east": string(structs.RejectAvoided)}}
-	// Its copy runs on west, applied there.
-	f.p.workloads[id].published["west"] = publishedDecision{action: schemas.ActionApply, sequence: f.seq, uid: web.Ref().UID}
-	if err := f.p.restore(newTouched()); err != nil {
-		t.Fatal(err)
-	}
-	wl := f.p.store.Snapshot().Workload(id)
+	f.readState(stateMessage{schemas.TypeWorkloadChanged, web},
+		stateMessage{schemas.TypePlacementVerdict, &schemas.PlacementVerdict{Workload: web.Ref(), Sequence: f.seq + 1,
+			Status: schemas.VerdictPlaced, Policy: "any", Clusters: []string{"west"}, Reasons: map[string]string{"east": why},
+			ReasonCodes: map[string]string{"east": string(structs.RejectAvoided)}}},
+		stateMessage{schemas.TypePlacementDecided, &schemas.PlacementDecided{DecisionID: "d/west", Workload: web.Ref(),
+			Cluster: "west", Action: schemas.ActionApply, Sequence: f.seq + 1, Object: web.Object, Policy: "any",
+			Clusters: []string{"west"}}})
+	f.restoreAndPublish()
+	wl := f.p.Snapshot().Workload(id)
 	if wl.Placement == nil || !equal(wl.Placement.Clusters, []string{"west"}) || wl.Avoid["east"] != why {
 		t.Fatalf("restored placement %+v avoid %v, want west, avoiding east because %q", wl.Placement, wl.Avoid, why)
 	}
@@ -501,20 +503,9 @@ func TestRestoreFindsWhereAWorkloadRuns(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newPlacerFixture(t, PlacerConfig{})
 			f.eastThenWest()
-			f.seq++
-			f.p.seq = f.seq
-			if _, err := f.p.apply(schemas.TypeWorkloadChanged, web, true); err != nil {
-				t.Fatal(err)
-			}
-			for _, m := range tc.state {
-				if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := f.p.restore(newTouched()); err != nil {
-				t.Fatal(err)
-			}
-			wl := f.p.store.Snapshot().Workload(f.p.byUID[web.Ref().UID])
+			f.readState(append([]stateMessage{{schemas.TypeWorkloadChanged, web}}, tc.state...)...)
+			f.restoreAndPublish()
+			wl := f.p.Snapshot().Workload(idOf(web.Ref()))
 			if wl.Placement == nil || !equal(wl.Placement.Clusters, []string{tc.wantOn}) || !maps.Equal(wl.Avoid, tc.wantAvoid) {
 				t.Errorf("restored placement %+v avoiding %v, want %s avoiding %v", wl.Placement, wl.Avoid, tc.wantOn, tc.wantAvoid)
 			}
@@ -583,15 +574,12 @@ func TestDividePolicyOnlyForDivisibleKinds(t *testing.T) {
 						map[string]any{"topologyValue": "west", "percentage": int64(50)},
 					}},
 			})
-			entry := f.p.policies[tt.name]
-			if entry == nil {
-				t.Fatalf("policy %s not recorded", tt.name)
-			}
+			refused := f.p.ctrl.PolicyRefused(tt.name)
 			switch {
-			case tt.wantErr == "" && entry.err != nil:
-				t.Errorf("policy refused: %v", entry.err)
-			case tt.wantErr != "" && (entry.err == nil || !strings.Contains(entry.err.Error(), tt.wantErr)):
-				t.Errorf("policy error %v, want one containing %q", entry.err, tt.wantErr)
+			case tt.wantErr == "" && (refused != nil || !inForce(f.p, tt.name)):
+				t.Errorf("policy %s not in force: %v", tt.name, refused)
+			case tt.wantErr != "" && (refused == nil || !strings.Contains(refused.Error(), tt.wantErr)):
+				t.Errorf("policy error %v, want one containing %q", refused, tt.wantErr)
 			}
 		})
 	}
@@ -694,53 +682,6 @@ func TestNewVersionDecidesOnlyWhatAnApplierWouldCopy(t *testing.T) {
 	}
 }
 
-// TestPlacerPlacesApartWhenTheOneWriteFails: when storing a workload's new version together with its cycle's
-// plan fails, the placer stores the version and runs the cycle apart, so the workload still gets its
-// decisions and its verdict, and the fleet view holds the version.
-func TestPlacerPlacesApartWhenTheOneWriteFails(t *testing.T) {
-	for _, tc := range []struct {
-		name          string
-		cpu           string
-		wantDecisions []string
-		wantVerdict   schemas.VerdictStatus
-	}{
-		{name: "fits", cpu: "1", wantDecisions: []string{"Apply east"}, wantVerdict: schemas.VerdictPlaced},
-		{name: "fits nowhere", cpu: "100", wantVerdict: schemas.VerdictUnschedulable},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := newPlacerFixture(t, PlacerConfig{})
-			f.policy("any", map[string]any{})
-			f.cluster("east", nil)
-			attempts := 0
-			f.p.upsertAndPlan = func(uint64, time.Time, structs.WorkloadInfo, func(*state.Snapshot) (*structs.Plan, error)) (*structs.Plan, error) {
-				attempts++
-				return nil, errors.New("injected: the one write failed")
-			}
-			web := deployment("web")
-			firstContainer(web.Object)["resources"] = map[string]any{"requests": map[string]any{"cpu": tc.cpu}}
-			f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
-
-			if attempts != 1 {
-				t.Fatalf("the one write was tried %d times, want 1", attempts)
-			}
-			if got := f.decisions(0); !equal(got, tc.wantDecisions) {
-				t.Errorf("decisions = %v, want %v", got, tc.wantDecisions)
-			}
-			var verdicts []schemas.VerdictStatus
-			for _, v := range f.pub.verdicts(t) {
-				verdicts = append(verdicts, v.Status)
-			}
-			if !slices.Equal(verdicts, []schemas.VerdictStatus{tc.wantVerdict}) {
-				t.Errorf("verdicts = %v, want [%s]", verdicts, tc.wantVerdict)
-			}
-			ref := web.Ref()
-			if wl := f.p.Snapshot().Workload(structs.WorkloadID(ref.APIVersion, ref.Kind, ref.Namespace, ref.Name)); wl == nil {
-				t.Error("the fleet view does not hold the workload")
-			}
-		})
-	}
-}
-
 // TestPlacerForgetsAppliedEventsBelowTheAcknowledgementFloor: the placer's record of applied events is bounded
 // by its consumer's acknowledgement floor. Below the floor it forgets everything, since JetStream delivers none
 // of it again, so workloads that came and went leave nothing behind; above it, a redelivered event is still
@@ -760,8 +701,8 @@ func TestPlacerForgetsAppliedEventsBelowTheAcknowledgementFloor(t *testing.T) {
 		f.deliver(schemas.TypePlacementApplied, schemas.PlacementSubject("east", ref), &schemas.PlacementApplied{
 			DecisionID: "delete", Workload: ref, Cluster: "east", Action: schemas.ActionDelete, Sequence: f.seq})
 	}
-	if len(f.p.workloads) != 0 {
-		t.Fatalf("%d workloads still tracked after all were deleted", len(f.p.workloads))
+	if n := f.p.ctrl.Tracking(); n != 0 {
+		t.Fatalf("%d workloads still tracked after all were deleted", n)
 	}
 	if len(f.p.seen) < 2*churn {
 		t.Fatalf("the placer remembers %d subjects after %d workloads came and went; the test needs at least %d",
@@ -950,9 +891,8 @@ func TestWhatADeletedClusterSendsAfterItsDeletionIsLeftOut(t *testing.T) {
 		rebuilding bool
 	}{{"live", false}, {"rebuild", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newPlacerFixture(t, PlacerConfig{})
 			logs := &strings.Builder{}
-			f.p.log = slog.New(slog.NewTextHandler(logs, nil))
+			f := newLoggedPlacerFixture(t, PlacerConfig{}, logs)
 			burst := object("fleetflow.io/v1alpha1", "Cluster", "", "burst", nil, map[string]any{
 				"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": "burst", "namespace": "fleetflow-system"}}})
 			sendAll := func(msgs []stateMessage) {
@@ -977,7 +917,7 @@ func TestWhatADeletedClusterSendsAfterItsDeletionIsLeftOut(t *testing.T) {
 
 			sendAll(late(f.now.Add(time.Second)))
 			sendAll(late(f.now.Add(2 * time.Second)))
-			if c := f.p.clusters["burst"]; c != nil {
+			if c := f.p.Snapshot().Cluster("burst"); c != nil {
 				t.Errorf("the deleted cluster is back in the view: %+v", *c)
 			}
 			if nodes := f.p.Snapshot().Nodes("burst"); len(nodes) != 0 {
@@ -1043,9 +983,8 @@ func TestAClusterRegisteredAgainKeepsWhatItsProducerSentFirst(t *testing.T) {
 // and its value, instead of the taint being ignored and workloads placed where it was meant to keep them off.
 // Fixed, the cluster takes workloads again.
 func TestInvalidClusterTaintKeepsNewWorkloadsOff(t *testing.T) {
-	f := newPlacerFixture(t, PlacerConfig{})
 	logs := &strings.Builder{}
-	f.p.log = slog.New(slog.NewTextHandler(logs, nil))
+	f := newLoggedPlacerFixture(t, PlacerConfig{}, logs)
 	f.eastThenWest()
 	_, mark := f.placedWebOnEast()
 	tainted := func(effect string) *schemas.ObjectChanged {
@@ -1338,9 +1277,25 @@ func TestApplyAnApplierGaveUpOnMovesOnceAnotherClusterFits(t *testing.T) {
 	if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
 		t.Fatalf("decisions once west fits = %v, want [Apply west]", got)
 	}
-	if _, still := f.p.leaving[f.p.byUID[web.Ref().UID]]; still {
-		t.Error("the workload is still among those leaving a cluster after it moved")
+	if copies := f.p.ctrl.Copies(idOf(web.Ref())); slices.ContainsFunc(copies, func(c lifecycle.Copy) bool { return c.Failed != "" }) {
+		t.Errorf("the workload still has a failed Apply to leave after it moved: %+v", copies)
 	}
+}
+
+// idOf is the id of the workload ref in the fleet view.
+func idOf(ref schemas.ObjectRef) string {
+	return structs.WorkloadID(ref.APIVersion, ref.Kind, ref.Namespace, ref.Name)
+}
+
+// clusterReady reports whether p's view holds the cluster name as Ready.
+func clusterReady(p *Placer, name string) bool {
+	c := p.Snapshot().Cluster(name)
+	return c != nil && c.Ready
+}
+
+// inForce reports whether a policy of that name is in force in p's view.
+func inForce(p *Placer, name string) bool {
+	return slices.ContainsFunc(p.Snapshot().Policies(), func(pol *policy.Policy) bool { return pol.Name == name })
 }
 
 // stateMessage is an event as a rebuilding placer reads it from the state stream.
@@ -1349,28 +1304,39 @@ type stateMessage struct {
 	payload   schemas.Payload
 }
 
-// readState has the placer read msgs as a rebuild reads the state stream, each at the next sequence.
+// readState has the placer read msgs as a rebuild reads the state stream, each at the next sequence, at the
+// time of the fixture's clock.
 func (f *placerFixture) readState(msgs ...stateMessage) {
 	f.t.Helper()
+	f.readStateAt(time.Time{}, msgs...)
+}
+
+// readStateAt has the placer read msgs as a rebuild reads the state stream, as stored at at (the fixture's
+// clock when zero), each at the next sequence; the rebuild began at the fixture's clock.
+func (f *placerFixture) readStateAt(at time.Time, msgs ...stateMessage) {
+	f.t.Helper()
+	f.p.ctrl.BeginRebuild(f.now)
 	for _, m := range msgs {
 		f.seq++
-		f.p.seq = f.seq
-		if _, err := f.p.apply(m.eventType, m.payload, true); err != nil {
+		ev := lifecycle.Event{Subject: "fleetflow.events.test", Sequence: f.seq, Type: m.eventType, Payload: m.payload, Time: f.now}
+		if !at.IsZero() {
+			ev.Time, ev.Stored = at, at
+		}
+		if d, ok := m.payload.(*schemas.PlacementDecided); ok {
+			ev.Subject = schemas.DecisionSubject(d.Cluster, d.Workload)
+		}
+		if err := f.p.ctrl.Restore(ev); err != nil {
 			f.t.Fatal(err)
 		}
 	}
 }
 
-// restoreAndPublish ends a rebuild as Rebuild does: it restores the view read and publishes what the placer
-// decides of it. It returns how many decisions were published before, for f.decisions.
+// restoreAndPublish ends a rebuild as Rebuild does, with no history to read: it restores the view read and
+// publishes what the placer decides of it. It returns how many decisions were published before, for f.decisions.
 func (f *placerFixture) restoreAndPublish() int {
 	f.t.Helper()
-	touched := newTouched()
-	if err := f.p.restore(touched); err != nil {
-		f.t.Fatal(err)
-	}
 	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-	if err := f.p.reconcileAndAwait(f.t.Context(), touched); err != nil {
+	if err := f.p.finishRebuild(f.t.Context(), nil, 0, 0); err != nil {
 		f.t.Fatal(err)
 	}
 	return mark
@@ -1411,9 +1377,7 @@ func TestRestoredPlacerMovesOffAnApplyGivenUp(t *testing.T) {
 			f.eastThenWestWith(map[string]any{"rescheduleOnFailure": true})
 			f.cluster("west", map[string]any{"name": "west"})
 			f.readStateOfAGivenUpApply(reportFirst, "forbidden")
-			if err := f.p.restore(newTouched()); err != nil {
-				t.Fatal(err)
-			}
+			f.restoreAndPublish()
 			mark := len(f.pub.ofType(schemas.TypePlacementDecided))
 			f.deliver(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: f.now})
 			if got := f.decisions(mark); !equal(got, []string{"Apply west"}) {
@@ -1501,8 +1465,8 @@ func TestMoveRedeliveredAfterAFailedFlushIsPublishedAgain(t *testing.T) {
 			if id, want := f.pub.ofType(schemas.TypePlacementDecided)[mark].id, fmt.Sprintf("%s/%d/Apply/west", web.Ref().UID, event.StreamSequence); id != want {
 				t.Errorf("the Apply's id = %s, want %s", id, want)
 			}
-			if len(f.p.redo) != 0 {
-				t.Errorf("the placer still keeps %d events to redo after their redelivery", len(f.p.redo))
+			if n := f.p.ctrl.AwaitingRedelivery(); n != 0 {
+				t.Errorf("the placer still keeps %d events to redo after their redelivery", n)
 			}
 		})
 	}
@@ -1639,8 +1603,8 @@ func TestRefusedPolicyInForceOnceItsKindHasAnRI(t *testing.T) {
 		"spreadConstraints": map[string]any{"spreadMode": "Divide", "topologyKey": "region", "percentageSplit": []any{
 			map[string]any{"topologyValue": "east", "percentage": int64(50)},
 			map[string]any{"topologyValue": "west", "percentage": int64(50)}}}})
-	if e := f.p.policies["widget-divide"]; e == nil || e.err == nil || e.compiled != nil {
-		t.Fatalf("policy entry %+v, want it refused: no RI describes Widget", e)
+	if err := f.p.ctrl.PolicyRefused("widget-divide"); err == nil || inForce(f.p, "widget-divide") {
+		t.Fatalf("policy refused: %v, in force: %t; want it refused: no RI describes Widget", err, inForce(f.p, "widget-divide"))
 	}
 	ri := object("optimization.nvidia.com/v1alpha1", "ResourceInterface", "", "widget-ri", nil, map[string]any{
 		"spec": map[string]any{"structureDefinition": map[string]any{"rootComponent": map[string]any{
@@ -1648,8 +1612,8 @@ func TestRefusedPolicyInForceOnceItsKindHasAnRI(t *testing.T) {
 			"specDefinition":  map[string]any{"podTemplateSpecPath": ".spec.template"},
 			"scaleDefinition": map[string]any{"replicasPath": ".spec.replicas"}}}}})
 	f.deliver(schemas.TypeResourceInterfaceChanged, schemas.ResourceInterfaceSubject(ri.Ref()), ri)
-	if e := f.p.policies["widget-divide"]; e == nil || e.err != nil || e.compiled == nil {
-		t.Fatalf("policy entry %+v, want it in force once Widget has an RI", e)
+	if err := f.p.ctrl.PolicyRefused("widget-divide"); err != nil || !inForce(f.p, "widget-divide") {
+		t.Fatalf("policy refused: %v, in force: %t; want it in force once Widget has an RI", err, inForce(f.p, "widget-divide"))
 	}
 }
 
@@ -2285,7 +2249,7 @@ func TestCopyGoneWhileUnschedulableNoLongerKeepsItsCluster(t *testing.T) {
 	}
 	f.deliver(schemas.TypeWorkloadStatus, schemas.WorkloadStatusSubject("east", web.Ref()),
 		&schemas.WorkloadStatus{Cluster: "east", Workload: web.Ref(), Gone: true})
-	if wl := f.p.store.Snapshot().Workload(f.p.byUID[web.Ref().UID]); len(wl.Kept) != 0 {
+	if wl := f.p.Snapshot().Workload(idOf(web.Ref())); len(wl.Kept) != 0 {
 		t.Errorf("workload kept on %v once its copy is gone, want no cluster", wl.Kept)
 	}
 	f.deliver(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), object("fleetflow.io/v1alpha1", "Cluster", "", "east",
@@ -2318,21 +2282,14 @@ func TestRestoredPlacerDoesNotKeepAWorkloadWhereItsCopyWent(t *testing.T) {
 			Status: schemas.VerdictUnschedulable, Policy: "any"}},
 		stateMessage{schemas.TypeWorkloadStatus, &schemas.WorkloadStatus{Cluster: "east", Workload: ref, Gone: true}},
 	)
-	touched := newTouched()
-	if err := f.p.restore(touched); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.p.reapplyGoneCopies(t.Context(), nil, touched); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.p.reconcileAndAwait(t.Context(), touched); err != nil {
-		t.Fatal(err)
-	}
-	if wl := f.p.store.Snapshot().Workload(f.p.byUID[ref.UID]); wl.Placement != nil || len(wl.Kept) != 0 {
+	f.restoreAndPublish()
+	if wl := f.p.Snapshot().Workload(idOf(ref)); wl.Placement != nil || len(wl.Kept) != 0 {
 		t.Errorf("after the restart placement %+v, kept %v: want placed nowhere, kept nowhere", wl.Placement, wl.Kept)
 	}
-	if _, ok := f.p.workloads[f.p.byUID[ref.UID]].published["east"]; ok {
-		t.Errorf("the Apply to east still stands after the restart, though its copy went")
+	for _, c := range f.p.ctrl.Copies(idOf(ref)) {
+		if c.Cluster == "east" {
+			t.Errorf("the Apply to east still stands after the restart, though its copy went: %+v", c)
+		}
 	}
 }
 
@@ -2355,7 +2312,7 @@ func TestWorkloadUnschedulableWhileItMovesIsKeptWhereBothCopiesRun(t *testing.T)
 	if v := f.lastVerdictSent(); v.Status != schemas.VerdictUnschedulable || !strings.Contains(v.Message, "the copy on east, west keeps running") {
 		t.Fatalf("verdict %s %q, want Unschedulable with the copies on east and west running", v.Status, v.Message)
 	}
-	if wl := f.p.store.Snapshot().Workload(f.p.byUID[web.Ref().UID]); !equal(wl.Kept, []string{"east", "west"}) {
+	if wl := f.p.Snapshot().Workload(idOf(web.Ref())); !equal(wl.Kept, []string{"east", "west"}) {
 		t.Errorf("workload kept on %v, want [east west]: both copies run", wl.Kept)
 	}
 }
@@ -2483,7 +2440,7 @@ func TestRestoredPlacerKeepsAnUnschedulableWorkloadWhereItRuns(t *testing.T) {
 	if got := f.decisions(mark); len(got) != 0 {
 		t.Errorf("decisions after the restart = %v, want none: the copy on east runs this version", got)
 	}
-	if wl := f.p.store.Snapshot().Workload(f.p.byUID[ref.UID]); wl.Placement == nil || !equal(wl.Placement.Clusters, []string{"east"}) {
+	if wl := f.p.Snapshot().Workload(idOf(ref)); wl.Placement == nil || !equal(wl.Placement.Clusters, []string{"east"}) {
 		t.Errorf("placement after the restart %+v, want east", wl.Placement)
 	}
 }
@@ -2517,8 +2474,8 @@ func TestWorkloadMovedOffFailsOverBackWhenNothingElseFits(t *testing.T) {
 		!strings.Contains(v.Message, "goes back to east") {
 		t.Errorf("verdict carried by the Apply to east %+v, want it to say the workload goes back to east", v)
 	}
-	if e := f.p.workloads[f.p.byUID[web.Ref().UID]]; len(e.avoid) != 0 {
-		t.Errorf("workload keeps off %v, want no cluster once it runs on east again", e.avoid)
+	if wl := f.p.Snapshot().Workload(idOf(web.Ref())); len(wl.Avoid) != 0 {
+		t.Errorf("workload keeps off %v, want no cluster once it runs on east again", wl.Avoid)
 	}
 }
 
@@ -2638,11 +2595,11 @@ func TestRestoredPlacerKeepsTheWorkloadOfANameThroughAnEarlierOnesDelete(t *test
 	if got := f.decisions(mark); len(got) != 0 {
 		t.Errorf("decisions after the restart = %v, want none", got)
 	}
-	id, ok := f.p.byUID[ref.UID]
-	if !ok || f.p.workloads[id].ref.UID != ref.UID {
-		t.Fatalf("the workload of uid %s is not tracked by it after the restart (byUID %v)", ref.UID, f.p.byUID)
+	id, ok := f.p.ctrl.WorkloadOfUID(ref.UID)
+	if !ok || id != idOf(ref) {
+		t.Fatalf("the workload of uid %s is not tracked by it after the restart (tracked as %q)", ref.UID, id)
 	}
-	if wl := f.p.store.Snapshot().Workload(id); wl.Placement == nil || !equal(wl.Placement.Clusters, []string{"west"}) {
+	if wl := f.p.Snapshot().Workload(id); wl.Placement == nil || !equal(wl.Placement.Clusters, []string{"west"}) {
 		t.Errorf("placement after the restart %+v, want west", wl.Placement)
 	}
 }
@@ -2662,7 +2619,7 @@ func TestNewVersionMayGoBackToAClusterItWasMovedOff(t *testing.T) {
 	if got := f.decisions(mark); !equal(got, []string{"Apply west", "Delete east"}) {
 		t.Fatalf("decisions after its pods pended on east = %v, want [Apply west Delete east]", got)
 	}
-	id := f.p.byUID[web.Ref().UID]
+	id := idOf(web.Ref())
 	version := func(rv string, generation int64, labels map[string]any) *schemas.ObjectChanged {
 		return deploymentVersion("web", rv, 1, func(o map[string]any) {
 			meta := o["metadata"].(map[string]any)
@@ -2683,10 +2640,9 @@ func TestNewVersionMayGoBackToAClusterItWasMovedOff(t *testing.T) {
 	}
 	for _, step := range steps {
 		f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(step.change.Ref()), step.change)
-		_, avoided := f.p.workloads[id].avoid["east"]
-		stored := f.p.store.Snapshot().Workload(id)
-		if avoided != step.wantAvoid || (stored.Avoid["east"] != "") != step.wantAvoid {
-			t.Errorf("%s: keeps off east = %t (stored %q), want %t", step.name, avoided, stored.Avoid["east"], step.wantAvoid)
+		stored := f.p.Snapshot().Workload(id)
+		if avoided := stored.Avoid["east"] != ""; avoided != step.wantAvoid {
+			t.Errorf("%s: keeps off east = %t (%q), want %t", step.name, avoided, stored.Avoid["east"], step.wantAvoid)
 		}
 	}
 	if v := f.lastVerdictSent(); v.ReasonCodes["east"] == string(structs.RejectAvoided) {

@@ -12,6 +12,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/fleetflow/fleetflow/placement/lifecycle"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -79,13 +80,34 @@ type decidedFields struct {
 
 // decodeOutput reads a placer output.
 func decodeOutput(subject string, e cloudevents.Event) (*output, error) {
-	o := &output{subject: subject, id: e.ID(), data: e.Data()}
+	return outputOf(subject, e.ID(), e.Type(), e.Data())
+}
+
+// effectOutput is what the lifecycle's effect e would be as recorded: its payload encoded as the placer
+// publishes it.
+func effectOutput(e lifecycle.Effect) (*output, error) {
+	data, err := schemas.EncodeData(e.Type, e.Payload)
+	if err != nil {
+		return nil, err
+	}
+	encoded, ok := data.([]byte)
+	if !ok {
+		if encoded, err = json.Marshal(data); err != nil {
+			return nil, fmt.Errorf("encode %s (%s): %w", e.ID, e.Type, err)
+		}
+	}
+	return outputOf(e.Subject, e.ID, e.Type, encoded)
+}
+
+// outputOf reads the placer output of eventType, id and data, published on subject.
+func outputOf(subject, id, eventType string, data []byte) (*output, error) {
+	o := &output{subject: subject, id: id, data: data}
 	var ref schemas.ObjectRef
-	switch e.Type() {
+	switch eventType {
 	case schemas.TypePlacementDecided:
 		var p decidedFields
 		if err := json.Unmarshal(o.data, &p); err != nil {
-			return nil, fmt.Errorf("cloudevent %s (%s): %w", e.ID(), e.Type(), err)
+			return nil, fmt.Errorf("cloudevent %s (%s): %w", id, eventType, err)
 		}
 		ref, o.cause, o.epoch = p.Workload, p.Sequence, p.Epoch
 		o.summary = fmt.Sprintf("%s on %s", p.Action, p.Cluster)
@@ -96,15 +118,15 @@ func decodeOutput(subject string, e cloudevents.Event) (*output, error) {
 	case schemas.TypePlacementVerdict:
 		var p verdictFields
 		if err := json.Unmarshal(o.data, &p); err != nil {
-			return nil, fmt.Errorf("cloudevent %s (%s): %w", e.ID(), e.Type(), err)
+			return nil, fmt.Errorf("cloudevent %s (%s): %w", id, eventType, err)
 		}
 		ref, o.cause, o.epoch, o.outcome = p.Workload, p.Sequence, p.Epoch, p.outcome()
 		o.summary = verdictSummary(p.Status, p.Clusters)
 	default:
-		return nil, fmt.Errorf("type %s is no placer output", e.Type())
+		return nil, fmt.Errorf("type %s is no placer output", eventType)
 	}
 	if ref.Kind == "" || ref.Name == "" || o.cause == 0 {
-		return nil, fmt.Errorf("cloudevent %s (%s): names no workload and sequence", e.ID(), e.Type())
+		return nil, fmt.Errorf("cloudevent %s (%s): names no workload and sequence", id, eventType)
 	}
 	o.workload = workloadName(ref)
 	return o, nil

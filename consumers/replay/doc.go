@@ -1,7 +1,7 @@
-// Package replay runs the recorded history of fleetflow's streams through a placer in process, with no
-// stream or cluster written: to check that a build reproduces every recorded verdict and decision (a
-// determinism check), to ask what a SchedulePolicy would have changed (the what-if), and to explain one
-// workload on the fleet view as it stood.
+// Package replay runs the recorded history of fleetflow's streams through the placement lifecycle
+// (placement/lifecycle, the placer's rules) in process, with no stream or cluster written: to check that a
+// build reproduces every recorded verdict and decision (a determinism check), to ask what a SchedulePolicy
+// would have changed (the what-if), and to explain one workload on the fleet view as it stood.
 //
 // A History is the events and decisions streams, read from NATS or from a file of CloudEvents in structured
 // JSON (one per line, each with its stream, sequence, subject and stored time as extension attributes); both

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/fleetflow/fleetflow/consumers/placer"
-	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/lifecycle"
 	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/codec"
@@ -49,12 +49,12 @@ type Result struct {
 	Notes       []string                `json:"notes,omitempty"`
 }
 
-// Session is one replay: a placer fed the recorded inputs, publishing into a recorder.
+// Session is one replay: the placement lifecycle fed the recorded inputs, its effects compared with the
+// recorded outputs.
 type Session struct {
-	opts   Options
-	placer *placer.Placer
-	rec    recorder
-	cmp    *comparison
+	opts Options
+	ctrl *lifecycle.Controller
+	cmp  *comparison
 	// outcomes and recordedOutcomes are the last verdict per workload, produced and recorded.
 	outcomes, recordedOutcomes map[string]Outcome
 	result                     Result
@@ -84,7 +84,7 @@ type Session struct {
 	// what peek reads ahead (a fleet of 100,000 nodes registers before any workload). Until it comes, what
 	// the placer publishes is held, to be stamped with the epoch then.
 	epochUnknown bool
-	held         []sent
+	held         []lifecycle.Effect
 }
 
 func settingsString(st *schemas.PlacerSettings) string {
@@ -123,7 +123,7 @@ func (s *Session) Run(ctx context.Context, h History) (*Result, error) {
 		s.lastStored = ahead[0].Stored
 	}
 	for _, in := range s.prelude {
-		if err := s.Inject(ctx, in.eventType, in.subject, in.payload); err != nil {
+		if err := s.Inject(in.eventType, in.subject, in.payload); err != nil {
 			return nil, err
 		}
 	}
@@ -201,7 +201,7 @@ func peek(ctx context.Context, h History) (ahead []Record, settings *schemas.Pla
 
 // start makes the placer, deciding with the recorded settings under the options' overrides.
 func (s *Session) start(recorded *schemas.PlacerSettings, epoch string) error {
-	cfg := placer.PlacerConfig{}
+	cfg := lifecycle.Config{}
 	if recorded != nil {
 		cfg = cfg.WithSettings(recorded)
 	} else {
@@ -221,12 +221,12 @@ func (s *Session) start(recorded *schemas.PlacerSettings, epoch string) error {
 	if err != nil {
 		return fmt.Errorf("built-in resource interfaces: %w", err)
 	}
-	placer, err := placer.NewPlacer(&s.rec, karta.NewRegistry(builtins...), cfg, s.opts.Log)
+	ctrl, err := lifecycle.New(karta.NewRegistry(builtins...), cfg, s.opts.Log)
 	if err != nil {
 		return err
 	}
-	placer.SetEpoch(epoch)
-	s.placer, s.result.Settings, s.result.Epoch = placer, cfg.Settings(), epoch
+	ctrl.SetEpoch(epoch)
+	s.ctrl, s.result.Settings, s.result.Epoch = ctrl, cfg.Settings(), epoch
 	return nil
 }
 
@@ -283,8 +283,8 @@ func (s *Session) take(ctx context.Context, r Record) error {
 		if tick, ok := payload.(*schemas.PlacerTick); ok {
 			s.noteTick(r, tick)
 		}
-		return s.feed(ctx, bus.Delivery{Event: r.Event, Payload: payload, Subject: r.Subject,
-			StreamSequence: r.Sequence + s.offset, Attempt: 1, Stored: r.Stored})
+		return s.feed(lifecycle.Event{Subject: r.Subject, Sequence: r.Sequence + s.offset, Type: r.Event.Type(),
+			Payload: payload, Time: r.Event.Time(), Stored: r.Stored})
 	}
 	return nil
 }
@@ -308,51 +308,46 @@ func (s *Session) noteTick(r Record, tick *schemas.PlacerTick) {
 	}
 }
 
-// feed hands one input event to the placer and takes in what it publishes. An event the placer fails on is
-// handed again, as its consumer redelivers it, up to schemas.MaxDeliver times.
-func (s *Session) feed(ctx context.Context, d bus.Delivery) error {
+// feed hands one input event to the placement lifecycle and takes in its effects. An event it fails on is
+// handed again, as the placer's consumer redelivers it, up to schemas.MaxDeliver times.
+func (s *Session) feed(ev lifecycle.Event) error {
 	if s.result.Events == 0 {
-		s.result.First = d.StreamSequence
+		s.result.First = ev.Sequence
 	}
 	s.result.Events++
-	s.result.Last, s.lastSeq, s.lastStored = d.StreamSequence, d.StreamSequence, d.Stored
+	s.result.Last, s.lastSeq, s.lastStored = ev.Sequence, ev.Sequence, ev.Stored
+	var effects []lifecycle.Effect
 	var err error
-	for attempt := uint64(1); attempt <= uint64(schemas.MaxDeliver); attempt++ {
-		d.Attempt = attempt
-		if err = s.placer.Handle(ctx, d); err == nil {
+	for range schemas.MaxDeliver {
+		if effects, err = s.ctrl.Handle(ev); err == nil {
 			break
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
 		}
 	}
 	if err != nil {
-		s.note("%s sequence %d (%s): the placer gave up on it: %v", schemas.StreamEvents, d.StreamSequence, d.Subject, err)
+		s.note("%s sequence %d (%s): the placer gave up on it: %v", schemas.StreamEvents, ev.Sequence, ev.Subject, err)
 	}
-	s.placer.TakeGone()
-	s.placer.TakeGoneFleet()
-	if s.result.Events%forgetEvery == 0 {
-		s.placer.ForgetAppliedThrough(d.StreamSequence)
-	}
-	for _, out := range s.rec.take() {
+	for _, e := range effects {
 		if s.epochUnknown {
-			s.held = append(s.held, out)
+			s.held = append(s.held, e)
 			continue
 		}
-		if err := s.produced(out, d.StreamSequence); err != nil {
+		if err := s.produced(e, ev.Sequence); err != nil {
 			return err
 		}
 	}
-	if del, ok := d.Payload.(*schemas.ObjectDeleted); ok && d.Event.Type() == schemas.TypeWorkloadDeleted {
+	s.ctrl.Commit()
+	s.ctrl.TakeGone()
+	s.ctrl.TakeGoneFleet()
+	if del, ok := ev.Payload.(*schemas.ObjectDeleted); ok && ev.Type == schemas.TypeWorkloadDeleted {
 		delete(s.outcomes, workloadName(del.Workload))
 		delete(s.recordedOutcomes, workloadName(del.Workload))
 	}
 	return nil
 }
 
-// produced compares what the placer published answering the event at seq.
-func (s *Session) produced(out sent, seq uint64) error {
-	o, err := decodeOutput(out.subject, out.event)
+// produced compares an effect of the event at seq.
+func (s *Session) produced(e lifecycle.Effect, seq uint64) error {
+	o, err := effectOutput(e)
 	if err != nil {
 		return fmt.Errorf("replay: the placer published what it cannot read back, answering sequence %d: %w", seq, err)
 	}
@@ -363,38 +358,35 @@ func (s *Session) produced(out sent, seq uint64) error {
 	return nil
 }
 
-// learnEpoch has the placer stamp its outputs with the epoch the first recorded output names, and stamps and
-// compares those it published before.
+// learnEpoch has the lifecycle stamp its effects with the epoch the first recorded output names, and stamps
+// and compares those it had before. Effects are not modified once made, so a held one is stamped on a copy.
 func (s *Session) learnEpoch(epoch string) error {
 	s.epochUnknown = false
 	held := s.held
 	s.held = nil
 	if epoch != "" {
-		s.placer.SetEpoch(epoch)
+		s.ctrl.SetEpoch(epoch)
 		s.result.Epoch = epoch
 	}
-	for _, out := range held {
+	for _, e := range held {
 		if epoch != "" {
-			payload, err := codec.DecodePayload(out.event)
-			if err != nil {
-				return fmt.Errorf("replay: the placer published what it cannot read back: %w", err)
-			}
-			switch p := payload.(type) {
+			switch p := e.Payload.(type) {
 			case *schemas.PlacementDecided:
-				p.Epoch = epoch
+				stamped := *p
+				stamped.Epoch = epoch
 				if p.Verdict != nil {
-					p.Verdict.Epoch = epoch
+					v := *p.Verdict
+					v.Epoch = epoch
+					stamped.Verdict = &v
 				}
+				e.Payload = &stamped
 			case *schemas.PlacementVerdict:
-				p.Epoch = epoch
+				stamped := *p
+				stamped.Epoch = epoch
+				e.Payload = &stamped
 			}
-			e, err := codec.NewEvent(out.event.Type(), out.event.Source(), out.subject, out.event.ID(), payload)
-			if err != nil {
-				return fmt.Errorf("replay: stamp the epoch on %s: %w", out.subject, err)
-			}
-			out.event = e
 		}
-		o, err := decodeOutput(out.subject, out.event)
+		o, err := effectOutput(e)
 		if err != nil {
 			return fmt.Errorf("replay: the placer published what it cannot read back: %w", err)
 		}
@@ -406,21 +398,14 @@ func (s *Session) learnEpoch(epoch string) error {
 	return nil
 }
 
-// forgetEvery is how often, in events, the placer forgets the subjects it applied: its consumer's
-// acknowledgement floor moves as often.
-const forgetEvery = 1024
-
 // Inject feeds the placer one more event after the history, stored when the last one was.
-func (s *Session) Inject(ctx context.Context, eventType, subject string, payload schemas.Payload) error {
-	s.injected++
-	id := fmt.Sprintf("replay/%d", s.injected)
-	event, err := codec.NewEvent(eventType, "/fleetflow/replay", subject, id, payload)
-	if err != nil {
-		return err
+func (s *Session) Inject(eventType, subject string, payload schemas.Payload) error {
+	if err := payload.Validate(); err != nil {
+		return fmt.Errorf("replay: injected %s on %s: %w", eventType, subject, err)
 	}
-	event.SetTime(s.lastStored)
-	return s.feed(ctx, bus.Delivery{Event: event, Payload: payload, Subject: subject, StreamSequence: s.lastSeq + 1,
-		Attempt: 1, Stored: s.lastStored})
+	s.injected++
+	return s.feed(lifecycle.Event{Subject: subject, Sequence: s.lastSeq + 1, Type: eventType, Payload: payload,
+		Time: s.lastStored, Stored: s.lastStored})
 }
 
 // Step is a recorded moment of the followed workload's placement.
@@ -459,11 +444,11 @@ func (s *Session) follow(r Record, payload schemas.Payload) {
 	}
 }
 
-// Snapshot is the placer's fleet view as the replay left it.
-func (s *Session) Snapshot() *state.Snapshot { return s.placer.Snapshot() }
+// Snapshot is the fleet view as the replay left it.
+func (s *Session) Snapshot() *state.Snapshot { return s.ctrl.Snapshot() }
 
-// Placer is the session's placer, for what-if checks of the policies it refused.
-func (s *Session) Placer() *placer.Placer { return s.placer }
+// Controller is the session's placement lifecycle, for what-if checks of the policies it refused.
+func (s *Session) Controller() *lifecycle.Controller { return s.ctrl }
 
 // Outcome is where a workload's last verdict put it.
 type Outcome struct {

@@ -131,20 +131,20 @@ func RunWhatIf(ctx context.Context, open func() (History, error), w WhatIf, opts
 	} else {
 		for _, name := range w.Delete {
 			ref := schemas.ObjectRef{APIVersion: "fleetflow.io/v1alpha1", Kind: policy, Name: name, UID: "whatif-" + name}
-			if err := s.Inject(ctx, schemas.TypePolicyDeleted, schemas.PolicySubject(ref), &schemas.ObjectDeleted{Workload: ref}); err != nil {
+			if err := s.Inject(schemas.TypePolicyDeleted, schemas.PolicySubject(ref), &schemas.ObjectDeleted{Workload: ref}); err != nil {
 				return nil, err
 			}
 		}
 		for _, obj := range w.Policies {
 			in := policyChanged(obj)
-			if err := s.Inject(ctx, in.eventType, in.subject, in.payload); err != nil {
+			if err := s.Inject(in.eventType, in.subject, in.payload); err != nil {
 				return nil, err
 			}
 		}
 	}
 	for _, obj := range w.Policies {
 		name := schemas.RefOf(obj).Name
-		if err := s.Placer().PolicyRefused(name); err != nil {
+		if err := s.Controller().PolicyRefused(name); err != nil {
 			return nil, fmt.Errorf("SchedulePolicy %s: refused: %w", name, err)
 		}
 	}

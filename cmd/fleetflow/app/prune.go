@@ -10,8 +10,8 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/placement/lifecycle"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/codec"
 )
@@ -22,7 +22,7 @@ import (
 // verdict, statuses, applier reports and decisions behind, for good, and every restarted placer would read
 // through all of them. It removes the deletions of nodes too, which a cluster autoscaler leaves one of for every
 // node it ever removed, and what the stream holds of a deleted cluster, stored before its deletion or after
-// (placer.Placer.TakeGoneFleet).
+// (lifecycle.Controller.TakeGoneFleet).
 //
 // A subject's last message is removed only when it is about the very workload that is gone (the same UID), and
 // nothing stored after it: a workload created again under the same name keeps everything of its own. The prune
@@ -64,7 +64,7 @@ func newStatePruner(stream jetstream.Stream, grace time.Duration, log *slog.Logg
 }
 
 // add queues workloads, nodes and clusters to prune once the grace period has passed.
-func (s *statePruner) add(workloads []schemas.ObjectRef, fleet placer.GoneFleet) {
+func (s *statePruner) add(workloads []schemas.ObjectRef, fleet lifecycle.GoneFleet) {
 	n := len(workloads) + len(fleet.Nodes) + len(fleet.Clusters)
 	if n == 0 {
 		return

@@ -14,7 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/fleetflow/fleetflow/consumers/placer"
+	"github.com/fleetflow/fleetflow/placement/lifecycle"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -92,7 +92,7 @@ func TestStatePrunerRemovesWhatAGoneWorkloadLeft(t *testing.T) {
 	recorder := &purgeRecorder{Stream: stream}
 	pruner := newStatePruner(recorder, 10*time.Millisecond, slog.New(slog.DiscardHandler))
 	go pruner.run(ctx)
-	pruner.add([]schemas.ObjectRef{gone}, placer.GoneFleet{})
+	pruner.add([]schemas.ObjectRef{gone}, lifecycle.GoneFleet{})
 	want := []string{schemas.WorkloadStatusSubject("east", other), schemas.WorkloadStatusSubject("west", again),
 		schemas.PlacementSubject("north", gone), schemas.DecisionSubject("south", gone)}
 	slices.Sort(want)
@@ -380,9 +380,9 @@ func TestStatePrunerRemovesWhatADeletedClusterLeft(t *testing.T) {
 // saw; reported once that prune ran, it is queued again.
 func TestStatePrunerQueuesADeletedClusterOnce(t *testing.T) {
 	pruner := newStatePruner(nil, time.Minute, slog.New(slog.DiscardHandler))
-	pruner.add(nil, placer.GoneFleet{Clusters: []string{"burst"}})
-	pruner.add(nil, placer.GoneFleet{Clusters: []string{"burst", "east"}})
-	pruner.add(nil, placer.GoneFleet{Clusters: []string{"east"}})
+	pruner.add(nil, lifecycle.GoneFleet{Clusters: []string{"burst"}})
+	pruner.add(nil, lifecycle.GoneFleet{Clusters: []string{"burst", "east"}})
+	pruner.add(nil, lifecycle.GoneFleet{Clusters: []string{"east"}})
 	clusters := func(targets []pruneTarget) []string {
 		var names []string
 		for _, target := range targets {
@@ -397,7 +397,7 @@ func TestStatePrunerQueuesADeletedClusterOnce(t *testing.T) {
 	if got := clusters(due); !slices.Equal(got, []string{"burst", "east"}) {
 		t.Fatalf("due %v, want burst and east", got)
 	}
-	pruner.add(nil, placer.GoneFleet{Clusters: []string{"burst"}})
+	pruner.add(nil, lifecycle.GoneFleet{Clusters: []string{"burst"}})
 	if got := clusters(pruner.queue); !slices.Equal(got, []string{"burst"}) {
 		t.Errorf("queued after the prune ran %v, want burst again", got)
 	}

@@ -1,14 +1,11 @@
-package placer
+package lifecycle
 
 import (
-	"encoding/json"
 	"fmt"
 	"testing"
 
-	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
-	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // TestVerdictKey: a verdict is published again only when it says something new. Free amounts in capacity
@@ -55,43 +52,8 @@ func TestVerdictKey(t *testing.T) {
 	}
 }
 
-// TestGenerationOf: a workload's generation is what tells the scheduler that a placed workload changed its
-// spec, so it must be read from objects decoded from the bus (numbers are float64) as well as from clients.
-func TestGenerationOf(t *testing.T) {
-	cases := []struct {
-		name       string
-		generation any
-		want       int64
-	}{
-		{"decoded from JSON", float64(7), 7},
-		{"from a client", int64(7), 7},
-		{"an int", 7, 7},
-		{"a json.Number", json.Number("7"), 7},
-		{"missing", nil, 0},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			meta := map[string]any{"name": "web"}
-			if tc.generation != nil {
-				meta["generation"] = tc.generation
-			}
-			if got := objects.GenerationOf(map[string]any{"metadata": meta}); got != tc.want {
-				t.Errorf("generationOf = %d, want %d", got, tc.want)
-			}
-		})
-	}
-	// Through the bus: an event's object is decoded from JSON, and the store must see its generation.
-	var decoded map[string]any
-	if err := json.Unmarshal([]byte(`{"metadata":{"name":"web","generation":3}}`), &decoded); err != nil {
-		t.Fatal(err)
-	}
-	if got := objects.GenerationOf(decoded); got != 3 {
-		t.Errorf("generation of a JSON-decoded object = %d, want 3", got)
-	}
-}
-
 // BenchmarkPlacedVerdict: what the placer does per placed workload to say its verdict late in a bench run,
-// with 47 clusters rejected for capacity: build it from the decision, key it, and encode it as an event.
+// with 47 clusters rejected for capacity: build it from the decision, key it, and encode it.
 func BenchmarkPlacedVerdict(b *testing.B) {
 	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team", Name: "train", UID: "u"}
 	d := &structs.Decision{Status: structs.StatusPlaced, Policy: "fill", Clusters: []string{"cluster-094"},
@@ -108,7 +70,7 @@ func BenchmarkPlacedVerdict(b *testing.B) {
 		v := verdictOf(ref, 7, d)
 		v.Analysis = analysis
 		_ = verdictKey(v, analysisKey)
-		if _, err := codec.NewEvent(schemas.TypePlacementVerdict, schemas.SourcePlacer, "s", "id", v); err != nil {
+		if _, err := schemas.EncodeData(schemas.TypePlacementVerdict, v); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,7 +1,6 @@
-package placer
+package lifecycle
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -24,19 +23,19 @@ import (
 )
 
 // planner records plans in the store under the sequence of the event being handled.
-func (p *Placer) planner() scheduler.Planner {
+func (p *Controller) planner() scheduler.Planner {
 	return &storePlanner{p: p}
 }
 
-type storePlanner struct{ p *Placer }
+type storePlanner struct{ p *Controller }
 
 func (s *storePlanner) SubmitPlan(plan *structs.Plan) (scheduler.State, error) {
-	err := s.p.store.ApplyPlan(s.p.seq, s.p.now, plan)
+	err := s.p.store.ApplyPlan(s.p.at.seq, s.p.at.now, plan)
 	return s.p.store.Snapshot(), err
 }
 
 // process runs a placement cycle for one workload.
-func (p *Placer) process(id string, touched *touchedSet) error {
+func (p *Controller) process(id string, touched *touchedSet) error {
 	plan, _, err := p.sched.Process(p.store.Snapshot(), p.planner(), id)
 	if err != nil {
 		return err
@@ -51,13 +50,13 @@ func (p *Placer) process(id string, touched *touchedSet) error {
 // completed is left where it is: moved, a job that already ran would run again, and its result would give way
 // to a new copy's empty status. A failed one is re-evaluated as any other: Failed is also a service whose
 // rollout stalled, which should fail over.
-func (p *Placer) reevaluate(ids []string, touched *touchedSet) error {
+func (p *Controller) reevaluate(ids []string, touched *touchedSet) error {
 	return p.reevaluateAll(slices.DeleteFunc(slices.Clone(ids), p.completedEverywhere), touched)
 }
 
 // reevaluateAll is reevaluate for completed workloads too: those on a cluster that left the fleet, whose copy
 // there is deleted with the cluster's results, go elsewhere as any other.
-func (p *Placer) reevaluateAll(ids []string, touched *touchedSet) error {
+func (p *Controller) reevaluateAll(ids []string, touched *touchedSet) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -72,7 +71,7 @@ func (p *Placer) reevaluateAll(ids []string, touched *touchedSet) error {
 }
 
 // wake retries the blocked workloads that ev could unblock, and re-evaluates the placed ones it could widen.
-func (p *Placer) wake(ev scheduler.Event, touched *touchedSet) {
+func (p *Controller) wake(ev scheduler.Event, touched *touchedSet) {
 	var widen []string
 	for _, id := range p.blocked.Wake(ev) {
 		if wl := p.store.Snapshot().Workload(id); wl != nil && wl.Placement != nil {
@@ -90,7 +89,7 @@ func (p *Placer) wake(ev scheduler.Event, touched *touchedSet) {
 
 // completedEverywhere reports whether workload id is placed, not by a Duplicate spread (whose copies follow the
 // fleet whatever they did), and its copy on every cluster it is placed on last reported Completed.
-func (p *Placer) completedEverywhere(id string) bool {
+func (p *Controller) completedEverywhere(id string) bool {
 	e := p.workloads[id]
 	if e == nil || len(e.completed) == 0 {
 		return false
@@ -111,7 +110,7 @@ func (p *Placer) completedEverywhere(id string) bool {
 	return true
 }
 
-func (p *Placer) record(d *structs.Decision, touched *touchedSet) {
+func (p *Controller) record(d *structs.Decision, touched *touchedSet) {
 	touched.decided(d)
 	p.blocked.Record(d)
 	switch d.Status {
@@ -124,7 +123,7 @@ func (p *Placer) record(d *structs.Decision, touched *touchedSet) {
 
 // runsOn lists, by name, the registered clusters where the Apply of a copy of workload e stands: where its copies
 // run, the ones it is leaving included.
-func (p *Placer) runsOn(e *workloadEntry) []string {
+func (p *Controller) runsOn(e *workloadEntry) []string {
 	var clusters []string
 	for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
 		if prev := e.published[cluster]; prev.action == schemas.ActionApply && (prev.uid == "" || prev.uid == e.ref.UID) &&
@@ -139,7 +138,7 @@ func (p *Placer) runsOn(e *workloadEntry) []string {
 // kept (structs.Workload.Kept): the store takes them from its last placement, which leaves out a cluster it was
 // leaving (the Delete waits for the new copy), whose copy runs on all the same; a restarted placer finds both
 // from the Applies it published (restore), and judges it as this one does.
-func (p *Placer) keepWhereItRuns(id string) {
+func (p *Controller) keepWhereItRuns(id string) {
 	e := p.workloads[id]
 	if e == nil || e.deleted {
 		return
@@ -152,7 +151,7 @@ func (p *Placer) keepWhereItRuns(id string) {
 	if slices.Equal(kept, wl.Kept) {
 		return
 	}
-	if err := p.store.KeepOn(p.seq, id, kept); err != nil {
+	if err := p.store.KeepOn(p.at.seq, id, kept); err != nil {
 		p.log.Warn("could not record where a workload placed nowhere still runs", "workload", e.ref.Key(),
 			"clusters", kept, "error", err)
 	}
@@ -162,7 +161,7 @@ func (p *Placer) keepWhereItRuns(id string) {
 // it) keeps off that cluster: it runs there now, so it stays while it fits, and pods pending there, a failure
 // or a refused Apply move it off again. Kept avoided, the cluster would have it leave at its next
 // re-evaluation, and its pods pending there would never move it.
-func (p *Placer) placedBack(d *structs.Decision) {
+func (p *Controller) placedBack(d *structs.Decision) {
 	e := p.workloads[d.WorkloadID]
 	if e == nil || len(e.avoid) == 0 {
 		return
@@ -185,7 +184,7 @@ func (p *Placer) placedBack(d *structs.Decision) {
 
 // reconcile publishes what an event changed: verdicts (with the analysis each answers), then per-cluster
 // decisions derived by comparing where each touched workload should be with what was already published.
-func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
+func (p *Controller) reconcile(touched *touchedSet) error {
 	for _, id := range slices.Sorted(maps.Keys(touched.invalid)) {
 		e := p.workloads[id]
 		message := touched.invalid[id]
@@ -197,9 +196,9 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 		if note != "" {
 			message += "; " + note
 		}
-		v := &schemas.PlacementVerdict{Workload: e.ref, Sequence: p.seq, Status: schemas.VerdictInvalid,
+		v := &schemas.PlacementVerdict{Workload: e.ref, Sequence: p.at.seq, Status: schemas.VerdictInvalid,
 			Message: message, ViewSequence: p.store.Snapshot().Index(), Analysis: e.verdictAnalysis}
-		if err := p.publishVerdict(ctx, e, v); err != nil {
+		if err := p.publishVerdict(e, v); err != nil {
 			return err
 		}
 	}
@@ -211,7 +210,7 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 		if e == nil {
 			continue
 		}
-		v := verdictOf(e.ref, p.seq, touched.verdicts[id])
+		v := verdictOf(e.ref, p.at.seq, touched.verdicts[id])
 		v.Analysis = e.verdictAnalysis
 		if v.Status == schemas.VerdictPlaced {
 			if key := verdictKey(v, e.verdictAnalysisKey); key != e.lastVerdict {
@@ -226,7 +225,7 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 		if note != "" {
 			v.Message = strings.TrimPrefix(v.Message+"; "+note, "; ")
 		}
-		if err := p.publishVerdict(ctx, e, v); err != nil {
+		if err := p.publishVerdict(e, v); err != nil {
 			return err
 		}
 	}
@@ -236,7 +235,7 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 		if e == nil {
 			continue
 		}
-		if err := p.publishDecisions(ctx, e, snap.Workload(id), held[id]); err != nil {
+		if err := p.publishDecisions(e, snap.Workload(id), held[id]); err != nil {
 			return err
 		}
 		// A workload deleted on the control plane goes once no copy of it is left to delete; so does one
@@ -244,12 +243,12 @@ func (p *Placer) reconcile(ctx context.Context, touched *touchedSet) error {
 		if (e.deleted || e.objectJSON == nil) && len(e.published) == 0 {
 			delete(p.workloads, id)
 			delete(p.byUID, e.ref.UID)
-			p.gone = append(p.gone, e.ref)
+			p.forgotten.workloads = append(p.forgotten.workloads, e.ref)
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(held)) {
 		if h := held[id]; !h.carried {
-			if err := p.sendVerdict(ctx, p.workloads[id], h.v, h.key); err != nil {
+			if err := p.sendVerdict(p.workloads[id], h.v, h.key); err != nil {
 				return err
 			}
 		}
@@ -358,19 +357,19 @@ func analysisKey(a *schemas.Analysis) string {
 }
 
 // publishVerdict sends a verdict as an event of its own, unless it says nothing new.
-func (p *Placer) publishVerdict(ctx context.Context, e *workloadEntry, v *schemas.PlacementVerdict) error {
+func (p *Controller) publishVerdict(e *workloadEntry, v *schemas.PlacementVerdict) error {
 	key := verdictKey(v, e.verdictAnalysisKey)
 	if key == e.lastVerdict {
 		return nil // nothing new to say: e.g. a blocked workload retried and still blocked
 	}
-	return p.sendVerdict(ctx, e, v, key)
+	return p.sendVerdict(e, v, key)
 }
 
 // sendVerdict sends v, whose verdictKey is key, as an event of its own.
-func (p *Placer) sendVerdict(ctx context.Context, e *workloadEntry, v *schemas.PlacementVerdict, key string) error {
+func (p *Controller) sendVerdict(e *workloadEntry, v *schemas.PlacementVerdict, key string) error {
 	v.Epoch = p.epoch
 	subject := schemas.VerdictSubject(e.ref)
-	if err := p.send(ctx, schemas.TypePlacementVerdict, subject, fmt.Sprintf("verdict/%s/%d", e.ref.UID, p.seq), v); err != nil {
+	if err := p.send(schemas.TypePlacementVerdict, subject, fmt.Sprintf("verdict/%s/%d", e.ref.UID, p.at.seq), v); err != nil {
 		return err
 	}
 	p.verdictSaid(e, v, key)
@@ -378,7 +377,7 @@ func (p *Placer) sendVerdict(ctx context.Context, e *workloadEntry, v *schemas.P
 }
 
 // verdictSaid records that v was published, on its own or with an Apply.
-func (p *Placer) verdictSaid(e *workloadEntry, v *schemas.PlacementVerdict, key string) {
+func (p *Controller) verdictSaid(e *workloadEntry, v *schemas.PlacementVerdict, key string) {
 	e.lastVerdict = key
 	p.log.Info("verdict", "workload", e.ref.Key(), "status", v.Status, "clusters", v.Clusters, "policy", v.Policy,
 		"reasons", v.Reasons, "message", v.Message)
@@ -401,7 +400,7 @@ func (e *workloadEntry) setAnalysis(a *karta.Analysis, analysisErr string) {
 // stillRunning says where a workload no cluster takes now still runs, and whether that copy is of an earlier
 // version, which stays until this one can be applied (until says when): "" when it runs nowhere. Without it, a
 // user whose edit made a running workload Unschedulable or Invalid would not know the edit is not carried out.
-func (p *Placer) stillRunning(e *workloadEntry, until string) (string, error) {
+func (p *Controller) stillRunning(e *workloadEntry, until string) (string, error) {
 	if e.deleted || e.objectJSON == nil {
 		return "", nil
 	}
@@ -437,7 +436,7 @@ func (p *Placer) stillRunning(e *workloadEntry, until string) (string, error) {
 // Apply for every cluster that should run the current version, and a Delete for every cluster that runs
 // it but should not. On a move, deletes wait until the new clusters confirmed their applies, so the
 // workload is never nowhere; a workload that fits nowhere stays where it runs.
-func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *structs.Workload, verdict *heldVerdict) error {
+func (p *Controller) publishDecisions(e *workloadEntry, wl *structs.Workload, verdict *heldVerdict) error {
 	desired := map[string]int64{}
 	if wl != nil && wl.Placement != nil && !e.deleted && e.objectJSON != nil {
 		for _, c := range wl.Placement.Clusters {
@@ -461,7 +460,7 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 				(!earlier || e.redelete[cluster] && !p.clusterReady(cluster)) {
 				continue
 			}
-			if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, 0, nil, nil); err != nil {
+			if err := p.decide(e, cluster, schemas.ActionDelete, nil, 0, nil, nil); err != nil {
 				return err
 			}
 			delete(e.redelete, cluster)
@@ -501,7 +500,7 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		if verdict != nil && !verdict.carried && slices.Contains(verdict.v.Clusters, cluster) {
 			carry = verdict
 		}
-		if err := p.decide(ctx, e, cluster, schemas.ActionApply, object, replicas, wl, carry); err != nil {
+		if err := p.decide(e, cluster, schemas.ActionApply, object, replicas, wl, carry); err != nil {
 			return err
 		}
 	}
@@ -522,7 +521,7 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 		if e.redelete[cluster] && !p.clusterReady(cluster) {
 			continue // its applier already gave up once; send it again when the cluster is back
 		}
-		if err := p.decide(ctx, e, cluster, schemas.ActionDelete, nil, 0, nil, nil); err != nil {
+		if err := p.decide(e, cluster, schemas.ActionDelete, nil, 0, nil, nil); err != nil {
 			return err
 		}
 		delete(e.redelete, cluster)
@@ -540,19 +539,19 @@ func (p *Placer) publishDecisions(ctx context.Context, e *workloadEntry, wl *str
 }
 
 // clusterRegistered reports whether the control plane has a Cluster object for the cluster.
-func (p *Placer) clusterRegistered(name string) bool {
+func (p *Controller) clusterRegistered(name string) bool {
 	c := p.clusters[name]
 	return c != nil && c.registered
 }
 
-func (p *Placer) clusterReady(name string) bool {
+func (p *Controller) clusterReady(name string) bool {
 	c := p.clusters[name]
 	return c != nil && c.ready
 }
 
 // desiredObject is the control-plane object to apply, encoded, with the cluster's share of replicas for a
 // Divide.
-func (p *Placer) desiredObject(e *workloadEntry, wl *structs.Workload, replicas int64) ([]byte, error) {
+func (p *Controller) desiredObject(e *workloadEntry, wl *structs.Workload, replicas int64) ([]byte, error) {
 	if replicas == 0 || wl == nil {
 		return e.objectJSON, nil
 	}
@@ -579,7 +578,7 @@ func (p *Placer) desiredObject(e *workloadEntry, wl *structs.Workload, replicas 
 // decide publishes one decision and records it. An Apply applies the workload's current object, as
 // objectJSON encodes it with the cluster's share of replicas, says where wl is placed, and carries verdict
 // when one is given.
-func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, action schemas.DecisionAction,
+func (p *Controller) decide(e *workloadEntry, cluster string, action schemas.DecisionAction,
 	objectJSON []byte, replicas int64, wl *structs.Workload, verdict *heldVerdict) error {
 	ref, earlier := e.ref, false
 	if prev := e.published[cluster]; action == schemas.ActionDelete && prev.uid != "" && prev.uid != ref.UID {
@@ -587,8 +586,8 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 		ref.UID, earlier = prev.uid, true
 	}
 	d := &schemas.PlacementDecided{
-		DecisionID: fmt.Sprintf("%s/%d/%s/%s", ref.UID, p.seq, action, cluster),
-		Workload:   ref, Cluster: cluster, Action: action, Sequence: p.seq, Epoch: p.epoch, ObjectJSON: objectJSON,
+		DecisionID: fmt.Sprintf("%s/%d/%s/%s", ref.UID, p.at.seq, action, cluster),
+		Workload:   ref, Cluster: cluster, Action: action, Sequence: p.at.seq, Epoch: p.epoch, ObjectJSON: objectJSON,
 		Replicas: replicas,
 	}
 	policyName := ""
@@ -620,17 +619,17 @@ func (p *Placer) decide(ctx context.Context, e *workloadEntry, cluster string, a
 		d.Reason = "placed by policy " + policyName
 	}
 	subject := schemas.DecisionSubject(cluster, e.ref)
-	if err := p.send(ctx, schemas.TypePlacementDecided, subject, d.DecisionID, d); err != nil {
+	if err := p.send(schemas.TypePlacementDecided, subject, d.DecisionID, d); err != nil {
 		return err
 	}
-	published := publishedDecision{action: action, sequence: p.seq, replicas: replicas, uid: ref.UID,
+	published := publishedDecision{action: action, sequence: p.at.seq, replicas: replicas, uid: ref.UID,
 		namespaceLabels: namespaceLabelsKey(d.NamespaceLabels)}
 	if action == schemas.ActionApply {
 		published.object, published.content = e.objectJSON, e.content
 	}
 	e.published[cluster] = published
 	delete(e.reapply, cluster) // what failed there is superseded
-	p.log.Info("decided", "workload", e.ref.Key(), "cluster", cluster, "action", action, "sequence", p.seq)
+	p.log.Info("decided", "workload", e.ref.Key(), "cluster", cluster, "action", action, "sequence", p.at.seq)
 	if verdict != nil {
 		verdict.carried = true
 		p.verdictSaid(e, verdict.v, verdict.key)

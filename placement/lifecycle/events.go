@@ -1,4 +1,4 @@
-package placer
+package lifecycle
 
 import (
 	"bytes"
@@ -16,10 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
-	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/jsondec"
 	"github.com/fleetflow/fleetflow/internal/jsonenc"
-	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/placement/policy"
@@ -33,7 +31,7 @@ func workloadIDOf(ref schemas.ObjectRef) string {
 	return structs.WorkloadID(ref.APIVersion, ref.Kind, ref.Namespace, ref.Name)
 }
 
-func (p *Placer) entry(ref schemas.ObjectRef) *workloadEntry {
+func (p *Controller) entry(ref schemas.ObjectRef) *workloadEntry {
 	id := workloadIDOf(ref)
 	e := p.workloads[id]
 	if e == nil {
@@ -50,12 +48,12 @@ func (p *Placer) entry(ref schemas.ObjectRef) *workloadEntry {
 	return e
 }
 
-func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
 	ref := payload.Ref()
 	e := p.entry(ref)
 	before := e.generation
 	if err := e.setObject(payload.Object, payload.ObjectJSON, &p.scratch); err != nil {
-		return bus.Permanent(fmt.Errorf("workload %s: %w", ref.Key(), err))
+		return fmt.Errorf("workload %s: %w: %w", ref.Key(), ErrPermanent, err)
 	}
 	if !rebuilding && before > 0 && e.generation > before && len(e.avoid) > 0 {
 		// The clusters it was moved off (its pods pended, it failed, its Apply was refused) kept off the version
@@ -84,8 +82,8 @@ func (p *Placer) onWorkloadChanged(payload *schemas.ObjectChanged, touched *touc
 // upsertAndProcess stores a workload's new version and its placement cycle's plan in one write of the store.
 // When that fails, it stores the version and runs the cycle on their own, as the scheduler runs it for any
 // workload: planning again on a fresh view when the plan is stale, and keeping the version when it fails.
-func (p *Placer) upsertAndProcess(e *workloadEntry, touched *touchedSet) error {
-	plan, err := p.upsertAndPlan(p.seq, p.now, p.workloadInfo(e), func(view *state.Snapshot) (*structs.Plan, error) {
+func (p *Controller) upsertAndProcess(e *workloadEntry, touched *touchedSet) error {
+	plan, err := p.upsertAndPlan(p.at.seq, p.at.now, p.workloadInfo(e), func(view *state.Snapshot) (*structs.Plan, error) {
 		return p.sched.Schedule(view, e.id)
 	})
 	if err != nil {
@@ -138,19 +136,19 @@ func (e *workloadEntry) object() (map[string]any, error) {
 	return object, nil
 }
 
-func (p *Placer) upsertWorkload(e *workloadEntry) error {
-	_, err := p.store.UpsertWorkload(p.seq, p.workloadInfo(e))
+func (p *Controller) upsertWorkload(e *workloadEntry) error {
+	_, err := p.store.UpsertWorkload(p.at.seq, p.workloadInfo(e))
 	return err
 }
 
 // workloadInfo is what the store keeps of a workload.
-func (p *Placer) workloadInfo(e *workloadEntry) structs.WorkloadInfo {
+func (p *Controller) workloadInfo(e *workloadEntry) structs.WorkloadInfo {
 	return structs.WorkloadInfo{Labels: e.labels, Generation: e.generation, Analysis: e.analysis, Avoid: maps.Clone(e.avoid)}
 }
 
 // analyze reads a workload through its RI. A kind without an RI (a CRD, a ConfigMap, a Namespace: what
 // level 1 copies) asks nothing of the fleet's capacity.
-func (p *Placer) analyze(object map[string]any) (*karta.Analysis, error) {
+func (p *Controller) analyze(object map[string]any) (*karta.Analysis, error) {
 	gvk := karta.GVKOf(object)
 	ri, ok := p.registry.Lookup(gvk)
 	if !ok {
@@ -161,7 +159,7 @@ func (p *Placer) analyze(object map[string]any) (*karta.Analysis, error) {
 	return ri.AnalyzeDecoded(object)
 }
 
-func (p *Placer) onWorkloadDeleted(payload *schemas.ObjectDeleted, touched *touchedSet) error {
+func (p *Controller) onWorkloadDeleted(payload *schemas.ObjectDeleted, touched *touchedSet) error {
 	e := p.entry(payload.Workload)
 	e.deleted = true
 	e.objectJSON = nil
@@ -170,7 +168,7 @@ func (p *Placer) onWorkloadDeleted(payload *schemas.ObjectDeleted, touched *touc
 	if wl := p.store.Snapshot().Workload(e.id); wl != nil && wl.Placement != nil {
 		clusters = wl.Placement.Clusters
 	}
-	if err := p.store.DeleteWorkload(p.seq, e.id); err != nil {
+	if err := p.store.DeleteWorkload(p.at.seq, e.id); err != nil {
 		return err
 	}
 	touched.add(e.id)
@@ -180,7 +178,7 @@ func (p *Placer) onWorkloadDeleted(payload *schemas.ObjectDeleted, touched *touc
 	return nil
 }
 
-func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onPolicyChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
 	name := policyName(payload.Ref())
 	var sp v1alpha1.SchedulePolicy
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(payload.Object, &sp); err != nil {
@@ -194,7 +192,7 @@ func (p *Placer) onPolicyChanged(payload *schemas.ObjectChanged, touched *touche
 }
 
 // compilePolicy puts a version of a policy in force, or keeps the last valid version and says why not.
-func (p *Placer) compilePolicy(name string, object refusedObject, sp *v1alpha1.SchedulePolicy, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) compilePolicy(name string, object refusedObject, sp *v1alpha1.SchedulePolicy, touched *touchedSet, rebuilding bool) error {
 	compiled, err := policy.Compile(sp, objects.KindInfo(p.registry))
 	if err != nil {
 		// Like an admission webhook would, keep the last valid version and say why the new one is refused.
@@ -210,7 +208,7 @@ func (p *Placer) compilePolicy(name string, object refusedObject, sp *v1alpha1.S
 		return nil
 	}
 	p.policies[name] = &policyEntry{name: name, compiled: compiled}
-	if err := p.store.UpsertPolicy(p.seq, compiled); err != nil {
+	if err := p.store.UpsertPolicy(p.at.seq, compiled); err != nil {
 		return err
 	}
 	if rebuilding {
@@ -221,7 +219,7 @@ func (p *Placer) compilePolicy(name string, object refusedObject, sp *v1alpha1.S
 
 // recompileRefusedPolicies compiles again the policies refused so far, once the RIs changed: one that named
 // a kind no RI described may name it now.
-func (p *Placer) recompileRefusedPolicies(touched *touchedSet, rebuilding bool) error {
+func (p *Controller) recompileRefusedPolicies(touched *touchedSet, rebuilding bool) error {
 	for _, name := range slices.Sorted(maps.Keys(p.policies)) {
 		if e := p.policies[name]; e.refused != nil {
 			if err := p.compilePolicy(name, e.object, e.refused, touched, rebuilding); err != nil {
@@ -232,7 +230,7 @@ func (p *Placer) recompileRefusedPolicies(touched *touchedSet, rebuilding bool) 
 	return nil
 }
 
-func (p *Placer) policyOrNil(name string) *policy.Policy {
+func (p *Controller) policyOrNil(name string) *policy.Policy {
 	if e := p.policies[name]; e != nil {
 		return e.compiled
 	}
@@ -247,10 +245,10 @@ func policyName(ref schemas.ObjectRef) string {
 	return ref.Namespace + "/" + ref.Name
 }
 
-func (p *Placer) onPolicyDeleted(payload *schemas.ObjectDeleted, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onPolicyDeleted(payload *schemas.ObjectDeleted, touched *touchedSet, rebuilding bool) error {
 	name := policyName(payload.Workload)
 	delete(p.policies, name)
-	if err := p.store.DeletePolicy(p.seq, name); err != nil {
+	if err := p.store.DeletePolicy(p.at.seq, name); err != nil {
 		return err
 	}
 	if rebuilding {
@@ -260,7 +258,7 @@ func (p *Placer) onPolicyDeleted(payload *schemas.ObjectDeleted, touched *touche
 }
 
 // policiesChanged moves placed workloads whose answer changed and retries the blocked ones.
-func (p *Placer) policiesChanged(touched *touchedSet) error {
+func (p *Controller) policiesChanged(touched *touchedSet) error {
 	if err := p.reevaluate(scheduler.AffectedByPolicy(p.store.Snapshot()), touched); err != nil {
 		return err
 	}
@@ -268,7 +266,7 @@ func (p *Placer) policiesChanged(touched *touchedSet) error {
 	return nil
 }
 
-func (p *Placer) onResourceInterfaceChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onResourceInterfaceChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
 	name := payload.Ref().Name
 	data, err := json.Marshal(payload.Object)
 	if err != nil {
@@ -296,7 +294,7 @@ func (p *Placer) onResourceInterfaceChanged(payload *schemas.ObjectChanged, touc
 		p.log.Warn("ResourceInterface has fields the engine ignores", "ri", name, "warnings", compiled.Warnings)
 	}
 	p.registry = p.registry.With(compiled)
-	if err := p.store.UpsertResourceInterface(p.seq, &structs.ResourceInterface{Name: compiled.Name,
+	if err := p.store.UpsertResourceInterface(p.at.seq, &structs.ResourceInterface{Name: compiled.Name,
 		Group: compiled.GVK.Group, Kind: compiled.GVK.Kind, Engine: compiled}); err != nil {
 		return err
 	}
@@ -306,7 +304,7 @@ func (p *Placer) onResourceInterfaceChanged(payload *schemas.ObjectChanged, touc
 	return p.reanalyze(compiled.GVK.Group, compiled.GVK.Kind, touched, rebuilding)
 }
 
-func (p *Placer) onResourceInterfaceDeleted(payload *schemas.ObjectDeleted, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onResourceInterfaceDeleted(payload *schemas.ObjectDeleted, touched *touchedSet, rebuilding bool) error {
 	var gvkGroup, gvkKind string
 	for _, ri := range p.registry.All() {
 		if ri.Name == payload.Workload.Name && !ri.Builtin {
@@ -315,7 +313,7 @@ func (p *Placer) onResourceInterfaceDeleted(payload *schemas.ObjectDeleted, touc
 	}
 	delete(p.refusedRIs, payload.Workload.Name)
 	p.registry = p.registry.Without(payload.Workload.Name)
-	if err := p.store.DeleteResourceInterface(p.seq, payload.Workload.Name); err != nil {
+	if err := p.store.DeleteResourceInterface(p.at.seq, payload.Workload.Name); err != nil {
 		return err
 	}
 	if gvkKind == "" {
@@ -325,7 +323,7 @@ func (p *Placer) onResourceInterfaceDeleted(payload *schemas.ObjectDeleted, touc
 }
 
 // reanalyze re-reads every workload of a kind whose RI changed, and re-places it.
-func (p *Placer) reanalyze(group, kind string, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) reanalyze(group, kind string, touched *touchedSet, rebuilding bool) error {
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		e := p.workloads[id]
 		if e.objectJSON == nil || e.deleted || e.ref.Kind != kind || e.ref.Group() != group {
@@ -342,17 +340,17 @@ func (p *Placer) reanalyze(group, kind string, touched *touchedSet, rebuilding b
 	return nil
 }
 
-func (p *Placer) onNamespace(eventType string, payload schemas.Payload, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onNamespace(eventType string, payload schemas.Payload, touched *touchedSet, rebuilding bool) error {
 	var err error
 	relabelled := ""
 	if eventType == schemas.TypeNamespaceDeleted {
-		err = p.store.DeleteNamespace(p.seq, payload.(*schemas.ObjectDeleted).Workload.Name)
+		err = p.store.DeleteNamespace(p.at.seq, payload.(*schemas.ObjectDeleted).Workload.Name)
 	} else {
 		obj := payload.(*schemas.ObjectChanged)
 		name := obj.Ref().Name
 		before := propagatedNamespaceLabels(p.store.Snapshot().Namespace(name))
 		ns := &structs.Namespace{Name: name, Labels: labelsOf(obj.Object)}
-		if err = p.store.UpsertNamespace(p.seq, ns); err == nil && !maps.Equal(before, propagatedNamespaceLabels(ns)) {
+		if err = p.store.UpsertNamespace(p.at.seq, ns); err == nil && !maps.Equal(before, propagatedNamespaceLabels(ns)) {
 			relabelled = name
 		}
 	}
@@ -370,12 +368,12 @@ func (p *Placer) onNamespace(eventType string, payload schemas.Payload, touched 
 // workload of the namespace applied on each cluster has its Apply sent again, carrying them (the applier
 // relabels the namespace it created). Without it, a Pod Security level tightened on the control plane would
 // reach a cluster only with the next edit of a workload there.
-func (p *Placer) relabelNamespace(namespace string, touched *touchedSet) {
+func (p *Controller) relabelNamespace(namespace string, touched *touchedSet) {
 	p.relabelNamespaceOn(p.workloadsByNamespace()[namespace], func(string) bool { return true }, touched)
 }
 
 // workloadsByNamespace lists the IDs of the workloads of each namespace, sorted.
-func (p *Placer) workloadsByNamespace() map[string][]string {
+func (p *Controller) workloadsByNamespace() map[string][]string {
 	byNamespace := map[string][]string{}
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		if ns := p.workloads[id].ref.Namespace; ns != "" {
@@ -386,7 +384,7 @@ func (p *Placer) workloadsByNamespace() map[string][]string {
 }
 
 // relabelNamespaceOn is relabelNamespace for the workloads ids of one namespace, on the clusters on says.
-func (p *Placer) relabelNamespaceOn(ids []string, on func(cluster string) bool, touched *touchedSet) {
+func (p *Controller) relabelNamespaceOn(ids []string, on func(cluster string) bool, touched *touchedSet) {
 	carried := map[string]bool{}
 	for _, id := range ids {
 		e := p.workloads[id]
@@ -410,7 +408,7 @@ func (p *Placer) relabelNamespaceOn(ids []string, on func(cluster string) bool, 
 	}
 }
 
-func (p *Placer) cluster(name string) *clusterEntry {
+func (p *Controller) cluster(name string) *clusterEntry {
 	c := p.clusters[name]
 	if c == nil {
 		c = &clusterEntry{name: name}
@@ -422,7 +420,7 @@ func (p *Placer) cluster(name string) *clusterEntry {
 // syncCluster writes a cluster's view into the store. A cluster is Ready while it is registered and its
 // heartbeat is fresh; until its producer reports installed APIs it serves none, so nothing lands on a
 // cluster that may lack the framework's CRD.
-func (p *Placer) syncCluster(c *clusterEntry) error {
+func (p *Controller) syncCluster(c *clusterEntry) error {
 	if !c.registered {
 		return nil
 	}
@@ -430,13 +428,13 @@ func (p *Placer) syncCluster(c *clusterEntry) error {
 	for _, api := range c.apis {
 		apis[api] = struct{}{}
 	}
-	return p.store.UpsertCluster(p.seq, &structs.Cluster{Name: c.name, Labels: c.labels, Taints: c.taints,
+	return p.store.UpsertCluster(p.at.seq, &structs.Cluster{Name: c.name, Labels: c.labels, Taints: c.taints,
 		Invalid: c.invalid, Ready: c.ready, NotReady: p.notReady(c), APIs: apis})
 }
 
 // notReady says why a cluster is not Ready, in words that stay the same until it is again, since a verdict is
 // published again when its reasons change.
-func (p *Placer) notReady(c *clusterEntry) string {
+func (p *Controller) notReady(c *clusterEntry) string {
 	switch {
 	case c.ready:
 		return ""
@@ -448,11 +446,11 @@ func (p *Placer) notReady(c *clusterEntry) string {
 	}
 }
 
-func (p *Placer) fresh(c *clusterEntry) bool {
-	return !c.lastHeartbeat.IsZero() && p.now.Sub(c.lastHeartbeat) < p.config.HeartbeatTimeout
+func (p *Controller) fresh(c *clusterEntry) bool {
+	return !c.lastHeartbeat.IsZero() && p.at.now.Sub(c.lastHeartbeat) < p.config.HeartbeatTimeout
 }
 
-func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onClusterChanged(payload *schemas.ObjectChanged, touched *touchedSet, rebuilding bool) error {
 	c := p.cluster(payload.Ref().Name)
 	delete(p.deletedClusters, c.name) // registered again: what its producer sends counts again
 	var spec v1alpha1.Cluster
@@ -489,7 +487,7 @@ func (p *Placer) onClusterChanged(payload *schemas.ObjectChanged, touched *touch
 }
 
 // clusterChanged moves workloads that no longer belong on the cluster and retries the blocked ones.
-func (p *Placer) clusterChanged(name string, touched *touchedSet) error {
+func (p *Controller) clusterChanged(name string, touched *touchedSet) error {
 	for id, e := range p.workloads {
 		if e.redelete[name] {
 			touched.add(id) // a Delete that failed while the cluster was down can be sent again
@@ -506,11 +504,11 @@ func (p *Placer) clusterChanged(name string, touched *touchedSet) error {
 	return nil
 }
 
-func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touchedSet, rebuilding bool) error {
 	name := payload.Workload.Name
 	affected := scheduler.AffectedByCluster(p.store.Snapshot(), name)
 	delete(p.clusters, name)
-	if err := p.store.DeleteCluster(p.seq, name); err != nil {
+	if err := p.store.DeleteCluster(p.at.seq, name); err != nil {
 		return err
 	}
 	p.deletedClusters[name] = true
@@ -542,15 +540,15 @@ func (p *Placer) onClusterDeleted(payload *schemas.ObjectDeleted, touched *touch
 }
 
 // reportGoneCluster has the pruner remove what the state stream holds of a deleted cluster, once per batch.
-func (p *Placer) reportGoneCluster(name string) {
-	if !slices.Contains(p.goneFleet.Clusters, name) {
-		p.goneFleet.Clusters = append(p.goneFleet.Clusters, name)
+func (p *Controller) reportGoneCluster(name string) {
+	if !slices.Contains(p.forgotten.fleet.Clusters, name) {
+		p.forgotten.fleet.Clusters = append(p.forgotten.fleet.Clusters, name)
 	}
 }
 
 // sentAfterDeletion reports whether an event of cluster came after its Cluster object was deleted, with no
 // Cluster of that name registered since, and has the pruner remove what it left in the state stream.
-func (p *Placer) sentAfterDeletion(cluster string) bool {
+func (p *Controller) sentAfterDeletion(cluster string) bool {
 	if !p.deletedClusters[cluster] {
 		return false
 	}
@@ -558,7 +556,7 @@ func (p *Placer) sentAfterDeletion(cluster string) bool {
 	return true
 }
 
-// heldReports are what a deleted cluster's producer sent after the deletion (see Placer.heldOfDeleted).
+// heldReports are what a deleted cluster's producer sent after the deletion (see Controller.heldOfDeleted).
 type heldReports struct {
 	nodes map[string]*schemas.NodeState
 	apis  *schemas.ClusterAPIs
@@ -568,7 +566,7 @@ type heldReports struct {
 const maxHeldClusters = 64
 
 // hold keeps a late report of a deleted cluster: n or apis.
-func (p *Placer) hold(cluster string, n *schemas.NodeState, apis *schemas.ClusterAPIs) {
+func (p *Controller) hold(cluster string, n *schemas.NodeState, apis *schemas.ClusterAPIs) {
 	if p.heldOfDeleted == nil {
 		p.heldOfDeleted = map[string]*heldReports{}
 	}
@@ -589,7 +587,7 @@ func (p *Placer) hold(cluster string, n *schemas.NodeState, apis *schemas.Cluste
 }
 
 // replayHeld applies what a cluster registered again sent while it counted as deleted.
-func (p *Placer) replayHeld(cluster string, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) replayHeld(cluster string, touched *touchedSet, rebuilding bool) error {
 	h := p.heldOfDeleted[cluster]
 	delete(p.heldOfDeleted, cluster)
 	if h == nil {
@@ -606,12 +604,12 @@ func (p *Placer) replayHeld(cluster string, touched *touchedSet, rebuilding bool
 	return nil
 }
 
-func (p *Placer) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, rebuilding bool) error {
 	if p.sentAfterDeletion(hb.Cluster) {
 		return nil
 	}
 	c := p.cluster(hb.Cluster)
-	if at := schemas.AsStored(hb.Time, p.stored); at.After(c.lastHeartbeat) {
+	if at := schemas.AsStored(hb.Time, p.at.stored); at.After(c.lastHeartbeat) {
 		c.lastHeartbeat = at
 	}
 	if c.ready || !p.fresh(c) {
@@ -629,7 +627,7 @@ func (p *Placer) onHeartbeat(hb *schemas.ClusterHeartbeat, touched *touchedSet, 
 	return p.clusterChanged(c.name, touched)
 }
 
-func (p *Placer) onAPIs(apis *schemas.ClusterAPIs, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onAPIs(apis *schemas.ClusterAPIs, touched *touchedSet, rebuilding bool) error {
 	if p.sentAfterDeletion(apis.Cluster) {
 		p.hold(apis.Cluster, nil, apis)
 		return nil
@@ -646,7 +644,7 @@ func (p *Placer) onAPIs(apis *schemas.ClusterAPIs, touched *touchedSet, rebuildi
 	return p.clusterChanged(c.name, touched)
 }
 
-func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bool) error {
 	if p.sentAfterDeletion(n.Cluster) {
 		p.hold(n.Cluster, n, nil)
 		return nil
@@ -688,7 +686,7 @@ func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bo
 		}
 		requested[corev1.ResourcePods] = *resource.NewQuantity(int64(n.Pods), resource.DecimalSI)
 	}
-	err := p.store.UpsertNodes(p.seq, structs.NodeInfo{Cluster: internString(n.Cluster), Name: n.Name,
+	err := p.store.UpsertNodes(p.at.seq, structs.NodeInfo{Cluster: internString(n.Cluster), Name: n.Name,
 		Labels: internLabels(n.Labels, n.Name), Taints: taints, Unschedulable: n.Unschedulable,
 		Allocatable: n.Allocatable, Requested: requested, PodsByWorkload: pods, RequestedByWorkload: requestedBy})
 	if err != nil || rebuilding {
@@ -698,15 +696,15 @@ func (p *Placer) onNode(n *schemas.NodeState, touched *touchedSet, rebuilding bo
 	return nil
 }
 
-func (p *Placer) onNodeDeleted(n *schemas.NodeDeleted, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onNodeDeleted(n *schemas.NodeDeleted, touched *touchedSet, rebuilding bool) error {
 	if p.sentAfterDeletion(n.Cluster) {
 		return nil
 	}
 	affected := scheduler.AffectedByCluster(p.store.Snapshot(), n.Cluster)
-	if err := p.store.DeleteNode(p.seq, n.Cluster, n.Name); err != nil {
+	if err := p.store.DeleteNode(p.at.seq, n.Cluster, n.Name); err != nil {
 		return err
 	}
-	p.goneFleet.Nodes = append(p.goneFleet.Nodes, *n)
+	p.forgotten.fleet.Nodes = append(p.forgotten.fleet.Nodes, *n)
 	if rebuilding {
 		return nil
 	}
@@ -714,7 +712,7 @@ func (p *Placer) onNodeDeleted(n *schemas.NodeDeleted, touched *touchedSet, rebu
 	return p.reevaluate(affected, touched)
 }
 
-func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuilding bool) error {
 	p.sentAfterDeletion(s.Cluster) // handled all the same: it is about a workload
 	if rebuilding {
 		p.noteGoneCopy(s.Workload.UID, s.Cluster, s)
@@ -732,11 +730,11 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 	default:
 		// The pods' creation time is by the workload cluster's clock, and the timeout is measured by the streams'
 		// server's: what counts is how long they had pended when the producer reported, by its own clock.
-		age := max(p.eventTime.Sub(*s.PendingSince), 0)
-		if p.eventTime.IsZero() {
+		age := max(p.at.eventTime.Sub(*s.PendingSince), 0)
+		if p.at.eventTime.IsZero() {
 			age = 0
 		}
-		e.pendingCluster, e.pendingSince = s.Cluster, p.now.Add(-age)
+		e.pendingCluster, e.pendingSince = s.Cluster, p.at.now.Add(-age)
 		p.pending[id] = struct{}{}
 	}
 	if e.objectJSON == nil {
@@ -758,7 +756,7 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 	}
 	if wl := p.store.Snapshot().Workload(id); wl != nil && wl.Reservation != nil &&
 		(phase == karta.PhaseCompleted || phase == karta.PhaseFailed) {
-		released, err := p.store.ReleaseReservationOn(p.seq, id, s.Cluster)
+		released, err := p.store.ReleaseReservationOn(p.at.seq, id, s.Cluster)
 		if err != nil {
 			return err
 		}
@@ -775,7 +773,7 @@ func (p *Placer) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, rebuil
 // notePhase records whether the copy s reports on finished (e.finished) and completed (e.completed), from its
 // status mapped through the workload's RI, against its cluster's share for a Divide; known is false when s has
 // no status or the RI maps none.
-func (p *Placer) notePhase(e *workloadEntry, s *schemas.WorkloadStatus) (phase karta.Phase, known bool, err error) {
+func (p *Controller) notePhase(e *workloadEntry, s *schemas.WorkloadStatus) (phase karta.Phase, known bool, err error) {
 	if s.Status == nil {
 		return "", false, nil
 	}
@@ -822,20 +820,20 @@ func (p *Placer) notePhase(e *workloadEntry, s *schemas.WorkloadStatus) (phase k
 
 // noteGoneCopy keeps, while rebuilding, the copies of workload uid whose last state read is gone (status
 // s) and that no Apply to their cluster followed; status nil forgets one, as an Apply does.
-func (p *Placer) noteGoneCopy(uid, cluster string, s *schemas.WorkloadStatus) {
+func (p *Controller) noteGoneCopy(uid, cluster string, s *schemas.WorkloadStatus) {
 	if s != nil && s.Gone {
-		if p.goneCopies == nil {
-			p.goneCopies = map[string]map[string]*schemas.WorkloadStatus{}
+		if p.rebuild.goneCopies == nil {
+			p.rebuild.goneCopies = map[string]map[string]*schemas.WorkloadStatus{}
 		}
-		if p.goneCopies[uid] == nil {
-			p.goneCopies[uid] = map[string]*schemas.WorkloadStatus{}
+		if p.rebuild.goneCopies[uid] == nil {
+			p.rebuild.goneCopies[uid] = map[string]*schemas.WorkloadStatus{}
 		}
-		p.goneCopies[uid][cluster] = s
+		p.rebuild.goneCopies[uid][cluster] = s
 		return
 	}
-	delete(p.goneCopies[uid], cluster)
-	if len(p.goneCopies[uid]) == 0 {
-		delete(p.goneCopies, uid)
+	delete(p.rebuild.goneCopies[uid], cluster)
+	if len(p.rebuild.goneCopies[uid]) == 0 {
+		delete(p.rebuild.goneCopies, uid)
 	}
 }
 
@@ -845,16 +843,15 @@ func (p *Placer) noteGoneCopy(uid, cluster string, s *schemas.WorkloadStatus) {
 // Gone carries, else from the last status with one in the subject's history of the same workload (a Gone
 // from a producer that did not carry it; the subject names the workload, which may have been created again
 // under its name); a copy that reported none had not.
-func (p *Placer) reapplyGoneCopies(ctx context.Context, history func(ctx context.Context, subject, uid string) (*schemas.WorkloadStatus, error),
-	touched *touchedSet) error {
-	for _, uid := range slices.Sorted(maps.Keys(p.goneCopies)) {
+func (p *Controller) reapplyGoneCopies(history History, touched *touchedSet) error {
+	for _, uid := range slices.Sorted(maps.Keys(p.rebuild.goneCopies)) {
 		id, ok := p.byUID[uid]
 		if !ok {
 			continue
 		}
 		e := p.workloads[id]
-		for _, cluster := range slices.Sorted(maps.Keys(p.goneCopies[uid])) {
-			s := p.goneCopies[uid][cluster]
+		for _, cluster := range slices.Sorted(maps.Keys(p.rebuild.goneCopies[uid])) {
+			s := p.rebuild.goneCopies[uid][cluster]
 			if e.objectJSON == nil {
 				continue
 			}
@@ -867,7 +864,7 @@ func (p *Placer) reapplyGoneCopies(ctx context.Context, history func(ctx context
 				continue
 			}
 			if s.Status == nil && history != nil {
-				last, err := history(ctx, schemas.WorkloadStatusSubject(cluster, s.Workload), uid)
+				last, err := lastStatusWithOne(history, schemas.WorkloadStatusSubject(cluster, s.Workload), uid)
 				if err != nil {
 					return err
 				}
@@ -883,13 +880,13 @@ func (p *Placer) reapplyGoneCopies(ctx context.Context, history func(ctx context
 			}
 		}
 	}
-	p.goneCopies = nil
+	p.rebuild.goneCopies = nil
 	return nil
 }
 
 // placedAndAppliedOn reports whether e is placed on cluster and its copy there was applied, not deleted on
 // purpose: a copy gone from such a cluster is one reapplyDeletedCopy may apply again.
-func (p *Placer) placedAndAppliedOn(e *workloadEntry, cluster string) bool {
+func (p *Controller) placedAndAppliedOn(e *workloadEntry, cluster string) bool {
 	prev, ok := e.published[cluster]
 	if !ok || prev.action != schemas.ActionApply || e.deleted {
 		return false // never applied there, or deleted on purpose
@@ -910,7 +907,7 @@ const reapplyBackoff = 30 * time.Second
 // A copy that goes from a cluster the workload is not placed on now, though it kept running there (the workload
 // Unschedulable, its edit not carried out), is not applied again, but its Apply no longer stands: were the
 // workload placed there again, it would be taken as applied, and no copy would run.
-func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *touchedSet) error {
+func (p *Controller) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *touchedSet) error {
 	log := p.log.With("workload", e.ref.Key(), "cluster", cluster)
 	if !p.placedAndAppliedOn(e, cluster) {
 		if prev, ok := e.published[cluster]; ok && prev.action == schemas.ActionApply && !e.deleted {
@@ -942,7 +939,7 @@ func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *t
 		touched.invalid[e.id] = e.analysisErr
 		return nil
 	}
-	if last, ok := e.reapplied[cluster]; ok && p.now.Sub(last) < reapplyBackoff {
+	if last, ok := e.reapplied[cluster]; ok && p.at.now.Sub(last) < reapplyBackoff {
 		log.Warn("the copy of the workload was deleted in its cluster again soon after it was applied again; "+
 			"left deleted until the workload changes", "backoff", reapplyBackoff)
 		return nil
@@ -950,7 +947,7 @@ func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *t
 	if e.reapplied == nil {
 		e.reapplied = map[string]time.Time{}
 	}
-	e.reapplied[cluster] = p.now
+	e.reapplied[cluster] = p.at.now
 	log.Info("the copy of the workload was deleted in its cluster; applying it again")
 	delete(e.published, cluster)
 	touched.add(e.id)
@@ -959,7 +956,7 @@ func (p *Placer) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *t
 
 // notKeptOn drops a cluster from where a workload placed nowhere is kept (structs.Workload.Kept), once no copy of
 // it runs there.
-func (p *Placer) notKeptOn(id, cluster string) error {
+func (p *Controller) notKeptOn(id, cluster string) error {
 	wl := p.store.Snapshot().Workload(id)
 	if wl == nil || wl.Placement != nil || !slices.Contains(wl.Kept, cluster) {
 		return nil
@@ -970,7 +967,7 @@ func (p *Placer) notKeptOn(id, cluster string) error {
 			kept = append(kept, c)
 		}
 	}
-	if err := p.store.KeepOn(p.seq, id, kept); err != nil {
+	if err := p.store.KeepOn(p.at.seq, id, kept); err != nil {
 		return fmt.Errorf("placer: %s no longer kept on %s: %w", id, cluster, err)
 	}
 	return nil
@@ -978,7 +975,7 @@ func (p *Placer) notKeptOn(id, cluster string) error {
 
 // reschedulesOnFailure reports whether the policy that placed a workload asks to move it when it fails. A
 // Duplicate copy has nowhere to move (every eligible cluster has one), so it stays as without the setting.
-func (p *Placer) reschedulesOnFailure(id string) bool {
+func (p *Controller) reschedulesOnFailure(id string) bool {
 	wl := p.store.Snapshot().Workload(id)
 	if wl == nil || wl.Placement == nil || p.duplicated(wl) {
 		return false
@@ -988,7 +985,7 @@ func (p *Placer) reschedulesOnFailure(id string) bool {
 }
 
 // duplicated reports whether the policy that placed a workload copies it to every eligible cluster.
-func (p *Placer) duplicated(wl *structs.Workload) bool {
+func (p *Controller) duplicated(wl *structs.Workload) bool {
 	pe := p.policies[wl.Placement.Policy]
 	return pe != nil && pe.compiled != nil && pe.compiled.Spec.SpreadConstraints != nil &&
 		pe.compiled.Spec.SpreadConstraints.SpreadMode == v1alpha1.SpreadModeDuplicate
@@ -1000,7 +997,7 @@ func (p *Placer) duplicated(wl *structs.Workload) bool {
 //
 // A Duplicate copy never moves: every other eligible cluster has its own copy already, so moving it off would
 // only withdraw it, which a Duplicate does only when its cluster stops matching or leaves the fleet.
-func (p *Placer) moveOff(e *workloadEntry, cluster, why string, quiet bool, touched *touchedSet) error {
+func (p *Controller) moveOff(e *workloadEntry, cluster, why string, quiet bool, touched *touchedSet) error {
 	wl := p.store.Snapshot().Workload(e.id)
 	if wl == nil || wl.Placement == nil || !slices.Contains(wl.Placement.Clusters, cluster) || e.analysis == nil {
 		return nil
@@ -1039,7 +1036,7 @@ func (p *Placer) moveOff(e *workloadEntry, cluster, why string, quiet bool, touc
 	return p.upsertWorkload(e)
 }
 
-func (p *Placer) onApplied(a *schemas.PlacementApplied, touched *touchedSet) {
+func (p *Controller) onApplied(a *schemas.PlacementApplied, touched *touchedSet) {
 	p.sentAfterDeletion(a.Cluster) // the runner of a deleted cluster reports the Deletes it carries out
 	id, ok := p.byUID[a.Workload.UID]
 	if !ok {
@@ -1053,7 +1050,7 @@ func (p *Placer) onApplied(a *schemas.PlacementApplied, touched *touchedSet) {
 	touched.add(id)
 }
 
-func (p *Placer) onFailed(f *schemas.PlacementFailed, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onFailed(f *schemas.PlacementFailed, touched *touchedSet, rebuilding bool) error {
 	p.sentAfterDeletion(f.Cluster)
 	if !rebuilding {
 		p.log.Warn("applier could not carry out a decision", "workload", f.Workload.Key(), "cluster", f.Cluster,
@@ -1070,7 +1067,7 @@ func (p *Placer) onFailed(f *schemas.PlacementFailed, touched *touchedSet, rebui
 // workload off that cluster when its policy reschedules on failure and another cluster fits. While
 // rebuilding it only records: what was published is known once the whole state is read, and the next tick
 // acts on it.
-func (p *Placer) onApplyFailed(f *schemas.PlacementFailed, touched *touchedSet, rebuilding bool) error {
+func (p *Controller) onApplyFailed(f *schemas.PlacementFailed, touched *touchedSet, rebuilding bool) error {
 	var e *workloadEntry
 	if rebuilding {
 		// The state stream may hold the workload's last version after the failure, as a newer version takes
@@ -1094,7 +1091,7 @@ func (p *Placer) onApplyFailed(f *schemas.PlacementFailed, touched *touchedSet, 
 		if e.applyFailed == nil {
 			e.applyFailed = map[string]failedApply{}
 		}
-		e.applyFailed[f.Cluster] = failedApply{sequence: f.Sequence, err: f.Error, at: p.now}
+		e.applyFailed[f.Cluster] = failedApply{sequence: f.Sequence, err: f.Error, at: p.at.now}
 		p.leaving[e.id] = struct{}{}
 	}
 	if last := e.published[f.Cluster]; last.action == schemas.ActionApply && last.sequence == f.Sequence {
@@ -1116,7 +1113,7 @@ func (p *Placer) onApplyFailed(f *schemas.PlacementFailed, touched *touchedSet, 
 //
 // retry is set for the tick's attempts, which log at debug level that the workload stays: the first attempt
 // said so already.
-func (p *Placer) leaveFailedApplies(e *workloadEntry, retry bool, touched *touchedSet) error {
+func (p *Controller) leaveFailedApplies(e *workloadEntry, retry bool, touched *touchedSet) error {
 	for _, cluster := range slices.Sorted(maps.Keys(e.applyFailed)) {
 		failed := e.applyFailed[cluster]
 		published, ok := e.published[cluster]
@@ -1144,7 +1141,7 @@ func (p *Placer) leaveFailedApplies(e *workloadEntry, retry bool, touched *touch
 
 // onDeleteFailed handles a Delete an applier gave up on (the cluster did not answer): the copy may still be
 // there, so the Delete is sent again once the cluster is Ready.
-func (p *Placer) onDeleteFailed(f *schemas.PlacementFailed, touched *touchedSet) {
+func (p *Controller) onDeleteFailed(f *schemas.PlacementFailed, touched *touchedSet) {
 	var e *workloadEntry
 	if id, ok := p.byUID[f.Workload.UID]; ok {
 		e = p.workloads[id]
@@ -1171,8 +1168,8 @@ func (p *Placer) onDeleteFailed(f *schemas.PlacementFailed, touched *touchedSet)
 	touched.add(e.id)
 }
 
-func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
-	p.now = schemas.AsStored(tick.Time, p.stored)
+func (p *Controller) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
+	p.at.now = schemas.AsStored(tick.Time, p.at.stored)
 	for _, name := range slices.Sorted(maps.Keys(p.clusters)) {
 		c := p.clusters[name]
 		if !c.registered || c.ready == p.fresh(c) {
@@ -1192,7 +1189,7 @@ func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
 			return err
 		}
 	}
-	released, err := p.store.ExpireReservations(p.seq, p.now)
+	released, err := p.store.ExpireReservations(p.at.seq, p.at.now)
 	if err != nil {
 		return err
 	}
@@ -1223,17 +1220,17 @@ func (p *Placer) onTick(tick *schemas.PlacerTick, touched *touchedSet) error {
 // webhook or the kind's CRD fixed), and nothing else tells. A failure recorded while rebuilding counts from the
 // first tick. Not into a NotReady cluster (a Duplicate copy stays placed on one): it would not answer, and its
 // heartbeat tells when it is back, which sends the Apply again (clusterChanged).
-func (p *Placer) retryFailedApplies(e *workloadEntry, touched *touchedSet) {
+func (p *Controller) retryFailedApplies(e *workloadEntry, touched *touchedSet) {
 	if e.analysisErr != "" {
 		return // no Apply goes while the workload is Invalid; its fixed version goes anyway once it can be analyzed
 	}
 	for cluster, failed := range e.applyFailed {
 		if failed.at.IsZero() {
-			failed.at = p.now
+			failed.at = p.at.now
 			e.applyFailed[cluster] = failed
 			continue
 		}
-		if retry, ok := e.reapply[cluster]; !ok || retry || p.now.Sub(failed.at) < p.config.FailedApplyRetry ||
+		if retry, ok := e.reapply[cluster]; !ok || retry || p.at.now.Sub(failed.at) < p.config.FailedApplyRetry ||
 			!p.clusterReady(cluster) {
 			continue
 		}
@@ -1244,38 +1241,16 @@ func (p *Placer) retryFailedApplies(e *workloadEntry, touched *touchedSet) {
 	}
 }
 
-// FleetCounts counts the workloads of the placer's view, placed or not, and its clusters, Ready or not. It reads
-// an immutable snapshot of the store, so /metrics may call it from any goroutine.
-func (p *Placer) FleetCounts() observe.FleetCounts {
-	snap := p.store.Snapshot()
-	var counts observe.FleetCounts
-	for _, wl := range snap.Workloads() {
-		if wl.Placement != nil {
-			counts.Placed++
-		} else {
-			counts.Unplaced++
-		}
-	}
-	for _, c := range snap.Clusters() {
-		if c.Ready {
-			counts.Ready++
-		} else {
-			counts.NotReady++
-		}
-	}
-	return counts
-}
-
 // movePending moves workloads whose pods have been Pending on their cluster for longer than
 // PendingTimeout, when another cluster fits: the capacity the cluster reported was not really there.
-func (p *Placer) movePending(touched *touchedSet) error {
+func (p *Controller) movePending(touched *touchedSet) error {
 	for _, id := range slices.Sorted(maps.Keys(p.pending)) {
 		e := p.workloads[id]
 		if e == nil || e.pendingCluster == "" {
 			delete(p.pending, id)
 			continue
 		}
-		if p.now.Sub(e.pendingSince) < p.config.PendingTimeout || e.avoid[e.pendingCluster] != "" {
+		if p.at.now.Sub(e.pendingSince) < p.config.PendingTimeout || e.avoid[e.pendingCluster] != "" {
 			continue
 		}
 		why := fmt.Sprintf("its pods stayed Pending there for more than %s", p.config.PendingTimeout)
@@ -1286,7 +1261,7 @@ func (p *Placer) movePending(touched *touchedSet) error {
 	return nil
 }
 
-func (p *Placer) onDecided(d *schemas.PlacementDecided) {
+func (p *Controller) onDecided(d *schemas.PlacementDecided) {
 	if e := p.workloads[workloadIDOf(d.Workload)]; e != nil && e.objectJSON != nil && !e.deleted && d.Workload.UID != "" &&
 		e.ref.UID != d.Workload.UID {
 		// A decision about an earlier workload of this name stored after the current one's object: the Delete of
@@ -1307,9 +1282,9 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 	}
 	if d.Action == schemas.ActionApply && (e.newestApply == nil || d.Sequence > e.newestApply.sequence) {
 		// Only what says where the workload is placed: keeping the decision would keep its object.
-		e.newestApply = &appliedPlacement{sequence: d.Sequence, at: p.now, epoch: d.Epoch, policy: d.Policy, clusters: d.Clusters,
+		e.newestApply = &appliedPlacement{sequence: d.Sequence, at: p.at.now, epoch: d.Epoch, policy: d.Policy, clusters: d.Clusters,
 			avoid: d.Avoid}
-		if time.Since(p.now) < p.config.ReservationTTL {
+		if p.rebuild.now.Sub(p.at.now) < p.config.ReservationTTL {
 			e.newestApply.object = d.Object
 		}
 	}
@@ -1331,10 +1306,10 @@ func (p *Placer) onDecided(d *schemas.PlacementDecided) {
 
 // onVerdict keeps the newest verdict read: the state stream holds verdicts of their own and verdicts carried
 // by decisions, in the order the server copied them.
-func (p *Placer) onVerdict(v *schemas.PlacementVerdict) {
+func (p *Controller) onVerdict(v *schemas.PlacementVerdict) {
 	e := p.entry(v.Workload)
 	if e.restore == nil || v.Sequence >= e.restore.Sequence {
-		e.restore, e.restoreAt = v, p.now
+		e.restore, e.restoreAt = v, p.at.now
 	}
 }
 

@@ -1,4 +1,4 @@
-package placer
+package lifecycle
 
 import (
 	"unique"

@@ -1,17 +1,14 @@
-package placer
+package lifecycle
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
-	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/placement/policy"
@@ -23,10 +20,10 @@ import (
 // the object it admitted; the state stream holds the newest version alone, so a restarted placer finds it
 // in the events stream's history, as long as the history (--history) still holds it. RIs come first, since
 // a policy may name a kind only an RI describes.
-func (p *Placer) recoverLastValid(ctx context.Context, js jetstream.JetStream, touched *touchedSet) error {
+func (p *Controller) recoverLastValid(history History, touched *touchedSet) error {
 	for _, name := range slices.Sorted(maps.Keys(p.refusedRIs)) {
 		object := p.refusedRIs[name]
-		last, err := lastValidVersion(ctx, js, object, func(changed *schemas.ObjectChanged) bool {
+		last, err := lastValidVersion(history, object, func(changed *schemas.ObjectChanged) bool {
 			data, err := json.Marshal(changed.Object)
 			if err != nil {
 				return false
@@ -62,7 +59,7 @@ func (p *Placer) recoverLastValid(ctx context.Context, js jetstream.JetStream, t
 			continue
 		}
 		var compiled *policy.Policy
-		last, err := lastValidVersion(ctx, js, e.object, func(changed *schemas.ObjectChanged) bool {
+		last, err := lastValidVersion(history, e.object, func(changed *schemas.ObjectChanged) bool {
 			var sp v1alpha1.SchedulePolicy
 			if runtime.DefaultUnstructuredConverter.FromUnstructured(changed.Object, &sp) != nil {
 				return false
@@ -83,7 +80,7 @@ func (p *Placer) recoverLastValid(ctx context.Context, js jetstream.JetStream, t
 		}
 		// lastValidVersion accepts versions oldest first, so compiled is the last one's.
 		e.compiled = compiled
-		if err := p.store.UpsertPolicy(p.seq, compiled); err != nil {
+		if err := p.store.UpsertPolicy(p.at.seq, compiled); err != nil {
 			return err
 		}
 		p.log.Info("policy's newest version refused; its last valid version from the history is in force", "policy", name, "error", e.err)
@@ -94,16 +91,13 @@ func (p *Placer) recoverLastValid(ctx context.Context, js jetstream.JetStream, t
 // lastValidVersion reads the versions of one object the events stream holds, oldest first, and returns the
 // newest that valid accepts, nil when none does. Versions of another object of the same name (another UID)
 // do not count.
-func lastValidVersion(ctx context.Context, js jetstream.JetStream, object refusedObject,
-	valid func(*schemas.ObjectChanged) bool) (*schemas.ObjectChanged, error) {
+func lastValidVersion(history History, object refusedObject, valid func(*schemas.ObjectChanged) bool) (*schemas.ObjectChanged, error) {
 	var last *schemas.ObjectChanged
-	err := bus.ReadEvents(ctx, js, schemas.StreamEvents, jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{object.subject}, DeliverPolicy: jetstream.DeliverAllPolicy},
-		func(_ string, payload schemas.Payload) {
-			if changed, ok := payload.(*schemas.ObjectChanged); ok && changed.Ref().UID == object.uid && valid(changed) {
-				last = changed
-			}
-		})
+	err := history.Events(object.subject, func(payload schemas.Payload) {
+		if changed, ok := payload.(*schemas.ObjectChanged); ok && changed.Ref().UID == object.uid && valid(changed) {
+			last = changed
+		}
+	})
 	if err != nil {
 		return nil, fmt.Errorf("history of %s: %w", object.subject, err)
 	}

@@ -1,0 +1,273 @@
+package lifecycle
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/state"
+	"github.com/fleetflow/fleetflow/placement/structs"
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// history builds a sequence of events as the streams would record them, one second apart.
+type history struct {
+	events []Event
+	at     time.Time
+}
+
+func newHistory() *history {
+	return &history{at: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
+}
+
+func (h *history) add(eventType, subject string, payload schemas.Payload) *history {
+	h.at = h.at.Add(time.Second)
+	h.events = append(h.events, Event{Subject: subject, Sequence: uint64(len(h.events) + 1), Type: eventType, Payload: payload,
+		Time: h.at, Stored: h.at})
+	return h
+}
+
+func changed(apiVersion, kind, namespace, name string, labels map[string]any, extra map[string]any) *schemas.ObjectChanged {
+	meta := map[string]any{"name": name, "uid": "uid-" + name, "resourceVersion": "1"}
+	if namespace != "" {
+		meta["namespace"] = namespace
+	}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta}
+	for k, v := range extra {
+		obj[k] = v
+	}
+	return &schemas.ObjectChanged{Object: obj}
+}
+
+// cluster records a Ready cluster with one node of cpus CPUs that serves Deployments.
+func (h *history) cluster(name, cpus string) *history {
+	c := changed("fleetflow.io/v1alpha1", "Cluster", "", name, map[string]any{"name": name}, map[string]any{
+		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": name, "namespace": "fleetflow-system"}}})
+	h.add(schemas.TypeClusterChanged, schemas.ClusterSpecSubject(name), c)
+	h.add(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject(name), &schemas.ClusterHeartbeat{Cluster: name, Time: h.at})
+	h.add(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject(name), &schemas.ClusterAPIs{Cluster: name, APIs: []string{"apps/v1/Deployment"}})
+	return h.add(schemas.TypeNodeChanged, schemas.NodeSubject(name, "n1"), &schemas.NodeState{Cluster: name, Name: "n1", Ready: true,
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpus), corev1.ResourcePods: resource.MustParse("110")}})
+}
+
+// policy records a policy that fills the clusters in the order named.
+func (h *history) policy(name string, clusters ...string) *history {
+	var tiers []any
+	for _, c := range clusters {
+		tiers = append(tiers, map[string]any{"matchLabels": map[string]any{"name": c}})
+	}
+	p := changed("fleetflow.io/v1alpha1", "SchedulePolicy", "", name, nil, map[string]any{"spec": map[string]any{
+		"orderedClusterSelector": map[string]any{"tiers": tiers}}})
+	return h.add(schemas.TypePolicyChanged, schemas.PolicySubject(p.Ref()), p)
+}
+
+func deployment(name, cpu string) *schemas.ObjectChanged {
+	return changed("apps/v1", "Deployment", "team", name, nil, map[string]any{"spec": map[string]any{"replicas": int64(1),
+		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
+			"resources": map[string]any{"requests": map[string]any{"cpu": cpu}}}}}}}})
+}
+
+func (h *history) workload(w *schemas.ObjectChanged) *history {
+	return h.add(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(w.Ref()), w)
+}
+
+func (h *history) tick() *history {
+	return h.add(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: h.at})
+}
+
+func newController(t *testing.T) *Controller {
+	t.Helper()
+	builtins, err := karta.Builtins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(karta.NewRegistry(builtins...), Config{}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetEpoch("test")
+	return c
+}
+
+// run hands events to c, committing each, and returns the effects, encoded.
+func run(t *testing.T, c *Controller, events []Event) []string {
+	t.Helper()
+	var out []string
+	for _, ev := range events {
+		effects, err := c.Handle(ev)
+		if err != nil {
+			t.Fatalf("%s #%d: %v", ev.Subject, ev.Sequence, err)
+		}
+		for _, e := range effects {
+			data, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(data))
+		}
+		c.Commit()
+	}
+	return out
+}
+
+// actions lists the decisions among effects as "Action cluster".
+func actions(t *testing.T, effects []string) []string {
+	t.Helper()
+	var out []string
+	for _, data := range effects {
+		var e struct {
+			Type    string
+			Payload json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(data), &e); err != nil {
+			t.Fatal(err)
+		}
+		if e.Type != schemas.TypePlacementDecided {
+			continue
+		}
+		var d schemas.PlacementDecided
+		if err := json.Unmarshal(e.Payload, &d); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s %s", d.Action, d.Cluster))
+	}
+	return out
+}
+
+// The same events in the same order give the same effects, byte for byte: a failover (east falls silent, the
+// tick moves web to west), a new workload, a policy change and a deletion, through two controllers.
+func TestSameEventsGiveTheSameEffects(t *testing.T) {
+	h := newHistory().policy("any", "east", "west").cluster("east", "8").cluster("west", "8")
+	web, api := deployment("web", "1"), deployment("api", "2")
+	h.workload(web).workload(api)
+	h.at = h.at.Add(time.Minute)
+	h.add(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("west"), &schemas.ClusterHeartbeat{Cluster: "west", Time: h.at})
+	h.tick().policy("any", "west")
+	h.add(schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(api.Ref()), &schemas.ObjectDeleted{Workload: api.Ref()})
+
+	first := run(t, newController(t), h.events)
+	second := run(t, newController(t), h.events)
+	if !slices.Equal(first, second) {
+		t.Fatalf("two runs of the same events differ:\n%v\n%v", first, second)
+	}
+	if got := actions(t, first); !slices.Contains(got, "Apply west") || !slices.Contains(got, "Apply east") {
+		t.Errorf("decisions %v, want web and api applied on east, then moved to west", got)
+	}
+}
+
+// Abort puts back what the aborted events changed of the published decisions, so their redelivery has the same
+// effects again under the same ids; Commit makes them final, so a redelivery then has none.
+func TestAbortedEventsHaveTheirEffectsAgainOnRedelivery(t *testing.T) {
+	h := newHistory().policy("any", "east").cluster("east", "8")
+	web := deployment("web", "1")
+	h.workload(web)
+	c := newController(t)
+	setup, last := h.events[:len(h.events)-1], h.events[len(h.events)-1]
+	run(t, c, setup)
+
+	aborted, err := c.Handle(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	aborted = slices.Clone(aborted)
+	c.Abort()
+	if c.AwaitingRedelivery() != 1 {
+		t.Errorf("events awaiting redelivery after an abort = %d, want 1", c.AwaitingRedelivery())
+	}
+	again := run(t, c, []Event{last})
+	if len(aborted) == 0 || len(again) != len(aborted) {
+		t.Fatalf("effects on redelivery %v, want as many as aborted (%d)", again, len(aborted))
+	}
+	for i, e := range aborted {
+		if again[i] != mustJSON(t, e) {
+			t.Errorf("effect %d on redelivery = %s, want %s", i, again[i], mustJSON(t, e))
+		}
+	}
+	if c.AwaitingRedelivery() != 0 {
+		t.Errorf("events awaiting redelivery after it = %d, want 0", c.AwaitingRedelivery())
+	}
+	if more := run(t, c, []Event{last}); len(more) != 0 {
+		t.Errorf("effects of a committed event handled again = %v, want none", more)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// When the one write that stores a workload and its plan fails, the workload is stored and placed apart, once:
+// the effects are what one write would have had.
+func TestPlacesApartWhenTheOneWriteFails(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		cpu         string
+		wantActions []string
+		wantVerdict schemas.VerdictStatus
+	}{
+		{name: "fits", cpu: "1", wantActions: []string{"Apply east"}, wantVerdict: schemas.VerdictPlaced},
+		{name: "fits nowhere", cpu: "100", wantVerdict: schemas.VerdictUnschedulable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHistory().policy("any", "east").cluster("east", "8")
+			c := newController(t)
+			run(t, c, h.events)
+			attempts := 0
+			c.upsertAndPlan = func(uint64, time.Time, structs.WorkloadInfo, func(*state.Snapshot) (*structs.Plan, error)) (*structs.Plan, error) {
+				attempts++
+				return nil, errors.New("injected: the one write failed")
+			}
+			web := deployment("web", tc.cpu)
+			h.events = nil
+			effects := run(t, c, h.workload(web).events)
+			if attempts != 1 {
+				t.Fatalf("the one write was tried %d times, want 1", attempts)
+			}
+			if got := actions(t, effects); !slices.Equal(got, tc.wantActions) {
+				t.Errorf("decisions = %v, want %v", got, tc.wantActions)
+			}
+			var verdicts []schemas.VerdictStatus
+			for _, data := range effects {
+				var e struct {
+					Type    string
+					Payload struct {
+						Status  schemas.VerdictStatus
+						Verdict *schemas.PlacementVerdict
+					}
+				}
+				if err := json.Unmarshal([]byte(data), &e); err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case e.Type == schemas.TypePlacementVerdict:
+					verdicts = append(verdicts, e.Payload.Status)
+				case e.Payload.Verdict != nil:
+					verdicts = append(verdicts, e.Payload.Verdict.Status)
+				}
+			}
+			if !slices.Equal(verdicts, []schemas.VerdictStatus{tc.wantVerdict}) {
+				t.Errorf("verdicts = %v, want [%s]", verdicts, tc.wantVerdict)
+			}
+			ref := web.Ref()
+			if wl := c.Snapshot().Workload(structs.WorkloadID(ref.APIVersion, ref.Kind, ref.Namespace, ref.Name)); wl == nil {
+				t.Error("the fleet view does not hold the workload")
+			}
+		})
+	}
+}

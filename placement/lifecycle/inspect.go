@@ -1,0 +1,53 @@
+package lifecycle
+
+import (
+	"maps"
+	"slices"
+
+	"github.com/fleetflow/fleetflow/schemas"
+)
+
+// Copy is where one copy of a workload stands on one cluster, as the controller last decided and heard of it.
+type Copy struct {
+	Cluster string
+	// Action and Sequence are the last decision published for the cluster.
+	Action   schemas.DecisionAction
+	Sequence uint64
+	// Confirmed is the sequence of the last decision the cluster's applier reported applied, 0 when none.
+	Confirmed uint64
+	// Failed is the API error of the Apply the cluster's applier gave up on, while that Apply is the last
+	// decision published for the cluster; "" when none.
+	Failed string
+}
+
+// Copies lists, by cluster name, the copies of the workload id the controller published decisions for.
+func (p *Controller) Copies(id string) []Copy {
+	e := p.workloads[id]
+	if e == nil {
+		return nil
+	}
+	copies := make([]Copy, 0, len(e.published))
+	for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
+		d := e.published[cluster]
+		copies = append(copies, Copy{Cluster: cluster, Action: d.action, Sequence: d.sequence, Confirmed: e.confirmed[cluster],
+			Failed: e.applyFailed[cluster].err})
+	}
+	return copies
+}
+
+// WorkloadOfUID is the id of the workload the controller knows by the control-plane uid.
+func (p *Controller) WorkloadOfUID(uid string) (string, bool) {
+	id, ok := p.byUID[uid]
+	return id, ok
+}
+
+// Tracking is how many workloads the controller keeps bookkeeping for: those the control plane holds, and the
+// deleted ones whose copies' Deletes are not all sent.
+func (p *Controller) Tracking() int { return len(p.workloads) }
+
+// AwaitingRedelivery is how many aborted events the controller keeps what they touched for, until they are
+// redelivered or forgotten (ForgetThrough).
+func (p *Controller) AwaitingRedelivery() int { return len(p.txn.redo) }
+
+// Tracks reports whether the controller keeps bookkeeping for the workload id (see Tracking).
+func (p *Controller) Tracks(id string) bool { return p.workloads[id] != nil }
