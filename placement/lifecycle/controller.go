@@ -225,7 +225,9 @@ func (p *Controller) Abort() {
 	for i := len(p.txn.staged) - 1; i >= 0; i-- {
 		s := p.txn.staged[i]
 		p.restoreBookkeeping(s.saved)
-		p.redoOnRedelivery(s.eventKey, s.touched)
+		if s.eventKey != (eventKey{}) { // a rebuild's end is no event: it is not redelivered but done again
+			p.redoOnRedelivery(s.eventKey, s.touched)
+		}
 	}
 	clear(p.txn.effects)
 	p.txn.effects, p.txn.staged = p.txn.effects[:0], p.txn.staged[:0]

@@ -271,3 +271,103 @@ func TestPlacesApartWhenTheOneWriteFails(t *testing.T) {
 		})
 	}
 }
+
+// asStored is e's payload as a stream gives it back: encoded, then decoded.
+func asStored(t *testing.T, e Effect) schemas.Payload {
+	t.Helper()
+	data, err := schemas.EncodeData(e.Type, e.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	encoded, ok := data.([]byte)
+	if !ok {
+		if encoded, err = json.Marshal(data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	payload, err := schemas.DecodeData(e.Type, encoded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return payload
+}
+
+// noHistory is a History that holds nothing older than what the rebuild read.
+type noHistory struct{}
+
+func (noHistory) Events(string, func(schemas.Payload)) error { return nil }
+
+// A controller rebuilt from the newest event of every subject (what the state stream keeps) of a running one's
+// inputs and effects puts every workload back where the running one placed it, and decides nothing new.
+func TestRebuiltControllerAgreesWithTheRunningOne(t *testing.T) {
+	h := newHistory().policy("any", "east", "west").cluster("east", "4").cluster("west", "8")
+	for i := range 6 {
+		h.workload(deployment(fmt.Sprintf("job-%d", i), "1"))
+	}
+	running := newController(t)
+	// The state stream: the newest event per subject, inputs and effects alike, in the order they were stored.
+	type stored struct {
+		order int
+		ev    Event
+	}
+	newest := map[string]stored{}
+	order, decisionSeq := 0, uint64(0)
+	keep := func(ev Event) {
+		order++
+		newest[ev.Subject] = stored{order: order, ev: ev}
+	}
+	for _, ev := range h.events {
+		effects, err := running.Handle(ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		keep(ev)
+		for _, e := range effects {
+			out := Event{Subject: e.Subject, Sequence: ev.Sequence, Type: e.Type, Payload: asStored(t, e), Time: ev.Time, Stored: ev.Stored}
+			if isDecision(e.Subject) {
+				decisionSeq++
+				out.Sequence = decisionSeq
+			}
+			keep(out)
+		}
+		running.Commit()
+	}
+	var state []stored
+	for _, s := range newest {
+		state = append(state, s)
+	}
+	slices.SortFunc(state, func(a, b stored) int { return a.order - b.order })
+
+	rebuilt := newController(t)
+	rebuilt.BeginRebuild(h.at)
+	for _, s := range state {
+		if err := rebuilt.Restore(s.ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rebuilt.AdvanceSequence(h.events[len(h.events)-1].Sequence)
+	effects, err := rebuilt.FinishRebuild(noHistory{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range effects {
+		if e.Type == schemas.TypePlacementDecided {
+			t.Errorf("the rebuilt controller decided %s anew", e.ID)
+		}
+	}
+	rebuilt.Commit()
+	placed := 0
+	for _, want := range running.Snapshot().Workloads() {
+		got := rebuilt.Snapshot().Workload(want.ID)
+		if got == nil || (got.Placement == nil) != (want.Placement == nil) ||
+			(want.Placement != nil && !slices.Equal(got.Placement.Clusters, want.Placement.Clusters)) {
+			t.Errorf("%s rebuilt as %+v, want %+v", want.ID, got, want.Placement)
+		}
+		if want.Placement != nil {
+			placed++
+		}
+	}
+	if placed != 6 {
+		t.Errorf("%d of 6 workloads placed by the running controller, want all: the test fleet holds them", placed)
+	}
+}
