@@ -14,7 +14,7 @@ import (
 // TestRunSmall checks a small run end to end: every workload gets a decision, something is placed, and the fleet
 // view reports a plausible size.
 func TestRunSmall(t *testing.T) {
-	res, err := Run(Config{Clusters: 4, NodesPerCluster: 50, Workloads: 300, GPUNodePercent: 20, Seed: 7})
+	res, err := Run(Config{FleetSize: FleetSize{Clusters: 4, NodesPerCluster: 50, Workloads: 300, GPUNodePercent: 20}, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,8 @@ func TestBytesPerNode(t *testing.T) {
 func BenchmarkPlacement(b *testing.B) {
 	for _, size := range []struct{ clusters, nodes int }{{10, 100}, {100, 1000}} {
 		b.Run(fmt.Sprintf("clusters=%d/nodes=%d", size.clusters, size.nodes), func(b *testing.B) {
-			cfg := Config{Clusters: size.clusters, NodesPerCluster: size.nodes, Workloads: 20000, GPUNodePercent: 20, Seed: 1}
+			cfg := Config{FleetSize: FleetSize{Clusters: size.clusters, NodesPerCluster: size.nodes, Workloads: 20000, GPUNodePercent: 20},
+				Seed: 1}
 			analyses, err := Analyses(cfg.Workloads, cfg.Seed)
 			if err != nil {
 				b.Fatal(err)
@@ -92,7 +93,7 @@ func BenchmarkPlacement(b *testing.B) {
 
 // BenchmarkFleetMemory reports the live heap per node of a loaded fleet view.
 func BenchmarkFleetMemory(b *testing.B) {
-	cfg := Config{Clusters: 100, NodesPerCluster: 1000, GPUNodePercent: 20}
+	cfg := Config{FleetSize: FleetSize{Clusters: 100, NodesPerCluster: 1000, GPUNodePercent: 20}}
 	for b.Loop() {
 		before := liveHeap()
 		fleet, err := BuildFleet(cfg)
@@ -125,7 +126,8 @@ func TestRunDefault(t *testing.T) {
 // its fleet once 10,000 workloads fill the on-prem clusters, the state in which every cycle rejects the full
 // on-prem tier before packing onto a cloud cluster.
 func BenchmarkPipelineMixCycle(b *testing.B) {
-	cfg := Config{Clusters: 100, NodesPerCluster: 1000, Workloads: 10000, GPUNodePercent: 20, Seed: 1, PipelineMix: true}
+	cfg := Config{FleetSize: FleetSize{Clusters: 100, NodesPerCluster: 1000, Workloads: 10000, GPUNodePercent: 20},
+		Seed: 1, PipelineMix: true}
 	fleet, err := BuildFleet(cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -159,7 +161,8 @@ func BenchmarkPipelineMixCycle(b *testing.B) {
 // BenchmarkPipelineMixDecision measures whole decisions (upsert, cycle, apply) of the pipeline benchmark's mix,
 // from an empty fleet on: each op is one decision, and the fleet is rebuilt outside the timer after 10,000.
 func BenchmarkPipelineMixDecision(b *testing.B) {
-	cfg := Config{Clusters: 100, NodesPerCluster: 1000, Workloads: 10000, GPUNodePercent: 20, Seed: 1, PipelineMix: true}
+	cfg := Config{FleetSize: FleetSize{Clusters: 100, NodesPerCluster: 1000, Workloads: 10000, GPUNodePercent: 20},
+		Seed: 1, PipelineMix: true}
 	analyses, err := PipelineAnalyses(cfg.Workloads, cfg.Seed)
 	if err != nil {
 		b.Fatal(err)
@@ -198,14 +201,15 @@ func placeOneAtATime(b *testing.B, cfg Config, analyses []*karta.Analysis) *Resu
 // TestPipelineMixServesEveryKind: under PipelineMix every cluster reports its installed kinds, as the pipeline's
 // do, and those include every kind of the mix, so no workload is filtered out for its API.
 func TestPipelineMixServesEveryKind(t *testing.T) {
-	res, err := Run(Config{Clusters: 4, NodesPerCluster: 20, Workloads: 200, GPUNodePercent: 20, Seed: 3, PipelineMix: true})
+	res, err := Run(Config{FleetSize: FleetSize{Clusters: 4, NodesPerCluster: 20, Workloads: 200, GPUNodePercent: 20},
+		Seed: 3, PipelineMix: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Placed+res.Unschedulable != 200 || res.Placed == 0 {
 		t.Errorf("placed %d, unschedulable %d of 200: want every workload decided and some placed", res.Placed, res.Unschedulable)
 	}
-	fleet, err := BuildFleet(Config{Clusters: 2, NodesPerCluster: 1, PipelineMix: true})
+	fleet, err := BuildFleet(Config{FleetSize: FleetSize{Clusters: 2, NodesPerCluster: 1}, PipelineMix: true})
 	if err != nil {
 		t.Fatal(err)
 	}

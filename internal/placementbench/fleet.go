@@ -18,12 +18,9 @@ import (
 
 // Config sizes a run.
 type Config struct {
-	Clusters        int
-	NodesPerCluster int
-	Workloads       int
-	// GPUNodePercent is the share of each cluster's nodes that carry 8 GPUs; the rest are CPU nodes.
-	GPUNodePercent int
-	Seed           int64
+	// FleetSize may have no workloads: BuildFleet builds the fleet alone.
+	FleetSize
+	Seed int64
 	// PipelineMix replaces the mixed policies and workloads with those of the pipeline benchmark
 	// (cmd/fleetflow/app/benchpipeline): one policy under which every workload fills the on-prem clusters
 	// first and spills to the cloud ones, so once on-prem is full each cycle rejects half the fleet for
@@ -35,22 +32,10 @@ type Config struct {
 
 // DefaultConfig is the size the performance targets are stated for.
 func DefaultConfig() Config {
-	return Config{Clusters: 100, NodesPerCluster: 1000, Workloads: 20000, GPUNodePercent: 20, Seed: 1}
+	return Config{FleetSize: FleetSize{Clusters: 100, NodesPerCluster: 1000, Workloads: 20000, GPUNodePercent: 20}, Seed: 1}
 }
 
-func (c Config) validate() error {
-	switch {
-	case c.Clusters < 1:
-		return fmt.Errorf("--clusters %d: want at least 1", c.Clusters)
-	case c.NodesPerCluster < 1:
-		return fmt.Errorf("--nodes-per-cluster %d: want at least 1", c.NodesPerCluster)
-	case c.Workloads < 0:
-		return fmt.Errorf("--workloads %d: want 0 or more", c.Workloads)
-	case c.GPUNodePercent < 0 || c.GPUNodePercent > 100:
-		return fmt.Errorf("--gpu-node-percent %d: want 0..100", c.GPUNodePercent)
-	}
-	return nil
-}
+func (c Config) validate() error { return c.Validate(0) }
 
 // Fleet is a store loaded with a synthetic fleet, the scheduler that places on it (one for the whole run, as
 // the placer has) and the planner that applies decisions to it.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fleetflow/fleetflow/internal/placementbench"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -13,8 +14,8 @@ import (
 // every workload got a verdict and that every figure the command prints was measured. The numbers
 // themselves are not asserted: performance is reported by the command, not judged by a test.
 func TestRunTinyFleet(t *testing.T) {
-	cfg := Config{Clusters: 2, NodesPerCluster: 10, Workloads: 50, GPUNodePercent: 20, Seed: 1,
-		RawMessages: 2000, DataDir: t.TempDir(), Timeout: 2 * time.Minute}
+	cfg := Config{FleetSize: placementbench.FleetSize{Clusters: 2, NodesPerCluster: 10, Workloads: 50, GPUNodePercent: 20},
+		Seed: 1, RawMessages: 2000, DataDir: t.TempDir(), Timeout: 2 * time.Minute}
 	res, err := Run(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -65,8 +66,8 @@ func TestRunTinyFleet(t *testing.T) {
 func TestBusFloorRelaysEveryWorkload(t *testing.T) {
 	for _, floor := range []string{FloorVerdictAndDecision, FloorDecision} {
 		t.Run(floor, func(t *testing.T) {
-			cfg := Config{Clusters: 2, NodesPerCluster: 10, Workloads: 30, GPUNodePercent: 20, Seed: 1,
-				RawMessages: 1000, DataDir: t.TempDir(), Timeout: 2 * time.Minute, BusFloor: floor}
+			cfg := Config{FleetSize: placementbench.FleetSize{Clusters: 2, NodesPerCluster: 10, Workloads: 30, GPUNodePercent: 20},
+				Seed: 1, RawMessages: 1000, DataDir: t.TempDir(), Timeout: 2 * time.Minute, BusFloor: floor}
 			res, err := Run(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)

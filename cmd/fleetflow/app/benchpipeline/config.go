@@ -5,18 +5,17 @@ import (
 	"io"
 	"log/slog"
 	"time"
+
+	"github.com/fleetflow/fleetflow/internal/placementbench"
 )
 
 // Config sizes a run.
 type Config struct {
-	Clusters        int
-	NodesPerCluster int
-	Workloads       int
+	// FleetSize's Workloads is how many workload events are published, at least one.
+	placementbench.FleetSize
 	// Rate is the offered load in workload events per second; 0 publishes as fast as JetStream takes them.
 	Rate int
-	// GPUNodePercent is the share of each cluster's nodes that carry 8 GPUs; the rest are CPU nodes.
-	GPUNodePercent int
-	Seed           int64
+	Seed int64
 	// RawMessages is how many messages the raw publish reference sends; 0 means max(Workloads, 100000), so
 	// the reference runs long enough to be measured even for a tiny configuration.
 	RawMessages int
@@ -42,21 +41,17 @@ type Config struct {
 
 // DefaultConfig is the size the issue states the targets for.
 func DefaultConfig() Config {
-	return Config{Clusters: 100, NodesPerCluster: 1000, Workloads: 10000, GPUNodePercent: 20, Seed: 1, Timeout: 30 * time.Minute}
+	return Config{FleetSize: placementbench.FleetSize{Clusters: 100, NodesPerCluster: 1000, Workloads: 10000, GPUNodePercent: 20},
+		Seed: 1, Timeout: 30 * time.Minute}
 }
 
 func (c Config) validate() error {
+	if err := c.Validate(1); err != nil {
+		return err
+	}
 	switch {
-	case c.Clusters < 1:
-		return fmt.Errorf("--clusters %d: want at least 1", c.Clusters)
-	case c.NodesPerCluster < 1:
-		return fmt.Errorf("--nodes-per-cluster %d: want at least 1", c.NodesPerCluster)
-	case c.Workloads < 1:
-		return fmt.Errorf("--workloads %d: want at least 1", c.Workloads)
 	case c.Rate < 0:
 		return fmt.Errorf("--rate %d: want 0 (as fast as possible) or more events per second", c.Rate)
-	case c.GPUNodePercent < 0 || c.GPUNodePercent > 100:
-		return fmt.Errorf("--gpu-node-percent %d: want 0..100", c.GPUNodePercent)
 	case c.RawMessages < 0:
 		return fmt.Errorf("--raw-messages %d: want 0 (default) or more", c.RawMessages)
 	case c.BusFloor != "" && c.BusFloor != FloorVerdictAndDecision && c.BusFloor != FloorDecision:

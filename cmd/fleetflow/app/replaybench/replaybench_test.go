@@ -3,6 +3,8 @@ package replaybench
 import (
 	"strings"
 	"testing"
+
+	"github.com/fleetflow/fleetflow/internal/placementbench"
 )
 
 // TestRunSmall replays a small synthetic history end to end: every recorded output is reproduced, and the
@@ -13,8 +15,8 @@ func TestRunSmall(t *testing.T) {
 		lifetime int
 	}{{"workloads stay", 0}, {"workloads finish", 10}} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := Config{Clusters: 3, NodesPerCluster: 4, Workloads: 50, Lifetime: tc.lifetime, GPUNodePercent: 50, Seed: 1,
-				Step: DefaultConfig().Step}
+			cfg := Config{FleetSize: placementbench.FleetSize{Clusters: 3, NodesPerCluster: 4, Workloads: 50, GPUNodePercent: 50},
+				Lifetime: tc.lifetime, Seed: 1, Step: DefaultConfig().Step}
 			res, err := Run(t.Context(), cfg)
 			if err != nil {
 				t.Fatal(err)
