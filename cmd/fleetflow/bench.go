@@ -1,11 +1,15 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/placementbench"
 )
 
@@ -43,8 +47,8 @@ func newBenchPlacementCommand() *cobra.Command {
 			"second and the fleet view's memory per node.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "json" && output != "table" {
-				return fmt.Errorf("--output %q: want json or table", output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			res, err := placementbench.Run(cfg)
 			if err != nil {
@@ -52,9 +56,7 @@ func newBenchPlacementCommand() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if output == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
+				return writeJSON(out, res)
 			}
 			fmt.Fprintf(out, "fleet:          %d clusters, %d nodes\n", res.Clusters, res.Nodes)
 			fmt.Fprintf(out, "workloads:      %d (placed %d, unschedulable %d, no policy %d)\n",
@@ -74,4 +76,39 @@ func newBenchPlacementCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the placement phase to this file (go tool pprof)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
 	return cmd
+}
+
+// placerBenchFlags are the flags of the bench commands that run a placer in this process: the output format
+// (-o json|table) and the process's GC target (--gc-percent), set as `fleetflow placer` sets its own.
+type placerBenchFlags struct {
+	output    string
+	gcPercent int
+}
+
+func (f *placerBenchFlags) register(flags *pflag.FlagSet) {
+	flags.IntVar(&f.gcPercent, "gc-percent", app.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
+	flags.StringVarP(&f.output, "output", "o", "table", "output format: json or table")
+}
+
+// start refuses an unknown output format and a negative GC target, then tunes the collector for the placer
+// that runs in this process. It returns the log of the run: warnings and errors, on stderr.
+func (f *placerBenchFlags) start() (*slog.Logger, error) {
+	if err := checkOutput(f.output); err != nil {
+		return nil, err
+	}
+	if err := validGCPercent(f.gcPercent); err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	app.TuneGCForPlacer(f.gcPercent, log)
+	return log, nil
+}
+
+// write writes res to out as indented JSON, or has table write it when the output is a table.
+func (f *placerBenchFlags) write(out io.Writer, res any, table func(io.Writer)) error {
+	if f.output == "json" {
+		return writeJSON(out, res)
+	}
+	table(out)
+	return nil
 }

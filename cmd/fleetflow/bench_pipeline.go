@@ -1,15 +1,12 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app/benchpipeline"
 )
 
@@ -17,8 +14,8 @@ func init() { registerBenchCommand(newBenchPipelineCommand) }
 
 func newBenchPipelineCommand() *cobra.Command {
 	cfg := benchpipeline.DefaultConfig()
-	var output, cpuProfile, memProfile string
-	var gcPercent int
+	var flags placerBenchFlags
+	var cpuProfile, memProfile string
 	cmd := &cobra.Command{
 		Use:   "pipeline [--clusters 100 --nodes-per-cluster 1000 --workloads 10000 --rate 0] [-o json|table]",
 		Short: "Push synthetic fleet and workload events through embedded JetStream into the real placer",
@@ -31,18 +28,12 @@ func newBenchPipelineCommand() *cobra.Command {
 			"warn level during the run.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
-			if output != "json" && output != "table" {
-				return fmt.Errorf("--output %q: want json or table", output)
-			}
 			if cfg.Timeout < 0 {
 				return fmt.Errorf("--timeout %s: must be 0 (no limit) or more", cfg.Timeout)
 			}
-			if err := validGCPercent(gcPercent); err != nil {
+			if cfg.Log, err = flags.start(); err != nil {
 				return err
 			}
-			cfg.Log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-			// The placer runs in this process, tuned as `fleetflow placer` tunes its own.
-			app.TuneGCForPlacer(gcPercent, cfg.Log)
 			memProfileBefore := ""
 			if memProfile != "" {
 				memProfileBefore = memProfile + ".before"
@@ -70,38 +61,7 @@ func newBenchPipelineCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if output == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(res)
-			}
-			rate := "as fast as possible"
-			if res.Rate > 0 {
-				rate = fmt.Sprintf("%d/s offered", res.Rate)
-			}
-			if res.BusFloor != "" {
-				fmt.Fprintf(out, "bus floor:        a relay took the placer's place and published per workload: %s\n", res.BusFloor)
-			}
-			fmt.Fprintf(out, "fleet:            %d clusters, %d nodes (%d events, loaded in %.1f s)\n",
-				res.Clusters, res.Nodes, res.FleetEvents, res.FleetLoadSeconds)
-			fmt.Fprintf(out, "workloads:        %d, %s, published at %.0f/s (%d B per event)\n",
-				res.Workloads, rate, res.OfferedPerSecond, res.EventBytes)
-			fmt.Fprintf(out, "verdicts:         placed %d, unschedulable %d, other %d (%d B per verdict); %d decisions\n",
-				res.Placed, res.Unschedulable, res.Other, res.VerdictBytes, res.Decisions)
-			fmt.Fprintf(out, "decisions/s:      %.0f (%.2f s wall, %.2f s CPU)\n", res.DecisionsPerSecond, res.WorkloadSeconds, res.CPUSeconds)
-			answer := "first verdict"
-			if res.BusFloor == benchpipeline.FloorDecision {
-				answer = "first decision"
-			}
-			fmt.Fprintf(out, "latency:          p50 %.2f ms, p99 %.2f ms, max %.2f ms (publish to %s stored)\n",
-				res.P50Ms, res.P99Ms, res.MaxMs, answer)
-			fmt.Fprintf(out, "decision latency: p50 %.2f ms, p99 %.2f ms (publish to first decision stored)\n",
-				res.DecisionP50Ms, res.DecisionP99Ms)
-			fmt.Fprintf(out, "raw publish/s:    %.0f (%d messages in %.2f s; over tcp %.0f/s, in process %.0f/s)\n",
-				res.RawPublishPerSecond, res.RawMessages, res.RawSeconds, res.RawPublishTCPPerSecond, res.RawPublishInProcessPerSecond)
-			fmt.Fprintf(out, "ratio:            %.3f decisions per raw publish (target >= 0.1)\n", res.Ratio)
-			return nil
+			return flags.write(cmd.OutOrStdout(), res, func(out io.Writer) { writePipelineTable(out, res) })
 		},
 	}
 	cmd.Flags().IntVar(&cfg.Clusters, "clusters", cfg.Clusters, "number of clusters")
@@ -116,10 +76,38 @@ func newBenchPipelineCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the workload phase to this file (go tool pprof)")
 	cmd.Flags().StringVar(&memProfile, "memprofile", "", "write a heap profile taken right after the workload phase to this file, and one taken right before it to FILE.before "+
 		"(go tool pprof -sample_index=alloc_space -diff_base FILE.before FILE: what the phase allocated)")
-	cmd.Flags().IntVar(&gcPercent, "gc-percent", app.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
 	cmd.Flags().StringVar(&cfg.BusFloor, "bus-floor", "", "replace the placer by a relay that places nothing, to measure what the streams alone allow: "+
 		benchpipeline.FloorVerdictAndDecision+" publishes a verdict and a decision per workload as the placer does for a placed one, "+
 		benchpipeline.FloorDecision+" the decision alone")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
+	flags.register(cmd.Flags())
 	return cmd
+}
+
+// writePipelineTable writes res as -o table shows it.
+func writePipelineTable(out io.Writer, res *benchpipeline.Result) {
+	rate := "as fast as possible"
+	if res.Rate > 0 {
+		rate = fmt.Sprintf("%d/s offered", res.Rate)
+	}
+	if res.BusFloor != "" {
+		fmt.Fprintf(out, "bus floor:        a relay took the placer's place and published per workload: %s\n", res.BusFloor)
+	}
+	fmt.Fprintf(out, "fleet:            %d clusters, %d nodes (%d events, loaded in %.1f s)\n",
+		res.Clusters, res.Nodes, res.FleetEvents, res.FleetLoadSeconds)
+	fmt.Fprintf(out, "workloads:        %d, %s, published at %.0f/s (%d B per event)\n",
+		res.Workloads, rate, res.OfferedPerSecond, res.EventBytes)
+	fmt.Fprintf(out, "verdicts:         placed %d, unschedulable %d, other %d (%d B per verdict); %d decisions\n",
+		res.Placed, res.Unschedulable, res.Other, res.VerdictBytes, res.Decisions)
+	fmt.Fprintf(out, "decisions/s:      %.0f (%.2f s wall, %.2f s CPU)\n", res.DecisionsPerSecond, res.WorkloadSeconds, res.CPUSeconds)
+	answer := "first verdict"
+	if res.BusFloor == benchpipeline.FloorDecision {
+		answer = "first decision"
+	}
+	fmt.Fprintf(out, "latency:          p50 %.2f ms, p99 %.2f ms, max %.2f ms (publish to %s stored)\n",
+		res.P50Ms, res.P99Ms, res.MaxMs, answer)
+	fmt.Fprintf(out, "decision latency: p50 %.2f ms, p99 %.2f ms (publish to first decision stored)\n",
+		res.DecisionP50Ms, res.DecisionP99Ms)
+	fmt.Fprintf(out, "raw publish/s:    %.0f (%d messages in %.2f s; over tcp %.0f/s, in process %.0f/s)\n",
+		res.RawPublishPerSecond, res.RawMessages, res.RawSeconds, res.RawPublishTCPPerSecond, res.RawPublishInProcessPerSecond)
+	fmt.Fprintf(out, "ratio:            %.3f decisions per raw publish (target >= 0.1)\n", res.Ratio)
 }

@@ -1,17 +1,14 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
-	"log/slog"
+	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app/replaybench"
 )
 
@@ -19,8 +16,7 @@ func init() { registerBenchCommand(newBenchReplayCommand) }
 
 func newBenchReplayCommand() *cobra.Command {
 	cfg := replaybench.DefaultConfig()
-	var output string
-	var gcPercent int
+	var flags placerBenchFlags
 	cmd := &cobra.Command{
 		Use:   "replay [--workloads 100000 --clusters 100 --nodes-per-cluster 1000] [-o json|table]",
 		Short: "Replay a synthetic recorded history through a placer in process and report events per second",
@@ -32,27 +28,15 @@ func newBenchReplayCommand() *cobra.Command {
 			"It fails when the replay does not reproduce every recorded output.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "json" && output != "table" {
-				return fmt.Errorf("--output %q: want json or table", output)
-			}
-			if err := validGCPercent(gcPercent); err != nil {
+			if _, err := flags.start(); err != nil {
 				return err
 			}
-			// The replay's placer runs tuned as `fleetflow placer` tunes its own.
-			app.TuneGCForPlacer(gcPercent, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 			res, err := replaybench.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			out := cmd.OutOrStdout()
-			if output == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(res); err != nil {
-					return err
-				}
-			} else {
-				writeReplayTable(cmd, res)
+			if err := flags.write(cmd.OutOrStdout(), res, func(out io.Writer) { writeReplayTable(out, res) }); err != nil {
+				return err
 			}
 			if res.Divergences > 0 {
 				return fmt.Errorf("the replay diverged from the recorded history %d times (of %d recorded outputs)", res.Divergences, res.Recorded)
@@ -67,13 +51,11 @@ func newBenchReplayCommand() *cobra.Command {
 	cmd.Flags().IntVar(&cfg.GPUNodePercent, "gpu-node-percent", cfg.GPUNodePercent, "share of each cluster's nodes with GPUs")
 	cmd.Flags().Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload mix")
 	cmd.Flags().StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the replay (not the synthesis) to this file (go tool pprof)")
-	cmd.Flags().IntVar(&gcPercent, "gc-percent", app.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
+	flags.register(cmd.Flags())
 	return cmd
 }
 
-func writeReplayTable(cmd *cobra.Command, res *replaybench.Result) {
-	out := cmd.OutOrStdout()
+func writeReplayTable(out io.Writer, res *replaybench.Result) {
 	count := func(m map[string]int) string {
 		var parts []string
 		for _, k := range slices.Sorted(maps.Keys(m)) {
