@@ -67,15 +67,21 @@ func newBenchPlacementCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&cfg.Clusters, "clusters", cfg.Clusters, "number of clusters")
-	cmd.Flags().IntVar(&cfg.NodesPerCluster, "nodes-per-cluster", cfg.NodesPerCluster, "nodes in each cluster")
-	cmd.Flags().IntVar(&cfg.Workloads, "workloads", cfg.Workloads, "workloads to place")
-	cmd.Flags().IntVar(&cfg.GPUNodePercent, "gpu-node-percent", cfg.GPUNodePercent, "share of each cluster's nodes with GPUs")
+	registerFleetSizeFlags(cmd.Flags(), &cfg.FleetSize, "workloads to place")
 	cmd.Flags().Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload mix")
 	cmd.Flags().BoolVar(&cfg.PipelineMix, "pipeline-mix", false, "place bench pipeline's policy and workload mix instead of the mixed policies")
 	cmd.Flags().StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the placement phase to this file (go tool pprof)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
 	return cmd
+}
+
+// registerFleetSizeFlags binds the flags placementbench.FleetSize.Validate names to size, each defaulting to
+// what size holds; workloads says what --workloads counts.
+func registerFleetSizeFlags(flags *pflag.FlagSet, size *placementbench.FleetSize, workloads string) {
+	flags.IntVar(&size.Clusters, "clusters", size.Clusters, "number of clusters")
+	flags.IntVar(&size.NodesPerCluster, "nodes-per-cluster", size.NodesPerCluster, "nodes in each cluster")
+	flags.IntVar(&size.Workloads, "workloads", size.Workloads, workloads)
+	flags.IntVar(&size.GPUNodePercent, "gpu-node-percent", size.GPUNodePercent, "share of each cluster's nodes with GPUs")
 }
 
 // placerBenchFlags are the flags of the bench commands that run a placer in this process: the output format

@@ -64,11 +64,8 @@ func newBenchPipelineCommand() *cobra.Command {
 			return flags.write(cmd.OutOrStdout(), res, func(out io.Writer) { writePipelineTable(out, res) })
 		},
 	}
-	cmd.Flags().IntVar(&cfg.Clusters, "clusters", cfg.Clusters, "number of clusters")
-	cmd.Flags().IntVar(&cfg.NodesPerCluster, "nodes-per-cluster", cfg.NodesPerCluster, "nodes in each cluster")
-	cmd.Flags().IntVar(&cfg.Workloads, "workloads", cfg.Workloads, "workload events to publish")
+	registerFleetSizeFlags(cmd.Flags(), &cfg.FleetSize, "workload events to publish")
 	cmd.Flags().IntVar(&cfg.Rate, "rate", cfg.Rate, "offered workload events per second (0: as fast as possible)")
-	cmd.Flags().IntVar(&cfg.GPUNodePercent, "gpu-node-percent", cfg.GPUNodePercent, "share of each cluster's nodes with GPUs")
 	cmd.Flags().Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload mix")
 	cmd.Flags().IntVar(&cfg.RawMessages, "raw-messages", cfg.RawMessages, "messages of the raw publish reference (0: max(workloads, 100000))")
 	cmd.Flags().StringVar(&cfg.DataDir, "data-dir", "", "JetStream storage directory (default: a temporary directory, removed afterwards)")

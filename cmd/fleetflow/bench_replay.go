@@ -44,11 +44,8 @@ func newBenchReplayCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&cfg.Clusters, "clusters", cfg.Clusters, "number of clusters")
-	cmd.Flags().IntVar(&cfg.NodesPerCluster, "nodes-per-cluster", cfg.NodesPerCluster, "nodes in each cluster")
-	cmd.Flags().IntVar(&cfg.Workloads, "workloads", cfg.Workloads, "workloads submitted in the history")
+	registerFleetSizeFlags(cmd.Flags(), &cfg.FleetSize, "workloads submitted in the history")
 	cmd.Flags().IntVar(&cfg.Lifetime, "lifetime", cfg.Lifetime, "later submissions a workload lives for before it is deleted (0: never)")
-	cmd.Flags().IntVar(&cfg.GPUNodePercent, "gpu-node-percent", cfg.GPUNodePercent, "share of each cluster's nodes with GPUs")
 	cmd.Flags().Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload mix")
 	cmd.Flags().StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the replay (not the synthesis) to this file (go tool pprof)")
 	flags.register(cmd.Flags())
