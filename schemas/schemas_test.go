@@ -46,7 +46,7 @@ func TestWorkloadStateFiltersSelectOneWorkload(t *testing.T) {
 	filters := schemas.WorkloadStateFilters(ref)
 	selected := func(subject string) bool {
 		for _, f := range filters {
-			if subjectMatches(f, subject) {
+			if schemas.SubjectMatches(f, subject) {
 				return true
 			}
 		}
@@ -77,7 +77,7 @@ func TestClusterStateFiltersSelectOneCluster(t *testing.T) {
 	}
 	filters := schemas.ClusterStateFilters("burst.1")
 	selected := func(subject string) bool {
-		return slices.ContainsFunc(filters, func(f string) bool { return subjectMatches(f, subject) })
+		return slices.ContainsFunc(filters, func(f string) bool { return schemas.SubjectMatches(f, subject) })
 	}
 	for _, subject := range subjectsOf("burst.1") {
 		if !selected(subject) {
@@ -91,20 +91,78 @@ func TestClusterStateFiltersSelectOneCluster(t *testing.T) {
 	}
 }
 
-// subjectMatches reports whether a NATS subject filter ("*" one token, ">" the rest) selects subject.
-func subjectMatches(filter, subject string) bool {
-	f, s := strings.Split(filter, "."), strings.Split(subject, ".")
-	for i, token := range f {
-		switch {
-		case token == ">":
-			return len(s) > i
-		case i >= len(s):
-			return false
-		case token != "*" && token != s[i]:
-			return false
+func TestSubjectMatches(t *testing.T) {
+	for _, tc := range []struct {
+		filter, subject string
+		want            bool
+	}{
+		{"a.b.c", "a.b.c", true},
+		{"a.b.c", "a.b.d", false},
+		{"a.b.c", "a.b", false},
+		{"a.b", "a.b.c", false},
+		{"a.*.c", "a.x.c", true},
+		{"a.*.c", "a.x.y.c", false},
+		{"a.*", "a", false},
+		{"*", "a", true},
+		{"*", "a.b", false},
+		{"a.>", "a.b", true},
+		{"a.>", "a.b.c.d", true},
+		{"a.>", "a", false},
+		{"a.>", "ab.c", false},
+		{"a.*.>", "a.b.c", true},
+		{"a.*.>", "a.b", false},
+		{">", "a.b", true},
+		{"a.b", "a.bc", false},
+		{"a.bc", "a.b", false},
+	} {
+		if got := schemas.SubjectMatches(tc.filter, tc.subject); got != tc.want {
+			t.Errorf("SubjectMatches(%q, %q) = %t, want %t", tc.filter, tc.subject, got, tc.want)
 		}
 	}
-	return len(f) == len(s)
+}
+
+// TestIsPlacerInput: a subject is a placer input when, and only when, a filter of PlacerInputs selects it.
+func TestIsPlacerInput(t *testing.T) {
+	ref := schemas.ObjectRef{APIVersion: "kubeflow.org/v1", Kind: "PyTorchJob", Namespace: "team-a", Name: "llama.v2"}
+	type subject struct {
+		name, subject string
+		want          bool
+	}
+	var cases []subject
+	// Every filter selects a subject with a token for each "*" and two for a last ">", and not the subject
+	// that stops before that ">".
+	for _, filter := range schemas.PlacerInputs {
+		concrete := strings.ReplaceAll(filter, "*", "x")
+		if head, ok := strings.CutSuffix(concrete, ".>"); ok {
+			concrete = head + ".x.y"
+			cases = append(cases, subject{filter + " without its tail", head, false})
+		}
+		cases = append(cases, subject{filter, concrete, true})
+	}
+	cases = append(cases,
+		subject{"workload", schemas.WorkloadSubject(ref), true},
+		subject{"policy", schemas.PolicySubject(ref), true},
+		subject{"resource interface", schemas.ResourceInterfaceSubject(ref), true},
+		subject{"namespace", schemas.NamespaceSubject("team-a"), true},
+		subject{"cluster spec", schemas.ClusterSpecSubject("gpu.1"), true},
+		subject{"cluster heartbeat", schemas.ClusterHeartbeatSubject("gpu.1"), true},
+		subject{"cluster APIs", schemas.ClusterAPIsSubject("gpu.1"), true},
+		subject{"node", schemas.NodeSubject("gpu.1", "n.1"), true},
+		subject{"workload status", schemas.WorkloadStatusSubject("gpu.1", ref), true},
+		subject{"applier report", schemas.PlacementSubject("gpu.1", ref), true},
+		subject{"tick", schemas.SubjectPlacerTick, true},
+		subject{"verdict", schemas.VerdictSubject(ref), false},
+		subject{"analysis", schemas.AnalysisSubject(ref), false},
+		subject{"decision", schemas.DecisionSubject("gpu.1", ref), false},
+		subject{"a kind that starts like an input", schemas.SubjectEventsPrefix + ".workloads.x", false},
+		subject{"another root", "other.events.workload.x", false},
+		subject{"empty", "", false},
+	)
+	for _, tc := range cases {
+		if got := schemas.IsPlacerInput(tc.subject); got != tc.want {
+			t.Errorf("%s: IsPlacerInput(%q) = %t, want %t", tc.name, tc.subject, got, tc.want)
+		}
+	}
 }
 
 func TestPayloadValidationNamesTheField(t *testing.T) {

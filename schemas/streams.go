@@ -82,6 +82,16 @@ var PlacerInputs = []string{
 	SubjectEventsPrefix + ".placer.>",
 }
 
+// IsPlacerInput reports whether the placer consumes subject: whether a filter of PlacerInputs selects it.
+func IsPlacerInput(subject string) bool {
+	for _, filter := range PlacerInputs {
+		if SubjectMatches(filter, subject) {
+			return true
+		}
+	}
+	return false
+}
+
 // StatusFleetSubjects are what every status writer reads whole, each replica for itself (from the state
 // stream, not on its shared durable consumer): cluster heartbeats, APIs, specs and nodes (summed into Cluster
 // status), ticks (a silent cluster turning NotReady), and RIs (whose statusMappings give the phase). Shared

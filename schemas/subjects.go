@@ -27,6 +27,25 @@ const (
 	SubjectStateEvents = SubjectEventsPrefix + ".>"
 )
 
+// SubjectMatches reports whether the NATS subject filter selects subject, token by token: "*" stands for any
+// one token, and a last ">" for one or more.
+func SubjectMatches(filter, subject string) bool {
+	for {
+		want, filterRest, filterMore := strings.Cut(filter, ".")
+		if want == ">" {
+			return true // subject still holds a token: the loop goes on only while it has more
+		}
+		token, subjectRest, subjectMore := strings.Cut(subject, ".")
+		if want != "*" && want != token {
+			return false
+		}
+		if !filterMore || !subjectMore {
+			return filterMore == subjectMore
+		}
+		filter, subject = filterRest, subjectRest
+	}
+}
+
 // coreGroupToken stands for the empty (core) API group, which cannot be an empty subject token.
 const coreGroupToken = "core"
 

@@ -257,7 +257,7 @@ func (s *Session) take(ctx context.Context, r Record) error {
 			s.steps = append(s.steps, Step{Stored: r.Stored, Sequence: r.Sequence, Stream: r.Stream, What: "decided: " + o.summary})
 		}
 		s.cmp.add(o, true)
-	case r.Stream == schemas.StreamEvents && placerInput(r.Subject):
+	case r.Stream == schemas.StreamEvents && schemas.IsPlacerInput(r.Subject):
 		if s.opts.Through > 0 && r.Sequence > s.opts.Through {
 			s.unanswered++
 			return nil
