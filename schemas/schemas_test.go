@@ -165,6 +165,23 @@ func TestIsPlacerInput(t *testing.T) {
 	}
 }
 
+func TestVerdictOutcome(t *testing.T) {
+	for _, tc := range []struct {
+		status   schemas.VerdictStatus
+		clusters []string
+		want     string
+	}{
+		{schemas.VerdictPlaced, []string{"east"}, "Placed on east"},
+		{schemas.VerdictPlaced, []string{"east", "west"}, "Placed on east,west"},
+		{schemas.VerdictUnschedulable, nil, "Unschedulable"},
+		{schemas.VerdictNoPolicy, []string{}, "NoPolicy"},
+	} {
+		if got := schemas.VerdictOutcome(tc.status, tc.clusters); got != tc.want {
+			t.Errorf("VerdictOutcome(%s, %v) = %q, want %q", tc.status, tc.clusters, got, tc.want)
+		}
+	}
+}
+
 func TestPayloadValidationNamesTheField(t *testing.T) {
 	ref := schemas.ObjectRef{APIVersion: "ray.io/v1", Kind: "RayCluster", Namespace: "ns", Name: "rc", UID: "u"}
 	obj := map[string]any{"apiVersion": "ray.io/v1", "kind": "RayCluster",

@@ -3,6 +3,7 @@ package schemas
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -18,6 +19,15 @@ const (
 	// VerdictInvalid means the workload cannot be analyzed (no RI for its kind, or the RI fails on it).
 	VerdictInvalid VerdictStatus = "Invalid"
 )
+
+// VerdictOutcome tells in a few words where a verdict puts its workload: its status, and the clusters it
+// names, if any ("Placed on east,west", "Unschedulable").
+func VerdictOutcome(status VerdictStatus, clusters []string) string {
+	if len(clusters) == 0 {
+		return string(status)
+	}
+	return string(status) + " on " + strings.Join(clusters, ",")
+}
 
 // PlacementVerdict is the placer's answer for a whole workload in one cycle: where it goes, or why it
 // goes nowhere, with a reason for every rejected cluster. Per-cluster actions follow as PlacementDecided.

@@ -145,13 +145,11 @@ func (r AuditRecord) Summary() string {
 
 // verdictSummary tells a verdict: what was asked for, the outcome, and why each other cluster was not chosen.
 func verdictSummary(p *schemas.PlacementVerdict) string {
-	s := fmt.Sprintf("%s %s", p.Workload.Key(), p.Status)
+	s := p.Workload.Key() + " "
 	if p.Analysis != nil {
-		s = fmt.Sprintf("%s %s, %s", p.Workload.Key(), analysisSummary(p.Analysis), p.Status)
+		s += analysisSummary(p.Analysis) + ", "
 	}
-	if len(p.Clusters) > 0 {
-		s += " on " + strings.Join(p.Clusters, ",")
-	}
+	s += schemas.VerdictOutcome(p.Status, p.Clusters)
 	if p.Policy != "" {
 		s += " by policy " + p.Policy
 	}

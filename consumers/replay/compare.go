@@ -113,7 +113,7 @@ func outputOf(subject, id, eventType string, data []byte) (*output, error) {
 		o.summary = fmt.Sprintf("%s on %s", p.Action, p.Cluster)
 		if p.Verdict != nil {
 			o.outcome = p.Verdict.outcome()
-			o.summary += ", " + verdictSummary(p.Verdict.Status, p.Verdict.Clusters)
+			o.summary += ", " + schemas.VerdictOutcome(p.Verdict.Status, p.Verdict.Clusters)
 		}
 	case schemas.TypePlacementVerdict:
 		var p verdictFields
@@ -121,7 +121,7 @@ func outputOf(subject, id, eventType string, data []byte) (*output, error) {
 			return nil, fmt.Errorf("cloudevent %s (%s): %w", id, eventType, err)
 		}
 		ref, o.cause, o.epoch, o.outcome = p.Workload, p.Sequence, p.Epoch, p.outcome()
-		o.summary = verdictSummary(p.Status, p.Clusters)
+		o.summary = schemas.VerdictOutcome(p.Status, p.Clusters)
 	default:
 		return nil, fmt.Errorf("type %s is no placer output", eventType)
 	}
@@ -136,14 +136,9 @@ func (v *verdictFields) outcome() *Outcome {
 	return &Outcome{Status: v.Status, Clusters: v.Clusters, Policy: v.Policy, Reasons: v.Reasons, Message: v.Message}
 }
 
-func verdictSummary(status schemas.VerdictStatus, clusters []string) string {
-	s := string(status)
-	if len(clusters) > 0 {
-		s += " on " + strings.Join(clusters, ",")
-	}
-	return s
-}
-
+// workloadName is how a replay names a workload in Divergence, Outcomes, the what-if report and Follow:
+// KIND/NAMESPACE/NAME (KIND/NAME when cluster-scoped), the form users type to explain. It is not
+// ObjectRef.Key, which adds the group to the kind.
 func workloadName(ref schemas.ObjectRef) string {
 	if ref.Namespace == "" {
 		return ref.Kind + "/" + ref.Name

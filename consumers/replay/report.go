@@ -83,13 +83,10 @@ func (r *WhatIfReport) WriteTable(w io.Writer, all bool) error {
 }
 
 func outcomeText(o Outcome) string {
-	switch {
-	case o.Status == "":
+	if o.Status == "" {
 		return "-"
-	case len(o.Clusters) > 0:
-		return string(o.Status) + " on " + strings.Join(o.Clusters, ",")
 	}
-	return string(o.Status)
+	return schemas.VerdictOutcome(o.Status, o.Clusters)
 }
 
 // oneLine folds a reason onto one line, bounded.
