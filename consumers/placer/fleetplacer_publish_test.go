@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/fleetflow/fleetflow/consumers/internal/eventtest"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -120,9 +121,8 @@ func placerOnOneCluster(t *testing.T) (*Placer, *asyncRecorder) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	cluster := objectChanged("fleetflow.io/v1alpha1", "Cluster", "", "east", map[string]any{
-		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": "east", "namespace": "fleetflow-system"}}})
-	policy := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{}})
+	cluster := eventtest.Cluster("east", nil)
+	policy := eventtest.Policy("all", map[string]any{})
 	fleet := []bus.Delivery{
 		delivery(t, 1, schemas.TypePolicyChanged, schemas.PolicySubject(policy.Ref()), policy),
 		delivery(t, 2, schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), cluster),
@@ -142,32 +142,13 @@ func placerOnOneCluster(t *testing.T) (*Placer, *asyncRecorder) {
 	return p, pub
 }
 
-func objectChanged(apiVersion, kind, namespace, name string, extra map[string]any) *schemas.ObjectChanged {
-	metadata := map[string]any{"name": name, "uid": "uid-" + name, "resourceVersion": "1"}
-	if namespace != "" {
-		metadata["namespace"] = namespace
-	}
-	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": metadata}
-	for k, v := range extra {
-		obj[k] = v
-	}
-	return &schemas.ObjectChanged{Object: obj}
-}
-
-// oneCPUDeployment asks for one pod of 1 CPU, which cluster east fits.
-func oneCPUDeployment(name string) *schemas.ObjectChanged {
-	return objectChanged("apps/v1", "Deployment", "team", name, map[string]any{"spec": map[string]any{"replicas": int64(1),
-		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
-			"resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}}}}}})
-}
-
 // TestRefusedPublishIsRepublishedOnRetry: when the decision of a workload is refused by the stream, the
 // event fails, and its retry publishes the decision again with the same id, instead of believing it
 // published already.
 func TestRefusedPublishIsRepublishedOnRetry(t *testing.T) {
 	p, pub := placerOnOneCluster(t)
 	ctx := t.Context()
-	deployment := oneCPUDeployment("web")
+	deployment := eventtest.Deployment("web", "1")
 	workload := delivery(t, 6, schemas.TypeWorkloadChanged, schemas.WorkloadSubject(deployment.Ref()), deployment)
 
 	pub.refuse[schemas.TypePlacementDecided] = true
@@ -202,7 +183,7 @@ func TestFailedFlushRepublishesTheWholeBatch(t *testing.T) {
 	ctx := t.Context()
 	var batch []bus.Delivery
 	for i, name := range []string{"web-a", "web-b", "web-c"} {
-		obj := oneCPUDeployment(name)
+		obj := deployment(name)
 		batch = append(batch, delivery(t, uint64(6+i), schemas.TypeWorkloadChanged, schemas.WorkloadSubject(obj.Ref()), obj))
 	}
 	// Only the last workload's decision is refused, so the failure shows in the acknowledgements only.

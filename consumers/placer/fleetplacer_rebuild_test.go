@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/fleetflow/fleetflow/consumers/internal/eventtest"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/bus/bustest"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
@@ -58,16 +59,13 @@ func newRebuildFixture(t *testing.T) *rebuildFixture {
 		t.Helper()
 		f.publish(t, eventType, subject, subject, payload)
 	}
-	policy := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{}})
+	policy := eventtest.Policy("all", map[string]any{})
 	publish(schemas.TypePolicyChanged, schemas.PolicySubject(policy.Ref()), policy)
-	cluster := objectChanged("fleetflow.io/v1alpha1", "Cluster", "", "east", map[string]any{
-		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": "east", "namespace": "fleetflow-system"}}})
-	publish(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), cluster)
+	publish(schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), eventtest.Cluster("east", nil))
 	publish(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"), &schemas.ClusterHeartbeat{Cluster: "east", Time: time.Now()})
 	publish(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject("east"), &schemas.ClusterAPIs{Cluster: "east", APIs: []string{"apps/v1/Deployment"}})
-	publish(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), &schemas.NodeState{Cluster: "east", Name: "n1", Ready: true,
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
-	f.web = oneCPUDeployment("web")
+	publish(schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), eventtest.Node("east", "n1", "8"))
+	f.web = deployment("web")
 	publish(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(f.web.Ref()), f.web)
 	return f
 }
@@ -319,7 +317,7 @@ func TestRebuiltPlacerSkipsTheEventsTheStateStreamCopied(t *testing.T) {
 			p := f.rebuild(t, f.srv.ClientURL())
 			// A workload's change at a sequence the state stream copied, whose subjects the pruner removed once
 			// the workload was gone, as a replay delivers it again.
-			ghost := oneCPUDeployment("ghost")
+			ghost := deployment("ghost")
 			replayed := delivery(t, published-1, schemas.TypeWorkloadChanged, schemas.WorkloadSubject(ghost.Ref()), ghost)
 			if err := p.Handle(f.ctx, replayed); err != nil {
 				t.Fatal(err)
@@ -337,7 +335,7 @@ func TestRebuiltPlacerSkipsTheEventsTheStateStreamCopied(t *testing.T) {
 func TestRebuildKeepsTheLastValidPolicyAndRI(t *testing.T) {
 	f := newRebuildFixture(t)
 	widgetRI := func(replicasPath string) *schemas.ObjectChanged {
-		return objectChanged("optimization.nvidia.com/v1alpha1", "ResourceInterface", "", "widget-ri", map[string]any{
+		return object("optimization.nvidia.com/v1alpha1", "ResourceInterface", "", "widget-ri", nil, map[string]any{
 			"spec": map[string]any{"structureDefinition": map[string]any{"rootComponent": map[string]any{
 				"name": "widget", "kind": map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"},
 				"specDefinition":  map[string]any{"podTemplateSpecPath": ".spec.template"},
@@ -346,9 +344,9 @@ func TestRebuildKeepsTheLastValidPolicyAndRI(t *testing.T) {
 	ri := widgetRI(".spec.replicas")
 	f.publish(t, schemas.TypeResourceInterfaceChanged, schemas.ResourceInterfaceSubject(ri.Ref()), "ri-1", ri)
 	f.publish(t, schemas.TypeResourceInterfaceChanged, schemas.ResourceInterfaceSubject(ri.Ref()), "ri-2", widgetRI(".spec.replicas | ]["))
-	spread := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{"scoring": "Spread"}})
+	spread := eventtest.Policy("all", map[string]any{"scoring": "Spread"})
 	f.publish(t, schemas.TypePolicyChanged, schemas.PolicySubject(spread.Ref()), "policy-2", spread)
-	bogus := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{"scoring": "Bogus"}})
+	bogus := eventtest.Policy("all", map[string]any{"scoring": "Bogus"})
 	f.publish(t, schemas.TypePolicyChanged, schemas.PolicySubject(bogus.Ref()), "policy-3", bogus)
 	f.waitForStateOf(t, published+1, published+4) // the RI's subject is new; the policy's versions replace each other
 
@@ -480,15 +478,13 @@ func (f *rebuildFixture) waitForLast(t *testing.T, subject, what string, ok func
 // moved had a placer been running. Before, the rebuilt placer restored every placement as it was.
 func TestRebuildActsOnWhatChangedWhileNoPlacerRan(t *testing.T) {
 	cluster := func(name, tier string) *schemas.ObjectChanged {
-		c := objectChanged("fleetflow.io/v1alpha1", "Cluster", "", name, map[string]any{
-			"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": name, "namespace": "fleetflow-system"}}})
-		c.Object["metadata"].(map[string]any)["labels"] = map[string]any{"tier": tier}
+		c := eventtest.Cluster(name, map[string]any{"tier": tier})
 		c.Object["metadata"].(map[string]any)["resourceVersion"] = tier
 		return c
 	}
 	policy := func(tier string) *schemas.ObjectChanged {
-		p := objectChanged("fleetflow.io/v1alpha1", "SchedulePolicy", "", "all", map[string]any{"spec": map[string]any{
-			"clusterSelector": map[string]any{"matchLabels": map[string]any{"tier": tier}}}})
+		p := eventtest.Policy("all", map[string]any{
+			"clusterSelector": map[string]any{"matchLabels": map[string]any{"tier": tier}}})
 		p.Object["metadata"].(map[string]any)["resourceVersion"] = tier
 		return p
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/fleetflow/fleetflow/consumers/internal/eventtest"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
@@ -60,31 +61,16 @@ func (f *placerFixture) deliver(eventType, subject string, payload schemas.Paylo
 	}
 }
 
-func object(apiVersion, kind, namespace, name string, labels map[string]any, extra map[string]any) *schemas.ObjectChanged {
-	meta := map[string]any{"name": name, "uid": "uid-" + name, "resourceVersion": "1"}
-	if namespace != "" {
-		meta["namespace"] = namespace
-	}
-	if labels != nil {
-		meta["labels"] = labels
-	}
-	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta}
-	for k, v := range extra {
-		obj[k] = v
-	}
-	return &schemas.ObjectChanged{Object: obj}
-}
+// object builds a control-plane object's payload (see eventtest.Object).
+var object = eventtest.Object
 
 // cluster registers a Ready cluster with one 8-CPU node that serves Deployments.
 func (f *placerFixture) cluster(name string, labels map[string]any) {
 	f.t.Helper()
-	c := object("fleetflow.io/v1alpha1", "Cluster", "", name, labels, map[string]any{
-		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": name, "namespace": "fleetflow-system"}}})
-	f.deliver(schemas.TypeClusterChanged, schemas.ClusterSpecSubject(name), c)
+	f.deliver(schemas.TypeClusterChanged, schemas.ClusterSpecSubject(name), eventtest.Cluster(name, labels))
 	f.heartbeat(name, f.now)
 	f.deliver(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject(name), &schemas.ClusterAPIs{Cluster: name, APIs: []string{"apps/v1/Deployment"}})
-	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject(name, "n1"), &schemas.NodeState{Cluster: name, Name: "n1", Ready: true,
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourcePods: resource.MustParse("110")}})
+	f.deliver(schemas.TypeNodeChanged, schemas.NodeSubject(name, "n1"), eventtest.Node(name, "n1", "8"))
 }
 
 // eastThenWest registers clusters east and west (labelled name=east and name=west) and a policy "any" that
@@ -99,10 +85,7 @@ func (f *placerFixture) eastThenWest() {
 // cluster east only.
 func (f *placerFixture) eastThenWestWith(extra map[string]any) {
 	f.t.Helper()
-	spec := map[string]any{"orderedClusterSelector": map[string]any{"tiers": []any{
-		map[string]any{"matchLabels": map[string]any{"name": "east"}},
-		map[string]any{"matchLabels": map[string]any{"name": "west"}},
-	}}}
+	spec := eventtest.FillInOrder("east", "west")
 	maps.Copy(spec, extra)
 	f.policy("any", spec)
 	f.cluster("east", map[string]any{"name": "east"})
@@ -133,7 +116,7 @@ func (f *placerFixture) heartbeat(cluster string, at time.Time) {
 }
 
 func (f *placerFixture) policy(name string, spec map[string]any) {
-	pol := object("fleetflow.io/v1alpha1", "SchedulePolicy", "", name, nil, map[string]any{"spec": spec})
+	pol := eventtest.Policy(name, spec)
 	f.deliver(schemas.TypePolicyChanged, schemas.PolicySubject(pol.Ref()), pol)
 }
 
@@ -147,11 +130,8 @@ func (f *placerFixture) placedWebOnEast() (*schemas.ObjectChanged, int) {
 	return web, len(f.pub.ofType(schemas.TypePlacementDecided))
 }
 
-func deployment(name string) *schemas.ObjectChanged {
-	return object("apps/v1", "Deployment", "team", name, nil, map[string]any{"spec": map[string]any{"replicas": int64(1),
-		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
-			"resources": map[string]any{"requests": map[string]any{"cpu": "1"}}}}}}}})
-}
+// deployment asks for one pod of 1 CPU, which an 8-CPU cluster fits.
+func deployment(name string) *schemas.ObjectChanged { return eventtest.Deployment(name, "1") }
 
 // firstContainer is the first container of a Deployment object's pod template, for a test to change.
 func firstContainer(deployment map[string]any) map[string]any {

@@ -10,9 +10,8 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go/jetstream"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/fleetflow/fleetflow/consumers/internal/eventtest"
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/consumers/replay"
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -99,31 +98,13 @@ func (r *recording) tick(cfg placer.PlacerConfig) {
 	r.input(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: r.now, Settings: cfg.Settings()})
 }
 
-func object(apiVersion, kind, namespace, name string, labels map[string]any, extra map[string]any) *schemas.ObjectChanged {
-	meta := map[string]any{"name": name, "uid": "uid-" + name, "resourceVersion": "1"}
-	if namespace != "" {
-		meta["namespace"] = namespace
-	}
-	if labels != nil {
-		meta["labels"] = labels
-	}
-	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta}
-	for k, v := range extra {
-		obj[k] = v
-	}
-	return &schemas.ObjectChanged{Object: obj}
-}
-
 // cluster registers a Ready cluster with one node of cpus CPUs that serves Deployments.
 func (r *recording) cluster(name string, cpus string) {
 	r.t.Helper()
-	c := object("fleetflow.io/v1alpha1", "Cluster", "", name, map[string]any{"name": name}, map[string]any{
-		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": name, "namespace": "fleetflow-system"}}})
-	r.input(schemas.TypeClusterChanged, schemas.ClusterSpecSubject(name), c)
+	r.input(schemas.TypeClusterChanged, schemas.ClusterSpecSubject(name), eventtest.Cluster(name, map[string]any{"name": name}))
 	r.heartbeat(name)
 	r.input(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject(name), &schemas.ClusterAPIs{Cluster: name, APIs: []string{"apps/v1/Deployment"}})
-	r.input(schemas.TypeNodeChanged, schemas.NodeSubject(name, "n1"), &schemas.NodeState{Cluster: name, Name: "n1", Ready: true,
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpus), corev1.ResourcePods: resource.MustParse("110")}})
+	r.input(schemas.TypeNodeChanged, schemas.NodeSubject(name, "n1"), eventtest.Node(name, "n1", cpus))
 }
 
 func (r *recording) heartbeat(cluster string) {
@@ -132,12 +113,7 @@ func (r *recording) heartbeat(cluster string) {
 
 // policyObject is a SchedulePolicy for Deployments that fills the clusters named, in order.
 func policyObject(name string, clusters ...string) *schemas.ObjectChanged {
-	var tiers []any
-	for _, c := range clusters {
-		tiers = append(tiers, map[string]any{"matchLabels": map[string]any{"name": c}})
-	}
-	return object("fleetflow.io/v1alpha1", "SchedulePolicy", "", name, nil, map[string]any{"spec": map[string]any{
-		"orderedClusterSelector": map[string]any{"tiers": tiers}}})
+	return eventtest.Policy(name, eventtest.FillInOrder(clusters...))
 }
 
 func (r *recording) policy(name string, clusters ...string) {
@@ -145,14 +121,8 @@ func (r *recording) policy(name string, clusters ...string) {
 	r.input(schemas.TypePolicyChanged, schemas.PolicySubject(pol.Ref()), pol)
 }
 
-func deployment(name, cpu string) *schemas.ObjectChanged {
-	return object("apps/v1", "Deployment", "team", name, nil, map[string]any{"spec": map[string]any{"replicas": int64(1),
-		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
-			"resources": map[string]any{"requests": map[string]any{"cpu": cpu}}}}}}}})
-}
-
 func (r *recording) workload(name, cpu string) {
-	w := deployment(name, cpu)
+	w := eventtest.Deployment(name, cpu)
 	r.input(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(w.Ref()), w)
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/fleetflow/fleetflow/consumers/internal/eventtest"
 	"github.com/fleetflow/fleetflow/consumers/replay"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -126,7 +127,7 @@ func TestWhatIfRefusesABadPolicy(t *testing.T) {
 }
 
 func policyWith(name string, spec map[string]any) map[string]any {
-	return object("fleetflow.io/v1alpha1", "SchedulePolicy", "", name, nil, map[string]any{"spec": spec}).Object
+	return eventtest.Policy(name, spec).Object
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
