@@ -101,7 +101,7 @@ func newReplayCommand() *cobra.Command {
 	var fromStart, all bool
 	cmd := &cobra.Command{
 		Use:   "replay [--nats-url URL | --from FILE] [--since T] [--until T] [--policy FILE]... [--delete-policy NAME]... [-o json|table]",
-		Short: "Replay the recorded history through a placer in process: a determinism check, or a what-if of a policy change",
+		Short: "Replay the recorded history through the placement lifecycle in process: a determinism check, or a what-if of a policy change",
 		Long: "replay reads the whole recorded history (the events and decisions streams, or a file written by\n" +
 			"`fleetflow audit export`) into a fresh placer in this process and writes nothing to the streams or the\n" +
 			"clusters. The placer decides with the settings the recorded placer's ticks carry (its flags below\n" +

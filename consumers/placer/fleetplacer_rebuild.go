@@ -70,13 +70,13 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	if err != nil {
 		return err
 	}
-	return p.finishRebuild(ctx, streamHistory{ctx: ctx, js: js}, read, caughtUp)
+	return p.finishRebuild(ctx, time.Now(), streamHistory{ctx: ctx, js: js}, read, caughtUp)
 }
 
-// finishRebuild has the controller end the rebuild of a view read from messages of the state stream and
-// caughtUp newer events of the history, and returns once what that published is stored.
-func (p *Placer) finishRebuild(ctx context.Context, history lifecycle.History, messages, caughtUp int) error {
-	effects, err := p.ctrl.FinishRebuild(history)
+// finishRebuild has the controller end, at at, the rebuild of a view read from messages of the state stream
+// and caughtUp newer events of the history, and returns once what that published is stored.
+func (p *Placer) finishRebuild(ctx context.Context, at time.Time, history lifecycle.History, messages, caughtUp int) error {
+	effects, err := p.ctrl.FinishRebuild(at, history)
 	if err != nil {
 		return fmt.Errorf("placer rebuild: %w", err)
 	}

@@ -1316,7 +1316,7 @@ func (f *placerFixture) readStateAt(at time.Time, msgs ...stateMessage) {
 func (f *placerFixture) restoreAndPublish() int {
 	f.t.Helper()
 	mark := len(f.pub.ofType(schemas.TypePlacementDecided))
-	if err := f.p.finishRebuild(f.t.Context(), nil, 0, 0); err != nil {
+	if err := f.p.finishRebuild(f.t.Context(), f.now, nil, 0, 0); err != nil {
 		f.t.Fatal(err)
 	}
 	return mark

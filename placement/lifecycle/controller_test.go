@@ -346,7 +346,7 @@ func TestRebuiltControllerAgreesWithTheRunningOne(t *testing.T) {
 		}
 	}
 	rebuilt.AdvanceSequence(h.events[len(h.events)-1].Sequence)
-	effects, err := rebuilt.FinishRebuild(noHistory{})
+	effects, err := rebuilt.FinishRebuild(h.at, noHistory{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,7 @@ type History interface {
 //  1. BeginRebuild, with the time the rebuild starts;
 //  2. Restore each event read, in the order read: the view is updated, nothing is decided;
 //  3. AdvanceSequence to the newest sequence of the events stream read, which new decisions are stamped with;
-//  4. FinishRebuild: each workload is put back where it was placed, with its reservation while it would still
+//  4. FinishRebuild, with the time the reading ended: each workload is put back where it was placed, with its reservation while it would still
 //     hold, what changed while no controller ran is judged again, and the effects of that are returned, staged
 //     as Handle's are.
 
@@ -62,11 +62,11 @@ func (p *Controller) Sequence() uint64 { return p.at.seq }
 // AdvanceSequence makes seq the sequence decisions made at the rebuild's end are stamped with.
 func (p *Controller) AdvanceSequence(seq uint64) { p.at.seq = seq }
 
-// FinishRebuild ends a rebuild: it puts the last valid version of refused RIs and policies back in force (read
-// from history), each workload where it was placed, copies gone while no controller ran back on their
-// clusters, and returns what must be published, staged until Commit or Abort.
-func (p *Controller) FinishRebuild(history History) ([]Effect, error) {
-	p.at.now = p.rebuild.now
+// FinishRebuild ends a rebuild whose reading ended at at: it puts the last valid version of refused RIs and
+// policies back in force (read from history), each workload where it was placed, copies gone while no
+// controller ran back on their clusters, and returns what must be published, staged until Commit or Abort.
+func (p *Controller) FinishRebuild(at time.Time, history History) ([]Effect, error) {
+	p.at.now = at
 	defer func() { p.rebuild.now = time.Time{} }()
 	touched := newTouched()
 	if err := p.recoverLastValid(history, touched); err != nil {

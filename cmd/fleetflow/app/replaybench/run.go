@@ -49,7 +49,8 @@ type Result struct {
 // shownDivergences bounds the divergences a result lists.
 const shownDivergences = 10
 
-// Run records a synthetic history of cfg's size, then replays it through a placer and times the replay.
+// Run records a synthetic history of cfg's size with a live placer, then replays it through the placement
+// lifecycle and times the replay.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
