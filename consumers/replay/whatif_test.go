@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/fleetflow/fleetflow/consumers/internal/eventtest"
 	"github.com/fleetflow/fleetflow/consumers/replay"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/eventtest"
 )
 
 // withSouth is busyDay with a fourth, larger cluster that no policy selects yet.

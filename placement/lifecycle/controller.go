@@ -197,13 +197,22 @@ func (p *Controller) Handle(ev Event) ([]Effect, error) {
 		touched.merge(first)
 		delete(p.txn.redo, key)
 	}
+	effects, err := p.stage(key, touched)
+	if err != nil {
+		p.redoOnRedelivery(key, touched)
+	}
+	return effects, err
+}
+
+// stage reconciles what an event (key; none for a rebuild's end) touched and stages the effects until Commit
+// or Abort; when that fails, what it changed is put back at once.
+func (p *Controller) stage(key eventKey, touched *touchedSet) ([]Effect, error) {
 	mark := len(p.txn.effects)
 	saved, goneMark := p.saveBookkeeping(touched), len(p.forgotten.workloads)
 	if err := p.reconcile(touched); err != nil {
 		p.restoreBookkeeping(saved)
 		p.forgotten.workloads = p.forgotten.workloads[:goneMark]
 		p.txn.effects = p.txn.effects[:mark]
-		p.redoOnRedelivery(key, touched)
 		return nil, err
 	}
 	p.txn.staged = append(p.txn.staged, stagedEvent{eventKey: key, saved: saved, touched: touched})

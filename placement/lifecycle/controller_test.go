@@ -10,13 +10,11 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/eventtest"
 )
 
 // history builds a sequence of events as the streams would record them, one second apart.
@@ -36,47 +34,18 @@ func (h *history) add(eventType, subject string, payload schemas.Payload) *histo
 	return h
 }
 
-func changed(apiVersion, kind, namespace, name string, labels map[string]any, extra map[string]any) *schemas.ObjectChanged {
-	meta := map[string]any{"name": name, "uid": "uid-" + name, "resourceVersion": "1"}
-	if namespace != "" {
-		meta["namespace"] = namespace
-	}
-	if labels != nil {
-		meta["labels"] = labels
-	}
-	obj := map[string]any{"apiVersion": apiVersion, "kind": kind, "metadata": meta}
-	for k, v := range extra {
-		obj[k] = v
-	}
-	return &schemas.ObjectChanged{Object: obj}
-}
-
-// cluster records a Ready cluster with one node of cpus CPUs that serves Deployments.
+// cluster records a Ready cluster, labelled name=<name>, with one node of cpus CPUs that serves Deployments.
 func (h *history) cluster(name, cpus string) *history {
-	c := changed("fleetflow.io/v1alpha1", "Cluster", "", name, map[string]any{"name": name}, map[string]any{
-		"spec": map[string]any{"kubeconfigSecretRef": map[string]any{"name": name, "namespace": "fleetflow-system"}}})
-	h.add(schemas.TypeClusterChanged, schemas.ClusterSpecSubject(name), c)
+	h.add(schemas.TypeClusterChanged, schemas.ClusterSpecSubject(name), eventtest.Cluster(name, map[string]any{"name": name}))
 	h.add(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject(name), &schemas.ClusterHeartbeat{Cluster: name, Time: h.at})
 	h.add(schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject(name), &schemas.ClusterAPIs{Cluster: name, APIs: []string{"apps/v1/Deployment"}})
-	return h.add(schemas.TypeNodeChanged, schemas.NodeSubject(name, "n1"), &schemas.NodeState{Cluster: name, Name: "n1", Ready: true,
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpus), corev1.ResourcePods: resource.MustParse("110")}})
+	return h.add(schemas.TypeNodeChanged, schemas.NodeSubject(name, "n1"), eventtest.Node(name, "n1", cpus))
 }
 
 // policy records a policy that fills the clusters in the order named.
 func (h *history) policy(name string, clusters ...string) *history {
-	var tiers []any
-	for _, c := range clusters {
-		tiers = append(tiers, map[string]any{"matchLabels": map[string]any{"name": c}})
-	}
-	p := changed("fleetflow.io/v1alpha1", "SchedulePolicy", "", name, nil, map[string]any{"spec": map[string]any{
-		"orderedClusterSelector": map[string]any{"tiers": tiers}}})
+	p := eventtest.Policy(name, eventtest.FillInOrder(clusters...))
 	return h.add(schemas.TypePolicyChanged, schemas.PolicySubject(p.Ref()), p)
-}
-
-func deployment(name, cpu string) *schemas.ObjectChanged {
-	return changed("apps/v1", "Deployment", "team", name, nil, map[string]any{"spec": map[string]any{"replicas": int64(1),
-		"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "web",
-			"resources": map[string]any{"requests": map[string]any{"cpu": cpu}}}}}}}})
 }
 
 func (h *history) workload(w *schemas.ObjectChanged) *history {
@@ -150,7 +119,7 @@ func actions(t *testing.T, effects []string) []string {
 // tick moves web to west), a new workload, a policy change and a deletion, through two controllers.
 func TestSameEventsGiveTheSameEffects(t *testing.T) {
 	h := newHistory().policy("any", "east", "west").cluster("east", "8").cluster("west", "8")
-	web, api := deployment("web", "1"), deployment("api", "2")
+	web, api := eventtest.Deployment("web", "1"), eventtest.Deployment("api", "2")
 	h.workload(web).workload(api)
 	h.at = h.at.Add(time.Minute)
 	h.add(schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("west"), &schemas.ClusterHeartbeat{Cluster: "west", Time: h.at})
@@ -171,7 +140,7 @@ func TestSameEventsGiveTheSameEffects(t *testing.T) {
 // effects again under the same ids; Commit makes them final, so a redelivery then has none.
 func TestAbortedEventsHaveTheirEffectsAgainOnRedelivery(t *testing.T) {
 	h := newHistory().policy("any", "east").cluster("east", "8")
-	web := deployment("web", "1")
+	web := eventtest.Deployment("web", "1")
 	h.workload(web)
 	c := newController(t)
 	setup, last := h.events[:len(h.events)-1], h.events[len(h.events)-1]
@@ -233,7 +202,7 @@ func TestPlacesApartWhenTheOneWriteFails(t *testing.T) {
 				attempts++
 				return nil, errors.New("injected: the one write failed")
 			}
-			web := deployment("web", tc.cpu)
+			web := eventtest.Deployment("web", tc.cpu)
 			h.events = nil
 			effects := run(t, c, h.workload(web).events)
 			if attempts != 1 {
@@ -302,7 +271,7 @@ func (noHistory) Events(string, func(schemas.Payload)) error { return nil }
 func TestRebuiltControllerAgreesWithTheRunningOne(t *testing.T) {
 	h := newHistory().policy("any", "east", "west").cluster("east", "4").cluster("west", "8")
 	for i := range 6 {
-		h.workload(deployment(fmt.Sprintf("job-%d", i), "1"))
+		h.workload(eventtest.Deployment(fmt.Sprintf("job-%d", i), "1"))
 	}
 	running := newController(t)
 	// The state stream: the newest event per subject, inputs and effects alike, in the order they were stored.

@@ -86,16 +86,7 @@ func (p *Controller) FinishRebuild(at time.Time, history History) ([]Effect, err
 	}
 	p.log.Debug("rebuilt view restored", "workloads", len(p.workloads), "registered_clusters", registered, "policies", len(p.policies),
 		"view_sequence", p.store.Snapshot().Index())
-	mark := len(p.txn.effects)
-	saved, goneMark := p.saveBookkeeping(touched), len(p.forgotten.workloads)
-	if err := p.reconcile(touched); err != nil {
-		p.restoreBookkeeping(saved)
-		p.forgotten.workloads = p.forgotten.workloads[:goneMark]
-		p.txn.effects = p.txn.effects[:mark]
-		return nil, err
-	}
-	p.txn.staged = append(p.txn.staged, stagedEvent{saved: saved, touched: touched})
-	return p.txn.effects[mark:], nil
+	return p.stage(eventKey{}, touched)
 }
 
 // lastStatusWithOne is the newest workload status on subject in history that carries a status and is of the

@@ -3,8 +3,8 @@ package eventtest_test
 import (
 	"testing"
 
-	"github.com/fleetflow/fleetflow/consumers/internal/eventtest"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/eventtest"
 )
 
 // TestPayloadsAreValid: what the builders make passes the validation a producer's events pass.
