@@ -863,7 +863,7 @@ func (p *Controller) reapplyGoneCopies(history History, touched *touchedSet) err
 				}
 				continue
 			}
-			if s.Status == nil && history != nil {
+			if s.Status == nil {
 				last, err := lastStatusWithOne(history, schemas.WorkloadStatusSubject(cluster, s.Workload), uid)
 				if err != nil {
 					return err

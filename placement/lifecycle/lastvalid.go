@@ -92,6 +92,9 @@ func (p *Controller) recoverLastValid(history History, touched *touchedSet) erro
 // newest that valid accepts, nil when none does. Versions of another object of the same name (another UID)
 // do not count.
 func lastValidVersion(history History, object refusedObject, valid func(*schemas.ObjectChanged) bool) (*schemas.ObjectChanged, error) {
+	if history == nil {
+		return nil, nil
+	}
 	var last *schemas.ObjectChanged
 	err := history.Events(object.subject, func(payload schemas.Payload) {
 		if changed, ok := payload.(*schemas.ObjectChanged); ok && changed.Ref().UID == object.uid && valid(changed) {

@@ -64,7 +64,8 @@ func (p *Controller) AdvanceSequence(seq uint64) { p.at.seq = seq }
 
 // FinishRebuild ends a rebuild whose reading ended at at: it puts the last valid version of refused RIs and
 // policies back in force (read from history), each workload where it was placed, copies gone while no
-// controller ran back on their clusters, and returns what must be published, staged until Commit or Abort.
+// controller ran back on their clusters, and returns what must be published, staged until Commit or Abort. A
+// nil history holds nothing.
 func (p *Controller) FinishRebuild(at time.Time, history History) ([]Effect, error) {
 	p.at.now = at
 	defer func() { p.rebuild.now = time.Time{} }()
@@ -92,6 +93,9 @@ func (p *Controller) FinishRebuild(at time.Time, history History) ([]Effect, err
 // lastStatusWithOne is the newest workload status on subject in history that carries a status and is of the
 // workload of uid, nil when there is none.
 func lastStatusWithOne(history History, subject, uid string) (*schemas.WorkloadStatus, error) {
+	if history == nil {
+		return nil, nil
+	}
 	var last *schemas.WorkloadStatus
 	err := history.Events(subject, func(payload schemas.Payload) {
 		if s, ok := payload.(*schemas.WorkloadStatus); ok && s.Status != nil && s.Workload.UID == uid {
