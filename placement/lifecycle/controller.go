@@ -25,7 +25,7 @@ type Event struct {
 	Type    string
 	Payload schemas.Payload
 	// Time is when its producer stamped it, by the producer's clock; Stored is when its stream stored it, by
-	// the server's. Either may be zero; the controller's clock is Time, bounded by Stored (schemas.AsStored).
+	// the server's. Either may be zero; the controller's clock is Stored, else Time (schemas.AsStored).
 	Time, Stored time.Time
 }
 
@@ -99,8 +99,9 @@ type Controller struct {
 // moment is the event being handled: its sequence, which stamps store writes and decisions, and its times.
 type moment struct {
 	seq uint64
-	// now is the controller's clock: the event's own time bounded by its stream's (schemas.AsStored); stored is
-	// when its stream stored it, zero when unknown; eventTime is the time its producer stamped on it.
+	// now is the controller's clock: when the event's stream stored it, or the event's own time when that is
+	// unknown (schemas.AsStored); stored is when its stream stored it, zero when unknown; eventTime is the time
+	// its producer stamped on it.
 	now, stored, eventTime time.Time
 }
 
@@ -163,9 +164,6 @@ func New(ris *karta.Registry, config Config, log *slog.Logger) (*Controller, err
 
 // SetEpoch names the lifetime of the streams the event sequences count in.
 func (p *Controller) SetEpoch(epoch string) { p.epoch = epoch }
-
-// Config is the controller's configuration, its defaults filled in.
-func (p *Controller) Config() Config { return p.config }
 
 // PolicyRefused says why the newest version of the policy name is not in force; nil when it is, or when the
 // controller knows no policy of that name.
