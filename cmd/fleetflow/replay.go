@@ -13,10 +13,10 @@ import (
 	"github.com/spf13/pflag"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
-	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/consumers/replay"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/placement/explain"
+	"github.com/fleetflow/fleetflow/placement/lifecycle"
 )
 
 func init() {
@@ -120,7 +120,7 @@ func newReplayCommand() *cobra.Command {
 			if err := checkOutput(output); err != nil {
 				return err
 			}
-			opts := replay.Options{Placer: placer.PlacerConfig{HeartbeatTimeout: df.heartbeatTimeout,
+			opts := replay.Options{Placer: lifecycle.Config{HeartbeatTimeout: df.heartbeatTimeout,
 				PendingTimeout: df.pendingTimeout, ReservationTTL: df.reservationTTL, FailedApplyRetry: df.failedApplyRetry}}
 			var err error
 			if opts.Since, err = parseWhen("--since", since); err != nil {

@@ -128,7 +128,8 @@ func (p *Placer) Handle(ctx context.Context, d bus.Delivery) error {
 
 // Stage applies one event and sends what it causes without waiting for the streams to store it, so the
 // next event is handled while the acknowledgements travel. Flush ends the batch; until it succeeds, the
-// batch's events count as not applied, so a redelivered one is handled again.
+// batch's events count as not applied, so a redelivered one is handled again. A publish that fails (at once,
+// with a synchronous publisher, or when its acknowledgement is awaited) fails the whole batch.
 func (p *Placer) Stage(ctx context.Context, d bus.Delivery) error {
 	if d.StreamSequence <= p.seen[d.Subject] || d.StreamSequence <= p.replayFloor {
 		return nil // already applied, e.g. during the rebuild from the state stream

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -229,5 +230,73 @@ func TestFailedFlushRepublishesTheWholeBatch(t *testing.T) {
 	}
 	if n := len(pub.ofType(schemas.TypePlacementDecided)); n != 5 {
 		t.Errorf("a redelivery after a successful flush published %d more decisions", n-5)
+	}
+}
+
+// syncRecorder publishes synchronously, refusing the subjects in refuse.
+type syncRecorder struct {
+	sent   []string
+	refuse map[string]bool
+}
+
+func (r *syncRecorder) Publish(_ context.Context, subject string, _ cloudevents.Event) (*jetstream.PubAck, error) {
+	if r.refuse[subject] {
+		return nil, errors.New("stream refused the message")
+	}
+	r.sent = append(r.sent, subject)
+	return &jetstream.PubAck{Stream: "test", Sequence: uint64(len(r.sent))}, nil
+}
+
+// TestRefusedPublishWithNothingStagedFailsOnlyItsEvent: a publish refused at once, by a synchronous publisher,
+// for the first event of a batch fails that event there (the consumer has no batch to flush); the next event
+// is handled, and the refused one, redelivered, publishes what it failed to.
+func TestRefusedPublishWithNothingStagedFailsOnlyItsEvent(t *testing.T) {
+	builtins, err := karta.Builtins()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub := &syncRecorder{refuse: map[string]bool{}}
+	p, err := NewPlacer(pub, karta.NewRegistry(builtins...), PlacerConfig{}, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	pol := eventtest.Policy("any", map[string]any{})
+	setup := []bus.Delivery{
+		delivery(t, 1, schemas.TypePolicyChanged, schemas.PolicySubject(pol.Ref()), pol),
+		delivery(t, 2, schemas.TypeClusterChanged, schemas.ClusterSpecSubject("east"), eventtest.Cluster("east", nil)),
+		delivery(t, 3, schemas.TypeClusterHeartbeat, schemas.ClusterHeartbeatSubject("east"),
+			&schemas.ClusterHeartbeat{Cluster: "east", Time: time.Now()}),
+		delivery(t, 4, schemas.TypeClusterAPIs, schemas.ClusterAPIsSubject("east"),
+			&schemas.ClusterAPIs{Cluster: "east", APIs: []string{"apps/v1/Deployment"}}),
+		delivery(t, 5, schemas.TypeNodeChanged, schemas.NodeSubject("east", "n1"), eventtest.Node("east", "n1", "8")),
+	}
+	for _, d := range setup {
+		if err := p.Handle(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	web, api := eventtest.Deployment("web", "1"), eventtest.Deployment("api", "1")
+	webEvent := delivery(t, 6, schemas.TypeWorkloadChanged, schemas.WorkloadSubject(web.Ref()), web)
+	apiEvent := delivery(t, 7, schemas.TypeWorkloadChanged, schemas.WorkloadSubject(api.Ref()), api)
+	pub.refuse[schemas.DecisionSubject("east", web.Ref())] = true
+	if err := p.Stage(ctx, webEvent); err == nil {
+		t.Fatal("web's event was staged although the stream refused its Apply")
+	}
+	if err := p.Stage(ctx, apiEvent); err != nil {
+		t.Fatalf("api's event after web's failed alone: %v", err)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("flush of api's event: %v", err)
+	}
+	delete(pub.refuse, schemas.DecisionSubject("east", web.Ref()))
+	webEvent.Attempt = 2
+	if err := p.Handle(ctx, webEvent); err != nil {
+		t.Fatalf("web's event redelivered: %v", err)
+	}
+	for _, ref := range []schemas.ObjectRef{web.Ref(), api.Ref()} {
+		if !slices.Contains(pub.sent, schemas.DecisionSubject("east", ref)) {
+			t.Errorf("no Apply of %s published; sent %v", ref.Name, pub.sent)
+		}
 	}
 }

@@ -82,7 +82,7 @@ func (p *Placer) finishRebuild(ctx context.Context, at time.Time, history lifecy
 	}
 	snap := p.ctrl.Snapshot()
 	p.log.Info("placer view rebuilt from the state stream", "messages", messages, "newer_in_history", caughtUp,
-		"workloads", p.ctrl.Tracking(), "clusters", len(snap.Clusters()), "policies", len(snap.Policies()),
+		"workloads", p.ctrl.Tracking(), "clusters", len(snap.Clusters()), "policies_in_force", len(snap.Policies()),
 		"view_sequence", snap.Index())
 	for _, e := range effects {
 		if err := p.out.send(ctx, p.publisher, e); err != nil {

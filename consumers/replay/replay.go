@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/lifecycle"
 	"github.com/fleetflow/fleetflow/placement/state"
@@ -26,15 +25,15 @@ type Options struct {
 	// decisions it failed to make.
 	Through uint64
 	// Placer overrides, field by field, the settings the recorded ticks carry; with none recorded, the
-	// placer's defaults fill the rest.
-	Placer placer.PlacerConfig
-	// Log receives the placer's own log; nil discards it.
+	// lifecycle's defaults fill the rest.
+	Placer lifecycle.Config
+	// Log receives the lifecycle controller's log; nil discards it.
 	Log *slog.Logger
 }
 
 // Result is what a replay found.
 type Result struct {
-	// Events counts the events fed to the placer; First and Last are the first and last of their sequences.
+	// Events counts the events fed to the controller; First and Last are the first and last of their sequences.
 	Events      int    `json:"events"`
 	First       uint64 `json:"firstSequence"`
 	Last        uint64 `json:"lastSequence"`
@@ -82,7 +81,7 @@ type Session struct {
 	tickSettings *schemas.PlacerSettings
 	// epochUnknown is set while no recorded output has named the streams' epoch: the first may come past
 	// what peek reads ahead (a fleet of 100,000 nodes registers before any workload). Until it comes, what
-	// the placer publishes is held, to be stamped with the epoch then.
+	// the controller produces is held, to be stamped with the epoch then.
 	epochUnknown bool
 	held         []lifecycle.Effect
 }
@@ -108,7 +107,7 @@ func NewSession(opts Options) *Session {
 // tests).
 var peekLimit = 100_000
 
-// Run feeds the whole history h to the session's placer, comparing what it publishes with what was recorded.
+// Run feeds the whole history h to the session's controller, comparing its effects with what was recorded.
 func (s *Session) Run(ctx context.Context, h History) (*Result, error) {
 	h = Checked(h)
 	ahead, settings, epoch, err := peek(ctx, h)
@@ -199,7 +198,7 @@ func peek(ctx context.Context, h History) (ahead []Record, settings *schemas.Pla
 	return ahead, settings, epoch, nil
 }
 
-// start makes the placer, deciding with the recorded settings under the options' overrides.
+// start makes the controller, deciding with the recorded settings under the options' overrides.
 func (s *Session) start(recorded *schemas.PlacerSettings, epoch string) error {
 	cfg := lifecycle.Config{}
 	if recorded != nil {
@@ -319,12 +318,13 @@ func (s *Session) feed(ev lifecycle.Event) error {
 	var effects []lifecycle.Effect
 	var err error
 	for range schemas.MaxDeliver {
-		if effects, err = s.ctrl.Handle(ev); err == nil {
-			break
+		if effects, err = s.ctrl.Handle(ev); err == nil || errors.Is(err, lifecycle.ErrPermanent) {
+			break // the placer's consumer gives up on a permanent failure at once
 		}
 	}
 	if err != nil {
 		s.note("%s sequence %d (%s): the placer gave up on it: %v", schemas.StreamEvents, ev.Sequence, ev.Subject, err)
+		s.ctrl.ForgetThrough(ev.Sequence) // it is not handled again
 	}
 	for _, e := range effects {
 		if s.epochUnknown {
@@ -398,7 +398,7 @@ func (s *Session) learnEpoch(epoch string) error {
 	return nil
 }
 
-// Inject feeds the placer one more event after the history, stored when the last one was.
+// Inject feeds the controller one more event after the history, stored when the last one was.
 func (s *Session) Inject(eventType, subject string, payload schemas.Payload) error {
 	if err := payload.Validate(); err != nil {
 		return fmt.Errorf("replay: injected %s on %s: %w", eventType, subject, err)

@@ -177,8 +177,8 @@ func (p *Controller) PolicyRefused(name string) error {
 // Snapshot is the controller's current fleet view: immutable, so any goroutine may read it.
 func (p *Controller) Snapshot() *state.Snapshot { return p.store.Snapshot() }
 
-// Handle applies one event and returns the effects it causes, staged until Commit or Abort. An event whose
-// handling fails changes nothing that its redelivery would not redo.
+// Handle applies one event and returns the effects it causes, staged until Commit or Abort; the slice is valid
+// until then. An event whose handling fails changes nothing that its redelivery would not redo.
 func (p *Controller) Handle(ev Event) ([]Effect, error) {
 	p.at.seq, p.at.stored, p.at.eventTime = ev.Sequence, ev.Stored, ev.Time
 	p.at.now = ev.Stored

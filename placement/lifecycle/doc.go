@@ -3,8 +3,9 @@
 //
 // Its input is an Event (a schemas payload with its subject, sequence and times); its output is Effects
 // (verdicts, Apply and Delete decisions) and what the fleet forgot (TakeGone, TakeGoneFleet). It reads no
-// clock, starts no goroutine and does no I/O, so the same events in the same order give the same effects:
-// the live placer (consumers/placer) and a replay of the history (consumers/replay) run the same Controller.
+// clock, starts no goroutine and does no I/O, so the same events in the same order give the same effects
+// (save for a user RI whose analysis is cut by the Karta engine's time bounds): the live placer
+// (consumers/placer) and a replay of the history (consumers/replay) run the same Controller.
 //
 // The rules, each with its reason, are listed in docs/architecture.md ("Lifecycle rules").
 package lifecycle

@@ -968,7 +968,7 @@ func (p *Controller) notKeptOn(id, cluster string) error {
 		}
 	}
 	if err := p.store.KeepOn(p.at.seq, id, kept); err != nil {
-		return fmt.Errorf("placer: %s no longer kept on %s: %w", id, cluster, err)
+		return fmt.Errorf("lifecycle: %s no longer kept on %s: %w", id, cluster, err)
 	}
 	return nil
 }

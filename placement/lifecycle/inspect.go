@@ -51,3 +51,10 @@ func (p *Controller) AwaitingRedelivery() int { return len(p.txn.redo) }
 
 // Tracks reports whether the controller keeps bookkeeping for the workload id (see Tracking).
 func (p *Controller) Tracks(id string) bool { return p.workloads[id] != nil }
+
+// Leaving reports whether the workload id is among those the tick moves off clusters whose applier gave up on
+// its Apply.
+func (p *Controller) Leaving(id string) bool {
+	_, ok := p.leaving[id]
+	return ok
+}

@@ -64,8 +64,8 @@ func (p *Controller) AdvanceSequence(seq uint64) { p.at.seq = seq }
 
 // FinishRebuild ends a rebuild whose reading ended at at: it puts the last valid version of refused RIs and
 // policies back in force (read from history), each workload where it was placed, copies gone while no
-// controller ran back on their clusters, and returns what must be published, staged until Commit or Abort. A
-// nil history holds nothing.
+// controller ran back on their clusters, and returns what must be published, staged until Commit or Abort (the
+// slice is valid until then). A nil history holds nothing.
 func (p *Controller) FinishRebuild(at time.Time, history History) ([]Effect, error) {
 	p.at.now = at
 	defer func() { p.rebuild.now = time.Time{} }()
@@ -199,7 +199,7 @@ func (p *Controller) restore(touched *touchedSet) error {
 					continue // Invalid, and no version of it stored: nothing to keep
 				}
 				if err := p.store.KeepOn(p.at.seq, id, kept); err != nil {
-					return fmt.Errorf("placer rebuild: %w", err)
+					return fmt.Errorf("lifecycle rebuild: %w", err)
 				}
 			}
 		}
@@ -207,7 +207,7 @@ func (p *Controller) restore(touched *touchedSet) error {
 			continue
 		}
 		if err := p.restoreAvoid(e); err != nil {
-			return fmt.Errorf("placer rebuild: %w", err)
+			return fmt.Errorf("lifecycle rebuild: %w", err)
 		}
 		d := &structs.Decision{ID: fmt.Sprintf("restored/%s/%d", e.ref.UID, e.restore.Sequence), WorkloadID: id,
 			Workload: wl.DisplayName(), Generation: wl.Generation, SnapshotIndex: snap.Index(),
@@ -225,7 +225,7 @@ func (p *Controller) restore(touched *touchedSet) error {
 	}
 	if len(plan.Decisions) > 0 {
 		if err := p.store.ApplyPlan(p.at.seq, p.at.now, &plan); err != nil {
-			return fmt.Errorf("placer rebuild: restore placements: %w", err)
+			return fmt.Errorf("lifecycle rebuild: restore placements: %w", err)
 		}
 	}
 	if err := p.restoreReservations(recent); err != nil {
@@ -308,20 +308,20 @@ func (p *Controller) restoreKeptReservation(e *workloadEntry, apply *appliedPlac
 	}
 	d.SnapshotIndex = p.store.Snapshot().Index()
 	if err := p.store.ApplyPlan(p.at.seq, apply.at, &structs.Plan{Decisions: []*structs.Decision{d}}); err != nil {
-		return fmt.Errorf("placer rebuild: restore where %s runs: %w", d.Workload, err)
+		return fmt.Errorf("lifecycle rebuild: restore where %s runs: %w", d.Workload, err)
 	}
 	if err := p.holdAgain(d, apply.at); err != nil {
 		return err
 	}
 	if current.Analysis != nil {
 		if _, err := p.store.UpsertWorkload(p.at.seq, current); err != nil {
-			return fmt.Errorf("placer rebuild: %w", err)
+			return fmt.Errorf("lifecycle rebuild: %w", err)
 		}
 	}
 	nowhere := &structs.Decision{ID: d.ID + "/nowhere", WorkloadID: e.id, Workload: d.Workload, Generation: d.Generation,
 		SnapshotIndex: p.store.Snapshot().Index(), Status: structs.StatusUnschedulable}
 	if err := p.store.ApplyPlan(p.at.seq, apply.at, &structs.Plan{Decisions: []*structs.Decision{nowhere}}); err != nil {
-		return fmt.Errorf("placer rebuild: %s placed nowhere: %w", d.Workload, err)
+		return fmt.Errorf("lifecycle rebuild: %s placed nowhere: %w", d.Workload, err)
 	}
 	return nil
 }
@@ -374,7 +374,7 @@ func (p *Controller) holdAgain(d *structs.Decision, at time.Time) error {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("placer rebuild: restore the reservation of %s: %w", d.Workload, err)
+		return fmt.Errorf("lifecycle rebuild: restore the reservation of %s: %w", d.Workload, err)
 	}
 	return nil
 }
