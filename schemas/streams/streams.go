@@ -68,67 +68,48 @@ func Configs(opts Options) []jetstream.StreamConfig {
 	}
 }
 
+// durable is a durable consumer of the whole stream with explicit acknowledgements: an event not acknowledged
+// within ackWait is delivered again, up to schemas.MaxDeliver times, with at most 1,000 awaiting acknowledgement.
+func durable(name, description string, ackWait time.Duration) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{Durable: name, Description: description, AckPolicy: jetstream.AckExplicitPolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy, AckWait: ackWait, MaxDeliver: schemas.MaxDeliver, MaxAckPending: 1000}
+}
+
 // PlacerConsumer is the placer's durable consumer on its input events.
 func PlacerConsumer() (stream string, cfg jetstream.ConsumerConfig) {
-	return schemas.StreamEvents, jetstream.ConsumerConfig{
-		Durable:        schemas.ConsumerPlacer,
-		Description:    "placer: fleet events to placement decisions",
-		FilterSubjects: schemas.PlacerInputs,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
-		AckWait:        30 * time.Second,
-		MaxDeliver:     schemas.MaxDeliver,
-		MaxAckPending:  1000,
-	}
+	cfg = durable(schemas.ConsumerPlacer, "placer: fleet events to placement decisions", 30*time.Second)
+	cfg.FilterSubjects = schemas.PlacerInputs
+	return schemas.StreamEvents, cfg
 }
 
 // ApplierConsumer is the durable consumer of the applier for cluster.
 func ApplierConsumer(cluster string) (stream string, cfg jetstream.ConsumerConfig) {
-	return schemas.StreamDecisions, jetstream.ConsumerConfig{
-		Durable:       schemas.ApplierConsumerName(cluster),
-		Description:   "applier for cluster " + cluster,
-		FilterSubject: schemas.ClusterDecisionsFilter(cluster),
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckWait:       time.Minute,
-		MaxDeliver:    schemas.MaxDeliver,
-		MaxAckPending: 1000,
-	}
+	cfg = durable(schemas.ApplierConsumerName(cluster), "applier for cluster "+cluster, time.Minute)
+	cfg.FilterSubject = schemas.ClusterDecisionsFilter(cluster)
+	return schemas.StreamDecisions, cfg
 }
 
 // StatusDecisionsConsumer is the status writer's durable consumer of decisions: a Placed verdict rides with
 // the Apply that carries it out (PlacementDecided.Verdict) rather than on a verdict subject.
 func StatusDecisionsConsumer() (stream string, cfg jetstream.ConsumerConfig) {
-	return schemas.StreamDecisions, jetstream.ConsumerConfig{
-		Durable:       schemas.ConsumerStatusDecisions,
-		Description:   "status writer: Placed verdicts carried by Apply decisions, back to the control plane",
-		FilterSubject: schemas.SubjectAllDecisions,
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    schemas.MaxDeliver,
-		MaxAckPending: 1000,
-	}
+	cfg = durable(schemas.ConsumerStatusDecisions,
+		"status writer: Placed verdicts carried by Apply decisions, back to the control plane", 30*time.Second)
+	cfg.FilterSubject = schemas.SubjectAllDecisions
+	return schemas.StreamDecisions, cfg
 }
 
 // StatusConsumer is the durable consumer of the status writer, whose replicas share its work: workload
 // statuses from the clusters, verdicts of their own, applier outcomes, RIs (their Accepted condition) and
 // policies (validated into their status). The fleet (StatusFleetSubjects) each replica reads for itself.
 func StatusConsumer() (stream string, cfg jetstream.ConsumerConfig) {
-	return schemas.StreamEvents, jetstream.ConsumerConfig{
-		Durable:     schemas.ConsumerStatus,
-		Description: "status writer: workload status and placement outcomes back to the control plane",
-		FilterSubjects: []string{
-			schemas.SubjectEventsPrefix + ".status.>",
-			schemas.SubjectEventsPrefix + ".verdict.>",
-			schemas.SubjectEventsPrefix + ".placement.>",
-			schemas.SubjectEventsPrefix + ".resourceinterface.>",
-			schemas.SubjectEventsPrefix + ".policy.>",
-		},
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-		AckWait:       30 * time.Second,
-		MaxDeliver:    schemas.MaxDeliver,
-		MaxAckPending: 1000,
+	cfg = durable(schemas.ConsumerStatus, "status writer: workload status and placement outcomes back to the control plane",
+		30*time.Second)
+	cfg.FilterSubjects = []string{
+		schemas.SubjectEventsPrefix + ".status.>",
+		schemas.SubjectEventsPrefix + ".verdict.>",
+		schemas.SubjectEventsPrefix + ".placement.>",
+		schemas.SubjectEventsPrefix + ".resourceinterface.>",
+		schemas.SubjectEventsPrefix + ".policy.>",
 	}
+	return schemas.StreamEvents, cfg
 }
