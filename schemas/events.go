@@ -88,6 +88,22 @@ func EncodeData(eventType string, payload Payload) (any, error) {
 	return data, nil
 }
 
+// MarshalData is EncodeData's result as JSON: the bytes an event of eventType carrying payload holds.
+func MarshalData(eventType string, payload Payload) ([]byte, error) {
+	data, err := EncodeData(eventType, payload)
+	if err != nil {
+		return nil, err
+	}
+	if encoded, ok := data.([]byte); ok {
+		return encoded, nil
+	}
+	encoded, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s payload: %w", eventType, err)
+	}
+	return encoded, nil
+}
+
 // DecodeData decodes and validates the data of an event of eventType. An error names the field at fault
 // where it can (a quantity that does not parse), but not the event: the caller knows its id.
 func DecodeData(eventType string, data []byte) (Payload, error) {

@@ -266,3 +266,22 @@ func TestApplierConsumerNamesFitJetStream(t *testing.T) {
 		t.Errorf("names %q (%d) and %q (%d), want distinct names of at most 200 characters", a, len(a), b, len(b))
 	}
 }
+
+func TestIsDecision(t *testing.T) {
+	ref := schemas.ObjectRef{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web"}
+	for _, tc := range []struct {
+		subject string
+		want    bool
+	}{
+		{schemas.DecisionSubject("east", ref), true},
+		{schemas.ClusterDecisionsFilter("east"), true},
+		{schemas.SubjectDecisionsRoot, false},
+		{schemas.SubjectDecisionsRoot + "x.east", false},
+		{schemas.VerdictSubject(ref), false},
+		{schemas.WorkloadSubject(ref), false},
+	} {
+		if got := schemas.IsDecision(tc.subject); got != tc.want {
+			t.Errorf("IsDecision(%q) = %v, want %v", tc.subject, got, tc.want)
+		}
+	}
+}

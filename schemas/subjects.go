@@ -27,6 +27,11 @@ const (
 	SubjectStateEvents = SubjectEventsPrefix + ".>"
 )
 
+// IsDecision reports whether subject is a decision's, one of the decisions stream's.
+func IsDecision(subject string) bool {
+	return strings.HasPrefix(subject, SubjectDecisionsRoot+".")
+}
+
 // SubjectMatches reports whether the NATS subject filter selects subject, token by token: "*" stands for any
 // one token, and a last ">" for one or more.
 func SubjectMatches(filter, subject string) bool {

@@ -54,14 +54,6 @@ func (c PlacerConfig) Lifecycle() lifecycle.Config {
 // Settings is what the placer's ticks carry of c (its defaults filled in), for a replay to decide as it did.
 func (c PlacerConfig) Settings() *schemas.PlacerSettings { return c.Lifecycle().Settings() }
 
-// WithSettings is c deciding with the settings a tick carried.
-func (c PlacerConfig) WithSettings(s *schemas.PlacerSettings) PlacerConfig {
-	l := c.Lifecycle().WithSettings(s)
-	c.HeartbeatTimeout, c.PendingTimeout, c.ReservationTTL, c.FailedApplyRetry = l.HeartbeatTimeout, l.PendingTimeout,
-		l.ReservationTTL, l.FailedApplyRetry
-	return c
-}
-
 // Placer is the JetStream side of the placement lifecycle: it turns each delivery into a lifecycle.Event,
 // skips what it already applied, hands it to the lifecycle.Controller, publishes the effects, and commits them
 // once the streams stored them.
@@ -108,9 +100,6 @@ func NewPlacer(publisher EventPublisher, ris *karta.Registry, config PlacerConfi
 // events stream's creation time.
 func (p *Placer) SetEpoch(epoch string) { p.ctrl.SetEpoch(epoch) }
 
-// Controller is the placement lifecycle the placer feeds.
-func (p *Placer) Controller() *lifecycle.Controller { return p.ctrl }
-
 // Snapshot is the placer's current fleet view, for tests and diagnostics.
 func (p *Placer) Snapshot() *state.Snapshot { return p.ctrl.Snapshot() }
 
@@ -149,18 +138,26 @@ func (p *Placer) Stage(ctx context.Context, d bus.Delivery) error {
 	if err != nil {
 		return fmt.Errorf("placer: %w", err)
 	}
+	if err := p.publish(ctx, effects); err != nil {
+		// With no other event staged the consumer has no batch to flush, so the batch fails here.
+		if len(p.staged) == 0 {
+			_ = p.Flush(ctx)
+		}
+		return err
+	}
+	p.staged = append(p.staged, eventKey{subject: d.Subject, sequence: d.StreamSequence})
+	return nil
+}
+
+// publish sends effects. When one fails, some may be out already: the batch fails as a whole (Flush aborts
+// it), and its redelivery sends them again under the same ids.
+func (p *Placer) publish(ctx context.Context, effects []lifecycle.Effect) error {
 	for _, e := range effects {
 		if err := p.out.send(ctx, p.publisher, e); err != nil {
-			// Some of the event's effects may be out: the batch fails as a whole, its redelivery sends them
-			// again. With no other event staged the consumer has no batch to flush, so it fails here.
 			p.out.err = err
-			if len(p.staged) == 0 {
-				_ = p.Flush(ctx)
-			}
 			return err
 		}
 	}
-	p.staged = append(p.staged, eventKey{subject: d.Subject, sequence: d.StreamSequence})
 	return nil
 }
 

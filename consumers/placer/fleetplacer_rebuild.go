@@ -84,12 +84,7 @@ func (p *Placer) finishRebuild(ctx context.Context, at time.Time, history lifecy
 	p.log.Info("placer view rebuilt from the state stream", "messages", messages, "newer_in_history", caughtUp,
 		"workloads", p.ctrl.Tracking(), "clusters", len(snap.Clusters()), "policies_in_force", len(snap.Policies()),
 		"view_sequence", snap.Index())
-	for _, e := range effects {
-		if err := p.out.send(ctx, p.publisher, e); err != nil {
-			p.out.err = err
-			break
-		}
-	}
+	_ = p.publish(ctx, effects) // a failure is the batch's, which Flush reports
 	return p.Flush(ctx)
 }
 
@@ -168,7 +163,7 @@ func (p *Placer) rebuildFrom(msg jetstream.Msg, event cloudevents.Event, payload
 	if seq == 0 {
 		return false
 	}
-	if !strings.HasPrefix(msg.Subject(), schemas.SubjectDecisionsRoot+".") {
+	if !schemas.IsDecision(msg.Subject()) {
 		if seq <= p.seen[msg.Subject()] {
 			return false
 		}

@@ -86,17 +86,11 @@ func decodeOutput(subject string, e cloudevents.Event) (*output, error) {
 // effectOutput is what the lifecycle's effect e would be as recorded: its payload encoded as the placer
 // publishes it.
 func effectOutput(e lifecycle.Effect) (*output, error) {
-	data, err := schemas.EncodeData(e.Type, e.Payload)
+	data, err := schemas.MarshalData(e.Type, e.Payload)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s (%s): %w", e.ID, e.Type, err)
 	}
-	encoded, ok := data.([]byte)
-	if !ok {
-		if encoded, err = json.Marshal(data); err != nil {
-			return nil, fmt.Errorf("encode %s (%s): %w", e.ID, e.Type, err)
-		}
-	}
-	return outputOf(e.Subject, e.ID, e.Type, encoded)
+	return outputOf(e.Subject, e.ID, e.Type, data)
 }
 
 // outputOf reads the placer output of eventType, id and data, published on subject.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/fleetflow/fleetflow/placement/karta"
@@ -293,9 +292,4 @@ func (p *Controller) send(eventType, subject, id string, payload schemas.Payload
 	}
 	p.txn.effects = append(p.txn.effects, Effect{Type: eventType, Subject: subject, ID: id, Payload: payload})
 	return nil
-}
-
-// isDecision reports whether subject is one of the decisions stream's.
-func isDecision(subject string) bool {
-	return strings.HasPrefix(subject, schemas.SubjectDecisionsRoot+".")
 }

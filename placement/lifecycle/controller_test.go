@@ -253,17 +253,11 @@ func TestPlacesApartWhenTheOneWriteFails(t *testing.T) {
 // asStored is e's payload as a stream gives it back: encoded, then decoded.
 func asStored(t *testing.T, e Effect) schemas.Payload {
 	t.Helper()
-	data, err := schemas.EncodeData(e.Type, e.Payload)
+	data, err := schemas.MarshalData(e.Type, e.Payload)
 	if err != nil {
 		t.Fatal(err)
 	}
-	encoded, ok := data.([]byte)
-	if !ok {
-		if encoded, err = json.Marshal(data); err != nil {
-			t.Fatal(err)
-		}
-	}
-	payload, err := schemas.DecodeData(e.Type, encoded)
+	payload, err := schemas.DecodeData(e.Type, data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +296,7 @@ func TestRebuiltControllerAgreesWithTheRunningOne(t *testing.T) {
 		keep(ev)
 		for _, e := range effects {
 			out := Event{Subject: e.Subject, Sequence: ev.Sequence, Type: e.Type, Payload: asStored(t, e), Time: ev.Time, Stored: ev.Stored}
-			if isDecision(e.Subject) {
+			if schemas.IsDecision(e.Subject) {
 				decisionSeq++
 				out.Sequence = decisionSeq
 			}

@@ -38,7 +38,7 @@ func (p *Controller) BeginRebuild(now time.Time) { p.rebuild.now = now }
 // Restore folds one event read at a rebuild into the view without deciding anything. A decision's sequence is
 // that of the decisions stream and does not move the controller's.
 func (p *Controller) Restore(ev Event) error {
-	if !isDecision(ev.Subject) {
+	if !schemas.IsDecision(ev.Subject) {
 		p.at.seq = ev.Sequence
 	}
 	// The state stream stores its copy of an event when it copies it, which may be long after the event was

@@ -102,7 +102,7 @@ func Synthesize(ctx context.Context, cfg Config) (*History, *Mix, error) {
 func (s *synth) Publish(_ context.Context, subject string, e cloudevents.Event) (*jetstream.PubAck, error) {
 	stream := schemas.StreamEvents
 	switch {
-	case strings.HasPrefix(subject, schemas.SubjectDecisionsRoot):
+	case schemas.IsDecision(subject):
 		stream = schemas.StreamDecisions
 		p, err := codec.DecodePayload(e)
 		if err != nil {
