@@ -180,11 +180,7 @@ func (p *Controller) Snapshot() *state.Snapshot { return p.store.Snapshot() }
 // until then. An event whose handling fails changes nothing that its redelivery would not redo.
 func (p *Controller) Handle(ev Event) ([]Effect, error) {
 	p.at.seq, p.at.stored, p.at.eventTime = ev.Sequence, ev.Stored, ev.Time
-	p.at.now = ev.Stored
-	if !ev.Time.IsZero() {
-		p.at.now = ev.Time
-	}
-	p.at.now = schemas.AsStored(p.at.now, ev.Stored)
+	p.at.now = schemas.AsStored(ev.Time, ev.Stored)
 	touched, err := p.apply(ev.Type, ev.Payload, false)
 	if err != nil {
 		return nil, err

@@ -28,9 +28,9 @@ type History interface {
 //  1. BeginRebuild, with the time the rebuild starts;
 //  2. Restore each event read, in the order read: the view is updated, nothing is decided;
 //  3. AdvanceSequence to the newest sequence of the events stream read, which new decisions are stamped with;
-//  4. FinishRebuild, with the time the reading ended: each workload is put back where it was placed, with its reservation while it would still
-//     hold, what changed while no controller ran is judged again, and the effects of that are returned, staged
-//     as Handle's are.
+//  4. FinishRebuild, with the time the reading ended: each workload is put back where it was placed, with its
+//     reservation while it would still hold, what changed while no controller ran is judged again, and the
+//     effects of that are returned, staged as Handle's are.
 
 // BeginRebuild starts a rebuild at now.
 func (p *Controller) BeginRebuild(now time.Time) { p.rebuild.now = now }
