@@ -44,14 +44,17 @@ var ErrPermanent = errors.New("the event cannot be applied")
 // keep-where-it-runs; Invalid edits; the rebuild). It reads no clock and does no I/O: the same events in the
 // same order give the same effects. It is not safe for concurrent use.
 //
-// Handle stages an event's changes; Commit makes the staged events' changes final once their effects are
-// stored, and Abort puts back what they changed of the published-decision bookkeeping, so their redelivery
-// publishes the same effects again under the same ids.
+// What events say is kept: of the fleet in the store, of each copy (its reports) in the ledger. What the
+// published effects did (each copy's last decision, each workload's last verdict) is written to the ledger as
+// undoable: Handle stages an event's changes, Commit makes the staged events' changes final once their
+// effects are stored, and Abort undoes what they published, so the events' redelivery publishes the same
+// effects again under the same ids.
 type Controller struct {
 	config Config
 	log    *slog.Logger
 
 	store    *state.Store
+	ledger   *state.Ledger
 	sched    *scheduler.Scheduler
 	blocked  *scheduler.Blocked
 	registry *karta.Registry
@@ -118,8 +121,10 @@ type rebuilding struct {
 // forgotten is what the controller stopped tracking, for its owner to prune from the streams.
 type forgotten struct {
 	// workloads lists the workloads deleted on the control plane whose copies' Deletes are sent, for TakeGone;
-	// the first committed of them belong to committed events.
+	// the first committed of them belong to committed events. entries are their entries since the last Commit,
+	// which Abort tracks again.
 	workloads []schemas.ObjectRef
+	entries   []*workloadEntry
 	committed int
 	// fleet lists the nodes and clusters deleted, for TakeGoneFleet.
 	fleet GoneFleet
@@ -129,7 +134,7 @@ type forgotten struct {
 type outbox struct {
 	// effects are the events to publish, in order.
 	effects []Effect
-	// staged are the events handled, with what to put back if their effects are not stored.
+	// staged are the events handled, with what they touched.
 	staged []stagedEvent
 	// redo holds, per event whose effects were not stored, what its handling touched, for its redelivery to
 	// reconcile again: a handler that finds its change already in the store (a move, decided the first time)
@@ -151,9 +156,13 @@ func New(ris *karta.Registry, config Config, log *slog.Logger) (*Controller, err
 	if err != nil {
 		return nil, err
 	}
+	ledger, err := state.NewLedger()
+	if err != nil {
+		return nil, err
+	}
 	return &Controller{
 		config: config, log: log,
-		store: store, upsertAndPlan: store.UpsertWorkloadAndPlan, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris,
+		store: store, ledger: ledger, upsertAndPlan: store.UpsertWorkloadAndPlan, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris,
 		workloads: map[string]*workloadEntry{}, byUID: map[string]string{},
 		pending: map[string]struct{}{}, leaving: map[string]struct{}{},
 		clusters: map[string]*clusterEntry{}, deletedClusters: map[string]bool{}, policies: map[string]*policyEntry{},
@@ -182,6 +191,10 @@ func (p *Controller) Handle(ev Event) ([]Effect, error) {
 	p.at.seq, p.at.stored, p.at.eventTime = ev.Sequence, ev.Stored, ev.Time
 	p.at.now = schemas.AsStored(ev.Time, ev.Stored)
 	touched, err := p.apply(ev.Type, ev.Payload, false)
+	// What the event says is kept even when it fails part way, as what it changed of the store is.
+	if sealErr := p.ledger.Seal(); err == nil {
+		err = sealErr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -198,42 +211,78 @@ func (p *Controller) Handle(ev Event) ([]Effect, error) {
 }
 
 // stage reconciles what an event (key; none for a rebuild's end) touched and stages the effects until Commit
-// or Abort; when that fails, what it changed is put back at once.
+// or Abort; when that fails, what it published is dropped from the ledger at once.
 func (p *Controller) stage(key eventKey, touched *touchedSet) ([]Effect, error) {
-	mark := len(p.txn.effects)
-	saved, goneMark := p.saveBookkeeping(touched), len(p.forgotten.workloads)
-	if err := p.reconcile(touched); err != nil {
-		p.restoreBookkeeping(saved)
-		p.forgotten.workloads = p.forgotten.workloads[:goneMark]
+	mark, goneMark := len(p.txn.effects), len(p.forgotten.workloads)
+	p.ledger.Undoable(true)
+	err := p.reconcile(touched)
+	p.ledger.Undoable(false)
+	if err == nil {
+		err = p.ledger.Seal()
+	}
+	if err != nil {
+		p.ledger.Discard()
+		p.trackAgain(goneMark)
 		p.txn.effects = p.txn.effects[:mark]
 		return nil, err
 	}
-	p.txn.staged = append(p.txn.staged, stagedEvent{eventKey: key, saved: saved, touched: touched})
+	p.txn.staged = append(p.txn.staged, stagedEvent{eventKey: key, touched: touched})
 	return p.txn.effects[mark:], nil
+}
+
+// forget stops tracking a workload deleted on the control plane whose copies' Deletes are sent.
+func (p *Controller) forget(e *workloadEntry) {
+	for _, c := range p.ledger.CopiesOf(e.id) {
+		p.ledger.PutCopy(&structs.Copy{WorkloadID: e.id, Cluster: c.Cluster})
+	}
+	p.ledger.SetVerdict(e.id, "")
+	delete(p.workloads, e.id)
+	delete(p.byUID, e.ref.UID)
+	p.forgotten.workloads = append(p.forgotten.workloads, e.ref)
+	p.forgotten.entries = append(p.forgotten.entries, e)
+}
+
+// trackAgain tracks again the workloads forgotten since the mark, as events whose effects were not stored
+// forgot them; their ledger rows come back with the ledger.
+func (p *Controller) trackAgain(mark int) {
+	entriesMark := len(p.forgotten.entries) - (len(p.forgotten.workloads) - mark)
+	for _, e := range p.forgotten.entries[entriesMark:] {
+		if p.workloads[e.id] == nil {
+			p.workloads[e.id] = e
+			p.byUID[e.ref.UID] = e.id
+		}
+	}
+	clear(p.forgotten.entries[entriesMark:])
+	p.forgotten.entries = p.forgotten.entries[:entriesMark]
+	p.forgotten.workloads = p.forgotten.workloads[:mark]
 }
 
 // Commit makes the changes of the events handled since the last Commit or Abort final: their effects are
 // stored.
 func (p *Controller) Commit() {
+	p.ledger.Commit()
 	clear(p.txn.effects)
 	p.txn.effects, p.txn.staged = p.txn.effects[:0], p.txn.staged[:0]
 	p.forgotten.committed = len(p.forgotten.workloads)
+	clear(p.forgotten.entries)
+	p.forgotten.entries = p.forgotten.entries[:0]
 }
 
-// Abort puts back, newest first, what the events handled since the last Commit or Abort changed of the
-// published-decision bookkeeping, because their effects may not be stored: their redelivery then publishes the
-// same effects again under the same ids (the streams drop what was stored already).
+// Abort undoes what the events handled since the last Commit published, because their effects may not be
+// stored: their redelivery then publishes the same effects again under the same ids (the streams drop what was
+// stored already).
 func (p *Controller) Abort() {
-	for i := len(p.txn.staged) - 1; i >= 0; i-- {
-		s := p.txn.staged[i]
-		p.restoreBookkeeping(s.saved)
+	if err := p.ledger.Abort(); err != nil {
+		p.log.Error("undoing what a failed batch published", "error", err)
+	}
+	for _, s := range p.txn.staged {
 		if s.eventKey != (eventKey{}) { // a rebuild's end is no event: it is not redelivered but done again
 			p.redoOnRedelivery(s.eventKey, s.touched)
 		}
 	}
 	clear(p.txn.effects)
 	p.txn.effects, p.txn.staged = p.txn.effects[:0], p.txn.staged[:0]
-	p.forgotten.workloads = p.forgotten.workloads[:p.forgotten.committed]
+	p.trackAgain(p.forgotten.committed)
 }
 
 // ForgetThrough drops what the controller keeps for the redelivery of events at or below floor: those are not

@@ -90,8 +90,7 @@ func (p *Controller) wake(ev scheduler.Event, touched *touchedSet) {
 // completedEverywhere reports whether workload id is placed, not by a Duplicate spread (whose copies follow the
 // fleet whatever they did), and its copy on every cluster it is placed on last reported Completed.
 func (p *Controller) completedEverywhere(id string) bool {
-	e := p.workloads[id]
-	if e == nil || len(e.completed) == 0 {
+	if p.workloads[id] == nil {
 		return false
 	}
 	wl := p.store.Snapshot().Workload(id)
@@ -103,7 +102,7 @@ func (p *Controller) completedEverywhere(id string) bool {
 		return false
 	}
 	for _, c := range wl.Placement.Clusters {
-		if !e.completed[c] {
+		if !p.copyOf(id, c).Completed {
 			return false
 		}
 	}
@@ -125,10 +124,10 @@ func (p *Controller) record(d *structs.Decision, touched *touchedSet) {
 // run, the ones it is leaving included.
 func (p *Controller) runsOn(e *workloadEntry) []string {
 	var clusters []string
-	for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
-		if prev := e.published[cluster]; prev.action == schemas.ActionApply && (prev.uid == "" || prev.uid == e.ref.UID) &&
-			p.clusterRegistered(cluster) {
-			clusters = append(clusters, cluster)
+	for _, c := range p.publishedOn(e.id) {
+		if prev := c.Published; prev.Action == structs.CopyApply && (prev.UID == "" || prev.UID == e.ref.UID) &&
+			p.clusterRegistered(c.Cluster) {
+			clusters = append(clusters, c.Cluster)
 		}
 	}
 	return clusters
@@ -163,13 +162,13 @@ func (p *Controller) keepWhereItRuns(id string) {
 // re-evaluation, and its pods pending there would never move it.
 func (p *Controller) placedBack(d *structs.Decision) {
 	e := p.workloads[d.WorkloadID]
-	if e == nil || len(e.avoid) == 0 {
+	if e == nil {
 		return
 	}
 	back := false
 	for _, cluster := range d.Clusters {
-		if _, ok := e.avoid[cluster]; ok {
-			delete(e.avoid, cluster)
+		if p.copyOf(e.id, cluster).Avoid != "" {
+			p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Avoid = "" })
 			back = true
 		}
 	}
@@ -213,7 +212,7 @@ func (p *Controller) reconcile(touched *touchedSet) error {
 		v := verdictOf(e.ref, p.at.seq, touched.verdicts[id])
 		v.Analysis = e.verdictAnalysis
 		if v.Status == schemas.VerdictPlaced {
-			if key := verdictKey(v, e.verdictAnalysisKey); key != e.lastVerdict {
+			if key := verdictKey(v, e.verdictAnalysisKey); key != p.ledger.Verdict(id) {
 				held[id] = &heldVerdict{v: v, key: key}
 			}
 			continue
@@ -240,10 +239,8 @@ func (p *Controller) reconcile(touched *touchedSet) error {
 		}
 		// A workload deleted on the control plane goes once no copy of it is left to delete; so does one
 		// known only from decisions, which a rebuild finds when a prune of the state stream was cut short.
-		if (e.deleted || e.objectJSON == nil) && len(e.published) == 0 {
-			delete(p.workloads, id)
-			delete(p.byUID, e.ref.UID)
-			p.forgotten.workloads = append(p.forgotten.workloads, e.ref)
+		if (e.deleted || e.objectJSON == nil) && !p.anyPublished(id) {
+			p.forget(e)
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(held)) {
@@ -359,7 +356,7 @@ func analysisKey(a *schemas.Analysis) string {
 // publishVerdict sends a verdict as an event of its own, unless it says nothing new.
 func (p *Controller) publishVerdict(e *workloadEntry, v *schemas.PlacementVerdict) error {
 	key := verdictKey(v, e.verdictAnalysisKey)
-	if key == e.lastVerdict {
+	if key == p.ledger.Verdict(e.id) {
 		return nil // nothing new to say: e.g. a blocked workload retried and still blocked
 	}
 	return p.sendVerdict(e, v, key)
@@ -378,7 +375,7 @@ func (p *Controller) sendVerdict(e *workloadEntry, v *schemas.PlacementVerdict, 
 
 // verdictSaid records that v was published, on its own or with an Apply.
 func (p *Controller) verdictSaid(e *workloadEntry, v *schemas.PlacementVerdict, key string) {
-	e.lastVerdict = key
+	p.ledger.SetVerdict(e.id, key)
 	p.log.Info("verdict", "workload", e.ref.Key(), "status", v.Status, "clusters", v.Clusters, "policy", v.Policy,
 		"reasons", v.Reasons, "message", v.Message)
 }
@@ -406,20 +403,19 @@ func (p *Controller) stillRunning(e *workloadEntry, until string) (string, error
 	}
 	var clusters []string
 	earlier := false
-	for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
-		prev := e.published[cluster]
-		if prev.action != schemas.ActionApply || !p.clusterRegistered(cluster) || prev.uid != "" && prev.uid != e.ref.UID {
+	for _, c := range p.publishedOn(e.id) {
+		cluster, prev := c.Cluster, c.Published
+		if prev.Action != structs.CopyApply || !p.clusterRegistered(cluster) || prev.UID != "" && prev.UID != e.ref.UID {
 			continue // an earlier workload's copy of this name is not this one's
 		}
-		if failed, ok := e.applyFailed[cluster]; ok && failed.sequence == prev.sequence && e.confirmed[cluster] == 0 {
+		if c.Failed.Sequence != 0 && c.Failed.Sequence == prev.Sequence && c.Confirmed == 0 {
 			continue // the cluster refused its only Apply there: no copy of it runs there
 		}
 		clusters = append(clusters, cluster)
-		same, err := e.appliedNow(&prev)
+		same, err := p.appliedNow(e, c)
 		if err != nil {
 			return "", err
 		}
-		e.published[cluster] = prev
 		earlier = earlier || !same
 	}
 	if len(clusters) == 0 {
@@ -451,21 +447,19 @@ func (p *Controller) publishDecisions(e *workloadEntry, wl *structs.Workload, ve
 		// transient answer (clusters relabelled one by one, a grown spec) into lost work. Not on a cluster
 		// whose Cluster object was deleted: fleetflow no longer manages it, and its copy would run unseen. Nor
 		// the copy of an earlier workload of this name (publishedDecision.uid): that one was deleted.
-		for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
-			prev := e.published[cluster]
-			if prev.action != schemas.ActionApply {
+		for _, c := range p.publishedOn(e.id) {
+			cluster, prev := c.Cluster, c.Published
+			if prev.Action != structs.CopyApply {
 				continue
 			}
-			if earlier := prev.uid != "" && prev.uid != e.ref.UID; p.clusterRegistered(cluster) &&
-				(!earlier || e.redelete[cluster] && !p.clusterReady(cluster)) {
+			if earlier := prev.UID != "" && prev.UID != e.ref.UID; p.clusterRegistered(cluster) &&
+				(!earlier || c.Redelete && !p.clusterReady(cluster)) {
 				continue
 			}
 			if err := p.decide(e, cluster, schemas.ActionDelete, nil, 0, nil, nil); err != nil {
 				return err
 			}
-			delete(e.redelete, cluster)
-			delete(e.finished, cluster)
-			delete(e.completed, cluster)
+			p.editCopy(e.id, cluster, deleteSent)
 			if err := p.notKeptOn(e.id, cluster); err != nil {
 				return err
 			}
@@ -481,13 +475,12 @@ func (p *Controller) publishDecisions(e *workloadEntry, wl *structs.Workload, ve
 	}
 	for _, cluster := range slices.Sorted(maps.Keys(applyTo)) {
 		replicas := desired[cluster]
-		if prev, ok := e.published[cluster]; ok && prev.action == schemas.ActionApply && prev.replicas == replicas && !e.reapply[cluster] &&
-			(prev.uid == "" || prev.uid == e.ref.UID) {
-			same, err := e.appliedNow(&prev)
+		if c := p.copyOf(e.id, cluster); c.Published.Action == structs.CopyApply && c.Published.Replicas == replicas &&
+			c.Reapply != structs.ReapplyDue && (c.Published.UID == "" || c.Published.UID == e.ref.UID) {
+			same, err := p.appliedNow(e, &c)
 			if err != nil {
 				return err
 			}
-			e.published[cluster] = prev
 			if same {
 				continue
 			}
@@ -506,36 +499,39 @@ func (p *Controller) publishDecisions(e *workloadEntry, wl *structs.Workload, ve
 	}
 	settled := true
 	for cluster := range desired {
-		if e.confirmed[cluster] < e.published[cluster].sequence {
+		if c := p.copyOf(e.id, cluster); c.Confirmed < c.Published.Sequence {
 			settled = false
 		}
 	}
-	for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
-		prev := e.published[cluster]
-		if _, keep := desired[cluster]; keep || prev.action != schemas.ActionApply {
+	for _, c := range p.publishedOn(e.id) {
+		cluster := c.Cluster
+		if _, keep := desired[cluster]; keep || c.Published.Action != structs.CopyApply {
 			continue
 		}
 		if !settled && len(desired) > 0 && p.clusterReady(cluster) {
 			continue // delete after the new clusters confirmed, unless the old one is gone anyway
 		}
-		if e.redelete[cluster] && !p.clusterReady(cluster) {
+		if c.Redelete && !p.clusterReady(cluster) {
 			continue // its applier already gave up once; send it again when the cluster is back
 		}
 		if err := p.decide(e, cluster, schemas.ActionDelete, nil, 0, nil, nil); err != nil {
 			return err
 		}
-		delete(e.redelete, cluster)
-		delete(e.finished, cluster) // a copy applied there later is a new one
-		delete(e.completed, cluster)
+		p.editCopy(e.id, cluster, deleteSent)
 	}
 	if e.deleted || len(desired) == 0 {
-		for cluster, prev := range e.published {
-			if prev.action == schemas.ActionDelete {
-				delete(e.published, cluster)
+		for _, c := range p.publishedOn(e.id) {
+			if c.Published.Action == structs.CopyDelete {
+				p.editCopy(e.id, c.Cluster, func(c *structs.Copy) { c.Published = structs.Published{} })
 			}
 		}
 	}
 	return nil
+}
+
+// deleteSent forgets what a copy reported once its Delete is sent: a copy applied there later is a new one.
+func deleteSent(c *structs.Copy) {
+	c.Redelete, c.Finished, c.Completed = false, false, false
 }
 
 // clusterRegistered reports whether the control plane has a Cluster object for the cluster.
@@ -581,9 +577,9 @@ func (p *Controller) desiredObject(e *workloadEntry, wl *structs.Workload, repli
 func (p *Controller) decide(e *workloadEntry, cluster string, action schemas.DecisionAction,
 	objectJSON []byte, replicas int64, wl *structs.Workload, verdict *heldVerdict) error {
 	ref, earlier := e.ref, false
-	if prev := e.published[cluster]; action == schemas.ActionDelete && prev.uid != "" && prev.uid != ref.UID {
+	if prev := p.copyOf(e.id, cluster).Published; action == schemas.ActionDelete && prev.UID != "" && prev.UID != ref.UID {
 		// The copy there is an earlier workload's of this name: the applier deletes it only by its own uid.
-		ref.UID, earlier = prev.uid, true
+		ref.UID, earlier = prev.UID, true
 	}
 	d := &schemas.PlacementDecided{
 		DecisionID: fmt.Sprintf("%s/%d/%s/%s", ref.UID, p.at.seq, action, cluster),
@@ -622,13 +618,15 @@ func (p *Controller) decide(e *workloadEntry, cluster string, action schemas.Dec
 	if err := p.send(schemas.TypePlacementDecided, subject, d.DecisionID, d); err != nil {
 		return err
 	}
-	published := publishedDecision{action: action, sequence: p.at.seq, replicas: replicas, uid: ref.UID,
-		namespaceLabels: namespaceLabelsKey(d.NamespaceLabels)}
+	published := structs.Published{Action: structs.CopyAction(action), Sequence: p.at.seq, Replicas: replicas, UID: ref.UID,
+		NamespaceLabels: namespaceLabelsKey(d.NamespaceLabels)}
 	if action == schemas.ActionApply {
-		published.object, published.content = e.objectJSON, e.content
+		published.Object, published.Content = e.objectJSON, e.content
 	}
-	e.published[cluster] = published
-	delete(e.reapply, cluster) // what failed there is superseded
+	p.editCopy(e.id, cluster, func(c *structs.Copy) {
+		c.Published = published
+		c.Reapply = structs.ReapplyNone // what failed there is superseded
+	})
 	p.log.Info("decided", "workload", e.ref.Key(), "cluster", cluster, "action", action, "sequence", p.at.seq)
 	if verdict != nil {
 		verdict.carried = true
@@ -682,25 +680,30 @@ func (e *workloadEntry) contentKey() (string, error) {
 
 // appliedNow reports whether the Apply prev copies what the workload's current object would, filling in
 // the contents it had to hash so the next comparison does not hash again.
-func (e *workloadEntry) appliedNow(prev *publishedDecision) (bool, error) {
-	if len(prev.object) > 0 && len(prev.object) == len(e.objectJSON) && &prev.object[0] == &e.objectJSON[0] {
+func (p *Controller) appliedNow(e *workloadEntry, c *structs.Copy) (bool, error) {
+	prev := c.Published
+	if len(prev.Object) > 0 && len(prev.Object) == len(e.objectJSON) && &prev.Object[0] == &e.objectJSON[0] {
 		return true, nil // the very bytes it applied: no new version arrived since
 	}
 	current, err := e.contentKey()
 	if err != nil {
 		return false, err
 	}
-	if prev.content == "" && prev.object != nil {
-		object, err := jsondec.DecodeObject(prev.object)
+	if prev.Content == "" && prev.Object != nil {
+		object, err := jsondec.DecodeObject(prev.Object)
 		if err != nil {
 			return false, fmt.Errorf("workload %s: decode its applied object: %w", e.ref.Key(), err)
 		}
-		prev.content = objects.ContentOfSized(object, len(prev.object))
+		prev.Content = objects.ContentOfSized(object, len(prev.Object))
 	}
-	if prev.content != current {
+	if prev.Content != current {
+		if prev.Content != c.Published.Content {
+			p.editCopy(e.id, c.Cluster, func(c *structs.Copy) { c.Published.Content = prev.Content })
+		}
 		return false, nil
 	}
 	// Same content in a new version: the comparison is settled for these bytes too.
-	prev.object = e.objectJSON
+	prev.Object = e.objectJSON
+	p.editCopy(e.id, c.Cluster, func(c *structs.Copy) { c.Published.Object, c.Published.Content = prev.Object, prev.Content })
 	return true, nil
 }

@@ -35,7 +35,7 @@ func (p *Controller) entry(ref schemas.ObjectRef) *workloadEntry {
 	id := workloadIDOf(ref)
 	e := p.workloads[id]
 	if e == nil {
-		e = &workloadEntry{id: id, ref: ref, published: map[string]publishedDecision{}, confirmed: map[string]uint64{}}
+		e = &workloadEntry{id: id, ref: ref}
 		p.workloads[id] = e
 	}
 	if ref.UID != "" && e.ref.UID != ref.UID {
@@ -55,13 +55,15 @@ func (p *Controller) onWorkloadChanged(payload *schemas.ObjectChanged, touched *
 	if err := e.setObject(payload.Object, payload.ObjectJSON, &p.scratch); err != nil {
 		return fmt.Errorf("workload %s: %w: %w", ref.Key(), ErrPermanent, err)
 	}
-	if !rebuilding && before > 0 && e.generation > before && len(e.avoid) > 0 {
+	if avoid := p.avoided(e.id); !rebuilding && before > 0 && e.generation > before && len(avoid) > 0 {
 		// The clusters it was moved off (its pods pended, it failed, its Apply was refused) kept off the version
 		// that could not run there: a new spec (fewer replicas, smaller pods, a fix) may, so it may go back.
 		// The verdict of the new version no longer names them, which a restarted placer reads.
 		p.log.Info("a new version of the workload may go back to the clusters it was moved off", "workload", ref.Key(),
-			"generation", e.generation, "clusters", slices.Sorted(maps.Keys(e.avoid)))
-		e.avoid = nil
+			"generation", e.generation, "clusters", slices.Sorted(maps.Keys(avoid)))
+		for cluster := range avoid {
+			p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Avoid = "" })
+		}
 	}
 	e.labels = labelsOf(payload.Object)
 	e.deleted = false
@@ -143,7 +145,7 @@ func (p *Controller) upsertWorkload(e *workloadEntry) error {
 
 // workloadInfo is what the store keeps of a workload.
 func (p *Controller) workloadInfo(e *workloadEntry) structs.WorkloadInfo {
-	return structs.WorkloadInfo{Labels: e.labels, Generation: e.generation, Analysis: e.analysis, Avoid: maps.Clone(e.avoid)}
+	return structs.WorkloadInfo{Labels: e.labels, Generation: e.generation, Analysis: e.analysis, Avoid: p.avoided(e.id)}
 }
 
 // analyze reads a workload through its RI. A kind without an RI (a CRD, a ConfigMap, a Namespace: what
@@ -391,18 +393,15 @@ func (p *Controller) relabelNamespaceOn(ids []string, on func(cluster string) bo
 		if e.deleted || e.objectJSON == nil {
 			continue
 		}
-		for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
+		for _, c := range p.publishedOn(id) {
 			// Not a copy that finished (sent again, a job cleaned up after it ran would run again), one leaving the
 			// cluster, or one whose Apply there failed: no Apply would go, and the namespace keep its labels.
-			_, failed := e.reapply[cluster]
-			if carried[cluster] || failed || e.finished[cluster] || !on(cluster) || !p.placedAndAppliedOn(e, cluster) {
+			cluster := c.Cluster
+			if carried[cluster] || c.Reapply != structs.ReapplyNone || c.Finished || !on(cluster) || !p.placedAndAppliedOn(e, cluster) {
 				continue
 			}
 			carried[cluster] = true
-			if e.reapply == nil {
-				e.reapply = map[string]bool{}
-			}
-			e.reapply[cluster] = true
+			p.editCopy(id, cluster, func(c *structs.Copy) { c.Reapply = structs.ReapplyDue })
 			touched.add(id)
 		}
 	}
@@ -488,13 +487,17 @@ func (p *Controller) onClusterChanged(payload *schemas.ObjectChanged, touched *t
 
 // clusterChanged moves workloads that no longer belong on the cluster and retries the blocked ones.
 func (p *Controller) clusterChanged(name string, touched *touchedSet) error {
-	for id, e := range p.workloads {
-		if e.redelete[name] {
-			touched.add(id) // a Delete that failed while the cluster was down can be sent again
+	for _, c := range p.ledger.CopiesOn(name) {
+		e := p.workloads[c.WorkloadID]
+		if e == nil {
+			continue
 		}
-		if _, failed := e.reapply[name]; failed && !e.deleted {
-			e.reapply[name] = true
-			touched.add(id)
+		if c.Redelete {
+			touched.add(c.WorkloadID) // a Delete that failed while the cluster was down can be sent again
+		}
+		if c.Reapply != structs.ReapplyNone && !e.deleted {
+			p.editCopy(c.WorkloadID, name, func(c *structs.Copy) { c.Reapply = structs.ReapplyDue })
+			touched.add(c.WorkloadID)
 		}
 	}
 	if err := p.reevaluate(scheduler.AffectedByClusterChange(p.store.Snapshot(), name), touched); err != nil {
@@ -522,9 +525,9 @@ func (p *Controller) onClusterDeleted(payload *schemas.ObjectDeleted, touched *t
 	// would run unseen, and the control plane would go on showing the workload running there. The workload is
 	// judged again, so its verdict no longer says the copy runs there nor gives the cluster's reason.
 	snap := p.store.Snapshot()
-	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
-		e := p.workloads[id]
-		if prev, ok := e.published[name]; !ok || prev.action != schemas.ActionApply {
+	for _, c := range p.ledger.CopiesOn(name) {
+		id, e := c.WorkloadID, p.workloads[c.WorkloadID]
+		if e == nil || !c.Applied() {
 			continue
 		}
 		touched.add(id)
@@ -770,7 +773,7 @@ func (p *Controller) onStatus(s *schemas.WorkloadStatus, touched *touchedSet, re
 	return p.moveOff(e, s.Cluster, "the workload failed there and its policy reschedules on failure", false, touched)
 }
 
-// notePhase records whether the copy s reports on finished (e.finished) and completed (e.completed), from its
+// notePhase records whether the copy s reports on finished and completed (structs.Copy), from its
 // status mapped through the workload's RI, against its cluster's share for a Divide; known is false when s has
 // no status or the RI maps none.
 func (p *Controller) notePhase(e *workloadEntry, s *schemas.WorkloadStatus) (phase karta.Phase, known bool, err error) {
@@ -786,11 +789,11 @@ func (p *Controller) notePhase(e *workloadEntry, s *schemas.WorkloadStatus) (pha
 		return "", false, nil
 	}
 	// A Divide's copy runs its cluster's share, and its status is judged against that share.
-	if share := e.published[s.Cluster]; share.action == schemas.ActionApply && share.replicas > 0 {
+	if share := p.copyOf(e.id, s.Cluster).Published; share.Action == structs.CopyApply && share.Replicas > 0 {
 		if wl := p.store.Snapshot().Workload(e.id); wl != nil {
 			for _, g := range wl.PodGroups {
 				if g.Scalable && len(g.ReplicasFieldPath) > 0 {
-					if err := unstructured.SetNestedField(withStatus, share.replicas, g.ReplicasFieldPath...); err != nil {
+					if err := unstructured.SetNestedField(withStatus, share.Replicas, g.ReplicasFieldPath...); err != nil {
 						return "", false, fmt.Errorf("set %v of %s: %w", g.ReplicasFieldPath, e.ref, err)
 					}
 					break
@@ -803,17 +806,9 @@ func (p *Controller) notePhase(e *workloadEntry, s *schemas.WorkloadStatus) (pha
 		return "", false, nil
 	}
 	finished := phase == karta.PhaseCompleted || phase == karta.PhaseFailed
-	if finished != e.finished[s.Cluster] {
-		if e.finished == nil {
-			e.finished = map[string]bool{}
-		}
-		e.finished[s.Cluster] = finished
-	}
-	if completed := phase == karta.PhaseCompleted; completed != e.completed[s.Cluster] {
-		if e.completed == nil {
-			e.completed = map[string]bool{}
-		}
-		e.completed[s.Cluster] = completed
+	completed := phase == karta.PhaseCompleted
+	if c := p.copyOf(e.id, s.Cluster); c.Finished != finished || c.Completed != completed {
+		p.editCopy(e.id, s.Cluster, func(c *structs.Copy) { c.Finished, c.Completed = finished, completed })
 	}
 	return phase, true, nil
 }
@@ -887,8 +882,7 @@ func (p *Controller) reapplyGoneCopies(history History, touched *touchedSet) err
 // placedAndAppliedOn reports whether e is placed on cluster and its copy there was applied, not deleted on
 // purpose: a copy gone from such a cluster is one reapplyDeletedCopy may apply again.
 func (p *Controller) placedAndAppliedOn(e *workloadEntry, cluster string) bool {
-	prev, ok := e.published[cluster]
-	if !ok || prev.action != schemas.ActionApply || e.deleted {
+	if c := p.copyOf(e.id, cluster); !c.Applied() || e.deleted {
 		return false // never applied there, or deleted on purpose
 	}
 	wl := p.store.Snapshot().Workload(e.id)
@@ -910,9 +904,9 @@ const reapplyBackoff = 30 * time.Second
 func (p *Controller) reapplyDeletedCopy(e *workloadEntry, cluster string, touched *touchedSet) error {
 	log := p.log.With("workload", e.ref.Key(), "cluster", cluster)
 	if !p.placedAndAppliedOn(e, cluster) {
-		if prev, ok := e.published[cluster]; ok && prev.action == schemas.ActionApply && !e.deleted {
+		if c := p.copyOf(e.id, cluster); c.Applied() && !e.deleted {
 			log.Info("the copy of the workload is gone from a cluster it is not placed on now; applied again if placed there again")
-			delete(e.published, cluster)
+			p.editCopy(e.id, cluster, forgetPublished)
 			touched.add(e.id)
 			if d := p.blocked.Decision(e.id); d != nil {
 				touched.decided(d) // its verdict, sent again, no longer says the copy runs there
@@ -925,7 +919,8 @@ func (p *Controller) reapplyDeletedCopy(e *workloadEntry, cluster string, touche
 		}
 		return nil
 	}
-	if e.finished[cluster] {
+	c := p.copyOf(e.id, cluster)
+	if c.Finished {
 		log.Info("the finished copy of the workload is gone from its cluster; not applied again")
 		return nil
 	}
@@ -934,22 +929,21 @@ func (p *Controller) reapplyDeletedCopy(e *workloadEntry, cluster string, touche
 		// stays gone until the workload can be analyzed, and its Invalid verdict, sent again, no longer says it
 		// keeps running there.
 		log.Info("the copy of the workload was deleted in its cluster; not applied again while the workload cannot be analyzed")
-		delete(e.published, cluster)
+		p.editCopy(e.id, cluster, forgetPublished)
 		touched.add(e.id)
 		touched.invalid[e.id] = e.analysisErr
 		return nil
 	}
-	if last, ok := e.reapplied[cluster]; ok && p.at.now.Sub(last) < reapplyBackoff {
+	if last := c.Reapplied; !last.IsZero() && p.at.now.Sub(last) < reapplyBackoff {
 		log.Warn("the copy of the workload was deleted in its cluster again soon after it was applied again; "+
 			"left deleted until the workload changes", "backoff", reapplyBackoff)
 		return nil
 	}
-	if e.reapplied == nil {
-		e.reapplied = map[string]time.Time{}
-	}
-	e.reapplied[cluster] = p.at.now
 	log.Info("the copy of the workload was deleted in its cluster; applying it again")
-	delete(e.published, cluster)
+	p.editCopy(e.id, cluster, func(c *structs.Copy) {
+		c.Reapplied = p.at.now
+		forgetPublished(c)
+	})
 	touched.add(e.id)
 	return nil
 }
@@ -1007,10 +1001,7 @@ func (p *Controller) moveOff(e *workloadEntry, cluster, why string, quiet bool, 
 			"cluster", cluster, "why", why)
 		return nil
 	}
-	if e.avoid == nil {
-		e.avoid = map[string]string{}
-	}
-	e.avoid[cluster] = why
+	p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Avoid = why })
 	if err := p.upsertWorkload(e); err != nil {
 		return err
 	}
@@ -1026,7 +1017,7 @@ func (p *Controller) moveOff(e *workloadEntry, cluster, why string, quiet bool, 
 		}
 	}
 	// Nowhere else fits (or the view moved under the plan): stay, and try again on a later event.
-	delete(e.avoid, cluster)
+	p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Avoid = "" })
 	level := slog.LevelInfo
 	if quiet {
 		level = slog.LevelDebug
@@ -1042,9 +1033,8 @@ func (p *Controller) onApplied(a *schemas.PlacementApplied, touched *touchedSet)
 	if !ok {
 		return
 	}
-	e := p.workloads[id]
-	if a.Sequence > e.confirmed[a.Cluster] {
-		e.confirmed[a.Cluster] = a.Sequence
+	if c := p.copyOf(id, a.Cluster); a.Sequence > c.Confirmed {
+		p.editCopy(id, a.Cluster, func(c *structs.Copy) { c.Confirmed = a.Sequence })
 	}
 	// A confirmed apply on a move's new cluster releases the delete on the old one.
 	touched.add(id)
@@ -1087,18 +1077,14 @@ func (p *Controller) onApplyFailed(f *schemas.PlacementFailed, touched *touchedS
 	if e.deleted {
 		return nil
 	}
-	if prev, ok := e.applyFailed[f.Cluster]; !ok || prev.sequence < f.Sequence {
-		if e.applyFailed == nil {
-			e.applyFailed = map[string]failedApply{}
-		}
-		e.applyFailed[f.Cluster] = failedApply{sequence: f.Sequence, err: f.Error, at: p.at.now}
+	if c := p.copyOf(e.id, f.Cluster); c.Failed.Sequence < f.Sequence {
+		p.editCopy(e.id, f.Cluster, func(c *structs.Copy) {
+			c.Failed = structs.FailedApply{Sequence: f.Sequence, Err: f.Error, At: p.at.now}
+		})
 		p.leaving[e.id] = struct{}{}
 	}
-	if last := e.published[f.Cluster]; last.action == schemas.ActionApply && last.sequence == f.Sequence {
-		if e.reapply == nil {
-			e.reapply = map[string]bool{}
-		}
-		e.reapply[f.Cluster] = false
+	if c := p.copyOf(e.id, f.Cluster); c.Applied() && c.Published.Sequence == f.Sequence {
+		p.editCopy(e.id, f.Cluster, func(c *structs.Copy) { c.Reapply = structs.ReapplyWaits })
 	}
 	if rebuilding {
 		return nil
@@ -1114,26 +1100,32 @@ func (p *Controller) onApplyFailed(f *schemas.PlacementFailed, touched *touchedS
 // retry is set for the tick's attempts, which log at debug level that the workload stays: the first attempt
 // said so already.
 func (p *Controller) leaveFailedApplies(e *workloadEntry, retry bool, touched *touchedSet) error {
-	for _, cluster := range slices.Sorted(maps.Keys(e.applyFailed)) {
-		failed := e.applyFailed[cluster]
-		published, ok := e.published[cluster]
+	failing := false
+	for _, c := range p.ledger.CopiesOf(e.id) {
+		cluster, failed := c.Cluster, c.Failed
+		if failed.Sequence == 0 {
+			continue
+		}
 		wl := p.store.Snapshot().Workload(e.id)
 		placed := wl != nil && wl.Placement != nil && slices.Contains(wl.Placement.Clusters, cluster)
-		if !ok || published.action != schemas.ActionApply || published.sequence != failed.sequence || !placed {
-			delete(e.applyFailed, cluster)
+		if !c.Applied() || c.Published.Sequence != failed.Sequence || !placed {
+			p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Failed = structs.FailedApply{} })
 			continue
 		}
 		if !p.reschedulesOnFailure(e.id) {
+			failing = true
 			continue // reported on the workload by the status writer; it stays, as its policy asks
 		}
-		if err := p.moveOff(e, cluster, "its applier gave up applying it there: "+failed.err, retry, touched); err != nil {
+		if err := p.moveOff(e, cluster, "its applier gave up applying it there: "+failed.Err, retry, touched); err != nil {
 			return err
 		}
-		if _, moved := e.avoid[cluster]; moved {
-			delete(e.applyFailed, cluster)
+		if p.copyOf(e.id, cluster).Avoid != "" {
+			p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Failed = structs.FailedApply{} })
+			continue
 		}
+		failing = true
 	}
-	if len(e.applyFailed) == 0 {
+	if !failing {
 		delete(p.leaving, e.id)
 	}
 	return nil
@@ -1155,16 +1147,15 @@ func (p *Controller) onDeleteFailed(f *schemas.PlacementFailed, touched *touched
 			e.deleted = true
 		}
 	}
-	if prev, ok := e.published[f.Cluster]; ok && prev.sequence > f.Sequence {
+	if prev := p.copyOf(e.id, f.Cluster).Published; prev.Action != "" && prev.Sequence > f.Sequence {
 		return // a newer decision for that cluster was published since
 	}
 	// The copy may have survived on a cluster that was down; treat it as still applied, to be deleted
 	// again once the cluster is back.
-	e.published[f.Cluster] = publishedDecision{action: schemas.ActionApply, sequence: f.Sequence, uid: f.Workload.UID}
-	if e.redelete == nil {
-		e.redelete = map[string]bool{}
-	}
-	e.redelete[f.Cluster] = true
+	p.editCopy(e.id, f.Cluster, func(c *structs.Copy) {
+		c.Published = structs.Published{Action: structs.CopyApply, Sequence: f.Sequence, UID: f.Workload.UID}
+		c.Redelete = true
+	})
 	touched.add(e.id)
 }
 
@@ -1224,19 +1215,21 @@ func (p *Controller) retryFailedApplies(e *workloadEntry, touched *touchedSet) {
 	if e.analysisErr != "" {
 		return // no Apply goes while the workload is Invalid; its fixed version goes anyway once it can be analyzed
 	}
-	for cluster, failed := range e.applyFailed {
-		if failed.at.IsZero() {
-			failed.at = p.at.now
-			e.applyFailed[cluster] = failed
+	for _, c := range p.ledger.CopiesOf(e.id) {
+		cluster, failed := c.Cluster, c.Failed
+		if failed.Sequence == 0 {
 			continue
 		}
-		if retry, ok := e.reapply[cluster]; !ok || retry || p.at.now.Sub(failed.at) < p.config.FailedApplyRetry ||
-			!p.clusterReady(cluster) {
+		if failed.At.IsZero() {
+			p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Failed.At = p.at.now })
+			continue
+		}
+		if c.Reapply != structs.ReapplyWaits || p.at.now.Sub(failed.At) < p.config.FailedApplyRetry || !p.clusterReady(cluster) {
 			continue
 		}
 		p.log.Info("sending again an Apply the applier gave up on", "workload", e.ref.Key(), "cluster", cluster,
-			"failed_at", failed.at, "error", failed.err)
-		e.reapply[cluster] = true
+			"failed_at", failed.At, "error", failed.Err)
+		p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Reapply = structs.ReapplyDue })
 		touched.add(e.id)
 	}
 }
@@ -1250,7 +1243,7 @@ func (p *Controller) movePending(touched *touchedSet) error {
 			delete(p.pending, id)
 			continue
 		}
-		if p.at.now.Sub(e.pendingSince) < p.config.PendingTimeout || e.avoid[e.pendingCluster] != "" {
+		if p.at.now.Sub(e.pendingSince) < p.config.PendingTimeout || p.copyOf(id, e.pendingCluster).Avoid != "" {
 			continue
 		}
 		why := fmt.Sprintf("its pods stayed Pending there for more than %s", p.config.PendingTimeout)
@@ -1268,8 +1261,10 @@ func (p *Controller) onDecided(d *schemas.PlacementDecided) {
 		// a copy it left on a cluster that was down, sent again once the cluster was back. It is recorded by its
 		// uid (publishedDecision.uid) and leaves the entry the current workload's, whose statuses, reports and
 		// decisions go by its own uid.
-		if prev, ok := e.published[d.Cluster]; !ok || prev.sequence < d.Sequence {
-			e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, uid: d.Workload.UID}
+		if prev := p.copyOf(e.id, d.Cluster).Published; prev.Action == "" || prev.Sequence < d.Sequence {
+			p.editCopy(e.id, d.Cluster, func(c *structs.Copy) {
+				c.Published = structs.Published{Action: structs.CopyAction(d.Action), Sequence: d.Sequence, UID: d.Workload.UID}
+			})
 		}
 		return
 	}
@@ -1288,7 +1283,7 @@ func (p *Controller) onDecided(d *schemas.PlacementDecided) {
 			e.newestApply.object = d.Object
 		}
 	}
-	if prev, ok := e.published[d.Cluster]; ok && prev.sequence > d.Sequence {
+	if prev := p.copyOf(e.id, d.Cluster).Published; prev.Action != "" && prev.Sequence > d.Sequence {
 		return
 	}
 	// A Divide decision's object carries the cluster's share of replicas; the content compared later is
@@ -1300,8 +1295,10 @@ func (p *Controller) onDecided(d *schemas.PlacementDecided) {
 			p.log.Warn("rebuild: decision not compared", "workload", e.ref.Key(), "cluster", d.Cluster, "error", err)
 		}
 	}
-	e.published[d.Cluster] = publishedDecision{action: d.Action, sequence: d.Sequence, content: content, replicas: d.Replicas, uid: d.Workload.UID,
-		namespaceLabels: namespaceLabelsKey(d.NamespaceLabels)}
+	p.editCopy(e.id, d.Cluster, func(c *structs.Copy) {
+		c.Published = structs.Published{Action: structs.CopyAction(d.Action), Sequence: d.Sequence, Content: content,
+			Replicas: d.Replicas, UID: d.Workload.UID, NamespaceLabels: namespaceLabelsKey(d.NamespaceLabels)}
+	})
 }
 
 // onVerdict keeps the newest verdict read: the state stream holds verdicts of their own and verdicts carried
@@ -1317,3 +1314,7 @@ func labelsOf(object map[string]any) map[string]string {
 	labels, _, _ := unstructured.NestedStringMap(object, "metadata", "labels")
 	return labels
 }
+
+// forgetPublished forgets the decision published for a copy: the next decision for its cluster is taken as its
+// first.
+func forgetPublished(c *structs.Copy) { c.Published = structs.Published{} }

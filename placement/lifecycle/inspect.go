@@ -1,11 +1,6 @@
 package lifecycle
 
-import (
-	"maps"
-	"slices"
-
-	"github.com/fleetflow/fleetflow/schemas"
-)
+import "github.com/fleetflow/fleetflow/schemas"
 
 // Copy is where one copy of a workload stands on one cluster, as the controller last decided and heard of it.
 type Copy struct {
@@ -22,15 +17,17 @@ type Copy struct {
 
 // Copies lists, by cluster name, the copies of the workload id the controller published decisions for.
 func (p *Controller) Copies(id string) []Copy {
-	e := p.workloads[id]
-	if e == nil {
+	if p.workloads[id] == nil {
 		return nil
 	}
-	copies := make([]Copy, 0, len(e.published))
-	for _, cluster := range slices.Sorted(maps.Keys(e.published)) {
-		d := e.published[cluster]
-		copies = append(copies, Copy{Cluster: cluster, Action: d.action, Sequence: d.sequence, Confirmed: e.confirmed[cluster],
-			Failed: e.applyFailed[cluster].err})
+	var copies []Copy
+	for _, c := range p.publishedOn(id) {
+		failed := ""
+		if c.Failed.Sequence != 0 {
+			failed = c.Failed.Err
+		}
+		copies = append(copies, Copy{Cluster: c.Cluster, Action: schemas.DecisionAction(c.Published.Action),
+			Sequence: c.Published.Sequence, Confirmed: c.Confirmed, Failed: failed})
 	}
 	return copies
 }

@@ -53,7 +53,7 @@ func (p *Controller) Restore(ev Event) error {
 		p.at.now = p.at.stored
 	}
 	_, err := p.apply(ev.Type, ev.Payload, true)
-	return err
+	return errors.Join(err, p.ledger.Seal())
 }
 
 // Sequence is the sequence of the last event handled or restored.
@@ -87,6 +87,11 @@ func (p *Controller) FinishRebuild(at time.Time, history History) ([]Effect, err
 	}
 	p.log.Debug("rebuilt view restored", "workloads", len(p.workloads), "registered_clusters", registered, "policies", len(p.policies),
 		"view_sequence", p.store.Snapshot().Index())
+	// What was restored is what the streams hold: an Abort of the rebuild's effects goes back to it.
+	if err := p.ledger.Seal(); err != nil {
+		return nil, fmt.Errorf("lifecycle rebuild: %w", err)
+	}
+	p.ledger.Commit()
 	return p.stage(eventKey{}, touched)
 }
 
@@ -112,20 +117,19 @@ func lastStatusWithOne(history History, subject, uid string) (*schemas.WorkloadS
 // failed there), which its last verdict names with the Avoided code; without it, the next cycle could put it
 // straight back where it could not run.
 func (p *Controller) restoreAvoid(e *workloadEntry) error {
-	for cluster, code := range e.restore.ReasonCodes {
-		if code != string(structs.RejectAvoided) {
+	avoided := false
+	for _, cluster := range slices.Sorted(maps.Keys(e.restore.ReasonCodes)) {
+		if e.restore.ReasonCodes[cluster] != string(structs.RejectAvoided) {
 			continue
-		}
-		if e.avoid == nil {
-			e.avoid = map[string]string{}
 		}
 		why := e.restore.Reasons[cluster]
 		if why == "" {
 			why = "it was moved off this cluster before the placer restarted"
 		}
-		e.avoid[cluster] = why
+		p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Avoid = why })
+		avoided = true
 	}
-	if len(e.avoid) == 0 {
+	if !avoided && len(p.avoided(e.id)) == 0 {
 		return nil
 	}
 	return p.upsertWorkload(e)
@@ -136,7 +140,7 @@ func (p *Controller) restoreAvoid(e *workloadEntry) error {
 // (a new version of the workload, with the same verdict) takes its place in the state stream; that Apply
 // then says where the workload is placed, and which clusters it is kept off. It returns the verdict with the
 // time its stream stored it (or the Apply that carried it, or the newest Apply).
-func (e *workloadEntry) restoredVerdict() (*schemas.PlacementVerdict, time.Time) {
+func (p *Controller) restoredVerdict(e *workloadEntry) (*schemas.PlacementVerdict, time.Time) {
 	newest, apply := e.restore, e.newestApply
 	if apply == nil || len(apply.clusters) == 0 || (newest != nil && newest.Sequence >= apply.sequence) {
 		return newest, e.restoreAt
@@ -145,11 +149,11 @@ func (e *workloadEntry) restoredVerdict() (*schemas.PlacementVerdict, time.Time)
 		Status: schemas.VerdictPlaced, Policy: apply.policy, Clusters: apply.clusters}
 	// A Divide's shares are in the newest Apply of each of its clusters.
 	for _, cluster := range apply.clusters {
-		if share := e.published[cluster]; share.action == schemas.ActionApply && share.replicas > 0 {
+		if share := p.copyOf(e.id, cluster).Published; share.Action == structs.CopyApply && share.Replicas > 0 {
 			if v.Replicas == nil {
 				v.Replicas = map[string]int32{}
 			}
-			v.Replicas[cluster] = int32(share.replicas)
+			v.Replicas[cluster] = int32(share.Replicas)
 		}
 	}
 	for cluster, why := range apply.avoid {
@@ -182,7 +186,7 @@ func (p *Controller) restore(touched *touchedSet) error {
 	var recent []restoredDecision
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		e := p.workloads[id]
-		e.restore, e.restoreAt = e.restoredVerdict()
+		e.restore, e.restoreAt = p.restoredVerdict(e)
 		apply := e.newestApply
 		e.newestApply = nil
 		wl := snap.Workload(id)
@@ -247,20 +251,16 @@ func (p *Controller) restore(touched *touchedSet) error {
 		// An Apply given up on before the restart goes again to a cluster Ready now: it may have come back, or
 		// gained the missing kind, while no placer ran to see it change. Under a policy that reschedules on
 		// failure the workload leaves that cluster instead (leaveFailedApplies, at the first tick).
-		for cluster, failed := range e.applyFailed {
-			last := e.published[cluster]
-			if last.action != schemas.ActionApply || last.sequence != failed.sequence || !p.clusterReady(cluster) ||
-				p.reschedulesOnFailure(id) {
+		for _, c := range p.ledger.CopiesOf(id) {
+			if c.Failed.Sequence == 0 || !c.Applied() || c.Published.Sequence != c.Failed.Sequence ||
+				!p.clusterReady(c.Cluster) || p.reschedulesOnFailure(id) {
 				continue
 			}
-			if e.reapply == nil {
-				e.reapply = map[string]bool{}
-			}
-			e.reapply[cluster] = true
+			p.editCopy(id, c.Cluster, func(c *structs.Copy) { c.Reapply = structs.ReapplyDue })
 		}
 		if e.restore != nil {
 			// A verdict identical to the one published before the restart is not published again.
-			e.lastVerdict = verdictKey(e.restore, analysisKey(e.restore.Analysis))
+			p.ledger.SetVerdict(id, verdictKey(e.restore, analysisKey(e.restore.Analysis)))
 		}
 		if wl := snap.Workload(id); wl != nil && wl.Placement == nil && !e.deleted && e.analysisErr == "" {
 			if err := p.process(id, touched); err != nil {
@@ -299,11 +299,11 @@ func (p *Controller) restoreKeptReservation(e *workloadEntry, apply *appliedPlac
 	d := &structs.Decision{ID: fmt.Sprintf("kept/%s/%d", e.ref.UID, apply.sequence), WorkloadID: e.id,
 		Workload: wl.DisplayName(), Generation: wl.Generation, Policy: apply.policy, Status: structs.StatusPlaced, Clusters: kept}
 	for _, cluster := range kept {
-		if share := e.published[cluster]; share.replicas > 0 {
+		if share := p.copyOf(e.id, cluster).Published; share.Replicas > 0 {
 			if d.Replicas == nil {
 				d.Replicas = map[string]int64{}
 			}
-			d.Replicas[cluster] = share.replicas
+			d.Replicas[cluster] = share.Replicas
 		}
 	}
 	d.SnapshotIndex = p.store.Snapshot().Index()
@@ -392,10 +392,10 @@ func (p *Controller) relabelChangedNamespaces(touched *touchedSet) {
 		if e.ref.Namespace == "" {
 			continue
 		}
-		for cluster, prev := range e.published {
-			key := [2]string{e.ref.Namespace, cluster}
-			if prev.action == schemas.ActionApply && prev.sequence > last[key].sequence {
-				last[key] = newest{sequence: prev.sequence, labels: prev.namespaceLabels}
+		for _, c := range p.publishedOn(e.id) {
+			key, prev := [2]string{e.ref.Namespace, c.Cluster}, c.Published
+			if prev.Action == structs.CopyApply && prev.Sequence > last[key].sequence {
+				last[key] = newest{sequence: prev.Sequence, labels: prev.NamespaceLabels}
 			}
 		}
 	}

@@ -6,11 +6,10 @@ import (
 	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
-// stagedEvent is an event handled since the last Commit: what it changed of the bookkeeping, to put back
-// if its effects are not stored, and what it touched, to reconcile again when it is redelivered then.
+// stagedEvent is an event handled since the last Commit, with what it touched, to reconcile again when it is
+// redelivered after an Abort.
 type stagedEvent struct {
 	eventKey
-	saved   []savedEntry
 	touched *touchedSet
 }
 

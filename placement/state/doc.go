@@ -9,4 +9,8 @@
 // index table, so a Snapshot can say which view a decision was computed on. Objects are never modified after
 // insert: a write builds a new object and replaces the old one, which is what makes Snapshot O(1) and safe to
 // read while the pipeline keeps writing.
+//
+// Ledger is a second go-memdb database, of what placement published and what came of it: a row per workload and
+// cluster (structs.Copy) and each workload's last verdict. It rolls back where the fleet view does not: writes
+// made as undoable are undone by Abort until Commit says their effects are stored.
 package state

@@ -25,6 +25,10 @@ const (
 	// workloads holding capacity on a node are listed in its capacity row (NodeCapacity.ReservedBy). Its table
 	// index still follows every reservation change.
 	TableReservations = "reservations"
+
+	// The ledger's tables (Ledger).
+	TableCopies   = "copies"
+	TableVerdicts = "verdicts"
 )
 
 // Index names.
@@ -32,14 +36,20 @@ const (
 	indexID = "id"
 	// indexGroupKind finds the ResourceInterface of a kind ("group/Kind").
 	indexGroupKind = "group_kind"
+	// indexCluster finds the copies on a cluster.
+	indexCluster = "cluster"
 )
 
 func schema() *memdb.DBSchema {
+	return schemaOf(clustersTableSchema, namespacesTableSchema, workloadsTableSchema, policiesTableSchema,
+		resourceInterfacesTableSchema)
+}
+
+func ledgerSchema() *memdb.DBSchema { return schemaOf(copiesTableSchema, verdictsTableSchema) }
+
+func schemaOf(tables ...func() *memdb.TableSchema) *memdb.DBSchema {
 	db := &memdb.DBSchema{Tables: map[string]*memdb.TableSchema{}}
-	for _, factory := range []func() *memdb.TableSchema{
-		clustersTableSchema, namespacesTableSchema, workloadsTableSchema,
-		policiesTableSchema, resourceInterfacesTableSchema,
-	} {
+	for _, factory := range tables {
 		t := factory()
 		if _, dup := db.Tables[t.Name]; dup {
 			panic(fmt.Sprintf("state: duplicate table %q", t.Name))
@@ -82,5 +92,19 @@ func resourceInterfacesTableSchema() *memdb.TableSchema {
 		indexID: idIndex(func(ri *structs.ResourceInterface) string { return ri.Name }),
 		indexGroupKind: {Name: indexGroupKind,
 			Indexer: stringIndexer[*structs.ResourceInterface]{value: (*structs.ResourceInterface).GroupKind}},
+	}}
+}
+
+func copiesTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{Name: TableCopies, Indexes: map[string]*memdb.IndexSchema{
+		indexID: idIndex(func(c *structs.Copy) string { return copyID(c.WorkloadID, c.Cluster) }),
+		indexCluster: {Name: indexCluster,
+			Indexer: stringIndexer[*structs.Copy]{value: func(c *structs.Copy) string { return c.Cluster }}},
+	}}
+}
+
+func verdictsTableSchema() *memdb.TableSchema {
+	return &memdb.TableSchema{Name: TableVerdicts, Indexes: map[string]*memdb.IndexSchema{
+		indexID: idIndex(func(v *VerdictKey) string { return v.WorkloadID }),
 	}}
 }

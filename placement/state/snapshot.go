@@ -38,13 +38,13 @@ func (s *Snapshot) Resources() *structs.ResourceTable { return s.resources }
 
 // Cluster returns a cluster by name.
 func (s *Snapshot) Cluster(name string) *structs.Cluster {
-	c, _ := first[*structs.Cluster](s, TableClusters, indexID, name)
+	c := first[*structs.Cluster](s.txn, TableClusters, indexID, name)
 	return c
 }
 
 // Clusters returns every cluster, sorted by name.
 func (s *Snapshot) Clusters() []*structs.Cluster {
-	return all[*structs.Cluster](s, TableClusters, indexID)
+	return all[*structs.Cluster](s.txn, TableClusters, indexID)
 }
 
 // Capacity returns a cluster's capacity row.
@@ -73,19 +73,19 @@ func (s *Snapshot) Nodes(cluster string) []*structs.Node {
 
 // Namespace returns a namespace by name.
 func (s *Snapshot) Namespace(name string) *structs.Namespace {
-	n, _ := first[*structs.Namespace](s, TableNamespaces, indexID, name)
+	n := first[*structs.Namespace](s.txn, TableNamespaces, indexID, name)
 	return n
 }
 
 // Workload returns a workload by ID.
 func (s *Snapshot) Workload(id string) *structs.Workload {
-	w, _ := first[*structs.Workload](s, TableWorkloads, indexID, id)
+	w := first[*structs.Workload](s.txn, TableWorkloads, indexID, id)
 	return w
 }
 
 // Workloads returns every workload, sorted by ID.
 func (s *Snapshot) Workloads() []*structs.Workload {
-	return all[*structs.Workload](s, TableWorkloads, indexID)
+	return all[*structs.Workload](s.txn, TableWorkloads, indexID)
 }
 
 // WorkloadsOn returns the workloads placed on a cluster. It scans every workload: it serves cluster events,
@@ -103,13 +103,13 @@ func (s *Snapshot) WorkloadsOn(cluster string) []*structs.Workload {
 // WorkloadsOfKind returns the workloads of a group and kind in a namespace, placed or not, sorted by ID: a range of
 // the ID index (structs.WorkloadID), so it reads those workloads alone.
 func (s *Snapshot) WorkloadsOfKind(group, kind, namespace string) []*structs.Workload {
-	return all[*structs.Workload](s, TableWorkloads, indexID+"_prefix", group+"/"+kind+"/"+namespace+"/")
+	return all[*structs.Workload](s.txn, TableWorkloads, indexID+"_prefix", group+"/"+kind+"/"+namespace+"/")
 }
 
 // WorkloadsOfKindInAllNamespaces returns the workloads of a group and kind in every namespace, placed or not, sorted
 // by ID: a range of the ID index, as WorkloadsOfKind.
 func (s *Snapshot) WorkloadsOfKindInAllNamespaces(group, kind string) []*structs.Workload {
-	return all[*structs.Workload](s, TableWorkloads, indexID+"_prefix", group+"/"+kind+"/")
+	return all[*structs.Workload](s.txn, TableWorkloads, indexID+"_prefix", group+"/"+kind+"/")
 }
 
 // Policies returns every policy, sorted by name.
@@ -120,12 +120,12 @@ func (s *Snapshot) Policies() []*policy.Policy {
 
 // ResourceInterfaces returns every ResourceInterface, sorted by name.
 func (s *Snapshot) ResourceInterfaces() []*structs.ResourceInterface {
-	return all[*structs.ResourceInterface](s, TableResourceInterfaces, indexID)
+	return all[*structs.ResourceInterface](s.txn, TableResourceInterfaces, indexID)
 }
 
 // ResourceInterfacesFor returns the ResourceInterfaces of a kind.
 func (s *Snapshot) ResourceInterfacesFor(group, kind string) []*structs.ResourceInterface {
-	return all[*structs.ResourceInterface](s, TableResourceInterfaces, indexGroupKind, group+"/"+kind)
+	return all[*structs.ResourceInterface](s.txn, TableResourceInterfaces, indexGroupKind, group+"/"+kind)
 }
 
 // ReservationsOf returns a workload's reservations: none, or the one named after the decision that placed it.
@@ -169,21 +169,21 @@ func (s *Snapshot) Reservations() []*structs.Reservation {
 	return out
 }
 
-func first[T any](s *Snapshot, table, index string, args ...any) (T, error) {
-	var zero T
-	raw, err := s.txn.First(table, index, args...)
+// first and all panic only on a programming error (unknown table or index), which the schema tests rule out.
+func first[T any](txn *memdb.Txn, table, index string, args ...any) T {
+	raw, err := txn.First(table, index, args...)
 	if err != nil {
-		return zero, fmt.Errorf("state: read %s by %s: %w", table, index, err)
+		panic(fmt.Sprintf("state: read %s by %s: %v", table, index, err))
 	}
 	if raw == nil {
-		return zero, nil
+		var zero T
+		return zero
 	}
-	return raw.(T), nil
+	return raw.(T)
 }
 
-// all panics only on a programming error (unknown table or index), which the schema test rules out.
-func all[T any](s *Snapshot, table, index string, args ...any) []T {
-	it, err := s.txn.Get(table, index, args...)
+func all[T any](txn *memdb.Txn, table, index string, args ...any) []T {
+	it, err := txn.Get(table, index, args...)
 	if err != nil {
 		panic(fmt.Sprintf("state: read %s by %s: %v", table, index, err))
 	}

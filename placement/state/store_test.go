@@ -21,8 +21,10 @@ import (
 )
 
 func TestSchemaIsValid(t *testing.T) {
-	if _, err := memdb.NewMemDB(schema()); err != nil {
-		t.Fatalf("schema: %v", err)
+	for name, db := range map[string]*memdb.DBSchema{"fleet": schema(), "ledger": ledgerSchema()} {
+		if _, err := memdb.NewMemDB(db); err != nil {
+			t.Fatalf("%s schema: %v", name, err)
+		}
 	}
 }
 

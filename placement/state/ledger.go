@@ -1,0 +1,217 @@
+package state
+
+import (
+	"fmt"
+
+	memdb "github.com/hashicorp/go-memdb"
+
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// Ledger is what placement published and what came of it: per workload and cluster its copy (structs.Copy),
+// and per workload the key of its last verdict. It is a go-memdb database of its own, beside the fleet view,
+// because the two roll back differently: what events say is folded once and kept (their redelivery folds them
+// again), while what a batch published must leave no trace when its effects were not stored.
+//
+// Writes go into the transaction of the event being handled: Seal keeps them, Discard drops them. Writes made
+// while Undoable are also logged with what they replaced: Abort undoes the logged writes sealed since the last
+// Commit, newest first. Reads see the open transaction. A Ledger is not safe for concurrent use; LedgerView is.
+type Ledger struct {
+	db  *memdb.MemDB
+	txn *memdb.Txn
+	// err is the first write the open transaction refused; Seal reports it.
+	err error
+	// undoable is set while writes are logged; pending logs those of the open transaction, undo those sealed
+	// since the last Commit.
+	undoable      bool
+	pending, undo []undoRecord
+}
+
+// undoRecord is what one logged write replaced: the row of table under id, nil when there was none.
+type undoRecord struct {
+	table, id string
+	before    any
+}
+
+// VerdictKey is a workload's last verdict, as the key that identifies it.
+type VerdictKey struct {
+	WorkloadID, Key string
+}
+
+// NewLedger returns an empty ledger.
+func NewLedger() (*Ledger, error) {
+	db, err := memdb.NewMemDB(ledgerSchema())
+	if err != nil {
+		return nil, fmt.Errorf("state: build ledger schema: %w", err)
+	}
+	return &Ledger{db: db}, nil
+}
+
+// Undoable says whether the writes that follow are undone by Abort.
+func (l *Ledger) Undoable(on bool) { l.undoable = on }
+
+// log records what a write of the row of table under id replaces, when writes are undoable.
+func (l *Ledger) log(txn *memdb.Txn, table, id string) {
+	if !l.undoable {
+		return
+	}
+	before, err := txn.First(table, indexID, id)
+	if err != nil {
+		l.fail(err, "%s %s", table, id)
+		return
+	}
+	l.pending = append(l.pending, undoRecord{table: table, id: id, before: before})
+}
+
+// write returns the open transaction, opening one.
+func (l *Ledger) write() *memdb.Txn {
+	if l.txn == nil {
+		l.txn = l.db.Txn(true)
+	}
+	return l.txn
+}
+
+// read returns the transaction to read through: the open one, so an event reads its own writes.
+func (l *Ledger) read() *memdb.Txn {
+	if l.txn != nil {
+		return l.txn
+	}
+	return l.db.Txn(false)
+}
+
+// Copy returns the workload's copy on the cluster; nil when the ledger knows none.
+func (l *Ledger) Copy(workloadID, cluster string) *structs.Copy {
+	return first[*structs.Copy](l.read(), TableCopies, indexID, copyID(workloadID, cluster))
+}
+
+// CopiesOf lists the workload's copies, by cluster name.
+func (l *Ledger) CopiesOf(workloadID string) []*structs.Copy {
+	return copiesOf(l.read(), workloadID)
+}
+
+// CopiesOn lists the copies on the cluster, by workload ID.
+func (l *Ledger) CopiesOn(cluster string) []*structs.Copy {
+	return all[*structs.Copy](l.read(), TableCopies, indexCluster, cluster)
+}
+
+// PutCopy stores c, replacing what the ledger had of that copy; a copy with nothing to remember (Copy.Empty)
+// is removed. The ledger keeps c: it must not be modified afterwards.
+func (l *Ledger) PutCopy(c *structs.Copy) {
+	txn := l.write()
+	id := copyID(c.WorkloadID, c.Cluster)
+	l.log(txn, TableCopies, id)
+	var err error
+	if c.Empty() {
+		_, err = txn.DeleteAll(TableCopies, indexID, id)
+	} else {
+		err = txn.Insert(TableCopies, c)
+	}
+	l.fail(err, "copy of %s on %s", c.WorkloadID, c.Cluster)
+}
+
+// Verdict returns the key of the workload's last verdict, "" when none.
+func (l *Ledger) Verdict(workloadID string) string {
+	if v := first[*VerdictKey](l.read(), TableVerdicts, indexID, workloadID); v != nil {
+		return v.Key
+	}
+	return ""
+}
+
+// SetVerdict records the key of the workload's last verdict; "" forgets it.
+func (l *Ledger) SetVerdict(workloadID, key string) {
+	txn := l.write()
+	l.log(txn, TableVerdicts, workloadID)
+	var err error
+	if key == "" {
+		_, err = txn.DeleteAll(TableVerdicts, indexID, workloadID)
+	} else {
+		err = txn.Insert(TableVerdicts, &VerdictKey{WorkloadID: workloadID, Key: key})
+	}
+	l.fail(err, "verdict of %s", workloadID)
+}
+
+func (l *Ledger) fail(err error, what string, args ...any) {
+	if err != nil && l.err == nil {
+		l.err = fmt.Errorf("state: ledger: write %s: %w", fmt.Sprintf(what, args...), err)
+	}
+}
+
+// Seal keeps what the event being handled wrote. When a write was refused, nothing of the event is kept, and
+// the error says which write.
+func (l *Ledger) Seal() error {
+	if err := l.err; err != nil {
+		l.Discard()
+		return err
+	}
+	if l.txn != nil {
+		l.txn.Commit()
+		l.txn = nil
+	}
+	l.undo = append(l.undo, l.pending...)
+	clear(l.pending)
+	l.pending = l.pending[:0]
+	return nil
+}
+
+// Discard drops what the event being handled wrote.
+func (l *Ledger) Discard() {
+	if l.txn != nil {
+		l.txn.Abort()
+		l.txn = nil
+	}
+	l.err = nil
+	clear(l.pending)
+	l.pending = l.pending[:0]
+}
+
+// Commit marks every write sealed so far as stored: Abort no longer undoes it.
+func (l *Ledger) Commit() {
+	l.Discard()
+	clear(l.undo)
+	l.undo = l.undo[:0]
+}
+
+// Abort drops the open transaction and undoes, newest first, the undoable writes sealed since the last Commit.
+func (l *Ledger) Abort() error {
+	l.Discard()
+	if len(l.undo) == 0 {
+		return nil
+	}
+	txn := l.db.Txn(true)
+	defer txn.Abort()
+	for i := len(l.undo) - 1; i >= 0; i-- {
+		r := l.undo[i]
+		var err error
+		if r.before == nil {
+			_, err = txn.DeleteAll(r.table, indexID, r.id)
+		} else {
+			err = txn.Insert(r.table, r.before)
+		}
+		if err != nil {
+			return fmt.Errorf("state: ledger: undo %s %s: %w", r.table, r.id, err)
+		}
+	}
+	txn.Commit()
+	clear(l.undo)
+	l.undo = l.undo[:0]
+	return nil
+}
+
+// View returns the ledger as of the last sealed event, immutable, so any goroutine may read it.
+func (l *Ledger) View() *LedgerView { return &LedgerView{txn: l.db.Txn(false)} }
+
+// LedgerView is an immutable view of a Ledger.
+type LedgerView struct {
+	txn *memdb.Txn
+}
+
+// CopiesOf lists the workload's copies, by cluster name.
+func (v *LedgerView) CopiesOf(workloadID string) []*structs.Copy { return copiesOf(v.txn, workloadID) }
+
+func copiesOf(txn *memdb.Txn, workloadID string) []*structs.Copy {
+	return all[*structs.Copy](txn, TableCopies, indexID+"_prefix", workloadID+"\x00")
+}
+
+// copyID is a copy's primary key: its workload's ID, then its cluster, so a prefix scan lists a workload's
+// copies in cluster order.
+func copyID(workloadID, cluster string) string { return workloadID + "\x00" + cluster }

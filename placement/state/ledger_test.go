@@ -1,0 +1,164 @@
+package state
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
+
+// copyAt builds a copy row applied at seq.
+func copyAt(workload, cluster string, seq uint64) *structs.Copy {
+	return &structs.Copy{WorkloadID: workload, Cluster: cluster,
+		Published: structs.Published{Action: structs.CopyApply, Sequence: seq}}
+}
+
+func newTestLedger(t *testing.T) *Ledger {
+	t.Helper()
+	l, err := NewLedger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func clustersOf(copies []*structs.Copy) []string {
+	var out []string
+	for _, c := range copies {
+		out = append(out, c.Cluster)
+	}
+	return out
+}
+
+func workloadsOf(copies []*structs.Copy) []string {
+	var out []string
+	for _, c := range copies {
+		out = append(out, c.WorkloadID)
+	}
+	return out
+}
+
+func TestLedgerListsCopiesInKeyOrder(t *testing.T) {
+	l := newTestLedger(t)
+	// "a" is a prefix of "ab": a prefix scan of a's copies must not list ab's.
+	for _, c := range []*structs.Copy{copyAt("ab", "east", 1), copyAt("a", "west", 2), copyAt("a", "east", 3),
+		copyAt("b", "east", 4)} {
+		l.PutCopy(c)
+	}
+	if err := l.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if got := clustersOf(l.CopiesOf("a")); !slices.Equal(got, []string{"east", "west"}) {
+		t.Errorf("CopiesOf(a) = %v, want [east west]", got)
+	}
+	if got := workloadsOf(l.CopiesOn("east")); !slices.Equal(got, []string{"a", "ab", "b"}) {
+		t.Errorf("CopiesOn(east) = %v, want [a ab b]", got)
+	}
+	if got := l.Copy("a", "west"); got == nil || got.Published.Sequence != 2 {
+		t.Errorf("Copy(a, west) = %+v, want sequence 2", got)
+	}
+	if got := l.Copy("a", "north"); got != nil {
+		t.Errorf("Copy(a, north) = %+v, want nil", got)
+	}
+}
+
+func TestLedgerDropsEmptyCopies(t *testing.T) {
+	l := newTestLedger(t)
+	l.PutCopy(copyAt("a", "east", 1))
+	l.PutCopy(&structs.Copy{WorkloadID: "a", Cluster: "east"})
+	if err := l.Seal(); err != nil {
+		t.Fatal(err)
+	}
+	if got := l.CopiesOf("a"); len(got) != 0 {
+		t.Errorf("an empty copy stayed: %+v", got)
+	}
+}
+
+func TestLedgerUndoesWhatWasUndoable(t *testing.T) {
+	tests := []struct {
+		name string
+		// after ends the batch whose writes are: a kept report on east, then an undoable decision on west and a
+		// verdict.
+		after func(t *testing.T, l *Ledger)
+		// want is a's copy on east and west as "confirmed/sequence", "" for no copy.
+		want    []string
+		verdict string
+	}{
+		{"sealed and committed", func(t *testing.T, l *Ledger) { mustSeal(t, l); l.Commit() }, []string{"3/1", "0/6"}, "v2"},
+		{"sealed then aborted", func(t *testing.T, l *Ledger) { mustSeal(t, l); mustAbort(t, l) }, []string{"3/1", ""}, "v1"},
+		{"discarded", func(t *testing.T, l *Ledger) { l.Discard(); mustAbort(t, l) }, []string{"3/1", ""}, "v1"},
+		{"aborted while open", func(t *testing.T, l *Ledger) { mustAbort(t, l) }, []string{"3/1", ""}, "v1"},
+		{"aborted after a commit", func(t *testing.T, l *Ledger) { mustSeal(t, l); l.Commit(); mustAbort(t, l) },
+			[]string{"3/1", "0/6"}, "v2"},
+		{"written twice, aborted", func(t *testing.T, l *Ledger) {
+			mustSeal(t, l)
+			l.Undoable(true)
+			l.PutCopy(copyAt("a", "west", 9))
+			l.Undoable(false)
+			mustSeal(t, l)
+			mustAbort(t, l)
+		}, []string{"3/1", ""}, "v1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newTestLedger(t)
+			l.PutCopy(copyAt("a", "east", 1))
+			l.SetVerdict("a", "v1")
+			mustSeal(t, l)
+			l.Commit()
+
+			confirmed := copyAt("a", "east", 1)
+			confirmed.Confirmed = 3
+			l.PutCopy(confirmed)
+			mustSeal(t, l)
+			l.Undoable(true)
+			l.PutCopy(copyAt("a", "west", 6))
+			l.SetVerdict("a", "v2")
+			l.Undoable(false)
+			tt.after(t, l)
+
+			for i, cluster := range []string{"east", "west"} {
+				got := ""
+				if c := l.Copy("a", cluster); c != nil {
+					got = fmt.Sprintf("%d/%d", c.Confirmed, c.Published.Sequence)
+				}
+				if got != tt.want[i] {
+					t.Errorf("a on %s: %q, want %q", cluster, got, tt.want[i])
+				}
+			}
+			if got := l.Verdict("a"); got != tt.verdict {
+				t.Errorf("verdict %q, want %q", got, tt.verdict)
+			}
+		})
+	}
+}
+
+func TestLedgerViewIsImmutable(t *testing.T) {
+	l := newTestLedger(t)
+	l.PutCopy(copyAt("a", "east", 1))
+	mustSeal(t, l)
+	view := l.View()
+	l.PutCopy(copyAt("a", "west", 2))
+	mustSeal(t, l)
+	if got := clustersOf(view.CopiesOf("a")); !slices.Equal(got, []string{"east"}) {
+		t.Errorf("view changed with later writes: %v", got)
+	}
+	if got := clustersOf(l.View().CopiesOf("a")); !slices.Equal(got, []string{"east", "west"}) {
+		t.Errorf("new view = %v, want [east west]", got)
+	}
+}
+
+func mustSeal(t *testing.T, l *Ledger) {
+	t.Helper()
+	if err := l.Seal(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustAbort(t *testing.T, l *Ledger) {
+	t.Helper()
+	if err := l.Abort(); err != nil {
+		t.Fatal(err)
+	}
+}
