@@ -84,47 +84,77 @@ func decodeOutput(subject string, e cloudevents.Event) (*output, error) {
 }
 
 // effectOutput is what the lifecycle's effect e would be as recorded: its payload encoded as the placer
-// publishes it.
+// publishes it. Its fields are read from the payload at hand rather than decoded again from the encoding.
 func effectOutput(e lifecycle.Effect) (*output, error) {
 	data, err := schemas.MarshalData(e.Type, e.Payload)
 	if err != nil {
 		return nil, fmt.Errorf("%s (%s): %w", e.ID, e.Type, err)
 	}
-	return outputOf(e.Subject, e.ID, e.Type, data)
+	o := &output{subject: e.Subject, id: e.ID, data: data}
+	switch p := e.Payload.(type) {
+	case *schemas.PlacementDecided:
+		d := decidedFields{Workload: p.Workload, Sequence: p.Sequence, Epoch: p.Epoch, Action: p.Action, Cluster: p.Cluster}
+		if p.Verdict != nil {
+			d.Verdict = fieldsOf(p.Verdict)
+		}
+		return o.ofDecided(&d)
+	case *schemas.PlacementVerdict:
+		return o.ofVerdict(fieldsOf(p))
+	}
+	return nil, fmt.Errorf("%s: type %s is no placer output", e.ID, e.Type)
+}
+
+// fieldsOf is what a replay reads of a verdict.
+func fieldsOf(v *schemas.PlacementVerdict) *verdictFields {
+	return &verdictFields{Workload: v.Workload, Sequence: v.Sequence, Epoch: v.Epoch, Status: v.Status, Policy: v.Policy,
+		Clusters: v.Clusters, Reasons: v.Reasons, Message: v.Message}
 }
 
 // outputOf reads the placer output of eventType, id and data, published on subject.
 func outputOf(subject, id, eventType string, data []byte) (*output, error) {
 	o := &output{subject: subject, id: id, data: data}
-	var ref schemas.ObjectRef
 	switch eventType {
 	case schemas.TypePlacementDecided:
 		var p decidedFields
 		if err := json.Unmarshal(o.data, &p); err != nil {
 			return nil, fmt.Errorf("cloudevent %s (%s): %w", id, eventType, err)
 		}
-		ref, o.cause, o.epoch = p.Workload, p.Sequence, p.Epoch
-		o.summary = fmt.Sprintf("%s on %s", p.Action, p.Cluster)
-		if p.Verdict != nil {
-			o.outcome = p.Verdict.outcome()
-			o.summary += ", " + schemas.VerdictOutcome(p.Verdict.Status, p.Verdict.Clusters)
-		}
+		return o.ofDecided(&p)
 	case schemas.TypePlacementVerdict:
 		var p verdictFields
 		if err := json.Unmarshal(o.data, &p); err != nil {
 			return nil, fmt.Errorf("cloudevent %s (%s): %w", id, eventType, err)
 		}
-		ref, o.cause, o.epoch, o.outcome = p.Workload, p.Sequence, p.Epoch, p.outcome()
-		o.summary = schemas.VerdictOutcome(p.Status, p.Clusters)
-	default:
-		return nil, fmt.Errorf("type %s is no placer output", eventType)
+		return o.ofVerdict(&p)
 	}
+	return nil, fmt.Errorf("type %s is no placer output", eventType)
+}
+
+func (o *output) ofDecided(p *decidedFields) (*output, error) {
+	o.cause, o.epoch = p.Sequence, p.Epoch
+	o.summary = fmt.Sprintf("%s on %s", p.Action, p.Cluster)
+	if p.Verdict != nil {
+		o.outcome = p.Verdict.outcome()
+		o.summary += ", " + schemas.VerdictOutcome(p.Verdict.Status, p.Verdict.Clusters)
+	}
+	return o.of(p.Workload)
+}
+
+func (o *output) ofVerdict(p *verdictFields) (*output, error) {
+	o.cause, o.epoch, o.outcome = p.Sequence, p.Epoch, p.outcome()
+	o.summary = schemas.VerdictOutcome(p.Status, p.Clusters)
+	return o.of(p.Workload)
+}
+
+// of names the workload the output is about.
+func (o *output) of(ref schemas.ObjectRef) (*output, error) {
 	if ref.Kind == "" || ref.Name == "" || o.cause == 0 {
-		return nil, fmt.Errorf("cloudevent %s (%s): names no workload and sequence", id, eventType)
+		return nil, fmt.Errorf("cloudevent %s: names no workload and sequence", o.id)
 	}
 	o.workload = workloadName(ref)
 	return o, nil
 }
+
 
 func (v *verdictFields) outcome() *Outcome {
 	return &Outcome{Status: v.Status, Clusters: v.Clusters, Policy: v.Policy, Reasons: v.Reasons, Message: v.Message}
@@ -187,6 +217,18 @@ func (c *comparison) add(o *output, rec bool) {
 		return
 	}
 	c.reproduced++
+}
+
+// producedAs returns the replay's output under subject and id when its payload is data, byte for byte: a
+// recorded output that the replay reproduced says what that one says, so it need not be decoded.
+func (c *comparison) producedAs(subject, id string, data []byte) *output {
+	o := c.produced[subject+" "+id]
+	if o == nil || !bytes.Equal(o.data, data) {
+		return nil
+	}
+	recorded := *o
+	recorded.data = data
+	return &recorded
 }
 
 // finish reports what either side had alone, and returns every divergence in the order of their causes.

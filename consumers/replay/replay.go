@@ -239,10 +239,13 @@ func (s *Session) take(ctx context.Context, r Record) error {
 	case r.Event.Type() == TypeUndecodable:
 		s.result.Undecodable++
 	case placerOutput(r.Stream, r.Subject):
-		o, err := decodeOutput(r.Subject, r.Event)
-		if err != nil {
-			s.note("%s: recorded output not read: %v", r.where(), err)
-			return nil
+		o := s.cmp.producedAs(r.Subject, r.Event.ID(), r.Event.Data())
+		if o == nil {
+			var err error
+			if o, err = decodeOutput(r.Subject, r.Event); err != nil {
+				s.note("%s: recorded output not read: %v", r.where(), err)
+				return nil
+			}
 		}
 		if s.epochUnknown {
 			if err := s.learnEpoch(o.epoch); err != nil {
