@@ -155,7 +155,6 @@ func (o *output) of(ref schemas.ObjectRef) (*output, error) {
 	return o, nil
 }
 
-
 func (v *verdictFields) outcome() *Outcome {
 	return &Outcome{Status: v.Status, Clusters: v.Clusters, Policy: v.Policy, Reasons: v.Reasons, Message: v.Message}
 }

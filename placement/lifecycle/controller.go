@@ -44,11 +44,11 @@ var ErrPermanent = errors.New("the event cannot be applied")
 // keep-where-it-runs; Invalid edits; the rebuild). It reads no clock and does no I/O: the same events in the
 // same order give the same effects. It is not safe for concurrent use.
 //
-// What events say is kept: of the fleet in the store, of each copy (its reports) in the ledger. What the
-// published effects did (each copy's last decision, each workload's last verdict) is written to the ledger as
-// undoable: Handle stages an event's changes, Commit makes the staged events' changes final once their
-// effects are stored, and Abort undoes what they published, so the events' redelivery publishes the same
-// effects again under the same ids.
+// What events say of the fleet is folded into the store and kept; what came of the published effects (each
+// copy's last decision and the reports on it, each workload's last verdict) is in the ledger, a transaction
+// per event: Handle stages an event's changes, Commit makes the staged events' changes final once their
+// effects are stored, and Abort discards their ledger transactions, so their redelivery, which writes them
+// again, publishes the same effects again under the same ids.
 type Controller struct {
 	config Config
 	log    *slog.Logger
@@ -191,11 +191,8 @@ func (p *Controller) Handle(ev Event) ([]Effect, error) {
 	p.at.seq, p.at.stored, p.at.eventTime = ev.Sequence, ev.Stored, ev.Time
 	p.at.now = schemas.AsStored(ev.Time, ev.Stored)
 	touched, err := p.apply(ev.Type, ev.Payload, false)
-	// What the event says is kept even when it fails part way, as what it changed of the store is.
-	if sealErr := p.ledger.Seal(); err == nil {
-		err = sealErr
-	}
 	if err != nil {
+		p.ledger.Discard()
 		return nil, err
 	}
 	key := eventKey{subject: ev.Subject, sequence: ev.Sequence}
@@ -211,12 +208,10 @@ func (p *Controller) Handle(ev Event) ([]Effect, error) {
 }
 
 // stage reconciles what an event (key; none for a rebuild's end) touched and stages the effects until Commit
-// or Abort; when that fails, what it published is dropped from the ledger at once.
+// or Abort; when that fails, the event's ledger transaction is discarded at once.
 func (p *Controller) stage(key eventKey, touched *touchedSet) ([]Effect, error) {
 	mark, goneMark := len(p.txn.effects), len(p.forgotten.workloads)
-	p.ledger.Undoable(true)
 	err := p.reconcile(touched)
-	p.ledger.Undoable(false)
 	if err == nil {
 		err = p.ledger.Seal()
 	}
@@ -268,13 +263,11 @@ func (p *Controller) Commit() {
 	p.forgotten.entries = p.forgotten.entries[:0]
 }
 
-// Abort undoes what the events handled since the last Commit published, because their effects may not be
-// stored: their redelivery then publishes the same effects again under the same ids (the streams drop what was
-// stored already).
+// Abort discards the ledger transactions of the events handled since the last Commit, because their effects
+// may not be stored: their redelivery then publishes the same effects again under the same ids (the streams
+// drop what was stored already).
 func (p *Controller) Abort() {
-	if err := p.ledger.Abort(); err != nil {
-		p.log.Error("undoing what a failed batch published", "error", err)
-	}
+	p.ledger.Abort()
 	for _, s := range p.txn.staged {
 		if s.eventKey != (eventKey{}) { // a rebuild's end is no event: it is not redelivered but done again
 			p.redoOnRedelivery(s.eventKey, s.touched)

@@ -145,39 +145,68 @@ func TestSameEventsGiveTheSameEffects(t *testing.T) {
 	}
 }
 
-// Abort puts back what the aborted events changed of the published decisions, so their redelivery has the same
-// effects again under the same ids; Commit makes them final, so a redelivery then has none.
+// Abort discards what the aborted events wrote of the ledger, so their redelivery has the same effects again
+// under the same ids; Commit makes them final, so a redelivery then has none. Each case aborts a batch whose
+// events' effects hinge on a change the fleet view keeps (a placement, a namespace's labels, a cluster back).
 func TestAbortedEventsHaveTheirEffectsAgainOnRedelivery(t *testing.T) {
-	h := newHistory().policy("any", "east").cluster("east", "8")
 	web := eventtest.Deployment("web", "1")
-	h.workload(web)
-	c := newController(t)
-	setup, last := h.events[:len(h.events)-1], h.events[len(h.events)-1]
-	run(t, c, setup)
+	namespace := func(labels map[string]any) *schemas.ObjectChanged {
+		return eventtest.Object("v1", "Namespace", "", "team", labels, nil)
+	}
+	placed := func() *history {
+		return newHistory().policy("any", "east").cluster("east", "8").
+			add(schemas.TypeNamespaceChanged, schemas.NamespaceSubject("team"), namespace(nil)).workload(web)
+	}
+	tests := []struct {
+		name string
+		// history holds the events run and committed, then the batch (the last batch events) that is aborted.
+		history     *history
+		batch       int
+		wantActions []string
+	}{
+		{"placed", placed(), 1, []string{"Apply east"}},
+		{"placed and confirmed in one batch", placed().add(schemas.TypePlacementApplied, schemas.PlacementSubject("east", web.Ref()),
+			&schemas.PlacementApplied{Cluster: "east", Workload: web.Ref(), Action: schemas.ActionApply,
+				Sequence: uint64(len(placed().events))}), 2, []string{"Apply east"}},
+		{"its namespace relabelled", placed().add(schemas.TypeNamespaceChanged, schemas.NamespaceSubject("team"),
+			namespace(map[string]any{"pod-security.kubernetes.io/enforce": "restricted"})), 1, []string{"Apply east"}},
+		{"deleted", placed().add(schemas.TypeWorkloadDeleted, schemas.WorkloadSubject(web.Ref()),
+			&schemas.ObjectDeleted{Workload: web.Ref()}), 1, []string{"Delete east"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newController(t)
+			events := tt.history.events
+			setup, batch := events[:len(events)-tt.batch], events[len(events)-tt.batch:]
+			run(t, c, setup)
 
-	aborted, err := c.Handle(last)
-	if err != nil {
-		t.Fatal(err)
-	}
-	aborted = slices.Clone(aborted)
-	c.Abort()
-	if c.AwaitingRedelivery() != 1 {
-		t.Errorf("events awaiting redelivery after an abort = %d, want 1", c.AwaitingRedelivery())
-	}
-	again := run(t, c, []Event{last})
-	if len(aborted) == 0 || len(again) != len(aborted) {
-		t.Fatalf("effects on redelivery %v, want as many as aborted (%d)", again, len(aborted))
-	}
-	for i, e := range aborted {
-		if again[i] != mustJSON(t, e) {
-			t.Errorf("effect %d on redelivery = %s, want %s", i, again[i], mustJSON(t, e))
-		}
-	}
-	if c.AwaitingRedelivery() != 0 {
-		t.Errorf("events awaiting redelivery after it = %d, want 0", c.AwaitingRedelivery())
-	}
-	if more := run(t, c, []Event{last}); len(more) != 0 {
-		t.Errorf("effects of a committed event handled again = %v, want none", more)
+			var aborted []string
+			for _, ev := range batch {
+				effects, err := c.Handle(ev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, e := range effects {
+					aborted = append(aborted, mustJSON(t, e))
+				}
+			}
+			c.Abort()
+			if got := actions(t, aborted); !slices.Equal(got, tt.wantActions) {
+				t.Fatalf("decisions of the batch = %v, want %v", got, tt.wantActions)
+			}
+			if c.AwaitingRedelivery() != len(batch) {
+				t.Errorf("events awaiting redelivery after an abort = %d, want %d", c.AwaitingRedelivery(), len(batch))
+			}
+			if again := run(t, c, batch); !slices.Equal(again, aborted) {
+				t.Errorf("effects on redelivery:\n%v\nwant the aborted ones:\n%v", again, aborted)
+			}
+			if c.AwaitingRedelivery() != 0 {
+				t.Errorf("events awaiting redelivery after it = %d, want 0", c.AwaitingRedelivery())
+			}
+			if more := run(t, c, batch); len(more) != 0 {
+				t.Errorf("effects of committed events handled again = %v, want none", more)
+			}
+		})
 	}
 }
 

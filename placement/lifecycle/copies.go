@@ -1,6 +1,10 @@
 package lifecycle
 
-import "github.com/fleetflow/fleetflow/placement/structs"
+import (
+	"maps"
+
+	"github.com/fleetflow/fleetflow/placement/structs"
+)
 
 // copyOf returns workload id's copy on cluster, to read: the zero copy when the ledger has none.
 func (p *Controller) copyOf(id, cluster string) structs.Copy {
@@ -39,16 +43,45 @@ func (p *Controller) anyPublished(id string) bool {
 	return false
 }
 
-// avoided lists the clusters workload id is being moved off, with why.
+// avoided lists the clusters workload id is being moved off, with why, as the store has it (read-only).
 func (p *Controller) avoided(id string) map[string]string {
-	var avoid map[string]string
-	for _, c := range p.ledger.CopiesOf(id) {
-		if c.Avoid != "" {
-			if avoid == nil {
-				avoid = map[string]string{}
-			}
-			avoid[c.Cluster] = c.Avoid
-		}
+	if wl := p.store.Snapshot().Workload(id); wl != nil {
+		return wl.Avoid
 	}
-	return avoid
+	return nil
+}
+
+// avoid has workload e keep off cluster, for why, or no longer when why is "", and reports whether that changed.
+func (p *Controller) avoid(e *workloadEntry, cluster, why string) (bool, error) {
+	info := p.workloadInfo(e)
+	if info.Avoid[cluster] == why {
+		return false, nil
+	}
+	avoid := maps.Clone(info.Avoid)
+	if why == "" {
+		delete(avoid, cluster)
+	} else {
+		if avoid == nil {
+			avoid = map[string]string{}
+		}
+		avoid[cluster] = why
+	}
+	info.Avoid = avoid
+	_, err := p.store.UpsertWorkload(p.at.seq, info)
+	return true, err
+}
+
+// reapplyWaits reports whether the Apply the applier gave up on for copy c waits: nothing changed since that could
+// make it go through. A change of its cluster after the failure was reported makes it due.
+func (p *Controller) reapplyWaits(c *structs.Copy) bool {
+	if c.Reapply != structs.ReapplyWaits {
+		return false
+	}
+	ce := p.clusters[c.Cluster]
+	return ce == nil || ce.changedAt <= c.ReapplyAfter
+}
+
+// reapplyDue reports whether the Apply of copy c is sent again the next time its workload is placed there.
+func (p *Controller) reapplyDue(c *structs.Copy) bool {
+	return c.Reapply == structs.ReapplyDue || c.Reapply == structs.ReapplyWaits && !p.reapplyWaits(c)
 }

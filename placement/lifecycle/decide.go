@@ -165,19 +165,11 @@ func (p *Controller) placedBack(d *structs.Decision) {
 	if e == nil {
 		return
 	}
-	back := false
 	for _, cluster := range d.Clusters {
-		if p.copyOf(e.id, cluster).Avoid != "" {
-			p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Avoid = "" })
-			back = true
+		if _, err := p.avoid(e, cluster, ""); err != nil {
+			p.log.Warn("could not record that a workload no longer keeps off a cluster", "workload", e.ref.Key(),
+				"cluster", cluster, "error", err)
 		}
-	}
-	if !back {
-		return
-	}
-	if err := p.upsertWorkload(e); err != nil {
-		p.log.Warn("could not record that a workload no longer keeps off a cluster", "workload", e.ref.Key(),
-			"clusters", d.Clusters, "error", err)
 	}
 }
 
@@ -476,7 +468,7 @@ func (p *Controller) publishDecisions(e *workloadEntry, wl *structs.Workload, ve
 	for _, cluster := range slices.Sorted(maps.Keys(applyTo)) {
 		replicas := desired[cluster]
 		if c := p.copyOf(e.id, cluster); c.Published.Action == structs.CopyApply && c.Published.Replicas == replicas &&
-			c.Reapply != structs.ReapplyDue && (c.Published.UID == "" || c.Published.UID == e.ref.UID) {
+			!p.reapplyDue(&c) && (c.Published.UID == "" || c.Published.UID == e.ref.UID) {
 			same, err := p.appliedNow(e, &c)
 			if err != nil {
 				return err
@@ -625,7 +617,7 @@ func (p *Controller) decide(e *workloadEntry, cluster string, action schemas.Dec
 	}
 	p.editCopy(e.id, cluster, func(c *structs.Copy) {
 		c.Published = published
-		c.Reapply = structs.ReapplyNone // what failed there is superseded
+		c.Reapply, c.ReapplyAfter = structs.ReapplyNone, 0 // what failed there is superseded
 	})
 	p.log.Info("decided", "workload", e.ref.Key(), "cluster", cluster, "action", action, "sequence", p.at.seq)
 	if verdict != nil {

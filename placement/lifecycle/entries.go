@@ -72,6 +72,9 @@ type clusterEntry struct {
 	apis          []string
 	lastHeartbeat time.Time
 	ready         bool
+	// changedAt is the sequence of the last event that changed the cluster in a way that may let an Apply given
+	// up on there go through now (clusterChanged).
+	changedAt uint64
 }
 
 type policyEntry struct {

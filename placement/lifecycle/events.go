@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,14 +57,9 @@ func (p *Controller) onWorkloadChanged(payload *schemas.ObjectChanged, touched *
 		return fmt.Errorf("workload %s: %w: %w", ref.Key(), ErrPermanent, err)
 	}
 	if avoid := p.avoided(e.id); !rebuilding && before > 0 && e.generation > before && len(avoid) > 0 {
-		// The clusters it was moved off (its pods pended, it failed, its Apply was refused) kept off the version
-		// that could not run there: a new spec (fewer replicas, smaller pods, a fix) may, so it may go back.
-		// The verdict of the new version no longer names them, which a restarted placer reads.
+		// The next write of the workload drops them (workloadInfo).
 		p.log.Info("a new version of the workload may go back to the clusters it was moved off", "workload", ref.Key(),
 			"generation", e.generation, "clusters", slices.Sorted(maps.Keys(avoid)))
-		for cluster := range avoid {
-			p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Avoid = "" })
-		}
 	}
 	e.labels = labelsOf(payload.Object)
 	e.deleted = false
@@ -143,9 +139,16 @@ func (p *Controller) upsertWorkload(e *workloadEntry) error {
 	return err
 }
 
-// workloadInfo is what the store keeps of a workload.
+// workloadInfo is what the store keeps of a workload. The clusters it was moved off (its pods pended, it failed,
+// its Apply was refused) kept off the version that could not run there: a new spec (fewer replicas, smaller
+// pods, a fix) may, so a new generation (not the first one seen) may go back, and its verdict no longer names
+// them, which a restarted placer reads.
 func (p *Controller) workloadInfo(e *workloadEntry) structs.WorkloadInfo {
-	return structs.WorkloadInfo{Labels: e.labels, Generation: e.generation, Analysis: e.analysis, Avoid: p.avoided(e.id)}
+	info := structs.WorkloadInfo{Labels: e.labels, Generation: e.generation, Analysis: e.analysis}
+	if wl := p.store.Snapshot().Workload(e.id); wl != nil && (wl.Generation == 0 || wl.Generation >= e.generation) {
+		info.Avoid = wl.Avoid
+	}
+	return info
 }
 
 // analyze reads a workload through its RI. A kind without an RI (a CRD, a ConfigMap, a Namespace: what
@@ -344,34 +347,69 @@ func (p *Controller) reanalyze(group, kind string, touched *touchedSet, rebuildi
 
 func (p *Controller) onNamespace(eventType string, payload schemas.Payload, touched *touchedSet, rebuilding bool) error {
 	var err error
-	relabelled := ""
+	changed := ""
 	if eventType == schemas.TypeNamespaceDeleted {
 		err = p.store.DeleteNamespace(p.at.seq, payload.(*schemas.ObjectDeleted).Workload.Name)
 	} else {
 		obj := payload.(*schemas.ObjectChanged)
-		name := obj.Ref().Name
-		before := propagatedNamespaceLabels(p.store.Snapshot().Namespace(name))
-		ns := &structs.Namespace{Name: name, Labels: labelsOf(obj.Object)}
-		if err = p.store.UpsertNamespace(p.at.seq, ns); err == nil && !maps.Equal(before, propagatedNamespaceLabels(ns)) {
-			relabelled = name
-		}
+		changed = obj.Ref().Name
+		err = p.store.UpsertNamespace(p.at.seq, &structs.Namespace{Name: changed, Labels: labelsOf(obj.Object)})
 	}
 	if err != nil || rebuilding {
 		return err
 	}
-	if relabelled != "" {
-		p.relabelNamespace(relabelled, touched)
+	if changed != "" {
+		p.relabelStaleNamespaces(changed, touched)
 	}
 	// A namespace's labels can hand its workloads to another policy.
 	return p.policiesChanged(touched)
 }
 
-// relabelNamespace has the new labels of a control-plane namespace reach its copies in the workload clusters: one
-// workload of the namespace applied on each cluster has its Apply sent again, carrying them (the applier
-// relabels the namespace it created). Without it, a Pod Security level tightened on the control plane would
-// reach a cluster only with the next edit of a workload there.
-func (p *Controller) relabelNamespace(namespace string, touched *touchedSet) {
-	p.relabelNamespaceOn(p.workloadsByNamespace()[namespace], func(string) bool { return true }, touched)
+// relabelStaleNamespaces has the labels of a control-plane namespace (only, or every one when "") reach the
+// clusters where the newest Apply into it (whose labels the applier gave the namespace last) carried others: one
+// workload of the namespace applied on each such cluster has its Apply sent again, carrying them. Without it, a
+// Pod Security level tightened on the control plane would reach a cluster only with the next edit of a workload
+// there. It compares what was applied with what the namespace is, not the namespace with its last version, so
+// a rebuild finds the namespaces relabelled while no placer ran, and an event handled again finds what it found.
+func (p *Controller) relabelStaleNamespaces(only string, touched *touchedSet) {
+	type newest struct {
+		sequence uint64
+		labels   string
+	}
+	last := map[[2]string]newest{} // namespace, cluster
+	for _, e := range p.workloads {
+		if e.ref.Namespace == "" || only != "" && e.ref.Namespace != only {
+			continue
+		}
+		for _, c := range p.publishedOn(e.id) {
+			key, prev := [2]string{e.ref.Namespace, c.Cluster}, c.Published
+			if prev.Action == structs.CopyApply && prev.Sequence > last[key].sequence {
+				last[key] = newest{sequence: prev.Sequence, labels: prev.NamespaceLabels}
+			}
+		}
+	}
+	snap := p.store.Snapshot()
+	stale := map[string]map[string]bool{} // namespace → clusters
+	for _, key := range slices.SortedFunc(maps.Keys(last), func(a, b [2]string) int {
+		return strings.Compare(a[0]+"/"+a[1], b[0]+"/"+b[1])
+	}) {
+		namespace, cluster := key[0], key[1]
+		if last[key].labels == namespaceLabelsKey(propagatedNamespaceLabels(snap.Namespace(namespace))) {
+			continue
+		}
+		if stale[namespace] == nil {
+			stale[namespace] = map[string]bool{}
+		}
+		stale[namespace][cluster] = true
+	}
+	if len(stale) == 0 {
+		return
+	}
+	byNamespace := p.workloadsByNamespace()
+	for _, namespace := range slices.Sorted(maps.Keys(stale)) {
+		clusters := stale[namespace]
+		p.relabelNamespaceOn(byNamespace[namespace], func(cluster string) bool { return clusters[cluster] }, touched)
+	}
 }
 
 // workloadsByNamespace lists the IDs of the workloads of each namespace, sorted.
@@ -385,7 +423,7 @@ func (p *Controller) workloadsByNamespace() map[string][]string {
 	return byNamespace
 }
 
-// relabelNamespaceOn is relabelNamespace for the workloads ids of one namespace, on the clusters on says.
+// relabelNamespaceOn is relabelStaleNamespaces for the workloads ids of one namespace, on the clusters on says.
 func (p *Controller) relabelNamespaceOn(ids []string, on func(cluster string) bool, touched *touchedSet) {
 	carried := map[string]bool{}
 	for _, id := range ids {
@@ -487,6 +525,9 @@ func (p *Controller) onClusterChanged(payload *schemas.ObjectChanged, touched *t
 
 // clusterChanged moves workloads that no longer belong on the cluster and retries the blocked ones.
 func (p *Controller) clusterChanged(name string, touched *touchedSet) error {
+	if ce := p.clusters[name]; ce != nil {
+		ce.changedAt = p.at.seq
+	}
 	for _, c := range p.ledger.CopiesOn(name) {
 		e := p.workloads[c.WorkloadID]
 		if e == nil {
@@ -496,8 +537,7 @@ func (p *Controller) clusterChanged(name string, touched *touchedSet) error {
 			touched.add(c.WorkloadID) // a Delete that failed while the cluster was down can be sent again
 		}
 		if c.Reapply != structs.ReapplyNone && !e.deleted {
-			p.editCopy(c.WorkloadID, name, func(c *structs.Copy) { c.Reapply = structs.ReapplyDue })
-			touched.add(c.WorkloadID)
+			touched.add(c.WorkloadID) // its Apply given up on is due again (reapplyDue)
 		}
 	}
 	if err := p.reevaluate(scheduler.AffectedByClusterChange(p.store.Snapshot(), name), touched); err != nil {
@@ -1001,8 +1041,7 @@ func (p *Controller) moveOff(e *workloadEntry, cluster, why string, quiet bool, 
 			"cluster", cluster, "why", why)
 		return nil
 	}
-	p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Avoid = why })
-	if err := p.upsertWorkload(e); err != nil {
+	if _, err := p.avoid(e, cluster, why); err != nil {
 		return err
 	}
 	plan, err := p.sched.Schedule(p.store.Snapshot(), e.id)
@@ -1017,7 +1056,9 @@ func (p *Controller) moveOff(e *workloadEntry, cluster, why string, quiet bool, 
 		}
 	}
 	// Nowhere else fits (or the view moved under the plan): stay, and try again on a later event.
-	p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Avoid = "" })
+	if _, err := p.avoid(e, cluster, ""); err != nil {
+		return err
+	}
 	level := slog.LevelInfo
 	if quiet {
 		level = slog.LevelDebug
@@ -1084,7 +1125,7 @@ func (p *Controller) onApplyFailed(f *schemas.PlacementFailed, touched *touchedS
 		p.leaving[e.id] = struct{}{}
 	}
 	if c := p.copyOf(e.id, f.Cluster); c.Applied() && c.Published.Sequence == f.Sequence {
-		p.editCopy(e.id, f.Cluster, func(c *structs.Copy) { c.Reapply = structs.ReapplyWaits })
+		p.editCopy(e.id, f.Cluster, func(c *structs.Copy) { c.Reapply, c.ReapplyAfter = structs.ReapplyWaits, p.at.seq })
 	}
 	if rebuilding {
 		return nil
@@ -1119,7 +1160,7 @@ func (p *Controller) leaveFailedApplies(e *workloadEntry, retry bool, touched *t
 		if err := p.moveOff(e, cluster, "its applier gave up applying it there: "+failed.Err, retry, touched); err != nil {
 			return err
 		}
-		if p.copyOf(e.id, cluster).Avoid != "" {
+		if p.avoided(e.id)[cluster] != "" {
 			p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Failed = structs.FailedApply{} })
 			continue
 		}
@@ -1224,7 +1265,7 @@ func (p *Controller) retryFailedApplies(e *workloadEntry, touched *touchedSet) {
 			p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Failed.At = p.at.now })
 			continue
 		}
-		if c.Reapply != structs.ReapplyWaits || p.at.now.Sub(failed.At) < p.config.FailedApplyRetry || !p.clusterReady(cluster) {
+		if !p.reapplyWaits(c) || p.at.now.Sub(failed.At) < p.config.FailedApplyRetry || !p.clusterReady(cluster) {
 			continue
 		}
 		p.log.Info("sending again an Apply the applier gave up on", "workload", e.ref.Key(), "cluster", cluster,
@@ -1243,7 +1284,7 @@ func (p *Controller) movePending(touched *touchedSet) error {
 			delete(p.pending, id)
 			continue
 		}
-		if p.at.now.Sub(e.pendingSince) < p.config.PendingTimeout || p.copyOf(id, e.pendingCluster).Avoid != "" {
+		if p.at.now.Sub(e.pendingSince) < p.config.PendingTimeout || p.avoided(id)[e.pendingCluster] != "" {
 			continue
 		}
 		why := fmt.Sprintf("its pods stayed Pending there for more than %s", p.config.PendingTimeout)

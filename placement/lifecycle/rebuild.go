@@ -117,7 +117,6 @@ func lastStatusWithOne(history History, subject, uid string) (*schemas.WorkloadS
 // failed there), which its last verdict names with the Avoided code; without it, the next cycle could put it
 // straight back where it could not run.
 func (p *Controller) restoreAvoid(e *workloadEntry) error {
-	avoided := false
 	for _, cluster := range slices.Sorted(maps.Keys(e.restore.ReasonCodes)) {
 		if e.restore.ReasonCodes[cluster] != string(structs.RejectAvoided) {
 			continue
@@ -126,13 +125,11 @@ func (p *Controller) restoreAvoid(e *workloadEntry) error {
 		if why == "" {
 			why = "it was moved off this cluster before the placer restarted"
 		}
-		p.editCopy(e.id, cluster, func(c *structs.Copy) { c.Avoid = why })
-		avoided = true
+		if _, err := p.avoid(e, cluster, why); err != nil {
+			return err
+		}
 	}
-	if !avoided && len(p.avoided(e.id)) == 0 {
-		return nil
-	}
-	return p.upsertWorkload(e)
+	return nil
 }
 
 // restoredVerdict is what the rebuild takes as a workload's last verdict: the newest verdict read, unless
@@ -243,7 +240,7 @@ func (p *Controller) restore(touched *touchedSet) error {
 	if err := p.reevaluate(scheduler.AffectedByPolicy(p.store.Snapshot()), touched); err != nil {
 		return err
 	}
-	p.relabelChangedNamespaces(touched)
+	p.relabelStaleNamespaces("", touched)
 	snap = p.store.Snapshot()
 	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
 		e := p.workloads[id]
@@ -377,48 +374,4 @@ func (p *Controller) holdAgain(d *structs.Decision, at time.Time) error {
 		return fmt.Errorf("lifecycle rebuild: restore the reservation of %s: %w", d.Workload, err)
 	}
 	return nil
-}
-
-// relabelChangedNamespaces has the labels of namespaces relabelled while no placer ran reach the clusters where
-// the newest Apply into them (whose labels the applier gave the namespace last) carried others, as
-// relabelNamespace would have had a placer been running.
-func (p *Controller) relabelChangedNamespaces(touched *touchedSet) {
-	type newest struct {
-		sequence uint64
-		labels   string
-	}
-	last := map[[2]string]newest{} // namespace, cluster
-	for _, e := range p.workloads {
-		if e.ref.Namespace == "" {
-			continue
-		}
-		for _, c := range p.publishedOn(e.id) {
-			key, prev := [2]string{e.ref.Namespace, c.Cluster}, c.Published
-			if prev.Action == structs.CopyApply && prev.Sequence > last[key].sequence {
-				last[key] = newest{sequence: prev.Sequence, labels: prev.NamespaceLabels}
-			}
-		}
-	}
-	snap := p.store.Snapshot()
-	stale := map[string]map[string]bool{} // namespace → clusters
-	for _, key := range slices.SortedFunc(maps.Keys(last), func(a, b [2]string) int {
-		return strings.Compare(a[0]+"/"+a[1], b[0]+"/"+b[1])
-	}) {
-		namespace, cluster := key[0], key[1]
-		if last[key].labels == namespaceLabelsKey(propagatedNamespaceLabels(snap.Namespace(namespace))) {
-			continue
-		}
-		if stale[namespace] == nil {
-			stale[namespace] = map[string]bool{}
-		}
-		stale[namespace][cluster] = true
-	}
-	if len(stale) == 0 {
-		return
-	}
-	byNamespace := p.workloadsByNamespace()
-	for _, namespace := range slices.Sorted(maps.Keys(stale)) {
-		clusters := stale[namespace]
-		p.relabelNamespaceOn(byNamespace[namespace], func(cluster string) bool { return clusters[cluster] }, touched)
-	}
 }

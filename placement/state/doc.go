@@ -11,6 +11,6 @@
 // read while the pipeline keeps writing.
 //
 // Ledger is a second go-memdb database, of what placement published and what came of it: a row per workload and
-// cluster (structs.Copy) and each workload's last verdict. It rolls back where the fleet view does not: writes
-// made as undoable are undone by Abort until Commit says their effects are stored.
+// cluster (structs.Copy) and each workload's last verdict. It rolls back where the fleet view does not: a
+// transaction per event, and Abort goes back to the root kept at the last Commit.
 package state

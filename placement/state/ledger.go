@@ -10,27 +10,20 @@ import (
 
 // Ledger is what placement published and what came of it: per workload and cluster its copy (structs.Copy),
 // and per workload the key of its last verdict. It is a go-memdb database of its own, beside the fleet view,
-// because the two roll back differently: what events say is folded once and kept (their redelivery folds them
-// again), while what a batch published must leave no trace when its effects were not stored.
+// because the two roll back differently: what events say of the fleet is folded once and kept (their
+// redelivery folds them again to the same view), while a batch whose effects were not stored leaves no trace in
+// the ledger, and its redelivery writes it again.
 //
-// Writes go into the transaction of the event being handled: Seal keeps them, Discard drops them. Writes made
-// while Undoable are also logged with what they replaced: Abort undoes the logged writes sealed since the last
-// Commit, newest first. Reads see the open transaction. A Ledger is not safe for concurrent use; LedgerView is.
+// Writes go into the transaction of the event being handled: Seal keeps them, Discard drops them. Commit
+// marks what is sealed as stored; Abort goes back to the last Commit, discarding every event sealed since.
+// Reads see the open transaction. A Ledger is not safe for concurrent use; LedgerView is.
 type Ledger struct {
-	db  *memdb.MemDB
-	txn *memdb.Txn
+	db *memdb.MemDB
+	// committed is the database as of the last Commit: its immutable root, which Abort goes back to.
+	committed *memdb.MemDB
+	txn       *memdb.Txn
 	// err is the first write the open transaction refused; Seal reports it.
 	err error
-	// undoable is set while writes are logged; pending logs those of the open transaction, undo those sealed
-	// since the last Commit.
-	undoable      bool
-	pending, undo []undoRecord
-}
-
-// undoRecord is what one logged write replaced: the row of table under id, nil when there was none.
-type undoRecord struct {
-	table, id string
-	before    any
 }
 
 // VerdictKey is a workload's last verdict, as the key that identifies it.
@@ -44,23 +37,7 @@ func NewLedger() (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: build ledger schema: %w", err)
 	}
-	return &Ledger{db: db}, nil
-}
-
-// Undoable says whether the writes that follow are undone by Abort.
-func (l *Ledger) Undoable(on bool) { l.undoable = on }
-
-// log records what a write of the row of table under id replaces, when writes are undoable.
-func (l *Ledger) log(txn *memdb.Txn, table, id string) {
-	if !l.undoable {
-		return
-	}
-	before, err := txn.First(table, indexID, id)
-	if err != nil {
-		l.fail(err, "%s %s", table, id)
-		return
-	}
-	l.pending = append(l.pending, undoRecord{table: table, id: id, before: before})
+	return &Ledger{db: db, committed: db.Snapshot()}, nil
 }
 
 // write returns the open transaction, opening one.
@@ -99,7 +76,6 @@ func (l *Ledger) CopiesOn(cluster string) []*structs.Copy {
 func (l *Ledger) PutCopy(c *structs.Copy) {
 	txn := l.write()
 	id := copyID(c.WorkloadID, c.Cluster)
-	l.log(txn, TableCopies, id)
 	var err error
 	if c.Empty() {
 		_, err = txn.DeleteAll(TableCopies, indexID, id)
@@ -120,7 +96,6 @@ func (l *Ledger) Verdict(workloadID string) string {
 // SetVerdict records the key of the workload's last verdict; "" forgets it.
 func (l *Ledger) SetVerdict(workloadID, key string) {
 	txn := l.write()
-	l.log(txn, TableVerdicts, workloadID)
 	var err error
 	if key == "" {
 		_, err = txn.DeleteAll(TableVerdicts, indexID, workloadID)
@@ -147,9 +122,6 @@ func (l *Ledger) Seal() error {
 		l.txn.Commit()
 		l.txn = nil
 	}
-	l.undo = append(l.undo, l.pending...)
-	clear(l.pending)
-	l.pending = l.pending[:0]
 	return nil
 }
 
@@ -160,41 +132,18 @@ func (l *Ledger) Discard() {
 		l.txn = nil
 	}
 	l.err = nil
-	clear(l.pending)
-	l.pending = l.pending[:0]
 }
 
-// Commit marks every write sealed so far as stored: Abort no longer undoes it.
+// Commit marks every event sealed so far as stored: Abort no longer goes back past it.
 func (l *Ledger) Commit() {
 	l.Discard()
-	clear(l.undo)
-	l.undo = l.undo[:0]
+	l.committed = l.db.Snapshot()
 }
 
-// Abort drops the open transaction and undoes, newest first, the undoable writes sealed since the last Commit.
-func (l *Ledger) Abort() error {
+// Abort discards every event sealed since the last Commit, and the open one: the ledger is as it was then.
+func (l *Ledger) Abort() {
 	l.Discard()
-	if len(l.undo) == 0 {
-		return nil
-	}
-	txn := l.db.Txn(true)
-	defer txn.Abort()
-	for i := len(l.undo) - 1; i >= 0; i-- {
-		r := l.undo[i]
-		var err error
-		if r.before == nil {
-			_, err = txn.DeleteAll(r.table, indexID, r.id)
-		} else {
-			err = txn.Insert(r.table, r.before)
-		}
-		if err != nil {
-			return fmt.Errorf("state: ledger: undo %s %s: %w", r.table, r.id, err)
-		}
-	}
-	txn.Commit()
-	clear(l.undo)
-	l.undo = l.undo[:0]
-	return nil
+	l.db = l.committed.Snapshot()
 }
 
 // View returns the ledger as of the last sealed event, immutable, so any goroutine may read it.

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"fmt"
 	"slices"
 	"testing"
 
@@ -75,30 +74,27 @@ func TestLedgerDropsEmptyCopies(t *testing.T) {
 	}
 }
 
-func TestLedgerUndoesWhatWasUndoable(t *testing.T) {
+func TestLedgerRollsBack(t *testing.T) {
 	tests := []struct {
 		name string
-		// after ends the batch whose writes are: a kept report on east, then an undoable decision on west and a
-		// verdict.
+		// after ends the second event, which applied a on east again and on west with a new verdict, and its batch.
 		after func(t *testing.T, l *Ledger)
-		// want is a's copy on east and west as "confirmed/sequence", "" for no copy.
-		want    []string
+		// want is a's sequence on east and west, 0 for no copy.
+		want    []uint64
 		verdict string
 	}{
-		{"sealed and committed", func(t *testing.T, l *Ledger) { mustSeal(t, l); l.Commit() }, []string{"3/1", "0/6"}, "v2"},
-		{"sealed then aborted", func(t *testing.T, l *Ledger) { mustSeal(t, l); mustAbort(t, l) }, []string{"3/1", ""}, "v1"},
-		{"discarded", func(t *testing.T, l *Ledger) { l.Discard(); mustAbort(t, l) }, []string{"3/1", ""}, "v1"},
-		{"aborted while open", func(t *testing.T, l *Ledger) { mustAbort(t, l) }, []string{"3/1", ""}, "v1"},
-		{"aborted after a commit", func(t *testing.T, l *Ledger) { mustSeal(t, l); l.Commit(); mustAbort(t, l) },
-			[]string{"3/1", "0/6"}, "v2"},
-		{"written twice, aborted", func(t *testing.T, l *Ledger) {
+		{"sealed and committed", func(t *testing.T, l *Ledger) { mustSeal(t, l); l.Commit() }, []uint64{5, 6}, "v2"},
+		{"sealed then aborted", func(t *testing.T, l *Ledger) { mustSeal(t, l); l.Abort() }, []uint64{1, 0}, "v1"},
+		{"discarded", func(t *testing.T, l *Ledger) { l.Discard() }, []uint64{1, 0}, "v1"},
+		{"aborted while open", func(t *testing.T, l *Ledger) { l.Abort() }, []uint64{1, 0}, "v1"},
+		{"aborted after a commit", func(t *testing.T, l *Ledger) { mustSeal(t, l); l.Commit(); l.Abort() }, []uint64{5, 6}, "v2"},
+		{"aborted twice", func(t *testing.T, l *Ledger) {
 			mustSeal(t, l)
-			l.Undoable(true)
+			l.Abort()
 			l.PutCopy(copyAt("a", "west", 9))
-			l.Undoable(false)
 			mustSeal(t, l)
-			mustAbort(t, l)
-		}, []string{"3/1", ""}, "v1"},
+			l.Abort()
+		}, []uint64{1, 0}, "v1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,23 +104,18 @@ func TestLedgerUndoesWhatWasUndoable(t *testing.T) {
 			mustSeal(t, l)
 			l.Commit()
 
-			confirmed := copyAt("a", "east", 1)
-			confirmed.Confirmed = 3
-			l.PutCopy(confirmed)
-			mustSeal(t, l)
-			l.Undoable(true)
+			l.PutCopy(copyAt("a", "east", 5))
 			l.PutCopy(copyAt("a", "west", 6))
 			l.SetVerdict("a", "v2")
-			l.Undoable(false)
 			tt.after(t, l)
 
 			for i, cluster := range []string{"east", "west"} {
-				got := ""
+				var got uint64
 				if c := l.Copy("a", cluster); c != nil {
-					got = fmt.Sprintf("%d/%d", c.Confirmed, c.Published.Sequence)
+					got = c.Published.Sequence
 				}
 				if got != tt.want[i] {
-					t.Errorf("a on %s: %q, want %q", cluster, got, tt.want[i])
+					t.Errorf("a on %s: sequence %d, want %d", cluster, got, tt.want[i])
 				}
 			}
 			if got := l.Verdict("a"); got != tt.verdict {
@@ -152,13 +143,6 @@ func TestLedgerViewIsImmutable(t *testing.T) {
 func mustSeal(t *testing.T, l *Ledger) {
 	t.Helper()
 	if err := l.Seal(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func mustAbort(t *testing.T, l *Ledger) {
-	t.Helper()
-	if err := l.Abort(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -23,15 +23,13 @@ type Copy struct {
 	// Failed is the Apply the cluster's applier gave up on, while it is the last decision published there;
 	// its Sequence is 0 when none failed.
 	Failed FailedApply
-	// Avoid says why the workload is being moved off the cluster (pods pending there, it failed there, or its
-	// Apply was refused, under a policy that reschedules on failure); "" when it is not.
-	Avoid string
 	// Redelete is set when the applier gave up on a Delete (the cluster was down): the copy may still be
 	// there, so the Delete is sent again once the cluster is Ready.
 	Redelete bool
 	// Reapply says whether an Apply the applier gave up on is sent again the next time the workload is placed
-	// there.
-	Reapply Reapply
+	// there; one that waits is due once its cluster changed after ReapplyAfter, the sequence of the report.
+	Reapply      Reapply
+	ReapplyAfter uint64
 	// Finished and Completed are set when the copy last reported a Completed or Failed phase (Finished), or
 	// Completed alone: a finished copy that goes is not applied again, and a completed one stays where it is.
 	Finished, Completed bool
@@ -41,8 +39,8 @@ type Copy struct {
 
 // Empty reports whether the copy holds nothing to remember, so its row can go.
 func (c *Copy) Empty() bool {
-	return c.Published.Action == "" && c.Confirmed == 0 && c.Failed.Sequence == 0 && c.Avoid == "" && !c.Redelete &&
-		c.Reapply == ReapplyNone && !c.Finished && !c.Completed && c.Reapplied.IsZero()
+	return c.Published.Action == "" && c.Confirmed == 0 && c.Failed.Sequence == 0 && !c.Redelete &&
+		c.Reapply == ReapplyNone && c.ReapplyAfter == 0 && !c.Finished && !c.Completed && c.Reapplied.IsZero()
 }
 
 // Applied reports whether the last decision for the copy is an Apply.
