@@ -166,7 +166,7 @@ func TestFleetUpRegistersTheFleetFilesClusters(t *testing.T) {
 					kubeconfig = c.Kubeconfig
 				}
 			}
-			cfg, err := kube.LoadConfig(kubeconfig)
+			cfg, err := kube.LoadConfig(kube.KubeconfigRef{Path: kubeconfig})
 			if err != nil {
 				t.Fatal(err)
 			}

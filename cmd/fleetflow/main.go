@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -38,6 +39,7 @@ func newRootCommand() *cobra.Command {
 		},
 	}
 	root.PersistentFlags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError(err) })
 	for _, factory := range commandFactories {
 		root.AddCommand(factory())
 	}
@@ -52,7 +54,9 @@ func refuseStrayArguments(cmd *cobra.Command) {
 	for _, c := range cmd.Commands() {
 		switch {
 		case c.HasSubCommands() && !c.Runnable():
-			c.Args = cobra.NoArgs // "unknown command "tial" for "fleetflow audit""
+			c.Args = func(c *cobra.Command, args []string) error { // "unknown command "tial" for "fleetflow audit""
+				return usageError(cobra.NoArgs(c, args))
+			}
 			c.RunE = func(c *cobra.Command, _ []string) error { return c.Help() }
 		case c.Args == nil:
 			c.Args = noArguments
@@ -64,14 +68,40 @@ func refuseStrayArguments(cmd *cobra.Command) {
 func noArguments(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		path := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
-		return fmt.Errorf("%s takes no arguments, got %q (flags start with --)", path, args)
+		return usageError(fmt.Errorf("%s takes no arguments, got %q (flags start with --)", path, args))
 	}
 	return nil
+}
+
+// usage is an error in how a command was called (a flag, an argument), as opposed to one in what it did.
+type usage struct{ error }
+
+func (u usage) Unwrap() error { return u.error }
+
+// usageError marks err as a usage error, which exits with status 2 as for other Unix commands; nil stays nil.
+func usageError(err error) error {
+	if err == nil {
+		return nil
+	}
+	return usage{err}
+}
+
+// exitCode is the exit status for err: 0 for none, 2 for a usage error, 1 for any other.
+func exitCode(err error) int {
+	var u usage
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &u):
+		return 2
+	default:
+		return 1
+	}
 }
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "fleetflow:", err)
-		os.Exit(1)
+		os.Exit(exitCode(err))
 	}
 }

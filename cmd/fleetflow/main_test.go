@@ -195,3 +195,29 @@ func TestClientGoLogsComeOutAsFleetflowLogs(t *testing.T) {
 		})
 	}
 }
+
+// TestUsageErrorsExitWithTwo: a mistake in how a command is called exits 2, as for other Unix commands, and one in
+// what it did exits 1, so a script tells a typo from a failure.
+func TestUsageErrorsExitWithTwo(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"an unknown flag", []string{"placer", "--no-such-flag"}, 2},
+		{"a flag with a bad value", []string{"placer", "--pending-timeout", "soon"}, 2},
+		{"a stray argument", []string{"placer", "now"}, 2},
+		{"a misspelt subcommand", []string{"audit", "tial"}, 2},
+		{"a cluster flag without a kubeconfig", []string{"applier", "--cluster", "east"}, 2},
+		{"two kubeconfigs for the control plane", []string{"status", "--control-plane", "a", "--kubeconfig", "b"}, 2},
+		{"a fleet file that is not there", []string{"simulate", "DATA/none.yaml"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := executeIn(t, newRootCommand(), tt.args, t.TempDir())
+			if got := exitCode(err); got != tt.want {
+				t.Errorf("exit code %d (error %v), want %d", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"os/signal"
 	"path/filepath"
 	"regexp"
@@ -160,31 +159,32 @@ func parseKinds(values []string) ([]schema.GroupVersionKind, error) {
 // clusterKubeconfig names a workload cluster and its kubeconfig.
 type clusterKubeconfig struct {
 	Name       string
-	Kubeconfig string
+	Kubeconfig kube.KubeconfigRef
 }
 
-// clusterClients reads one --cluster NAME=KUBECONFIG flag and builds that cluster's clients.
+// clusterClients reads one --cluster NAME=KUBECONFIG[@CONTEXT] flag and builds that cluster's clients.
 func clusterClients(flag string) (string, *kube.Clients, error) {
 	parsed, err := parseClusters([]string{flag})
 	if err != nil {
 		return "", nil, err
 	}
-	clients, err := kube.ClientsFromKubeconfig(parsed[0].Kubeconfig)
+	clients, err := kube.ClientsFor(parsed[0].Kubeconfig)
 	if err != nil {
 		return "", nil, fmt.Errorf("--cluster %s: %w", parsed[0].Name, err)
 	}
 	return parsed[0].Name, clients, nil
 }
 
-// parseClusters reads repeated name=kubeconfig flags.
+// parseClusters reads repeated NAME=KUBECONFIG[@CONTEXT] flags.
 func parseClusters(values []string) ([]clusterKubeconfig, error) {
 	seen := map[string]bool{}
 	var out []clusterKubeconfig
 	for _, v := range values {
 		name, path, ok := strings.Cut(v, "=")
 		if !ok || name == "" || path == "" {
-			return nil, fmt.Errorf("--cluster %q: want NAME=KUBECONFIG", v)
+			return nil, usageError(fmt.Errorf("--cluster %q: want NAME=KUBECONFIG or NAME=KUBECONFIG@CONTEXT", v))
 		}
+
 		// The name goes into subjects, consumer names and the Cluster object's name.
 		if msgs := validation.IsDNS1123Label(name); len(msgs) > 0 {
 			return nil, fmt.Errorf("--cluster %q: cluster name %q: %s", v, name, strings.Join(msgs, "; "))
@@ -192,25 +192,57 @@ func parseClusters(values []string) ([]clusterKubeconfig, error) {
 		if seen[name] {
 			return nil, fmt.Errorf("--cluster %q: cluster %s given twice", v, name)
 		}
+		ref, err := kube.ParseKubeconfigRef(path)
+		if err != nil {
+			return nil, usageError(fmt.Errorf("--cluster %q: %w", v, err))
+		}
 		seen[name] = true
-		out = append(out, clusterKubeconfig{Name: name, Kubeconfig: path})
+		out = append(out, clusterKubeconfig{Name: name, Kubeconfig: ref})
 	}
 	return out, nil
 }
 
-// controlPlaneClients builds the control plane's clients from its kubeconfig, or, when none is given, from the
-// service account of the pod fleetflow runs in (as the Helm chart deploys it).
-func controlPlaneClients(kubeconfig string) (*kube.Clients, error) {
-	if kubeconfig != "" {
-		cp, err := kube.ClientsFromKubeconfig(kubeconfig)
-		if err != nil {
-			return nil, fmt.Errorf("--control-plane: %w", err)
+// kubeconfigFlags name the control plane's client configuration as kubectl's flags do.
+type kubeconfigFlags struct {
+	kubeconfig, context, controlPlane string
+}
+
+func (f *kubeconfigFlags) register(flags *pflag.FlagSet) {
+	flags.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig of the control plane (default: $KUBECONFIG, its files merged, "+
+		"else ~/.kube/config, else the service account of the pod fleetflow runs in)")
+	flags.StringVar(&f.context, "context", "", "the kubeconfig context of the control plane (default: its current context)")
+	flags.StringVar(&f.controlPlane, "control-plane", "", "the same as --kubeconfig")
+}
+
+// given reports whether any of the flags was set.
+func (f *kubeconfigFlags) given() bool {
+	return f.kubeconfig != "" || f.context != "" || f.controlPlane != ""
+}
+
+// ref is the control plane's configuration the flags name.
+func (f *kubeconfigFlags) ref() (kube.KubeconfigRef, error) {
+	path := f.kubeconfig
+	if f.controlPlane != "" {
+		if path != "" && path != f.controlPlane {
+			return kube.KubeconfigRef{}, usageError(fmt.Errorf("--control-plane %q and --kubeconfig %q name different files; "+
+				"--control-plane is another name for --kubeconfig", f.controlPlane, path))
 		}
-		return cp, nil
+		path = f.controlPlane
 	}
-	cp, err := kube.InClusterClients()
+	return kube.KubeconfigRef{Path: path, Context: f.context}, nil
+}
+
+// clients builds the control plane's clients, as kubectl would: from the kubeconfig and context given, else
+// $KUBECONFIG or ~/.kube/config, else the service account of the pod fleetflow runs in (as the Helm chart
+// deploys it).
+func (f *kubeconfigFlags) clients() (*kube.Clients, error) {
+	ref, err := f.ref()
 	if err != nil {
-		return nil, fmt.Errorf("--control-plane not given and not running in a pod: give the control plane's kubeconfig (%w)", err)
+		return nil, err
+	}
+	cp, err := kube.ClientsFor(ref)
+	if err != nil {
+		return nil, fmt.Errorf("control plane: %w", err)
 	}
 	return cp, nil
 }
@@ -272,16 +304,17 @@ func (f *placerFlags) config() placer.PlacerConfig {
 func newRunCommand() *cobra.Command {
 	var bf busFlags
 	var pf placerFlags
-	var controlPlane string
+	var kf kubeconfigFlags
 	var clusterFlags, watch, skip []string
 	installCRDs := true
 	cmd := &cobra.Command{
-		Use:   "run [--control-plane KUBECONFIG] [--cluster NAME=KUBECONFIG...]",
+		Use:   "run [--kubeconfig KUBECONFIG] [--context CONTEXT] [--cluster NAME=KUBECONFIG[@CONTEXT]...]",
 		Short: "Run every part of fleetflow in one process: producers, placer, status writer and per-cluster appliers",
 		Long: `Run every part of fleetflow in one process against one control plane. Workload clusters are the Cluster
 objects of the control plane; each --cluster registers one (its kubeconfig goes into a Secret in
-fleetflow-system). fleetflow's CRDs are applied to the control plane unless --install-crds=false.
-Without --control-plane, fleetflow uses the service account of the pod it runs in.`,
+fleetflow-system: only its context, with the files it names embedded). fleetflow's CRDs are applied to
+the control plane unless --install-crds=false. The control plane is found as kubectl finds its cluster:
+--kubeconfig and --context, else $KUBECONFIG, else ~/.kube/config, else the pod's service account.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
@@ -303,7 +336,7 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 			if err != nil {
 				return err
 			}
-			cp, err := controlPlaneClients(controlPlane)
+			cp, err := kf.clients()
 			if err != nil {
 				return err
 			}
@@ -313,7 +346,7 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 				}
 			}
 			for _, c := range clusters {
-				data, err := os.ReadFile(c.Kubeconfig)
+				data, err := kube.StandaloneKubeconfig(c.Kubeconfig)
 				if err != nil {
 					return fmt.Errorf("--cluster %s: %w", c.Name, err)
 				}
@@ -334,9 +367,9 @@ Without --control-plane, fleetflow uses the service account of the pod it runs i
 	}
 	bf.register(cmd.Flags())
 	pf.register(cmd.Flags())
-	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver (default: the pod's service account)")
+	kf.register(cmd.Flags())
 	cmd.Flags().BoolVar(&installCRDs, "install-crds", true, "apply fleetflow's CRDs to the control plane at start (the Helm chart installs them itself)")
-	cmd.Flags().StringArrayVar(&clusterFlags, "cluster", nil, "register a workload cluster as NAME=KUBECONFIG (repeatable); its kubeconfig Secret is written again at every start")
+	cmd.Flags().StringArrayVar(&clusterFlags, "cluster", nil, "register a workload cluster as NAME=KUBECONFIG or NAME=KUBECONFIG@CONTEXT (repeatable); its kubeconfig Secret is written again at every start")
 	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds to place, as group/version/Kind, or version/Kind for the core group (built-in RI kinds and kinds named by policies or RIs are watched anyway)")
 	registerSkipNamespaces(cmd, &skip)
 	return cmd
@@ -360,17 +393,18 @@ func skippedNamespaces(patterns []string) (*regexp.Regexp, error) {
 
 func newProducerCommand() *cobra.Command {
 	var bf busFlags
-	var controlPlane, cluster string
+	var kf kubeconfigFlags
+	var cluster string
 	var watch, skip []string
 	var heartbeat time.Duration
 	cmd := &cobra.Command{
-		Use:   "producer [--control-plane KUBECONFIG | --cluster NAME=KUBECONFIG]",
+		Use:   "producer [--kubeconfig KUBECONFIG] [--context CONTEXT] | --cluster NAME=KUBECONFIG[@CONTEXT]",
 		Short: "Publish control-plane changes, or one workload cluster's nodes, APIs, heartbeats and statuses",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			if controlPlane != "" && cluster != "" {
-				return fmt.Errorf("give one of --control-plane and --cluster, not both")
+			if kf.given() && cluster != "" {
+				return usageError(fmt.Errorf("give the control plane (--kubeconfig, --context) or --cluster, not both"))
 			}
 			if err := positiveDurations(map[string]time.Duration{"--heartbeat": heartbeat}); err != nil {
 				return err
@@ -395,7 +429,7 @@ func newProducerCommand() *cobra.Command {
 			var name string
 			var clients *kube.Clients
 			if cluster == "" {
-				clients, err = controlPlaneClients(controlPlane)
+				clients, err = kf.clients()
 			} else {
 				name, clients, err = clusterClients(cluster)
 			}
@@ -414,8 +448,8 @@ func newProducerCommand() *cobra.Command {
 		},
 	}
 	bf.register(cmd.Flags())
-	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver (default, without --cluster: the pod's service account)")
-	cmd.Flags().StringVar(&cluster, "cluster", "", "a workload cluster as NAME=KUBECONFIG")
+	kf.register(cmd.Flags())
+	cmd.Flags().StringVar(&cluster, "cluster", "", "a workload cluster as NAME=KUBECONFIG or NAME=KUBECONFIG@CONTEXT, instead of the control plane")
 	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds to publish, as group/version/Kind, or version/Kind for the core group (built-in RI kinds and kinds named by policies or RIs are watched anyway)")
 	registerSkipNamespaces(cmd, &skip)
 	cmd.Flags().DurationVar(&heartbeat, "heartbeat", producers.DefaultHeartbeat,
@@ -451,10 +485,10 @@ func newPlacerCommand() *cobra.Command {
 
 func newStatusCommand() *cobra.Command {
 	var bf busFlags
-	var controlPlane string
+	var kf kubeconfigFlags
 	var heartbeatTimeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "status [--control-plane KUBECONFIG]",
+		Use:   "status [--kubeconfig KUBECONFIG] [--context CONTEXT]",
 		Short: "Copy workload status and placement outcomes back onto control-plane objects",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
@@ -465,7 +499,7 @@ func newStatusCommand() *cobra.Command {
 			if _, err := bf.streamOptions(); err != nil {
 				return err
 			}
-			cp, err := controlPlaneClients(controlPlane)
+			cp, err := kf.clients()
 			if err != nil {
 				return err
 			}
@@ -478,7 +512,7 @@ func newStatusCommand() *cobra.Command {
 		},
 	}
 	bf.register(cmd.Flags())
-	cmd.Flags().StringVar(&controlPlane, "control-plane", "", "kubeconfig of the control-plane apiserver (default: the pod's service account)")
+	kf.register(cmd.Flags())
 	cmd.Flags().DurationVar(&heartbeatTimeout, "heartbeat-timeout", 30*time.Second, "a cluster silent this long is shown NotReady")
 	return cmd
 }
@@ -487,7 +521,7 @@ func newApplierCommand() *cobra.Command {
 	var bf busFlags
 	var cluster string
 	cmd := &cobra.Command{
-		Use:   "applier --cluster NAME=KUBECONFIG",
+		Use:   "applier --cluster NAME=KUBECONFIG[@CONTEXT]",
 		Short: "Carry out the placement decisions of one workload cluster",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
@@ -508,7 +542,7 @@ func newApplierCommand() *cobra.Command {
 		},
 	}
 	bf.register(cmd.Flags())
-	cmd.Flags().StringVar(&cluster, "cluster", "", "the workload cluster as NAME=KUBECONFIG")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "the workload cluster as NAME=KUBECONFIG or NAME=KUBECONFIG@CONTEXT")
 	_ = cmd.MarkFlagRequired("cluster")
 	return cmd
 }

@@ -20,6 +20,8 @@ import (
 func TestPipelineCommandsRefuseBadFlags(t *testing.T) {
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	t.Setenv("KUBECONFIG", "")
+	t.Setenv("HOME", t.TempDir()) // no ~/.kube/config
 	tests := []struct {
 		name    string
 		command func() *cobra.Command
@@ -27,11 +29,17 @@ func TestPipelineCommandsRefuseBadFlags(t *testing.T) {
 		want    string
 	}{
 		{"status outside a pod without a kubeconfig", newStatusCommand, nil,
-			"--control-plane not given and not running in a pod"},
+			"no kubeconfig: give --kubeconfig, set $KUBECONFIG"},
 		{"producer outside a pod without a kubeconfig", newProducerCommand, []string{"--data-dir", "DATA"},
-			"--control-plane not given and not running in a pod"},
+			"no kubeconfig: give --kubeconfig, set $KUBECONFIG"},
 		{"producer given both", newProducerCommand, []string{"--control-plane", "a", "--cluster", "b=c"},
-			"give one of --control-plane and --cluster, not both"},
+			"give the control plane (--kubeconfig, --context) or --cluster, not both"},
+		{"producer given a context and a cluster", newProducerCommand, []string{"--context", "a", "--cluster", "b=c"},
+			"give the control plane (--kubeconfig, --context) or --cluster, not both"},
+		{"status given two kubeconfigs", newStatusCommand, []string{"--control-plane", "a", "--kubeconfig", "b"},
+			`--control-plane "a" and --kubeconfig "b" name different files`},
+		{"applier given a kubeconfig that is not there", newApplierCommand, []string{"--cluster", "east=DATA/none@admin"},
+			`none@admin": no such file`},
 		{"no stream replicas", newPlacerCommand, []string{"--stream-replicas", "0", "--data-dir", "DATA"},
 			"--stream-replicas 0: JetStream replicates a stream on 1 to 5 servers"},
 		{"replicas on the embedded server", newPlacerCommand, []string{"--stream-replicas", "3", "--data-dir", "DATA"},

@@ -13,7 +13,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Clients are the clients fleetflow needs for one cluster.
@@ -54,16 +53,6 @@ func (c *Clients) ResetMapper() {
 	c.Mapper.Reset()
 }
 
-// LoadConfig reads a kubeconfig file.
-func LoadConfig(kubeconfigPath string) (*rest.Config, error) {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfigPath, err)
-	}
-	tuneRate(cfg)
-	return cfg, nil
-}
-
 // tuneRate keeps bursts of decisions from being throttled client-side to a crawl.
 func tuneRate(cfg *rest.Config) { cfg.QPS, cfg.Burst = 200, 400 }
 
@@ -87,25 +76,6 @@ func NewClients(cfg *rest.Config) (*Clients, error) {
 		Dynamic: dyn,
 		Mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
 	}, nil
-}
-
-// InClusterClients builds clients from the service account of the pod this process runs in.
-func InClusterClients() (*Clients, error) {
-	cfg, err := rest.InClusterConfig()
-	if err != nil {
-		return nil, fmt.Errorf("in-cluster config: %w", err)
-	}
-	tuneRate(cfg)
-	return NewClients(cfg)
-}
-
-// ClientsFromKubeconfig loads a kubeconfig and builds its clients.
-func ClientsFromKubeconfig(path string) (*Clients, error) {
-	cfg, err := LoadConfig(path)
-	if err != nil {
-		return nil, err
-	}
-	return NewClients(cfg)
 }
 
 // IsNoMatch reports whether err says a kind is not served (yet), e.g. its CRD is missing.
