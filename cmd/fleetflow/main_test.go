@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -152,14 +154,15 @@ func executeIn(t *testing.T, cmd *cobra.Command, args []string, dir string) erro
 // command's slog handler, structured and filtered by --log-level, instead of klog's own format beside it.
 func TestClientGoLogsComeOutAsFleetflowLogs(t *testing.T) {
 	for _, tc := range []struct {
-		level     string
-		wantError bool
-		wantInfo  bool
+		level, format string
+		wantError     bool
+		wantInfo      bool
 	}{
-		{"info", true, true},
-		{"error", true, false},
+		{"info", "text", true, true},
+		{"error", "text", true, false},
+		{"info", "json", true, true},
 	} {
-		t.Run(tc.level, func(t *testing.T) {
+		t.Run(tc.level+"/"+tc.format, func(t *testing.T) {
 			stderr := filepath.Join(t.TempDir(), "stderr")
 			f, err := os.Create(stderr)
 			if err != nil {
@@ -174,7 +177,7 @@ func TestClientGoLogsComeOutAsFleetflowLogs(t *testing.T) {
 				klog.ClearLogger()
 			}()
 			// Any command sets the logging up before it runs; this one then fails on its missing file.
-			if err := executeIn(t, newRootCommand(), []string{"--log-level", tc.level, "analyze", "DATA/missing.yaml"}, t.TempDir()); err == nil {
+			if err := executeIn(t, newRootCommand(), []string{"--log-level", tc.level, "--log-format", tc.format, "analyze", "DATA/missing.yaml"}, t.TempDir()); err == nil {
 				t.Fatal("analyze of a missing file succeeded")
 			}
 			klog.ErrorS(errors.New("connection refused"), "Couldn't get current server API group list")
@@ -186,10 +189,15 @@ func TestClientGoLogsComeOutAsFleetflowLogs(t *testing.T) {
 			}
 			out := string(data)
 			wantErrorLine := `level=ERROR msg="Couldn't get current server API group list" err="connection refused"`
+			wantInfoLine := `level=INFO msg="Caches populated"`
+			if tc.format == "json" {
+				wantErrorLine = `"level":"ERROR","msg":"Couldn't get current server API group list","err":"connection refused"`
+				wantInfoLine = `"level":"INFO","msg":"Caches populated"`
+			}
 			if got := strings.Contains(out, wantErrorLine); got != tc.wantError {
 				t.Errorf("error line present %v, want %v:\n%s", got, tc.wantError, out)
 			}
-			if got := strings.Contains(out, `level=INFO msg="Caches populated"`); got != tc.wantInfo {
+			if got := strings.Contains(out, wantInfoLine); got != tc.wantInfo {
 				t.Errorf("info line present %v, want %v:\n%s", got, tc.wantInfo, out)
 			}
 		})
@@ -210,6 +218,8 @@ func TestUsageErrorsExitWithTwo(t *testing.T) {
 		{"a misspelt subcommand", []string{"audit", "tial"}, 2},
 		{"a cluster flag without a kubeconfig", []string{"applier", "--cluster", "east"}, 2},
 		{"two kubeconfigs for the control plane", []string{"status", "--control-plane", "a", "--kubeconfig", "b"}, 2},
+		{"a log format there is not", []string{"--log-format", "yaml", "version"}, 2},
+		{"a version output there is not", []string{"version", "-o", "yaml"}, 2},
 		{"a fleet file that is not there", []string{"simulate", "DATA/none.yaml"}, 1},
 	}
 	for _, tt := range tests {
@@ -219,5 +229,27 @@ func TestUsageErrorsExitWithTwo(t *testing.T) {
 				t.Errorf("exit code %d (error %v), want %d", got, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestVersionSaysWhatBuiltIt: version names the stamped release (main.version) and the Go that built it, in
+// JSON for tools.
+func TestVersionSaysWhatBuiltIt(t *testing.T) {
+	saved := version
+	t.Cleanup(func() { version = saved })
+	version = "1.2.3"
+	cmd := newRootCommand()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetArgs([]string{"version", "-o", "json"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var got buildVersion
+	if err := json.Unmarshal([]byte(out.String()), &got); err != nil {
+		t.Fatalf("version -o json printed %q: %v", out.String(), err)
+	}
+	if got.Version != "1.2.3" || got.Go != runtime.Version() || got.Platform == "" {
+		t.Errorf("version = %+v, want 1.2.3 built by %s", got, runtime.Version())
 	}
 }
