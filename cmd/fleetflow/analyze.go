@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,15 +17,16 @@ func init() { registerCommand(newAnalyzeCommand) }
 
 func newAnalyzeCommand() *cobra.Command {
 	var riFiles []string
-	var output string
+	var output outputFormat
 	cmd := &cobra.Command{
-		Use:   "analyze [--ri FILE]... CR_FILE|- [-o json|table]",
+		Use:   "analyze [--ri FILE]... CR_FILE|- [-o table|json|yaml]",
 		Short: "Show the pods, requests, gang groups and status a framework CR asks for, as read through its ResourceInterface",
 		Long: "analyze reads framework CRs (YAML or JSON; - reads standard input) and prints what placement would\n" +
 			"reserve for each. Without --ri the built-in ResourceInterfaces are used; with --ri only the given RI\n" +
 			"files are (Karta compatibility mode). The RI is chosen by the CR's group, version and kind.\n" +
 			"A file of several documents, or a List, is read object by object: objects no RI describes (a\n" +
-			"ConfigMap beside the CR) are skipped with a warning, and -o json prints an array of reports. A CR\n" +
+			"ConfigMap beside the CR) are skipped with a warning. -o json and -o yaml print an array of reports, of one\n" +
+			"CR too. A CR\n" +
 			"whose analysis fails is named with its line and the reason after the others are printed, and the\n" +
 			"command then exits non-zero.",
 		Args: cobra.ExactArgs(1),
@@ -35,14 +35,11 @@ func newAnalyzeCommand() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringArrayVar(&riFiles, "ri", nil, "ResourceInterface file to use instead of the built-ins (repeatable)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
+	registerOutput(cmd.Flags(), &output)
 	return cmd
 }
 
-func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile, output string) error {
-	if output != "json" && output != "table" {
-		return fmt.Errorf("--output %q: want json or table", output)
-	}
+func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile string, output outputFormat) error {
 	registry, fromFiles, err := loadRegistry(riFiles, warnings)
 	if err != nil {
 		return err
@@ -62,7 +59,7 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 		return err
 	}
 	analyzed := 0
-	var reports []karta.Report // -o json of several CRs prints them as one array
+	var reports []karta.Report // -o json and yaml print one array, of one CR too
 	// A CR of several that cannot be analyzed is reported at the end, with the others analyzed: one bad CR
 	// in a file of samples hid the analysis of every other (all of them, with -o json).
 	var failed []error
@@ -88,10 +85,8 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 		if fromFiles {
 			shown = ri.Source
 		}
-		if output == "json" && len(objects) > 1 {
+		if output.structured() {
 			reports = append(reports, reportOf(analysis, shown))
-		} else if output == "json" {
-			err = writeJSON(w, reportOf(analysis, shown))
 		} else {
 			if analyzed > 0 {
 				_, _ = fmt.Fprintln(w)
@@ -109,20 +104,11 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 		return fmt.Errorf("%s: none of its %d objects is a kind a ResourceInterface describes", crFile, len(objects))
 	}
 	if reports != nil {
-		if err := writeJSON(w, reports); err != nil {
+		if err := output.encode(w, reports); err != nil {
 			return err
 		}
 	}
 	return errors.Join(failed...)
-}
-
-func writeJSON(w io.Writer, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(w, "%s\n", data)
-	return err
 }
 
 // reportOf is the JSON report of an analysis, with each component's constraints between pods as placement reads

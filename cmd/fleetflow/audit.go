@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	sigsyaml "sigs.k8s.io/yaml"
+
 	"github.com/spf13/cobra"
 
 	"github.com/fleetflow/fleetflow/consumers/audit"
@@ -99,7 +101,7 @@ func newAuditTailCommand() *cobra.Command {
 	var auth bus.ClientAuth
 	var follow bool
 	cmd := &cobra.Command{
-		Use:   "tail [--workload KIND[.GROUP]/[NAMESPACE/]NAME] [--since 1h] [--follow]",
+		Use:   "tail [--workload KIND[.GROUP]/[NAMESPACE/]NAME] [--since 1h] [--follow] [-o table|json|yaml]",
 		Short: "Print every event about a workload, in order, from history: submitted, analyzed, decided, applied, status",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -120,8 +122,12 @@ func newAuditTailCommand() *cobra.Command {
 				}
 				q.Since = time.Now().Add(-d)
 			}
-			if output != "text" && output != "json" {
-				return fmt.Errorf("-o %q: want text or json", output)
+			switch output {
+			case "text":
+				output = string(outputTable) // its name before -o was the same everywhere
+			case string(outputTable), string(outputJSON), string(outputYAML):
+			default:
+				return usageError(fmt.Errorf("-o %q: want table, json or yaml", output))
 			}
 			authOpts, err := auth.Options()
 			if err != nil {
@@ -138,14 +144,8 @@ func newAuditTailCommand() *cobra.Command {
 			printed := 0
 			err = audit.AuditTail(ctx, js, q, func(r audit.AuditRecord) error {
 				printed++
-				if output == "json" {
-					line, err := json.Marshal(map[string]any{"stream": r.Stream, "sequence": r.Sequence, "subject": r.Subject,
-						"stored": r.Stored, "event": r.Event, "error": errString(r.Err)})
-					if err != nil {
-						return err
-					}
-					_, err = fmt.Fprintln(out, string(line))
-					return err
+				if output != string(outputTable) {
+					return writeAuditRecord(out, outputFormat(output), r)
 				}
 				at := r.Event.Time()
 				if at.IsZero() {
@@ -171,7 +171,8 @@ func newAuditTailCommand() *cobra.Command {
 	cmd.Flags().StringVar(&workload, "workload", "", "only events about this workload: KIND[.GROUP]/NAMESPACE/NAME, or KIND[.GROUP]/NAME when cluster-scoped")
 	cmd.Flags().StringVar(&since, "since", "", "start this long ago (e.g. 1h); default: all history")
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing new events")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, or json (one CloudEvent record per line)")
+	cmd.Flags().StringVarP(&output, "output", "o", string(outputTable),
+		"table (one line per event), json (one record per line, as it comes) or yaml (one document per record)")
 	return cmd
 }
 
@@ -209,4 +210,24 @@ func errString(err error) any {
 		return nil
 	}
 	return err.Error()
+}
+
+// writeAuditRecord writes one record of a tail as it comes, so a follow streams: a JSON object on a line of its
+// own, or a YAML document.
+func writeAuditRecord(out io.Writer, format outputFormat, r audit.AuditRecord) error {
+	line, err := json.Marshal(map[string]any{"stream": r.Stream, "sequence": r.Sequence, "subject": r.Subject,
+		"stored": r.Stored, "event": r.Event, "error": errString(r.Err)})
+	if err != nil {
+		return err
+	}
+	if format == outputJSON {
+		_, err = fmt.Fprintln(out, string(line))
+		return err
+	}
+	doc, err := sigsyaml.JSONToYAML(line)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "---\n%s", doc)
+	return err
 }

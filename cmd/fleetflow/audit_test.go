@@ -1,11 +1,19 @@
 package main
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/fleetflow/fleetflow/consumers/audit"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/bus/bustest"
+	"github.com/fleetflow/fleetflow/schemas"
 )
 
 // emptyStreams starts an embedded server holding fleetflow's streams and no event, and returns its URL.
@@ -89,5 +97,50 @@ func TestAuditTailOnAServerWithoutFleetflowsStreams(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want an error containing %q", args, err, want)
 		}
+	}
+}
+
+// TestAuditRecordsSayTheSameInJSONAndYAML: a tail's record is one JSON line, or one YAML document, with the same
+// fields either way, so a follow streams in both.
+func TestAuditRecordsSayTheSameInJSONAndYAML(t *testing.T) {
+	event := cloudevents.New()
+	event.SetID("e-1")
+	event.SetType(schemas.TypeClusterHeartbeat)
+	event.SetSource("test")
+	if err := event.SetData(cloudevents.ApplicationJSON, map[string]any{"cluster": "east"}); err != nil {
+		t.Fatal(err)
+	}
+	r := audit.AuditRecord{Stream: schemas.StreamEvents, Sequence: 7, Subject: schemas.ClusterHeartbeatSubject("east"),
+		Stored: time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC), Event: event}
+	var asJSON, asYAML strings.Builder
+	for _, out := range []struct {
+		format outputFormat
+		w      *strings.Builder
+	}{{outputJSON, &asJSON}, {outputYAML, &asYAML}, {outputJSON, &asJSON}, {outputYAML, &asYAML}} {
+		if err := writeAuditRecord(out.w, out.format, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lines := strings.Split(strings.TrimSuffix(asJSON.String(), "\n"), "\n")
+	docs := strings.Split(strings.TrimPrefix(asYAML.String(), "---\n"), "---\n")
+	if len(lines) != 2 || len(docs) != 2 {
+		t.Fatalf("%d JSON lines and %d YAML documents for 2 records:\n%s\n%s", len(lines), len(docs), asJSON.String(), asYAML.String())
+	}
+	fromYAML, err := sigsyaml.YAMLToJSON([]byte(docs[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(fromYAML, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) || a["sequence"] != float64(7) {
+		t.Errorf("JSON %v and YAML %v differ, or lack the sequence", a, b)
+	}
+	if _, err := runAudit(t, "--nats-url", "nats://127.0.0.1:1", "-o", "xml"); exitCode(err) != 2 {
+		t.Errorf("-o xml: %v, want a usage error", err)
 	}
 }

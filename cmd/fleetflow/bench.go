@@ -38,7 +38,7 @@ func newBenchCommand() *cobra.Command {
 
 func newBenchPlacementCommand() *cobra.Command {
 	cfg := placementbench.DefaultConfig()
-	var output string
+	var output outputFormat
 	cmd := &cobra.Command{
 		Use:   "placement [--clusters 100 --nodes-per-cluster 1000 --workloads 20000] [-o json]",
 		Short: "Place a stream of synthetic workloads on a synthetic fleet through the placement core alone",
@@ -47,16 +47,13 @@ func newBenchPlacementCommand() *cobra.Command {
 			"second and the fleet view's memory per node.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			res, err := placementbench.Run(cfg)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if output == "json" {
-				return writeJSON(out, res)
+			if output.structured() {
+				return output.encode(out, res)
 			}
 			fmt.Fprintf(out, "fleet:          %d clusters, %d nodes\n", res.Clusters, res.Nodes)
 			fmt.Fprintf(out, "workloads:      %d (placed %d, unschedulable %d, no policy %d)\n",
@@ -71,7 +68,7 @@ func newBenchPlacementCommand() *cobra.Command {
 	cmd.Flags().Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the workload mix")
 	cmd.Flags().BoolVar(&cfg.PipelineMix, "pipeline-mix", false, "place bench pipeline's policy and workload mix instead of the mixed policies")
 	cmd.Flags().StringVar(&cfg.CPUProfile, "cpuprofile", "", "write a CPU profile of the placement phase to this file (go tool pprof)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
+	registerOutput(cmd.Flags(), &output)
 	return cmd
 }
 
@@ -85,23 +82,20 @@ func registerFleetSizeFlags(flags *pflag.FlagSet, size *placementbench.FleetSize
 }
 
 // placerBenchFlags are the flags of the bench commands that run a placer in this process: the output format
-// (-o json|table) and the process's GC target (--gc-percent), set as `fleetflow placer` sets its own.
+// (-o table|json|yaml) and the process's GC target (--gc-percent), set as `fleetflow placer` sets its own.
 type placerBenchFlags struct {
-	output    string
+	output    outputFormat
 	gcPercent int
 }
 
 func (f *placerBenchFlags) register(flags *pflag.FlagSet) {
 	flags.IntVar(&f.gcPercent, "gc-percent", app.PlacerGCPercent, "GOGC of the process, as for fleetflow placer ($GOGC wins when set, 0 keeps Go's default)")
-	flags.StringVarP(&f.output, "output", "o", "table", "output format: json or table")
+	registerOutput(flags, &f.output)
 }
 
-// start refuses an unknown output format and a negative GC target, then tunes the collector for the placer
+// start refuses a negative GC target, then tunes the collector for the placer
 // that runs in this process. It returns the log of the run: warnings and errors, on stderr.
 func (f *placerBenchFlags) start() (*slog.Logger, error) {
-	if err := checkOutput(f.output); err != nil {
-		return nil, err
-	}
 	if err := validGCPercent(f.gcPercent); err != nil {
 		return nil, err
 	}
@@ -110,10 +104,10 @@ func (f *placerBenchFlags) start() (*slog.Logger, error) {
 	return log, nil
 }
 
-// write writes res to out as indented JSON, or has table write it when the output is a table.
+// write writes res to out as JSON or YAML, or has table write it when the output is a table.
 func (f *placerBenchFlags) write(out io.Writer, res any, table func(io.Writer)) error {
-	if f.output == "json" {
-		return writeJSON(out, res)
+	if f.output.structured() {
+		return f.output.encode(out, res)
 	}
 	table(out)
 	return nil

@@ -17,7 +17,7 @@ func newBenchPipelineCommand() *cobra.Command {
 	var flags placerBenchFlags
 	var cpuProfile, memProfile string
 	cmd := &cobra.Command{
-		Use:   "pipeline [--clusters 100 --nodes-per-cluster 1000 --workloads 10000 --rate 0] [-o json|table]",
+		Use:   "pipeline [--clusters 100 --nodes-per-cluster 1000 --workloads 10000 --rate 0] [-o table|json|yaml]",
 		Short: "Push synthetic fleet and workload events through embedded JetStream into the real placer",
 		Long: "bench pipeline starts an embedded JetStream and the placer, publishes a synthetic fleet (Clusters,\n" +
 			"installed APIs, heartbeats, node states, one SchedulePolicy) and then workload CRs of the built-in kinds\n" +

@@ -18,7 +18,7 @@ func newBenchReplayCommand() *cobra.Command {
 	cfg := replaybench.DefaultConfig()
 	var flags placerBenchFlags
 	cmd := &cobra.Command{
-		Use:   "replay [--workloads 100000 --clusters 100 --nodes-per-cluster 1000] [-o json|table]",
+		Use:   "replay [--workloads 100000 --clusters 100 --nodes-per-cluster 1000] [-o table|json|yaml]",
 		Short: "Replay a synthetic recorded history through the placement lifecycle in process and report events per second",
 		Long: "bench replay records a synthetic history as the pipeline would store it (the pipeline benchmark's fleet,\n" +
 			"a policy, ticks and heartbeats, PyTorchJob gangs submitted and, past --lifetime, deleted, each decision\n" +

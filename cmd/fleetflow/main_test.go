@@ -1,14 +1,19 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+
+	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -124,8 +129,8 @@ func TestCommandsRefuseBadValues(t *testing.T) {
 			`--since "yesterday": want an RFC 3339 time`},
 		{"replay with a policy file that is not there", []string{"replay", "--from", "DATA/none.jsonl", "--policy", "DATA/none.yaml"},
 			"--policy: open "},
-		{"explain in yaml", []string{"explain", "PyTorchJob/a/b", "--from", "DATA/none.jsonl", "-o", "yaml"},
-			`--output "yaml": want json or table`},
+		{"explain in xml", []string{"explain", "PyTorchJob/a/b", "--from", "DATA/none.jsonl", "-o", "xml"},
+			`invalid argument "xml" for "-o, --output" flag: want table, json or yaml`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -219,7 +224,7 @@ func TestUsageErrorsExitWithTwo(t *testing.T) {
 		{"a cluster flag without a kubeconfig", []string{"applier", "--cluster", "east"}, 2},
 		{"two kubeconfigs for the control plane", []string{"status", "--control-plane", "a", "--kubeconfig", "b"}, 2},
 		{"a log format there is not", []string{"--log-format", "yaml", "version"}, 2},
-		{"a version output there is not", []string{"version", "-o", "yaml"}, 2},
+		{"a version output there is not", []string{"version", "-o", "xml"}, 2},
 		{"a fleet file that is not there", []string{"simulate", "DATA/none.yaml"}, 1},
 	}
 	for _, tt := range tests {
@@ -251,5 +256,31 @@ func TestVersionSaysWhatBuiltIt(t *testing.T) {
 	}
 	if got.Version != "1.2.3" || got.Go != runtime.Version() || got.Platform == "" {
 		t.Errorf("version = %+v, want 1.2.3 built by %s", got, runtime.Version())
+	}
+}
+
+// TestStructuredOutputsAgree: -o yaml says what -o json says, field for field.
+func TestStructuredOutputsAgree(t *testing.T) {
+	cr := writeFile(t, "rc.yaml", testRayCluster)
+	var asJSON, asYAML bytes.Buffer
+	if err := runAnalyze(nil, &asJSON, io.Discard, nil, cr, outputJSON); err != nil {
+		t.Fatal(err)
+	}
+	if err := runAnalyze(nil, &asYAML, io.Discard, nil, cr, outputYAML); err != nil {
+		t.Fatal(err)
+	}
+	fromYAML, err := sigsyaml.YAMLToJSON(asYAML.Bytes())
+	if err != nil {
+		t.Fatalf("-o yaml printed no YAML: %v\n%s", err, asYAML.String())
+	}
+	var a, b any
+	if err := json.Unmarshal(asJSON.Bytes(), &a); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(fromYAML, &b); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("-o yaml and -o json differ:\n%s\n%s", asYAML.String(), asJSON.String())
 	}
 }

@@ -86,21 +86,15 @@ func parseWhen(flag, value string) (time.Time, error) {
 	return time.Now().Add(-d), nil
 }
 
-func checkOutput(output string) error {
-	if output != "json" && output != "table" {
-		return fmt.Errorf("--output %q: want json or table", output)
-	}
-	return nil
-}
-
 func newReplayCommand() *cobra.Command {
 	var hf historyFlags
 	var df decisionFlags
-	var since, output string
+	var since string
+	var output outputFormat
 	var policyFiles, deletePolicies []string
 	var fromStart, all bool
 	cmd := &cobra.Command{
-		Use:   "replay [--nats-url URL | --from FILE] [--since T] [--until T] [--policy FILE]... [--delete-policy NAME]... [-o json|table]",
+		Use:   "replay [--nats-url URL | --from FILE] [--since T] [--until T] [--policy FILE]... [--delete-policy NAME]... [-o table|json|yaml]",
 		Short: "Replay the recorded history through the placement lifecycle in process: a determinism check, or a what-if of a policy change",
 		Long: "replay reads the whole recorded history (the events and decisions streams, or a file written by\n" +
 			"`fleetflow audit export`) into a fresh placer in this process and writes nothing to the streams or the\n" +
@@ -117,9 +111,6 @@ func newReplayCommand() *cobra.Command {
 			"The history must be whole: from each stream's first sequence, with no gap, of this build's schema.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			opts := replay.Options{Placer: lifecycle.Config{HeartbeatTimeout: df.heartbeatTimeout,
 				PendingTimeout: df.pendingTimeout, ReservationTTL: df.reservationTTL, FailedApplyRetry: df.failedApplyRetry}}
 			var err error
@@ -149,8 +140,8 @@ func newReplayCommand() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if output == "json" {
-					return writeJSON(out, report)
+				if output.structured() {
+					return output.encode(out, report)
 				}
 				return report.WriteTable(out, all)
 			}
@@ -166,8 +157,8 @@ func newReplayCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				err = writeJSON(out, res)
+			if output.structured() {
+				err = output.encode(out, res)
 			} else {
 				err = res.WriteTable(out)
 			}
@@ -185,7 +176,7 @@ func newReplayCommand() *cobra.Command {
 	cmd.Flags().StringArrayVar(&deletePolicies, "delete-policy", nil, "a SchedulePolicy to drop in the what-if; repeatable")
 	cmd.Flags().BoolVar(&fromStart, "from-start", false, "put the what-if policy set in force from the history's start, not after it")
 	cmd.Flags().BoolVar(&all, "all", false, "with a what-if, list every workload, not only those that change")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	registerOutput(cmd.Flags(), &output)
 	return cmd
 }
 
@@ -229,9 +220,9 @@ func readPolicyFile(file string) ([]map[string]any, error) {
 
 func newExplainCommand() *cobra.Command {
 	var hf historyFlags
-	var output string
+	var output outputFormat
 	cmd := &cobra.Command{
-		Use:   "explain KIND/NAMESPACE/NAME [--nats-url URL | --from FILE] [--until T] [-o json|table]",
+		Use:   "explain KIND/NAMESPACE/NAME [--nats-url URL | --from FILE] [--until T] [-o table|json|yaml]",
 		Short: "Why a workload is placed where it is: its analysis, the policies, and every check per cluster",
 		Long: "explain replays the recorded history (as `fleetflow replay` does, writing nothing) up to --until or its end,\n" +
 			"then explains one workload on the fleet view as it stood: what its ResourceInterface read (pods and\n" +
@@ -241,9 +232,6 @@ func newExplainCommand() *cobra.Command {
 			"the recorded decisions and applier reports of the workload.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			opts := replay.Options{}
 			var err error
 			if opts.Until, err = parseWhen("--until", hf.until); err != nil {
@@ -274,8 +262,8 @@ func newExplainCommand() *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
-			if output == "json" {
-				return writeJSON(out, struct {
+			if output.structured() {
+				return output.encode(out, struct {
 					*explain.Explanation
 					History []replay.Step `json:"history"`
 				}{e, s.Steps()})
@@ -293,6 +281,6 @@ func newExplainCommand() *cobra.Command {
 		},
 	}
 	hf.register(cmd.Flags())
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	registerOutput(cmd.Flags(), &output)
 	return cmd
 }

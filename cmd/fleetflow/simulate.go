@@ -2,23 +2,27 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime/pprof"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/fleetflow/fleetflow/internal/simulate"
+	"github.com/fleetflow/fleetflow/placement/structs"
 )
 
 func init() { registerCommand(newSimulateCommand) }
 
 func newSimulateCommand() *cobra.Command {
-	var output string
+	var output outputFormat
+	var failOnUnschedulable bool
 	var skip []string
 	var cpuProfile string
 	cmd := &cobra.Command{
-		Use:   "simulate FLEET.yaml [-o json|table]",
+		Use:   "simulate FLEET.yaml [-o table|json|yaml]",
 		Short: "Dry-run placement: place a fleet file's workloads in order on its simulated clusters",
 		Long: "simulate loads a fleet file: namespaces and clusters with their nodes as in deploy/fleets/demo.yaml,\n" +
 			"plus policies (SchedulePolicy objects), resourceInterfaces (RIs used instead of the built-ins for their\n" +
@@ -37,9 +41,6 @@ func newSimulateCommand() *cobra.Command {
 			"(\"cluster/node\" -> {component: pods}).",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "json" && output != "table" {
-				return fmt.Errorf("--output %q: want json or table", output)
-			}
 			if cpuProfile != "" {
 				stop, err := startCPUProfile(cpuProfile)
 				if err != nil {
@@ -58,13 +59,20 @@ func newSimulateCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return simulate.WriteJSON(cmd.OutOrStdout(), results)
+			if output.structured() {
+				err = output.stream(cmd.OutOrStdout(), func(w io.Writer) error { return simulate.WriteJSON(w, results) })
+			} else {
+				err = simulate.WriteTable(cmd.OutOrStdout(), results)
 			}
-			return simulate.WriteTable(cmd.OutOrStdout(), results)
+			if err != nil || !failOnUnschedulable {
+				return err
+			}
+			return unschedulable(results)
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
+	registerOutput(cmd.Flags(), &output)
+	cmd.Flags().BoolVar(&failOnUnschedulable, "fail-on-unschedulable", false,
+		"exit 1 when any workload is Unschedulable, after printing every decision (for CI: a policy or a fleet change that strands a workload)")
 	registerSkipNamespaces(cmd, &skip)
 	// Hidden: a tool for whoever tunes simulate on a big fleet file, not part of what it offers users.
 	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the whole run to this file (go tool pprof)")
@@ -86,4 +94,26 @@ func startCPUProfile(path string) (func(), error) {
 		pprof.StopCPUProfile()
 		_ = f.Close()
 	}, nil
+}
+
+// unschedulable names the workloads the simulation left Unschedulable, nil when none.
+func unschedulable(results []simulate.Result) error {
+	var names []string
+	for _, r := range results {
+		if r.Status == string(structs.StatusUnschedulable) {
+			names = append(names, r.Workload)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	shown := names
+	if len(shown) > 10 {
+		shown = shown[:10]
+	}
+	more := ""
+	if len(names) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(names)-len(shown))
+	}
+	return fmt.Errorf("%d workloads Unschedulable: %s%s", len(names), strings.Join(shown, ", "), more)
 }

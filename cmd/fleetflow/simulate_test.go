@@ -55,3 +55,41 @@ func TestSimulateOutputs(t *testing.T) {
 		})
 	}
 }
+
+// TestSimulateFailsOnUnschedulableWhenAsked: with --fail-on-unschedulable a workload no cluster fits fails the run
+// (exit 1), after every decision is printed, naming it; without the flag the same run succeeds.
+func TestSimulateFailsOnUnschedulableWhenAsked(t *testing.T) {
+	fleet := writeFile(t, "fleet.yaml", `clusters:
+- name: small
+  nodes:
+  - name: node-a
+    allocatable: {cpu: "4", memory: 16Gi, pods: "110"}
+policies:
+- metadata: {name: all}
+  spec: {resourceSelectors: {kinds: [{group: apps, kind: Deployment}]}}
+workloads:
+- object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: fits, namespace: a}, spec: {replicas: 1,
+    template: {spec: {containers: [{name: c, resources: {requests: {cpu: "1"}}}]}}}}
+- object: {apiVersion: apps/v1, kind: Deployment, metadata: {name: huge, namespace: a}, spec: {replicas: 1,
+    template: {spec: {containers: [{name: c, resources: {requests: {cpu: "64"}}}]}}}}
+`)
+	for _, tt := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{nil, ""},
+		{[]string{"--fail-on-unschedulable"}, "1 workloads Unschedulable: Deployment/a/huge"},
+	} {
+		root := newRootCommand()
+		var out bytes.Buffer
+		root.SetOut(&out)
+		root.SetArgs(append([]string{"simulate", fleet}, tt.args...))
+		err := root.Execute()
+		if (err == nil) != (tt.wantErr == "") || err != nil && !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("%v: error %v, want %q", tt.args, err, tt.wantErr)
+		}
+		if !strings.Contains(out.String(), "Deployment/a/fits") || !strings.Contains(out.String(), "Deployment/a/huge") {
+			t.Errorf("%v: output lacks a decision:\n%s", tt.args, out.String())
+		}
+	}
+}

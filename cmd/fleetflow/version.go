@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -46,31 +45,26 @@ func currentVersion() buildVersion {
 }
 
 func newVersionCommand() *cobra.Command {
-	var output string
+	var output outputFormat
 	cmd := &cobra.Command{
-		Use:   "version [-o json|table]",
+		Use:   "version [-o table|json|yaml]",
 		Short: "Print the version, commit and Go version of this binary",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			v := currentVersion()
-			switch output {
-			case "json":
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(v)
-			case "table":
-				commit := v.Commit
-				if commit == "" {
-					commit = "unknown"
-				}
-				if v.Modified {
-					commit += " (modified)"
-				}
-				_, err := fmt.Fprintf(cmd.OutOrStdout(), "fleetflow %s\ncommit:   %s\ngo:       %s %s\n", v.Version, commit, v.Go, v.Platform)
-				return err
+			if output.structured() {
+				return output.encode(cmd.OutOrStdout(), v)
 			}
-			return usageError(fmt.Errorf("-o %q: want json or table", output))
+			commit := v.Commit
+			if commit == "" {
+				commit = "unknown"
+			}
+			if v.Modified {
+				commit += " (modified)"
+			}
+			_, err := fmt.Fprintf(cmd.OutOrStdout(), "fleetflow %s\ncommit:   %s\ngo:       %s %s\n", v.Version, commit, v.Go, v.Platform)
+			return err
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: json or table")
+	registerOutput(cmd.Flags(), &output)
 	return cmd
 }
