@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 )
 
@@ -104,6 +105,10 @@ func MarshalData(eventType string, payload Payload) ([]byte, error) {
 	return encoded, nil
 }
 
+// ErrInvalidPayload is what DecodeData's error wraps when the data decoded but its payload is not valid (a
+// quantity that does not parse, or Validate refused it), as against data that is no payload of the type.
+var ErrInvalidPayload = errors.New("invalid payload")
+
 // DecodeData decodes and validates the data of an event of eventType. An error names the field at fault
 // where it can (a quantity that does not parse), but not the event: the caller knows its id.
 func DecodeData(eventType string, data []byte) (Payload, error) {
@@ -118,12 +123,12 @@ func DecodeData(eventType string, data []byte) (Payload, error) {
 	}
 	if err := decode(data, payload); err != nil {
 		if where := badQuantityPath(data, payload); where != "" {
-			return nil, fmt.Errorf("invalid payload: %s", where)
+			return nil, fmt.Errorf("%w: %s", ErrInvalidPayload, where)
 		}
 		return nil, fmt.Errorf("payload is not valid JSON for this type: %w", err)
 	}
 	if err := payload.Validate(); err != nil {
-		return nil, fmt.Errorf("invalid payload: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidPayload, err)
 	}
 	return payload, nil
 }

@@ -285,3 +285,25 @@ func TestIsDecision(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadLetterSubjectIsOneToken: whatever a consumer's name holds, its dead letters are on one subject token
+// after "dead", which a filter of dead.<token> selects alone.
+func TestDeadLetterSubjectIsOneToken(t *testing.T) {
+	for _, tc := range []struct{ consumer, want string }{
+		{"placer", "dead.placer"},
+		{"applier-gpu-west", "dead.applier-gpu-west"},
+		{"applier-gpu.west", "dead.applier-gpu_west"},
+		{"a*b>c d", "dead.a_b_c_d"},
+		{"", "dead._"},
+	} {
+		t.Run(tc.consumer, func(t *testing.T) {
+			got := schemas.DeadLetterSubject(tc.consumer)
+			if got != tc.want || !schemas.SubjectMatches(schemas.SubjectAllDead, got) || strings.Count(got, ".") != 1 {
+				t.Errorf("DeadLetterSubject(%q) = %q, want %q", tc.consumer, got, tc.want)
+			}
+		})
+	}
+	if a, b := schemas.DeadLetterID("S", 1, "c"), schemas.DeadLetterID("S", 1, "d"); a == b {
+		t.Errorf("two consumers' dead letters of one message share the id %q", a)
+	}
+}

@@ -21,6 +21,9 @@ const (
 	// state stream's last message once that stream has dropped its first one, which a newer message on the
 	// same subject does, and so skips everything its origin held before.
 	StreamState = "FLEETFLOW_STATE"
+	// StreamDead holds dead letters: the messages a durable consumer gave up on (see deadletters.go), kept
+	// for a bounded time for operators to read and republish by hand.
+	StreamDead = "FLEETFLOW_DEAD"
 )
 
 // LeaseBucket is the JetStream key-value bucket of leases: a singleton part (the placer) works only while

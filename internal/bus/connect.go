@@ -80,6 +80,9 @@ func configMatches(have, want jetstream.StreamConfig) bool {
 		have.Storage == want.Storage &&
 		have.Replicas == want.Replicas &&
 		limit(have.MaxMsgsPerSubject) == limit(want.MaxMsgsPerSubject) &&
+		limit(have.MaxMsgs) == limit(want.MaxMsgs) &&
+		limit(have.MaxBytes) == limit(want.MaxBytes) &&
+		have.Discard == want.Discard &&
 		sourcesMatch(have.Sources, want.Sources)
 }
 

@@ -32,8 +32,9 @@ type Delivery struct {
 	Stored time.Time
 }
 
-// Handler processes one delivery. A nil error acknowledges it. An error wrapped with Permanent terminates
-// the message at once; any other error is retried with backoff until schemas.MaxDeliver attempts.
+// Handler processes one delivery. A nil error acknowledges it. An error wrapped with Permanent sends the
+// message to the dead-letter stream at once; any other error is retried with backoff until schemas.MaxDeliver
+// attempts, and then does the same.
 type Handler func(ctx context.Context, d Delivery) error
 
 // GiveUpFunc is called once when a message is terminated after its handler failed, with the last error,
@@ -110,7 +111,11 @@ type ConsumeLoop struct {
 	// cannot tell them apart.
 	Wants  func(nats.Header) bool
 	GiveUp GiveUpFunc
-	Log    *slog.Logger
+	// DeadLetters stores every message the loop gives up on (undecodable, invalid, a permanent error, its
+	// attempts used up, a panic) in the dead-letter stream before terminating it; the parts pass their
+	// JetStream context. Nil only where nothing should keep them (tests, benches): they are then only logged.
+	DeadLetters DeadLetterPublisher
+	Log         *slog.Logger
 
 	// StallAfter is how long one handling or flush may run before the process's liveness check fails
 	// (default 5 min): a handler that never returns (a call that hangs with no deadline) stops the consumer for
@@ -226,26 +231,34 @@ func HasExtension(header nats.Header, name string) bool {
 	return header.Get(headerPrefix+name) != ""
 }
 
-// decodedMsg is a message with its decoded delivery, or the reason it cannot be handled (log is then set).
+// decodedMsg is a message with its decoded delivery, or the reason it cannot be handled (log and dead are then
+// set: dead is schemas.DeadUndecodable or schemas.DeadInvalid).
 type decodedMsg struct {
 	msg     jetstream.Msg
 	d       Delivery
 	invalid string
+	dead    string
 	log     *slog.Logger
 }
 
 func (l *ConsumeLoop) decode(msg jetstream.Msg) decodedMsg {
 	meta, err := msg.Metadata()
 	if err != nil {
-		return decodedMsg{msg: msg, invalid: fmt.Sprintf("no jetstream metadata: %v", err), log: l.Log.With("subject", msg.Subject())}
+		return decodedMsg{msg: msg, invalid: fmt.Sprintf("no jetstream metadata: %v", err), dead: schemas.DeadUndecodable,
+			log: l.Log.With("subject", msg.Subject())}
 	}
 	event, err := Decode(msg.Headers(), msg.Data())
 	if err != nil {
-		return decodedMsg{msg: msg, invalid: err.Error(), log: l.Log.With("subject", msg.Subject(), "stream_seq", meta.Sequence.Stream)}
+		return decodedMsg{msg: msg, invalid: err.Error(), dead: schemas.DeadUndecodable,
+			log: l.Log.With("subject", msg.Subject(), "stream_seq", meta.Sequence.Stream)}
 	}
 	payload, err := codec.DecodePayload(event)
 	if err != nil {
-		return decodedMsg{msg: msg, invalid: err.Error(), log: l.messageLog(msg, meta.Sequence.Stream, &event)}
+		dead := schemas.DeadUndecodable
+		if errors.Is(err, schemas.ErrInvalidPayload) {
+			dead = schemas.DeadInvalid
+		}
+		return decodedMsg{msg: msg, invalid: err.Error(), dead: dead, log: l.messageLog(msg, meta.Sequence.Stream, &event)}
 	}
 	return decodedMsg{msg: msg, d: Delivery{
 		Event: event, Payload: payload, Subject: msg.Subject(),
@@ -307,7 +320,7 @@ func (l *ConsumeLoop) consumerGone(ctx context.Context) error {
 func (l *ConsumeLoop) process(ctx context.Context, m decodedMsg, batch []handledMsg) []handledMsg {
 	if m.invalid != "" {
 		observe.EventsHandled.WithLabelValues(l.name, "", "invalid").Inc()
-		l.terminate(m.log, m.msg, m.invalid)
+		l.terminate(ctx, m.log, m.msg, m.dead, m.invalid)
 		return batch
 	}
 	msg, d := m.msg, m.d
@@ -375,16 +388,20 @@ func (l *ConsumeLoop) settleFailed(ctx context.Context, msg jetstream.Msg, d Del
 		if l.GiveUp != nil {
 			l.GiveUp(ctx, d, err)
 		}
-		l.terminate(log, msg, fmt.Sprintf("giving up after attempt %d: %v", d.Attempt, err))
+		l.terminate(ctx, log, msg, deadReason(err), fmt.Sprintf("giving up after attempt %d: %v", d.Attempt, err))
 	default:
 		observe.EventsHandled.WithLabelValues(l.name, d.Event.Type(), "retried").Inc()
-		delay := schemas.RetryDelay(d.Attempt)
+		delay := retryDelay(d.Attempt)
 		log.Warn("handler failed; will retry", "attempt", d.Attempt, "retry_in", delay, "error", err)
 		if nakErr := msg.NakWithDelay(delay); nakErr != nil {
 			log.Warn("nak failed; the message will be redelivered after the ack wait", "error", nakErr)
 		}
 	}
 }
+
+// retryDelay is schemas.RetryDelay, a variable so that tests can use up a message's attempts in milliseconds
+// rather than a minute.
+var retryDelay = schemas.RetryDelay
 
 // stalled is the loop's liveness check: it fails while one handling or flush has run longer than StallAfter.
 func (l *ConsumeLoop) stalled() error {
@@ -411,14 +428,17 @@ func (l *ConsumeLoop) handleSafely(ctx context.Context, d Delivery) (err error) 
 	defer func() {
 		if r := recover(); r != nil {
 			l.Log.Error("handler panicked", "event_id", d.Event.ID(), "panic", r, "stack", string(debug.Stack()))
-			err = Permanent(fmt.Errorf("handler panicked: %v", r))
+			err = Permanent(fmt.Errorf("%w: %v", errPanicked, r))
 		}
 	}()
 	return l.Handle(ctx, d)
 }
 
-func (l *ConsumeLoop) terminate(log *slog.Logger, msg jetstream.Msg, reason string) {
-	log.Warn("terminating message", "reason", reason)
+// terminate stores msg as a dead letter (dead is its schemas.DeadReasons value), then tells the server never
+// to deliver it again, whether or not the dead letter was stored: one poison message must not hold up the rest.
+func (l *ConsumeLoop) terminate(ctx context.Context, log *slog.Logger, msg jetstream.Msg, dead, reason string) {
+	log.Warn("terminating message", "reason", reason, "dead_reason", dead)
+	storeDeadLetter(ctx, l.DeadLetters, log, msg, l.name, dead, reason)
 	if err := msg.TermWithReason(reason); err != nil {
 		log.Warn("term failed", "error", err)
 	}

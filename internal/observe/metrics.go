@@ -30,6 +30,15 @@ var (
 	// PublishErrors counts publishes the streams did not acknowledge, by type.
 	PublishErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "publish_errors_total",
 		Help: "Publishes the streams refused or did not acknowledge, by CloudEvents type."}, []string{"type"})
+	// DeadLetters counts the messages each durable consumer gave up on as poison, by reason (schemas.DeadReasons):
+	// stored in the dead-letter stream, or, when that failed, counted in DeadLetterErrors too.
+	DeadLetters = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "dead_letters_total",
+		Help: "Messages a durable consumer gave up on and sent to the dead-letter stream, by reason " +
+			"(undecodable, invalid, permanent, exhausted, panic)."}, []string{"consumer", "reason"})
+	// DeadLetterErrors counts the dead letters that could not be stored; their messages were terminated anyway,
+	// so that one poison message never holds up the ones behind it, and only the log keeps them.
+	DeadLetterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "dead_letter_errors_total",
+		Help: "Dead letters the dead-letter stream did not store (the message was terminated anyway)."}, []string{"consumer"})
 	// PlacerLeader is 1 while this process's placer holds the lease and places, 0 while it stands by.
 	PlacerLeader = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "placer_leader",
 		Help: "1 while this process's placer holds the placer lease."})
@@ -54,7 +63,7 @@ func init() {
 		Decisions.WithLabelValues(action)
 	}
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		EventsHandled, EventHandleSeconds, EventsPublished, PublishErrors, PlacerLeader, Verdicts, Decisions,
+		EventsHandled, EventHandleSeconds, EventsPublished, PublishErrors, DeadLetters, DeadLetterErrors, PlacerLeader, Verdicts, Decisions,
 		ApplierOperations, consumerLag, fleetCollector{})
 }
 

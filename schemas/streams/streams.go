@@ -25,6 +25,15 @@ func DefaultOptions() Options {
 	return Options{History: 7 * 24 * time.Hour, DuplicateWindow: 2 * time.Minute, Replicas: 1}
 }
 
+// The dead-letter stream's bounds. Poison messages are rare, but a producer gone wrong can make thousands,
+// each up to the server's max payload (a decision carries its whole object): the stream must not fill the
+// server's storage, so past any bound the oldest go.
+const (
+	DeadLetterMaxAge   = 14 * 24 * time.Hour
+	DeadLetterMaxBytes = 1 << 30
+	DeadLetterMaxMsgs  = 100_000
+)
+
 // Configs is the one definition of fleetflow's streams.
 func Configs(opts Options) []jetstream.StreamConfig {
 	storage := jetstream.FileStorage
@@ -64,6 +73,19 @@ func Configs(opts Options) []jetstream.StreamConfig {
 				{Name: schemas.StreamEvents, FilterSubject: schemas.SubjectStateEvents, OptStartSeq: 1},
 				{Name: schemas.StreamDecisions, OptStartSeq: 1},
 			},
+		},
+		{
+			Name:        schemas.StreamDead,
+			Description: "fleetflow dead letters: messages a consumer could not decode, validate or handle, one subject per consumer",
+			Subjects:    []string{schemas.SubjectAllDead},
+			Retention:   jetstream.LimitsPolicy,
+			MaxAge:      DeadLetterMaxAge,
+			MaxBytes:    DeadLetterMaxBytes,
+			MaxMsgs:     DeadLetterMaxMsgs,
+			Discard:     jetstream.DiscardOld,
+			Duplicates:  opts.DuplicateWindow,
+			Storage:     storage,
+			Replicas:    replicas,
 		},
 	}
 }

@@ -55,3 +55,44 @@ func TestDurableConsumers(t *testing.T) {
 		})
 	}
 }
+
+// The dead-letter stream is bounded in age, bytes and messages, dropping the oldest first, takes the replicas
+// and storage of the others, and shares no subject with them.
+func TestDeadLetterStream(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{name: "defaults", opts: DefaultOptions()},
+		{name: "three replicas in memory", opts: Options{History: time.Hour, DuplicateWindow: time.Minute, Replicas: 3, Memory: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			configs := Configs(tc.opts)
+			i := slices.IndexFunc(configs, func(c jetstream.StreamConfig) bool { return c.Name == schemas.StreamDead })
+			if i < 0 {
+				t.Fatalf("no %s among %d streams", schemas.StreamDead, len(configs))
+			}
+			dead := configs[i]
+			switch {
+			case !slices.Equal(dead.Subjects, []string{"dead.>"}):
+				t.Errorf("subjects %v, want dead.>", dead.Subjects)
+			case dead.MaxAge != 14*24*time.Hour || dead.MaxBytes <= 0 || dead.MaxMsgs <= 0 || dead.Discard != jetstream.DiscardOld:
+				t.Errorf("max age %s, bytes %d, messages %d, discard %v; want 14 days, both bounded, the oldest dropped",
+					dead.MaxAge, dead.MaxBytes, dead.MaxMsgs, dead.Discard)
+			case dead.Duplicates != tc.opts.DuplicateWindow || dead.Duplicates == 0:
+				t.Errorf("duplicate window %s, want %s", dead.Duplicates, tc.opts.DuplicateWindow)
+			}
+			for _, other := range configs {
+				if other.Replicas != dead.Replicas || other.Storage != dead.Storage {
+					t.Errorf("%s has %d replicas on %v, %s %d on %v", other.Name, other.Replicas, other.Storage,
+						dead.Name, dead.Replicas, dead.Storage)
+				}
+				for _, s := range other.Subjects {
+					if other.Name != dead.Name && (schemas.SubjectMatches(s, "dead.x") || schemas.SubjectMatches("dead.>", s)) {
+						t.Errorf("%s's subject %s overlaps the dead letters'", other.Name, s)
+					}
+				}
+			}
+		})
+	}
+}

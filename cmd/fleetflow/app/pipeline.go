@@ -450,7 +450,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log
 		}
 		return nil
 	}
-	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: fence(placer.Stage), Flush: flush, Log: log}
+	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: fence(placer.Stage), Flush: flush, DeadLetters: b.JetStream, Log: log}
 	return loop.Run(ctx)
 }
 
@@ -537,7 +537,8 @@ func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clien
 	applier := &applier.Applier{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Log: log,
 		Superseded: Superseded(decisions), Latest: latestDecision(decisions)}
 	return consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
-		return &bus.ConsumeLoop{Consumer: consumer, Handle: applier.Handle, GiveUp: applier.GiveUp, Log: log}
+		return &bus.ConsumeLoop{Consumer: consumer, Handle: applier.Handle, GiveUp: applier.GiveUp, DeadLetters: b.JetStream,
+			Log: log}
 	})
 }
 
@@ -559,7 +560,7 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 	}
 	writer.HeartbeatTimeout = heartbeatTimeout
 	newLoop := func(consumer jetstream.Consumer) *bus.ConsumeLoop {
-		return &bus.ConsumeLoop{Consumer: consumer, Handle: writer.Handle, Log: log}
+		return &bus.ConsumeLoop{Consumer: consumer, Handle: writer.Handle, DeadLetters: b.JetStream, Log: log}
 	}
 	// Events (statuses, verdicts of their own, outcomes, the fleet) and decisions (the Placed verdicts they
 	// carry) are two streams, consumed side by side; the writer orders verdicts by their sequence.
