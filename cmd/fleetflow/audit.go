@@ -26,7 +26,7 @@ func newAuditCommand() *cobra.Command {
 		Use:   "audit",
 		Short: "Read fleetflow's event history as any third party can: a NATS client and a CloudEvents SDK",
 	}
-	cmd.AddCommand(newAuditTailCommand(), newAuditExportCommand())
+	cmd.AddCommand(newAuditTailCommand(), newAuditExportCommand(), newAuditDeadCommand())
 	return cmd
 }
 

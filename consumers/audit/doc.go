@@ -1,3 +1,4 @@
-// Package audit is the audit tail: a plain reader of the streams that prints what happened to the
-// workloads, decoded, with no effect on the pipeline.
+// Package audit is the audit tail, a plain reader of the streams that prints what happened to the
+// workloads, decoded, and the reader of the dead letters the consumers gave up on; neither has any effect on
+// the pipeline.
 package audit
