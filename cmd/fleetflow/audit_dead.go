@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -17,25 +16,23 @@ import (
 )
 
 func newAuditDeadCommand() *cobra.Command {
-	var natsURL, consumer, since, output string
+	var natsURL, consumer, since string
+	var output outputFormat
 	var auth bus.ClientAuth
 	cmd := &cobra.Command{
-		Use:   "dead [--nats-url URL] [--consumer NAME] [--since DURATION|TIME] [-o table|json]",
+		Use:   "dead [--nats-url URL] [--consumer NAME] [--since DURATION|TIME] [-o table|json|yaml]",
 		Short: "List the messages the consumers gave up on, kept in the dead-letter stream",
 		Long: "dead lists the dead letters of " + schemas.StreamDead + ", oldest first: messages a durable consumer could\n" +
 			"not decode (undecodable) or validate (invalid), or whose handler returned a permanent error, failed on every\n" +
 			"attempt (exhausted) or panicked. Each is the original message, data and headers unchanged, with where it\n" +
 			"was stored and why it died. It only reads.\n\n" +
-			"-o json is a list of objects: time, consumer, reason, error, subject, stream, sequence, attempts,\n" +
+			"-o json (or yaml) is a list of objects: time, consumer, reason, error, subject, stream, sequence, attempts,\n" +
 			"payloadBytes, deadSequence (the dead letter's own sequence, for `nats stream get " + schemas.StreamDead + "`)\n" +
 			"headers (the original message's) and, when the message was a CloudEvent, eventType and eventId.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
 			defer stop()
-			if err := checkOutput(output); err != nil {
-				return err
-			}
 			from, err := parseWhen("--since", since)
 			if err != nil {
 				return err
@@ -53,8 +50,8 @@ func newAuditDeadCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == "json" {
-				return writeDeadLettersJSON(cmd.OutOrStdout(), letters)
+			if output.structured() {
+				return writeDeadLetters(cmd.OutOrStdout(), output, letters)
 			}
 			if len(letters) == 0 {
 				fmt.Fprintln(cmd.ErrOrStderr(), noDeadLettersNote(consumer, since))
@@ -67,11 +64,11 @@ func newAuditDeadCommand() *cobra.Command {
 	registerNATSAuth(cmd.Flags(), &auth)
 	cmd.Flags().StringVar(&consumer, "consumer", "", "only this durable consumer's dead letters (placer, status, status-decisions, applier-CLUSTER)")
 	cmd.Flags().StringVar(&since, "since", "", "only what died since then: RFC 3339 time, or a duration ago (e.g. 1h); default: all the stream keeps")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "table or json")
+	registerOutput(cmd.Flags(), &output)
 	return cmd
 }
 
-// deadLetterJSON is one dead letter of -o json.
+// deadLetterJSON is one dead letter of -o json and -o yaml.
 type deadLetterJSON struct {
 	Time         time.Time `json:"time"`
 	Consumer     string    `json:"consumer"`
@@ -89,8 +86,8 @@ type deadLetterJSON struct {
 	Headers nats.Header `json:"headers,omitempty"`
 }
 
-// writeDeadLettersJSON writes letters as one JSON list, empty when there are none.
-func writeDeadLettersJSON(w io.Writer, letters []bus.DeadLetter) error {
+// writeDeadLetters writes letters as one JSON or YAML list, empty when there are none.
+func writeDeadLetters(w io.Writer, format outputFormat, letters []bus.DeadLetter) error {
 	out := make([]deadLetterJSON, 0, len(letters))
 	for _, d := range letters {
 		out = append(out, deadLetterJSON{Time: d.Time.UTC(), Consumer: d.Consumer, Reason: d.Reason, Error: d.Error,
@@ -98,12 +95,7 @@ func writeDeadLettersJSON(w io.Writer, letters []bus.DeadLetter) error {
 			PayloadBytes: len(d.Data), DeadSequence: d.Sequence, EventType: d.Header.Get("ce-type"), EventID: d.Header.Get("ce-id"),
 			Headers: d.Header})
 	}
-	data, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintln(w, string(data))
-	return err
+	return format.encode(w, out)
 }
 
 // maxTableError bounds the error column, so a row stays on a terminal's line or two; -o json has it whole.

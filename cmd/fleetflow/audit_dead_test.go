@@ -157,7 +157,7 @@ func TestAuditDeadRefusesWhatItCannotRead(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"output", []string{"--nats-url", "nats://127.0.0.1:1", "-o", "yaml"}, `--output "yaml": want json or table`},
+		{"output", []string{"--nats-url", "nats://127.0.0.1:1", "-o", "xml"}, `invalid argument "xml" for "-o, --output" flag: want table, json or yaml`},
 		{"since", []string{"--nats-url", "nats://127.0.0.1:1", "--since", "yesterday"}, `--since "yesterday": want an RFC 3339 time`},
 		{"no stream", []string{"--nats-url", emptyServer(t)}, "audit FLEETFLOW_DEAD: the server has no such stream"},
 	}
