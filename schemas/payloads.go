@@ -108,31 +108,43 @@ func (p *ObjectChanged) UnmarshalJSON(data []byte) error { return p.decodeJSON(d
 // it directly). Like encoding/json, it matches the field name without regard to case, ignores other
 // fields, and takes null for no object.
 func (p *ObjectChanged) decodeJSON(data []byte) error {
-	fields, kept, err := jsondec.DecodeObjectKeeping(data, "object")
+	fields, kept, matches, err := jsondec.DecodeObjectKeeping(data, "object")
 	if err != nil {
 		return err
 	}
-	raw, ok := fields["object"]
-	if !ok {
+	p.Object, p.ObjectJSON = nil, nil
+	if matches == 0 {
+		return nil
+	}
+	if matches > 1 {
+		// encoding/json merges the objects of every member so named, in order (a null one drops what came
+		// before): no one member's value is the object. Only a hand-made event names it twice; it may be slow.
+		var plain struct {
+			Object map[string]any `json:"object"`
+		}
+		if err := json.Unmarshal(data, &plain); err != nil {
+			return err
+		}
+		p.Object = plain.Object
+		return nil
+	}
+	raw, exact := fields["object"]
+	if !exact {
 		for name, v := range fields {
 			if strings.EqualFold(name, "object") {
-				raw, ok = v, true
+				raw = v // the one member so named
 				break
 			}
 		}
 	}
-	p.Object, p.ObjectJSON = nil, nil
-	if !ok || raw == nil {
+	if raw == nil {
 		return nil
 	}
 	object, isObject := raw.(map[string]any)
 	if !isObject {
 		return fmt.Errorf("object: want a JSON object, got %T", raw)
 	}
-	p.Object = object
-	if _, exact := fields["object"]; exact {
-		p.ObjectJSON = kept
-	}
+	p.Object, p.ObjectJSON = object, kept
 	return nil
 }
 

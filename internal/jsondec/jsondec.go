@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -27,24 +28,26 @@ func Decode(data []byte) (any, error) {
 
 // DecodeObject decodes a JSON object; any other value is an error.
 func DecodeObject(data []byte) (map[string]any, error) {
-	m, _, err := DecodeObjectKeeping(data, "")
+	m, _, _, err := DecodeObjectKeeping(data, "")
 	return m, err
 }
 
 // DecodeObjectKeeping decodes a JSON object like DecodeObject, and also returns the bytes of the value of its
-// member named field, exactly as they are in data (the last such member, whose value the map holds, as with
-// encoding/json); nil when there is none. The bytes are part of data, not a copy.
-func DecodeObjectKeeping(data []byte, field string) (map[string]any, []byte, error) {
+// member named field without regard to case, as encoding/json matches a struct field's name, exactly as they
+// are in data (part of data, not a copy), and how many members are so named. With several, kept is the last
+// one's, but encoding/json would merge their objects into the field, which no one member's bytes hold: the
+// caller decodes such a document another way. kept is nil when there is none.
+func DecodeObjectKeeping(data []byte, field string) (m map[string]any, kept []byte, matches int, err error) {
 	d := decoder{data: data, keep: field}
 	v, err := d.document()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, nil, errors.New("json: cannot decode a non-object value into map[string]any")
+		return nil, nil, 0, errors.New("json: cannot decode a non-object value into map[string]any")
 	}
-	return m, d.kept, nil
+	return m, d.kept, d.matches, nil
 }
 
 type decoder struct {
@@ -53,9 +56,11 @@ type decoder struct {
 	depth int
 	// scratch holds unescaped string bytes between strings, so escapes cost no allocation of their own.
 	scratch []byte
-	// keep names the member of the top-level object whose value's bytes go to kept; "" keeps nothing.
-	keep string
-	kept []byte
+	// keep names the member of the top-level object whose value's bytes go to kept, without regard to case;
+	// "" keeps nothing. matches counts the members so named.
+	keep    string
+	kept    []byte
+	matches int
 }
 
 // document decodes the one value of the whole input, with nothing but whitespace around it.
@@ -179,8 +184,9 @@ func (d *decoder) object() (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		if d.depth == 1 && d.keep != "" && key == d.keep {
+		if d.depth == 1 && d.keep != "" && strings.EqualFold(key, d.keep) {
 			d.kept = d.data[start:d.pos]
+			d.matches++
 		}
 		m[key] = v
 		d.skipSpace()
