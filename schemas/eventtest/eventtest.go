@@ -1,7 +1,7 @@
 // Package eventtest builds the payloads of input events for tests: control-plane objects (Clusters,
 // SchedulePolicies, workloads) as the control-plane producer sends them, and node states as a cluster's
-// producer does. It imports only schemas and the Kubernetes types, so the tests of placement/lifecycle and of
-// any consumer can use it.
+// producer does; Samples gives one payload of every event type. It imports only schemas and the Kubernetes
+// types, so the tests of placement/lifecycle and of any consumer can use it.
 package eventtest
 
 import (
