@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 )
 
-func TestParseValidFleet(t *testing.T) {
-	data := []byte(`
+// validFleet uses every field of a fleet file.
+const validFleet = `
 namespaces:
   team-a:
     labels: {tier: gold}
@@ -39,7 +39,10 @@ clusters:
   nodes:
   - name: small
     allocatable: {cpu: 4}
-`)
+`
+
+func TestParseValidFleet(t *testing.T) {
+	data := []byte(validFleet)
 	fleet, err := Parse(data, "inline")
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -74,51 +77,52 @@ clusters:
 	}
 }
 
+// parseRejects each break exactly one rule; the expected path is where a user has to look in the file.
+var parseRejects = []struct {
+	name     string
+	yaml     string
+	wantPath string
+	wantText string
+}{
+	{"unknown top-level field", "clusterz: []\nclusters: [{name: a}]", "", `unknown field "clusterz"`},
+	{"unknown node field", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 1}, gpus: 2}]}]", "", `unknown field "gpus"`},
+	{"no clusters", "namespaces: {}", "clusters", "required"},
+	{"missing cluster name", "clusters: [{name: a}, {labels: {x: z}}]", "clusters[1].name", "required"},
+	{"cluster name not a DNS label", "clusters: [{name: East_1}]", "clusters[0].name", "invalid cluster name"},
+	{"duplicate cluster", "clusters: [{name: a}, {name: b}, {name: a}]", "clusters[2].name", "duplicate cluster name"},
+	{"missing allocatable", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 1}}]}, {name: b, nodes: [{name: n1}]}]", "clusters[1].nodes[0].allocatable", "required"},
+	{"missing node name", "clusters: [{name: a, nodes: [{allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].name", "required"},
+	{"negative count", "clusters: [{name: a, nodes: [{name: n1, count: -1, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].count", "must be 0 to 100000, got -1"},
+	{"count past the bound", "clusters: [{name: a, nodes: [{name: n1, count: 100000000, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].count", "must be 0 to 100000, got 100000000"},
+	{"second document", "clusters: [{name: a}]\n---\n# more\nclusters: [{name: b}]\n", "", "holds 2 YAML documents; a fleet file is one document"},
+	{"negative quantity", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: -1}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "must not be negative"},
+	{"requested beyond allocatable", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 4}, requested: {cpu: 5}}]}]", "clusters[0].nodes[0].requested[cpu]", "exceeds allocatable 4"},
+	{"requested resource not allocatable", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 4}, requested: {nvidia.com/gpu: 1}}]}]", "clusters[0].nodes[0].requested[nvidia.com/gpu]", "not in allocatable"},
+	{"bad quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: lots}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "lots is no quantity"},
+	{"quoted number that is no quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: '1_000'}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "1_000 is no quantity"},
+	{"null quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: }}]}]", "clusters[0].nodes[0].allocatable[cpu]", "null is no quantity"},
+	{"list for a quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: [1]}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "got a YAML list or map"},
+	{"second bad quantity, by name", "clusters: [{name: a, nodes: [{name: node, allocatable: {memory: 1Gi, cpu: 1, z: lots}}]}]", "clusters[0].nodes[0].allocatable[z]", "lots is no quantity"},
+	{"bad taint effect", "clusters: [{name: a, taints: [{key: k, effect: Sometimes}]}]", "clusters[0].taints[0].effect", "must be one of"},
+	{"taint without key", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 1}, taints: [{effect: NoSchedule}]}]}]", "clusters[0].nodes[0].taints[0].key", "required"},
+	{"node name YAML reads as a boolean", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].name",
+		"want a string, got n, which YAML reads as a boolean (quote it"},
+	{"label value YAML reads as a boolean", "clusters: [{name: a, labels: {gpu: on}}]", "clusters[0].labels[gpu]",
+		"want a string, got on, which YAML reads as a boolean (quote it"},
+	{"namespace label YAML reads as a boolean", "namespaces: {team: {labels: {gold: Yes}}}\nclusters: [{name: a}]",
+		"namespaces[team].labels[gold]", "got Yes, which YAML reads as a boolean"},
+	{"label key YAML reads as a boolean", "clusters: [{name: a, labels: {on: x}}]", "clusters[0].labels[on]",
+		"key want a string, got on"},
+	{"bad label value", "clusters: [{name: a, labels: {zone: 'not ok'}}]", "clusters[0].labels[zone]", "invalid label value"},
+	{"bad api", "clusters: [{name: a, apis: [PyTorchJob]}]", "clusters[0].apis[0]", "want group/version/Kind"},
+	{"api kind lower case", "clusters: [{name: a, apis: [kubeflow.org/v1/pytorchjob]}]", "clusters[0].apis[0]", "upper-case"},
+	{"bad namespace name", "namespaces: {Team_A: {}}\nclusters: [{name: a}]", "namespaces[Team_A]", "invalid namespace name"},
+	// gpu with count 2 yields gpu-0 and gpu-1, so a single node literally named gpu-1 collides with it.
+	{"expanded node names collide", "clusters: [{name: a, nodes: [{name: gpu, count: 2, allocatable: {cpu: 1}}, {name: gpu-1, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[1].name", `node "gpu-1" is also produced by clusters[0].nodes[0]`},
+}
+
 func TestParseRejects(t *testing.T) {
-	// Each case breaks exactly one rule; the expected path is where a user has to look in the file.
-	tests := []struct {
-		name     string
-		yaml     string
-		wantPath string
-		wantText string
-	}{
-		{"unknown top-level field", "clusterz: []\nclusters: [{name: a}]", "", `unknown field "clusterz"`},
-		{"unknown node field", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 1}, gpus: 2}]}]", "", `unknown field "gpus"`},
-		{"no clusters", "namespaces: {}", "clusters", "required"},
-		{"missing cluster name", "clusters: [{name: a}, {labels: {x: z}}]", "clusters[1].name", "required"},
-		{"cluster name not a DNS label", "clusters: [{name: East_1}]", "clusters[0].name", "invalid cluster name"},
-		{"duplicate cluster", "clusters: [{name: a}, {name: b}, {name: a}]", "clusters[2].name", "duplicate cluster name"},
-		{"missing allocatable", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 1}}]}, {name: b, nodes: [{name: n1}]}]", "clusters[1].nodes[0].allocatable", "required"},
-		{"missing node name", "clusters: [{name: a, nodes: [{allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].name", "required"},
-		{"negative count", "clusters: [{name: a, nodes: [{name: n1, count: -1, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].count", "must be 0 to 100000, got -1"},
-		{"count past the bound", "clusters: [{name: a, nodes: [{name: n1, count: 100000000, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].count", "must be 0 to 100000, got 100000000"},
-		{"second document", "clusters: [{name: a}]\n---\n# more\nclusters: [{name: b}]\n", "", "holds 2 YAML documents; a fleet file is one document"},
-		{"negative quantity", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: -1}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "must not be negative"},
-		{"requested beyond allocatable", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 4}, requested: {cpu: 5}}]}]", "clusters[0].nodes[0].requested[cpu]", "exceeds allocatable 4"},
-		{"requested resource not allocatable", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 4}, requested: {nvidia.com/gpu: 1}}]}]", "clusters[0].nodes[0].requested[nvidia.com/gpu]", "not in allocatable"},
-		{"bad quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: lots}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "lots is no quantity"},
-		{"quoted number that is no quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: '1_000'}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "1_000 is no quantity"},
-		{"null quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: }}]}]", "clusters[0].nodes[0].allocatable[cpu]", "null is no quantity"},
-		{"list for a quantity", "clusters: [{name: a, nodes: [{name: node, allocatable: {cpu: [1]}}]}]", "clusters[0].nodes[0].allocatable[cpu]", "got a YAML list or map"},
-		{"second bad quantity, by name", "clusters: [{name: a, nodes: [{name: node, allocatable: {memory: 1Gi, cpu: 1, z: lots}}]}]", "clusters[0].nodes[0].allocatable[z]", "lots is no quantity"},
-		{"bad taint effect", "clusters: [{name: a, taints: [{key: k, effect: Sometimes}]}]", "clusters[0].taints[0].effect", "must be one of"},
-		{"taint without key", "clusters: [{name: a, nodes: [{name: n1, allocatable: {cpu: 1}, taints: [{effect: NoSchedule}]}]}]", "clusters[0].nodes[0].taints[0].key", "required"},
-		{"node name YAML reads as a boolean", "clusters: [{name: a, nodes: [{name: n, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[0].name",
-			"want a string, got n, which YAML reads as a boolean (quote it"},
-		{"label value YAML reads as a boolean", "clusters: [{name: a, labels: {gpu: on}}]", "clusters[0].labels[gpu]",
-			"want a string, got on, which YAML reads as a boolean (quote it"},
-		{"namespace label YAML reads as a boolean", "namespaces: {team: {labels: {gold: Yes}}}\nclusters: [{name: a}]",
-			"namespaces[team].labels[gold]", "got Yes, which YAML reads as a boolean"},
-		{"label key YAML reads as a boolean", "clusters: [{name: a, labels: {on: x}}]", "clusters[0].labels[on]",
-			"key want a string, got on"},
-		{"bad label value", "clusters: [{name: a, labels: {zone: 'not ok'}}]", "clusters[0].labels[zone]", "invalid label value"},
-		{"bad api", "clusters: [{name: a, apis: [PyTorchJob]}]", "clusters[0].apis[0]", "want group/version/Kind"},
-		{"api kind lower case", "clusters: [{name: a, apis: [kubeflow.org/v1/pytorchjob]}]", "clusters[0].apis[0]", "upper-case"},
-		{"bad namespace name", "namespaces: {Team_A: {}}\nclusters: [{name: a}]", "namespaces[Team_A]", "invalid namespace name"},
-		// gpu with count 2 yields gpu-0 and gpu-1, so a single node literally named gpu-1 collides with it.
-		{"expanded node names collide", "clusters: [{name: a, nodes: [{name: gpu, count: 2, allocatable: {cpu: 1}}, {name: gpu-1, allocatable: {cpu: 1}}]}]", "clusters[0].nodes[1].name", `node "gpu-1" is also produced by clusters[0].nodes[0]`},
-	}
-	for _, tt := range tests {
+	for _, tt := range parseRejects {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Parse([]byte(tt.yaml), "case.yaml")
 			if err == nil {
