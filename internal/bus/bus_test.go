@@ -167,6 +167,11 @@ func TestDecodeRejects(t *testing.T) {
 		{"missing id", func() nats.Header { h := valid(); h.Del("ce-id"); return h }, "id"},
 		{"missing source", func() nats.Header { h := valid(); h.Del("ce-source"); return h }, "source"},
 		{"bad time", func() nats.Header { h := valid(); h.Set("ce-time", "yesterday"); return h }, "ce-time"},
+		// Read by their lower-case names only, these would be dropped, or leave to map order which value counts.
+		{"attribute in capitals", func() nats.Header { h := valid(); h.Set("Ce-Subject", "s"); return h },
+			`cloudevent "x": header Ce-Subject: attributes are read in lower case only, as ce-subject`},
+		{"extension in two spellings", func() nats.Header { h := valid(); h.Set("ce-Trace", "1"); h.Set("ce-trace", "2"); return h },
+			`cloudevent "x": headers ce-Trace and ce-trace both set extension trace`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -3,6 +3,8 @@ package bus
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -83,11 +85,14 @@ func Decode(header nats.Header, data []byte) (cloudevents.Event, error) {
 		if !strings.HasPrefix(lower, headerPrefix) {
 			continue
 		}
-		switch lower {
-		case headerSpecVersion, headerID, headerType, headerSource, headerSubject, headerTime, headerDataSchema:
-			continue
+		extension := strings.TrimPrefix(lower, headerPrefix)
+		_, twice := e.Extensions()[extension]
+		if (isAttribute(lower) && name != lower) || twice {
+			return cloudevents.Event{}, headerCaseError(e.ID(), header)
 		}
-		e.SetExtension(strings.TrimPrefix(lower, headerPrefix), header.Get(name))
+		if !isAttribute(lower) {
+			e.SetExtension(extension, header.Get(name))
+		}
 	}
 	e.SetDataContentType(header.Get(headerContentType))
 	e.DataEncoded = data
@@ -95,4 +100,37 @@ func Decode(header nats.Header, data []byte) (cloudevents.Event, error) {
 		return cloudevents.Event{}, fmt.Errorf("invalid cloudevent: %w", err)
 	}
 	return e, nil
+}
+
+func isAttribute(header string) bool {
+	switch header {
+	case headerSpecVersion, headerID, headerType, headerSource, headerSubject, headerTime, headerDataSchema:
+		return true
+	}
+	return false
+}
+
+// headerCaseError names the first header, in name order, whose spelling Decode cannot take: a CloudEvents
+// attribute in other than lower case, which Decode reads by its lower-case name only and would drop, or the
+// second of two headers naming one extension, whose value would otherwise be left to map order. The order
+// keeps the message the same each time.
+func headerCaseError(id string, header nats.Header) error {
+	extensions := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(header)) {
+		lower := strings.ToLower(name)
+		switch {
+		case !strings.HasPrefix(lower, headerPrefix):
+		case isAttribute(lower):
+			if name != lower {
+				return fmt.Errorf("cloudevent %q: header %s: attributes are read in lower case only, as %s", id, name, lower)
+			}
+		default:
+			if first, twice := extensions[lower]; twice {
+				return fmt.Errorf("cloudevent %q: headers %s and %s both set extension %s", id, first, name,
+					strings.TrimPrefix(lower, headerPrefix))
+			}
+			extensions[lower] = name
+		}
+	}
+	return fmt.Errorf("cloudevent %q: headers spelt in other than lower case", id)
 }
