@@ -50,11 +50,7 @@ func newAuditExportCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			authOpts, err := auth.Options()
-			if err != nil {
-				return err
-			}
-			nc, js, err := bus.Connect(natsURL, "fleetflow-export", authOpts...)
+			nc, js, err := connectAs(natsURL, "fleetflow-export", auth)
 			if err != nil {
 				return err
 			}
@@ -129,13 +125,9 @@ func newAuditTailCommand() *cobra.Command {
 			default:
 				return usageError(fmt.Errorf("-o %q: want table, json or yaml", output))
 			}
-			authOpts, err := auth.Options()
-			if err != nil {
-				return err
-			}
 			// A tail that follows says when the server goes away and comes back instead of falling silent.
 			log := slog.Default().With("component", "audit")
-			nc, js, err := bus.Connect(natsURL, "fleetflow-audit", append(authOpts, bus.LogConnectionEvents(log)...)...)
+			nc, js, err := connectAs(natsURL, "fleetflow-audit", auth, bus.LogConnectionEvents(log)...)
 			if err != nil {
 				return err
 			}

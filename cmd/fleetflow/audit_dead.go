@@ -37,11 +37,7 @@ func newAuditDeadCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			authOpts, err := auth.Options()
-			if err != nil {
-				return err
-			}
-			nc, js, err := bus.Connect(natsURL, "fleetflow-audit-dead", authOpts...)
+			nc, js, err := connectAs(natsURL, "fleetflow-audit-dead", auth)
 			if err != nil {
 				return err
 			}

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -58,6 +60,16 @@ func (f *busFlags) register(flags *pflag.FlagSet) {
 }
 
 // registerNATSAuth adds the flags that authenticate to an external NATS server.
+// connectAs connects to NATS at url as name, with the credentials and TLS the flags gave, for a command that
+// reads the streams (audit, replay).
+func connectAs(url, name string, auth bus.ClientAuth, options ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
+	authOpts, err := auth.Options()
+	if err != nil {
+		return nil, nil, err
+	}
+	return bus.Connect(url, name, append(authOpts, options...)...)
+}
+
 func registerNATSAuth(flags *pflag.FlagSet, auth *bus.ClientAuth) {
 	flags.StringVar(&auth.CredsFile, "nats-creds", "", "NATS credentials file (user JWT and NKey seed) for --nats-url")
 	flags.StringVar(&auth.TLSCAFile, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS server's certificate")

@@ -54,11 +54,7 @@ func (f *historyFlags) opener(cmd *cobra.Command, opts *replay.Options) (func() 
 			return replay.ReadFile(file, f.from), nil
 		}, func() {}, nil
 	}
-	authOpts, err := f.auth.Options()
-	if err != nil {
-		return nil, nil, err
-	}
-	nc, js, err := bus.Connect(f.natsURL, "fleetflow-replay", append(authOpts, nats.MaxReconnects(0))...)
+	nc, js, err := connectAs(f.natsURL, "fleetflow-replay", f.auth, nats.MaxReconnects(0))
 	if err != nil {
 		return nil, nil, err
 	}

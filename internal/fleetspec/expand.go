@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // Expand returns the concrete nodes of the group. Each node gets its own copy of the labels, taints and
@@ -80,4 +81,26 @@ func copyResources(list corev1.ResourceList) corev1.ResourceList {
 		out[name] = quantity.DeepCopy()
 	}
 	return out
+}
+
+// DeclaredNodes counts the nodes the node groups of a fleet file expand to, without checking anything else, so a
+// caller can bound the work before Parse (which names each node it validates); 0 when the file does not decode.
+func DeclaredNodes(data []byte) int {
+	var counts struct {
+		Clusters []struct {
+			Nodes []struct {
+				Count int `json:"count"`
+			} `json:"nodes"`
+		} `json:"clusters"`
+	}
+	if yaml.Unmarshal(data, &counts) != nil {
+		return 0
+	}
+	total := 0
+	for _, c := range counts.Clusters {
+		for _, g := range c.Nodes {
+			total += max(g.Count, 1)
+		}
+	}
+	return total
 }

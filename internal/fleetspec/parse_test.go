@@ -320,3 +320,19 @@ func TestParseAcceptsPlainNumbers(t *testing.T) {
 		})
 	}
 }
+
+func TestDeclaredNodes(t *testing.T) {
+	tests := []struct {
+		yaml string
+		want int
+	}{
+		{"clusters: [{name: a, nodes: [{name: n, count: 3}, {name: m}]}, {name: b, nodes: [{name: n, count: 2}]}]", 6},
+		{"clusters: [{name: a}]", 0},
+		{"clusters: {name: a}", 0}, // does not decode
+	}
+	for _, tt := range tests {
+		if got := DeclaredNodes([]byte(tt.yaml)); got != tt.want {
+			t.Errorf("DeclaredNodes(%s) = %d, want %d", tt.yaml, got, tt.want)
+		}
+	}
+}

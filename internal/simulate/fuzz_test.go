@@ -141,7 +141,7 @@ func FuzzSimulate(f *testing.F) {
 	}
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) > 64<<10 || manyNodes(data) {
+		if len(data) > 64<<10 || fleetspec.DeclaredNodes(data) > 1000 /* validation names each node */ {
 			return // big fleets say nothing a small one cannot; they only slow the fuzzer
 		}
 		if file, err := decode(data); err == nil {
@@ -179,28 +179,6 @@ func FuzzSimulate(f *testing.F) {
 			}
 		}
 	})
-}
-
-// manyNodes reports whether the node groups of a fleet file expand to more than a thousand nodes: validation
-// names each node, and a few groups of the largest count take seconds.
-func manyNodes(data []byte) bool {
-	var counts struct {
-		Clusters []struct {
-			Nodes []struct {
-				Count int `json:"count"`
-			} `json:"nodes"`
-		} `json:"clusters"`
-	}
-	if yaml.Unmarshal(data, &counts) != nil {
-		return false // Parse refuses it before it counts any node
-	}
-	total := 0
-	for _, c := range counts.Clusters {
-		for _, g := range c.Nodes {
-			total += max(g.Count, 1)
-		}
-	}
-	return total > 1000
 }
 
 // checkFieldErrors: every field error in err names its field and why.
