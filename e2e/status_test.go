@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -162,19 +163,28 @@ func TestClusterAndPolicyStatus(t *testing.T) {
 			slices.Contains(c.Status.InstalledAPIs, "kubeflow.org/v1/PyTorchJob")
 	})
 
-	bad := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
-		"metadata": map[string]any{"name": "bad-split"},
-		"spec": map[string]any{
-			"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "apps", "kind": "Deployment"}}},
-			"spreadConstraints": map[string]any{"spreadMode": "Divide", "topologyKey": "region",
-				"percentageSplit": []any{
-					map[string]any{"topologyValue": "east", "percentage": int64(60)},
-					map[string]any{"topologyValue": "west", "percentage": int64(30)},
-				}},
-		},
-	}}
-	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, bad); err != nil {
+	split := func(key string, percentages ...int64) *unstructured.Unstructured {
+		var entries []any
+		for i, p := range percentages {
+			entries = append(entries, map[string]any{"topologyValue": fmt.Sprintf("zone-%d", i), "percentage": p})
+		}
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
+			"metadata": map[string]any{"name": "bad-split"},
+			"spec": map[string]any{
+				"resourceSelectors": map[string]any{"kinds": []any{map[string]any{"group": "apps", "kind": "Deployment"}}},
+				"spreadConstraints": map[string]any{"spreadMode": "Divide", "topologyKey": key, "percentageSplit": entries},
+			},
+		}}
+	}
+	// What the CRD's rules can tell is refused by the apiserver, naming the field, as kubectl apply shows it.
+	err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, split("region", 60, 30))
+	if err == nil || !strings.Contains(err.Error(), "spec.spreadConstraints.percentageSplit") ||
+		!strings.Contains(err.Error(), "percentages must sum to 100") {
+		t.Fatalf("a split of 90%% applied: %v, want the apiserver to refuse it naming the field", err)
+	}
+	// What only the placer can tell (a topology key that is no label name) is Accepted=False, with the field.
+	if err := e.ControlPlane.Apply(ctx, e2eenv.FieldManager, split("no/valid/key!", 60, 40)); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -188,7 +198,7 @@ func TestClusterAndPolicyStatus(t *testing.T) {
 		for _, c := range conditions {
 			cond, _ := c.(map[string]any)
 			msg, _ := cond["message"].(string)
-			if cond["type"] == "Accepted" && cond["status"] == "False" && strings.Contains(msg, "spec.spreadConstraints.percentageSplit") &&
+			if cond["type"] == "Accepted" && cond["status"] == "False" && strings.Contains(msg, "spec.spreadConstraints.topologyKey") &&
 				strings.HasSuffix(msg, "the last version accepted, if any, stays in force") {
 				return true
 			}

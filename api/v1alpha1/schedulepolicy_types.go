@@ -113,7 +113,13 @@ type OrderedClusterSelector struct {
 	Tiers []metav1.LabelSelector `json:"tiers"`
 }
 
-// SpreadConstraints says how a workload spreads over clusters.
+// SpreadConstraints says how a workload spreads over clusters. The rules below refuse at admission what the
+// placer would mark Accepted=False (placement/policy validates the same, and what depends on the kinds).
+// +kubebuilder:validation:XValidation:rule="self.spreadMode != 'Duplicate' || !has(self.percentageSplit) || size(self.percentageSplit) == 0",message="only Divide splits by percentage",fieldPath=".percentageSplit"
+// +kubebuilder:validation:XValidation:rule="self.spreadMode != 'Duplicate' || !has(self.topologyKey) || self.topologyKey == ''",message="only Divide spreads over a topologyKey; Duplicate copies to every selected cluster",fieldPath=".topologyKey"
+// +kubebuilder:validation:XValidation:rule="self.spreadMode != 'Divide' || (has(self.percentageSplit) && size(self.percentageSplit) > 0)",message="Divide needs at least one entry",fieldPath=".percentageSplit"
+// +kubebuilder:validation:XValidation:rule="self.spreadMode != 'Divide' || (has(self.topologyKey) && self.topologyKey != '')",message="required with percentageSplit",fieldPath=".topologyKey"
+// +kubebuilder:validation:XValidation:rule="!has(self.percentageSplit) || size(self.percentageSplit) == 0 || self.percentageSplit.map(p, p.percentage).sum() == 100",message="percentages must sum to 100",fieldPath=".percentageSplit"
 type SpreadConstraints struct {
 	SpreadMode SpreadMode `json:"spreadMode"`
 	// TopologyKey is a cluster label; its values are what PercentageSplit divides over (Divide only).
@@ -121,11 +127,15 @@ type SpreadConstraints struct {
 	TopologyKey string `json:"topologyKey,omitempty"`
 	// PercentageSplit gives each topology value its share of the replicas (Divide only). The percentages sum to 100.
 	// +optional
+	// +listType=map
+	// +listMapKey=topologyValue
+	// +kubebuilder:validation:MaxItems=64
 	PercentageSplit []PercentageSplit `json:"percentageSplit,omitempty"`
 }
 
 // PercentageSplit is one topology value's share.
 type PercentageSplit struct {
+	// +kubebuilder:validation:MinLength=1
 	TopologyValue string `json:"topologyValue"`
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
