@@ -116,9 +116,9 @@ type OrderedClusterSelector struct {
 // SpreadConstraints says how a workload spreads over clusters. The rules below refuse at admission what the
 // placer would mark Accepted=False (placement/policy validates the same, and what depends on the kinds).
 // +kubebuilder:validation:XValidation:rule="self.spreadMode != 'Duplicate' || !has(self.percentageSplit) || size(self.percentageSplit) == 0",message="only Divide splits by percentage",fieldPath=".percentageSplit"
-// +kubebuilder:validation:XValidation:rule="self.spreadMode != 'Duplicate' || !has(self.topologyKey) || self.topologyKey == ''",message="only Divide spreads over a topologyKey; Duplicate copies to every selected cluster",fieldPath=".topologyKey"
+// +kubebuilder:validation:XValidation:rule="self.spreadMode != 'Duplicate' || !has(self.topologyKey) || size(self.topologyKey) == 0",message="only Divide spreads over a topologyKey; Duplicate copies to every selected cluster",fieldPath=".topologyKey"
 // +kubebuilder:validation:XValidation:rule="self.spreadMode != 'Divide' || (has(self.percentageSplit) && size(self.percentageSplit) > 0)",message="Divide needs at least one entry",fieldPath=".percentageSplit"
-// +kubebuilder:validation:XValidation:rule="self.spreadMode != 'Divide' || (has(self.topologyKey) && self.topologyKey != '')",message="required with percentageSplit",fieldPath=".topologyKey"
+// +kubebuilder:validation:XValidation:rule="self.spreadMode != 'Divide' || (has(self.topologyKey) && size(self.topologyKey) > 0)",message="required with percentageSplit",fieldPath=".topologyKey"
 // +kubebuilder:validation:XValidation:rule="!has(self.percentageSplit) || size(self.percentageSplit) == 0 || self.percentageSplit.map(p, p.percentage).sum() == 100",message="percentages must sum to 100",fieldPath=".percentageSplit"
 type SpreadConstraints struct {
 	SpreadMode SpreadMode `json:"spreadMode"`

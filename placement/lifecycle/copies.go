@@ -51,11 +51,11 @@ func (p *Controller) avoided(id string) map[string]string {
 	return nil
 }
 
-// avoid has workload e keep off cluster, for why, or no longer when why is "", and reports whether that changed.
-func (p *Controller) avoid(e *workloadEntry, cluster, why string) (bool, error) {
+// avoid has workload e keep off cluster, for why, or no longer when why is "".
+func (p *Controller) avoid(e *workloadEntry, cluster, why string) error {
 	info := p.workloadInfo(e)
 	if info.Avoid[cluster] == why {
-		return false, nil
+		return nil
 	}
 	avoid := maps.Clone(info.Avoid)
 	if why == "" {
@@ -68,7 +68,7 @@ func (p *Controller) avoid(e *workloadEntry, cluster, why string) (bool, error) 
 	}
 	info.Avoid = avoid
 	_, err := p.store.UpsertWorkload(p.at.seq, info)
-	return true, err
+	return err
 }
 
 // reapplyWaits reports whether the Apply the applier gave up on for copy c waits: nothing changed since that could

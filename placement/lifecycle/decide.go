@@ -166,7 +166,7 @@ func (p *Controller) placedBack(d *structs.Decision) {
 		return
 	}
 	for _, cluster := range d.Clusters {
-		if _, err := p.avoid(e, cluster, ""); err != nil {
+		if err := p.avoid(e, cluster, ""); err != nil {
 			p.log.Warn("could not record that a workload no longer keeps off a cluster", "workload", e.ref.Key(),
 				"cluster", cluster, "error", err)
 		}

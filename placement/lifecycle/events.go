@@ -1041,7 +1041,7 @@ func (p *Controller) moveOff(e *workloadEntry, cluster, why string, quiet bool, 
 			"cluster", cluster, "why", why)
 		return nil
 	}
-	if _, err := p.avoid(e, cluster, why); err != nil {
+	if err := p.avoid(e, cluster, why); err != nil {
 		return err
 	}
 	plan, err := p.sched.Schedule(p.store.Snapshot(), e.id)
@@ -1056,7 +1056,7 @@ func (p *Controller) moveOff(e *workloadEntry, cluster, why string, quiet bool, 
 		}
 	}
 	// Nowhere else fits (or the view moved under the plan): stay, and try again on a later event.
-	if _, err := p.avoid(e, cluster, ""); err != nil {
+	if err := p.avoid(e, cluster, ""); err != nil {
 		return err
 	}
 	level := slog.LevelInfo

@@ -125,7 +125,7 @@ func (p *Controller) restoreAvoid(e *workloadEntry) error {
 		if why == "" {
 			why = "it was moved off this cluster before the placer restarted"
 		}
-		if _, err := p.avoid(e, cluster, why); err != nil {
+		if err := p.avoid(e, cluster, why); err != nil {
 			return err
 		}
 	}
