@@ -33,16 +33,6 @@ func (p *Controller) publishedOn(id string) []*structs.Copy {
 	return out
 }
 
-// anyPublished reports whether a decision was published for workload id and not forgotten since.
-func (p *Controller) anyPublished(id string) bool {
-	for _, c := range p.ledger.CopiesOf(id) {
-		if c.Published.Action != "" {
-			return true
-		}
-	}
-	return false
-}
-
 // avoided lists the clusters workload id is being moved off, with why, as the store has it (read-only).
 func (p *Controller) avoided(id string) map[string]string {
 	if wl := p.store.Snapshot().Workload(id); wl != nil {

@@ -231,7 +231,7 @@ func (p *Controller) reconcile(touched *touchedSet) error {
 		}
 		// A workload deleted on the control plane goes once no copy of it is left to delete; so does one
 		// known only from decisions, which a rebuild finds when a prune of the state stream was cut short.
-		if (e.deleted || e.objectJSON == nil) && !p.anyPublished(id) {
+		if (e.deleted || e.objectJSON == nil) && len(p.publishedOn(id)) == 0 {
 			p.forget(e)
 		}
 	}

@@ -377,10 +377,12 @@ func (p *Controller) relabelStaleNamespaces(only string, touched *touchedSet) {
 		labels   string
 	}
 	last := map[[2]string]newest{} // namespace, cluster
+	byNamespace := map[string][]string{}
 	for _, e := range p.workloads {
 		if e.ref.Namespace == "" || only != "" && e.ref.Namespace != only {
 			continue
 		}
+		byNamespace[e.ref.Namespace] = append(byNamespace[e.ref.Namespace], e.id)
 		for _, c := range p.publishedOn(e.id) {
 			key, prev := [2]string{e.ref.Namespace, c.Cluster}, c.Published
 			if prev.Action == structs.CopyApply && prev.Sequence > last[key].sequence {
@@ -405,22 +407,12 @@ func (p *Controller) relabelStaleNamespaces(only string, touched *touchedSet) {
 	if len(stale) == 0 {
 		return
 	}
-	byNamespace := p.workloadsByNamespace()
 	for _, namespace := range slices.Sorted(maps.Keys(stale)) {
 		clusters := stale[namespace]
-		p.relabelNamespaceOn(byNamespace[namespace], func(cluster string) bool { return clusters[cluster] }, touched)
+		ids := byNamespace[namespace]
+		slices.Sort(ids)
+		p.relabelNamespaceOn(ids, func(cluster string) bool { return clusters[cluster] }, touched)
 	}
-}
-
-// workloadsByNamespace lists the IDs of the workloads of each namespace, sorted.
-func (p *Controller) workloadsByNamespace() map[string][]string {
-	byNamespace := map[string][]string{}
-	for _, id := range slices.Sorted(maps.Keys(p.workloads)) {
-		if ns := p.workloads[id].ref.Namespace; ns != "" {
-			byNamespace[ns] = append(byNamespace[ns], id)
-		}
-	}
-	return byNamespace
 }
 
 // relabelNamespaceOn is relabelStaleNamespaces for the workloads ids of one namespace, on the clusters on says.

@@ -16,7 +16,7 @@ import (
 //
 // Writes go into the transaction of the event being handled: Seal keeps them, Discard drops them. Commit
 // marks what is sealed as stored; Abort goes back to the last Commit, discarding every event sealed since.
-// Reads see the open transaction. A Ledger is not safe for concurrent use; LedgerView is.
+// Reads see the open transaction. A Ledger is not safe for concurrent use.
 type Ledger struct {
 	db *memdb.MemDB
 	// committed is the database as of the last Commit: its immutable root, which Abort goes back to.
@@ -145,17 +145,6 @@ func (l *Ledger) Abort() {
 	l.Discard()
 	l.db = l.committed.Snapshot()
 }
-
-// View returns the ledger as of the last sealed event, immutable, so any goroutine may read it.
-func (l *Ledger) View() *LedgerView { return &LedgerView{txn: l.db.Txn(false)} }
-
-// LedgerView is an immutable view of a Ledger.
-type LedgerView struct {
-	txn *memdb.Txn
-}
-
-// CopiesOf lists the workload's copies, by cluster name.
-func (v *LedgerView) CopiesOf(workloadID string) []*structs.Copy { return copiesOf(v.txn, workloadID) }
 
 func copiesOf(txn *memdb.Txn, workloadID string) []*structs.Copy {
 	return all[*structs.Copy](txn, TableCopies, indexID+"_prefix", workloadID+"\x00")

@@ -125,21 +125,6 @@ func TestLedgerRollsBack(t *testing.T) {
 	}
 }
 
-func TestLedgerViewIsImmutable(t *testing.T) {
-	l := newTestLedger(t)
-	l.PutCopy(copyAt("a", "east", 1))
-	mustSeal(t, l)
-	view := l.View()
-	l.PutCopy(copyAt("a", "west", 2))
-	mustSeal(t, l)
-	if got := clustersOf(view.CopiesOf("a")); !slices.Equal(got, []string{"east"}) {
-		t.Errorf("view changed with later writes: %v", got)
-	}
-	if got := clustersOf(l.View().CopiesOf("a")); !slices.Equal(got, []string{"east", "west"}) {
-		t.Errorf("new view = %v, want [east west]", got)
-	}
-}
-
 func mustSeal(t *testing.T, l *Ledger) {
 	t.Helper()
 	if err := l.Seal(); err != nil {
