@@ -118,7 +118,7 @@ func TestConsumeLoopSendsPoisonToDeadLetters(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				_, js := startJetStream(t)
-				ctx, cancel := context.WithCancel(t.Context())
+				ctx := t.Context()
 				log, logs := testLogger(t)
 				consumer, stream, _ := placerConsumer(t, js, log)
 				handled := &handledNames{}
@@ -142,15 +142,7 @@ func TestConsumeLoopSendsPoisonToDeadLetters(t *testing.T) {
 				}
 				counted := map[string]string{"consumer": schemas.ConsumerPlacer, "reason": tt.reason}
 				before := counterValue(t, "fleetflow_dead_letters_total", counted)
-				done := make(chan error, 1)
-				go func() { done <- loop.Run(ctx) }()
-				defer func() {
-					cancel()
-					// The retry delay is restored when the test ends: no loop may read it then.
-					if err := <-done; err != nil {
-						t.Errorf("loop ended with %v", err)
-					}
-				}()
+				runLoop(t, ctx, loop)
 
 				header, data := tt.header, []byte(tt.data)
 				if header == nil {
@@ -254,7 +246,7 @@ func TestDeadLettersAreStoredOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, js := startJetStream(t)
-			ctx, cancel := context.WithCancel(t.Context())
+			ctx := t.Context()
 			log, logs := testLogger(t)
 			consumer, _, _ := placerConsumer(t, js, log)
 			if tt.dropStream {
@@ -266,14 +258,7 @@ func TestDeadLettersAreStoredOnce(t *testing.T) {
 			loop := &bus.ConsumeLoop{Consumer: consumer, Log: log, DeadLetters: tt.publisher(js), Handle: handled.handle}
 			errorsCounted := map[string]string{"consumer": schemas.ConsumerPlacer}
 			before := counterValue(t, "fleetflow_dead_letter_errors_total", errorsCounted)
-			done := make(chan error, 1)
-			go func() { done <- loop.Run(ctx) }()
-			defer func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("loop ended with %v", err)
-				}
-			}()
+			runLoop(t, ctx, loop)
 			if _, err := js.PublishMsg(ctx, &nats.Msg{Subject: poisonSubject, Header: ceHeader(), Data: []byte("not json")}); err != nil {
 				t.Fatal(err)
 			}
@@ -305,4 +290,18 @@ func TestDeadLettersAreStoredOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runLoop runs loop until t ends, then stops it and reports an error it ended with. The loop stops before the
+// cleanups registered earlier run (SetRetryDelay's restore among them): no loop reads the retry delay then.
+func runLoop(t *testing.T, ctx context.Context, loop *bus.ConsumeLoop) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- loop.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("loop ended with %v", err)
+		}
+	})
 }
