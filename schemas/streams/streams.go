@@ -90,6 +90,19 @@ func Configs(opts Options) []jetstream.StreamConfig {
 	}
 }
 
+// LeaseBucket is the key-value bucket of leases, where a key whose holder stops renewing it expires after ttl.
+// It is replicated and stored as the streams are: on one node of a cluster, its node going down would leave no
+// placer able to hold or renew the lease, and placement would stop until that node is back.
+func LeaseBucket(opts Options, ttl time.Duration) jetstream.KeyValueConfig {
+	storage := jetstream.FileStorage
+	if opts.Memory {
+		storage = jetstream.MemoryStorage
+	}
+	return jetstream.KeyValueConfig{Bucket: schemas.LeaseBucket,
+		Description: "fleetflow leases: which instance of a singleton part works",
+		TTL:         ttl, History: 1, Storage: storage, Replicas: max(opts.Replicas, 1)}
+}
+
 // durable is a durable consumer of the whole stream with explicit acknowledgements: an event not acknowledged
 // within ackWait is delivered again, up to schemas.MaxDeliver times, with at most 1,000 awaiting acknowledgement.
 func durable(name, description string, ackWait time.Duration) jetstream.ConsumerConfig {

@@ -96,3 +96,29 @@ func TestDeadLetterStream(t *testing.T) {
 		})
 	}
 }
+
+// The lease bucket is replicated and stored as the streams are, so a cluster's node going down leaves the lease
+// to the others.
+func TestLeaseBucketFollowsTheStreams(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		opts     Options
+		replicas int
+		storage  jetstream.StorageType
+	}{
+		{name: "defaults", opts: DefaultOptions(), replicas: 1, storage: jetstream.FileStorage},
+		{name: "three replicas", opts: Options{Replicas: 3}, replicas: 3, storage: jetstream.FileStorage},
+		{name: "in memory", opts: Options{Replicas: 5, Memory: true}, replicas: 5, storage: jetstream.MemoryStorage},
+		{name: "zero replicas", opts: Options{}, replicas: 1, storage: jetstream.FileStorage},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := LeaseBucket(tc.opts, 15*time.Second)
+			if cfg.Bucket != schemas.LeaseBucket || cfg.TTL != 15*time.Second || cfg.History != 1 {
+				t.Errorf("bucket %q, TTL %s, history %d; want %s, 15s, 1", cfg.Bucket, cfg.TTL, cfg.History, schemas.LeaseBucket)
+			}
+			if cfg.Replicas != tc.replicas || cfg.Storage != tc.storage {
+				t.Errorf("%d replicas on %v, want %d on %v", cfg.Replicas, cfg.Storage, tc.replicas, tc.storage)
+			}
+		})
+	}
+}

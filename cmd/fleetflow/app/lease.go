@@ -14,6 +14,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // DefaultLeaseTTL is how long a placer lease outlives its last renewal: after a crash, a standby placer
@@ -74,10 +75,7 @@ func acquireLease(ctx context.Context, b *Bus, key, holder string, ttl time.Dura
 	var kv jetstream.KeyValue
 	err := untilAnswered(ctx, ttl/5, log, "lease bucket "+schemas.LeaseBucket, func() error {
 		var err error
-		kv, err = b.JetStream.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: schemas.LeaseBucket, Description: "fleetflow leases: which instance of a singleton part works",
-			TTL: ttl, History: 1,
-		})
+		kv, err = b.JetStream.CreateOrUpdateKeyValue(ctx, streams.LeaseBucket(b.Streams, ttl))
 		return err
 	})
 	if err != nil {

@@ -52,7 +52,9 @@ type Bus struct {
 	Conn      *nats.Conn
 	JetStream jetstream.JetStream
 	Publisher *bus.Publisher
-	embedded  *bus.Embedded
+	// Streams is how the streams were provisioned; the lease bucket is replicated as they are.
+	Streams  streams.Options
+	embedded *bus.Embedded
 	// unchecked removes the bus's health checks, and releases what OnClose added.
 	unchecked []func()
 	// closed makes Close idempotent: a test stops NATS before its cleanup closes the bus.
@@ -70,7 +72,7 @@ func (b *Bus) InProcess() []nats.Option {
 
 // OpenBus connects to (or embeds) NATS and provisions fleetflow's streams.
 func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger) (*Bus, error) {
-	b := &Bus{URL: opts.URL}
+	b := &Bus{URL: opts.URL, Streams: opts.Streams}
 	var clientOpts []nats.Option
 	if b.URL == "" {
 		if !opts.Auth.IsZero() {
