@@ -7,6 +7,7 @@ import (
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/observe"
@@ -32,6 +33,17 @@ const (
 	// acknowledgementTimeout bounds the wait for one slice, like the timeout of a synchronous publish.
 	acknowledgementTimeout = 30 * time.Second
 )
+
+// Republisher sends a published message again with the same id; *bus.Publisher implements it. With it, the
+// placer makes sure of a publish whose acknowledgement did not come (a stream leader that died with it in
+// flight, one being elected) instead of failing the batch: a failed batch is redelivered only after a backoff,
+// and the events behind it, handled meanwhile, could decide again what the batch had decided and stored.
+type Republisher interface {
+	Republish(msg *nats.Msg) (jetstream.PubAckFuture, error)
+}
+
+// acknowledgementRetry is how long the placer waits for one acknowledgement before it sends the message again.
+const acknowledgementRetry = 2 * time.Second
 
 // outgoing is one event to encode and publish.
 type outgoing struct {
@@ -146,23 +158,56 @@ func (o *publishing) await(ctx context.Context) error {
 	if o.batch == nil {
 		return nil
 	}
+	republisher, _ := o.batch.async.(Republisher)
 	res := o.batch.finish()
 	o.batch, o.queued = nil, 0
 	timeout := time.NewTimer(acknowledgementTimeout)
 	defer timeout.Stop()
 	errs := res.errs
 	for _, f := range res.futures {
-		select {
-		case <-f.Ok():
-		case err := <-f.Err():
-			errs = append(errs, fmt.Errorf("publish to %s: %w", f.Msg().Subject, err))
-		case <-timeout.C:
-			return fmt.Errorf("placer: no acknowledgement of %d publishes within %s", len(res.futures), acknowledgementTimeout)
-		case <-ctx.Done():
-			return ctx.Err()
+		for {
+			var retry <-chan time.Time
+			if republisher != nil {
+				retry = time.After(acknowledgementRetry)
+			}
+			err, done := error(nil), true
+			select {
+			case <-f.Ok():
+			case err = <-f.Err():
+				done = republisher == nil || !unanswered(err)
+				if !done {
+					<-retry
+				}
+			case <-retry:
+				done = false
+			case <-timeout.C:
+				return fmt.Errorf("placer: no acknowledgement of %d publishes within %s", len(res.futures), acknowledgementTimeout)
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if done {
+				if err != nil {
+					errs = append(errs, fmt.Errorf("publish to %s: %w", f.Msg().Subject, err))
+				}
+				break
+			}
+			again, err := republisher.Republish(f.Msg())
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			f = again
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unanswered tells a publish no stream leader answered (none elected yet, or the connection was lost with it)
+// from one the stream refused, which sending again would not change.
+func unanswered(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, jetstream.ErrAsyncPublishTimeout) || errors.Is(err, nats.ErrDisconnected) ||
+		errors.Is(err, nats.ErrConnectionReconnecting)
 }
 
 // countSent counts the verdicts and decisions the placer sends, a verdict carried by an Apply among them. A

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/observe"
@@ -64,5 +65,16 @@ func (p *Publisher) PublishAsync(subject string, e cloudevents.Event) (jetstream
 		return nil, fmt.Errorf("publish %s %q to %s: %w", e.Type(), e.ID(), subject, err)
 	}
 	observe.EventsPublished.WithLabelValues(e.Type()).Inc()
+	return future, nil
+}
+
+// Republish sends again a message published before (a future's Msg), with its headers and so its
+// Nats-Msg-Id: stored already, the stream drops it as a duplicate and acknowledges it again. It is how a
+// publish whose acknowledgement was lost (the stream's leader died with it in flight) is made certain.
+func (p *Publisher) Republish(msg *nats.Msg) (jetstream.PubAckFuture, error) {
+	future, err := p.js.PublishMsgAsync(&nats.Msg{Subject: msg.Subject, Header: msg.Header, Data: msg.Data})
+	if err != nil {
+		return nil, fmt.Errorf("publish %q to %s again: %w", msg.Header.Get(jetstream.MsgIDHeader), msg.Subject, err)
+	}
 	return future, nil
 }
