@@ -162,16 +162,18 @@ func takeLease(ctx context.Context, kv jetstream.KeyValue, key, holder string, t
 	}
 }
 
-// keep renews the lease every third of its TTL until ctx is done; it fails when the lease was taken over
-// or could not be renewed in time.
+// keep renews the lease every third of its TTL until ctx is done. A renewal the server did not answer (its
+// bucket's leader being elected, a reconnect) is tried again every leaseRenewRetry while the lease still holds:
+// giving up at once would stop and rebuild the placer for a blip. It fails when the lease was taken over, or
+// could not be renewed before its deadline.
 func (l *lease) keep(ctx context.Context, ttl time.Duration) error {
-	ticker := time.NewTicker(ttl / 3)
-	defer ticker.Stop()
+	timer := time.NewTimer(ttl / 3)
+	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-ticker.C:
+		case <-timer.C:
 			renewCtx, cancel := context.WithTimeout(ctx, ttl/3)
 			sent := time.Now()
 			revision, err := l.kv.Update(renewCtx, l.key, []byte(l.holder), l.revision)
@@ -180,13 +182,31 @@ func (l *lease) keep(ctx context.Context, ttl time.Duration) error {
 				if ctx.Err() != nil {
 					return nil
 				}
-				return fmt.Errorf("%w: renew %s: %w", errLeaseLost, l.key, err)
+				if errors.Is(err, jetstream.ErrKeyExists) && l.held() {
+					// A renewal stored though its answer was lost moved the revision on; still ours, it is renewed
+					// from there.
+					if current, getErr := l.kv.Get(ctx, l.key); getErr == nil && string(current.Value()) == l.holder {
+						l.revision = current.Revision()
+						timer.Reset(0)
+						continue
+					}
+				}
+				if errors.Is(err, jetstream.ErrKeyExists) || !l.held() {
+					return fmt.Errorf("%w: renew %s: %w", errLeaseLost, l.key, err)
+				}
+				l.log.Warn("lease not renewed; trying again while it holds", "lease", l.key, "error", err)
+				timer.Reset(min(leaseRenewRetry, ttl/3))
+				continue
 			}
 			l.revision = revision
 			l.validUntil.Store(sent.Add(ttl).UnixNano())
+			timer.Reset(ttl / 3)
 		}
 	}
 }
+
+// leaseRenewRetry is how soon a renewal the server did not answer is tried again.
+const leaseRenewRetry = time.Second
 
 // release gives the lease up at once, so a standby takes over without waiting for the TTL.
 func (l *lease) release() {
