@@ -23,6 +23,7 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	scheme.AddKnownTypes(SchemeGroupVersion,
 		&SchedulePolicy{}, &SchedulePolicyList{},
 		&Cluster{}, &ClusterList{},
+		&WorkloadPlacement{}, &WorkloadPlacementList{},
 	)
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
