@@ -52,6 +52,11 @@ var (
 	// (ok, failed).
 	ApplierOperations = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "applier_operations_total",
 		Help: "Decisions the appliers carried out on their clusters, by operation and outcome."}, []string{"cluster", "operation", "outcome"})
+	// KubeEvents counts the Kubernetes Events the status writer emitted, by reason and outcome: recorded (handed
+	// to client-go's broadcaster, which may fold it into a series) or dropped (over the rate limit).
+	KubeEvents = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "kube_events_total",
+		Help: "Kubernetes Events emitted on the control plane, by reason and outcome (recorded, dropped over the rate limit)."},
+		[]string{"reason", "outcome"})
 )
 
 func init() {
@@ -64,7 +69,7 @@ func init() {
 	}
 	Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		EventsHandled, EventHandleSeconds, EventsPublished, PublishErrors, DeadLetters, DeadLetterErrors, PlacerLeader, Verdicts, Decisions,
-		ApplierOperations, consumerLag, fleetCollector{})
+		ApplierOperations, KubeEvents, consumerLag, fleetCollector{})
 }
 
 // FleetCounts is what the leading placer's view holds: workloads placed or not, registered clusters Ready or not.
