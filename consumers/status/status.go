@@ -20,6 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/lru"
 
 	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -52,6 +54,10 @@ type StatusWriter struct {
 	// handled after it (a Placed one riding an Apply) must not be shown either: the writer remembers the ones it
 	// skipped, but another replica sharing the work may have skipped it.
 	LastVerdict func(ctx context.Context, subject string) (*schemas.PlacementVerdict, error)
+	// Events, when set, records Kubernetes Events when what the writer shows changes: on workloads (Scheduled,
+	// FailedScheduling, Moved, FailedOver, Applied, ApplyFailed), Clusters (Ready, NotReady) and SchedulePolicies
+	// (Rejected).
+	Events events.EventRecorder
 
 	mu       sync.RWMutex
 	ris      *karta.Registry
@@ -63,6 +69,9 @@ type StatusWriter struct {
 	// other consumer) is not shown either. The race is short, so only the latest unshownLimit are kept.
 	unshown      map[string]string
 	unshownOrder []string
+	// synced remembers, by workload uid, the resourceVersion of the workload its WorkloadPlacement was last
+	// written from, so an event that changes nothing on the workload reads no placement.
+	synced *lru.Cache
 }
 
 // unshownLimit bounds the NoPolicy verdicts remembered as not shown.
@@ -95,7 +104,7 @@ func (s *StatusWriter) unshownAfter(uid string, place contract.StreamPlace) bool
 
 // NewStatusWriter starts with the given RIs (normally the built-ins); RI events update them.
 func NewStatusWriter(controlPlane *kube.Clients, ris *karta.Registry, log *slog.Logger) *StatusWriter {
-	return &StatusWriter{ControlPlane: controlPlane, ris: ris, Log: log}
+	return &StatusWriter{ControlPlane: controlPlane, ris: ris, Log: log, synced: lru.New(syncedLimit)}
 }
 
 // Handle is the bus.Handler of the status writer's consumer.
@@ -152,7 +161,10 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 				return err
 			}
 		}
-		return s.clearPlacementError(ctx, applied)
+		if err := s.clearPlacementError(ctx, applied); err != nil {
+			return err
+		}
+		return s.showApplied(ctx, applied)
 	case *schemas.ObjectChanged:
 		if d.Event.Type() == schemas.TypeResourceInterfaceChanged {
 			compiled, err := s.upsertRI(p)
@@ -168,6 +180,9 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 		}
 		return nil
 	case *schemas.ObjectDeleted:
+		if d.Event.Type() == schemas.TypeWorkloadDeleted {
+			return s.deletePlacement(ctx, p.Workload)
+		}
 		if d.Event.Type() == schemas.TypeResourceInterfaceDeleted {
 			if err := s.removeRI(ctx, p.Workload.Name); err != nil {
 				return err
@@ -885,6 +900,7 @@ func withShare(ri *karta.Compiled, obj map[string]any, share int64) error {
 // can be handled out of order, when one is retried after a failed write while the next went through, or
 // when status writers share the work.
 func (s *StatusWriter) annotateVerdict(ctx context.Context, p *schemas.PlacementVerdict) error {
+	ctx = withShownVerdict(ctx, p)
 	return s.withCurrent(ctx, p.Workload, func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
 		return s.showVerdict(ctx, client, obj, p)
 	})
@@ -1086,6 +1102,21 @@ func (s *StatusWriter) clearPlacementError(ctx context.Context, p *schemas.Place
 	})
 }
 
+// showApplied records, on the workload's WorkloadPlacement, the Apply an applier carried out, and the Event
+// Applied when it is news there (not when the report is delivered again, or replayed).
+func (s *StatusWriter) showApplied(ctx context.Context, p *schemas.PlacementApplied) error {
+	if p.Action != schemas.ActionApply {
+		return nil
+	}
+	return s.withCurrent(ctx, p.Workload, func(_ dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+		news, err := s.syncPlacement(ctx, obj, nil, p)
+		if err == nil && news {
+			s.record(workloadReference(p.Workload), appliedEvent(p))
+		}
+		return err
+	})
+}
+
 // annotate merge-patches annotations (nil removes one) onto the control-plane object, if it still exists.
 func (s *StatusWriter) annotate(ctx context.Context, ref schemas.ObjectRef, annotations map[string]any) error {
 	return s.withCurrent(ctx, ref, func(client dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
@@ -1107,7 +1138,9 @@ func (s *StatusWriter) annotateObject(ctx context.Context, client dynamic.Resour
 		}
 	}
 	if !changed {
-		return nil
+		// Shown already; its WorkloadPlacement may not be (a write of it failed, or it came after the workload's).
+		_, err := s.syncPlacement(ctx, obj, shownVerdict(ctx), nil)
+		return err
 	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"uid": ref.UID, "resourceVersion": obj.GetResourceVersion(), "annotations": annotations,
@@ -1118,7 +1151,15 @@ func (s *StatusWriter) annotateObject(ctx context.Context, client dynamic.Resour
 	updated, err := client.Patch(ctx, ref.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: schemas.ManagedByFleetflow})
 	switch {
 	case err == nil:
-		return s.keepObserved(ctx, client, obj, updated)
+		// Recorded once the change is shown: a redelivery finds it shown, and records nothing again.
+		for _, e := range workloadEvents(existing, updated.GetAnnotations(), shownVerdict(ctx)) {
+			s.record(workloadReference(ref), e)
+		}
+		if err := s.keepObserved(ctx, client, obj, updated); err != nil {
+			return err
+		}
+		_, err := s.syncPlacement(ctx, updated, shownVerdict(ctx), nil)
+		return err
 	case apierrors.IsNotFound(err):
 		return nil
 	case isStale(err):

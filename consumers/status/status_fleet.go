@@ -304,10 +304,12 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 		}
 		var existing v1alpha1.Cluster
 		var others []metav1.Condition
+		wasReady := false
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &existing); err == nil {
 			for _, old := range existing.Status.Conditions {
 				switch {
 				case old.Type == ready.Type:
+					wasReady = old.Status == metav1.ConditionTrue
 					if old.Status == ready.Status {
 						ready.LastTransitionTime = old.LastTransitionTime
 					}
@@ -342,6 +344,17 @@ func (s *StatusWriter) writeClusterStatus(ctx context.Context, name string) erro
 			return contract.Classify(fmt.Errorf("write status of Cluster %s: %w", name, err))
 		}
 		c.written = string(identity)
+		// On a change only: every replica writes Cluster statuses, and the one that finds the change shown
+		// (or its write refused as stale) records nothing.
+		switch nowReady := ready.Status == metav1.ConditionTrue; {
+		case nowReady && !wasReady:
+			s.record(objectReference(current), kubeEvent{Type: corev1.EventTypeNormal, Reason: ReasonClusterReady,
+				Action: actionHeartbeat, Note: "Cluster " + name + " is Ready: " + ready.Message})
+		case !nowReady && wasReady:
+			s.record(objectReference(current), kubeEvent{Type: corev1.EventTypeWarning, Reason: ReasonClusterNotReady,
+				Action: actionHeartbeat, Note: "Cluster " + name + " is NotReady: " + ready.Message +
+					"; its workloads move to clusters that fit"})
+		}
 		return nil
 	})
 }
@@ -470,7 +483,9 @@ func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynami
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &shown); err != nil {
 		return bus.Permanent(fmt.Errorf("SchedulePolicy %s on the control plane: %w", ref.Name, err))
 	}
+	rejectedAlready := false
 	for _, old := range shown.Status.Conditions {
+		rejectedAlready = rejectedAlready || (old.Type == cond.Type && old.Status == cond.Status && old.Message == cond.Message)
 		if old.Type == cond.Type && old.Status == cond.Status {
 			if old.Message == cond.Message && shown.Status.ObservedGeneration == sp.Generation {
 				return nil
@@ -494,6 +509,10 @@ func (s *StatusWriter) writePolicyCondition(ctx context.Context, policies dynami
 	}
 	if cond.Status == metav1.ConditionFalse {
 		s.Log.Warn("SchedulePolicy rejected", "policy", ref.Name, "reason", cond.Message)
+		if err == nil && !rejectedAlready {
+			s.record(objectReference(current), kubeEvent{Type: corev1.EventTypeWarning, Reason: ReasonPolicyRejected,
+				Action: actionValidating, Note: cond.Message})
+		}
 	}
 	return nil
 }

@@ -226,6 +226,11 @@ func (l *ConsumeLoop) unwanted(msg jetstream.Msg) bool {
 	return true
 }
 
+// EventType is the CloudEvents type a message's headers carry, read without decoding the message.
+func EventType(header nats.Header) string {
+	return header.Get(headerType)
+}
+
 // HasExtension reports whether a message's headers carry the CloudEvents extension attribute name.
 func HasExtension(header nats.Header, name string) bool {
 	return header.Get(headerPrefix+name) != ""

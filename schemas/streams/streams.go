@@ -134,8 +134,9 @@ func StatusDecisionsConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 }
 
 // StatusConsumer is the durable consumer of the status writer, whose replicas share its work: workload
-// statuses from the clusters, verdicts of their own, applier outcomes, RIs (their Accepted condition) and
-// policies (validated into their status). The fleet (StatusFleetSubjects) each replica reads for itself.
+// statuses from the clusters, verdicts of their own, applier outcomes, RIs (their Accepted condition),
+// policies (validated into their status) and workload deletions (their WorkloadPlacement goes too). The fleet
+// (StatusFleetSubjects) each replica reads for itself.
 func StatusConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 	cfg = durable(schemas.ConsumerStatus, "status writer: workload status and placement outcomes back to the control plane",
 		30*time.Second)
@@ -145,6 +146,7 @@ func StatusConsumer() (stream string, cfg jetstream.ConsumerConfig) {
 		schemas.SubjectEventsPrefix + ".placement.>",
 		schemas.SubjectEventsPrefix + ".resourceinterface.>",
 		schemas.SubjectEventsPrefix + ".policy.>",
+		schemas.SubjectEventsPrefix + ".workload.>",
 	}
 	return schemas.StreamEvents, cfg
 }

@@ -31,7 +31,7 @@ func TestDurableConsumers(t *testing.T) {
 		{name: "status", consumer: StatusConsumer, stream: schemas.StreamEvents, durable: schemas.ConsumerStatus,
 			filters: []string{schemas.SubjectEventsPrefix + ".status.>", schemas.SubjectEventsPrefix + ".verdict.>",
 				schemas.SubjectEventsPrefix + ".placement.>", schemas.SubjectEventsPrefix + ".resourceinterface.>",
-				schemas.SubjectEventsPrefix + ".policy.>"}, ackWait: 30 * time.Second},
+				schemas.SubjectEventsPrefix + ".policy.>", schemas.SubjectEventsPrefix + ".workload.>"}, ackWait: 30 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			stream, cfg := tc.consumer()

@@ -544,6 +544,9 @@ func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clien
 	})
 }
 
+// EventsReportingController is who the status writer's Events say reported them.
+const EventsReportingController = "fleetflow.io/status-writer"
+
 // RunStatusWriter copies workload status and placement outcomes back to the control plane until ctx is done.
 func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, heartbeatTimeout time.Duration, log *slog.Logger) error {
 	log = log.With("component", "status")
@@ -561,6 +564,9 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 		return err
 	}
 	writer.HeartbeatTimeout = heartbeatTimeout
+	if writer.Events, err = kube.NewEventRecorder(ctx, controlPlane, EventsReportingController, kube.EventLimits{}); err != nil {
+		return fmt.Errorf("status writer: %w", err)
+	}
 	newLoop := func(consumer jetstream.Consumer) *bus.ConsumeLoop {
 		return &bus.ConsumeLoop{Consumer: consumer, Handle: writer.Handle, DeadLetters: b.JetStream, Log: log}
 	}
@@ -583,7 +589,13 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 		decisionsDone <- err
 	}()
 	stream, cfg := streams.StatusConsumer()
-	err = consume(ctx, b, stream, cfg, log, newLoop)
+	err = consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
+		loop := newLoop(consumer)
+		// Of the workloads' events, the writer wants only deletions (their WorkloadPlacement goes with them);
+		// changes, with their whole objects, are acknowledged unread.
+		loop.Wants = func(h nats.Header) bool { return bus.EventType(h) != schemas.TypeWorkloadChanged }
+		return loop
+	})
 	cancel()
 	return errors.Join(err, <-decisionsDone, <-followed)
 }
