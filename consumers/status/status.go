@@ -1109,12 +1109,27 @@ func (s *StatusWriter) showApplied(ctx context.Context, p *schemas.PlacementAppl
 		return nil
 	}
 	return s.withCurrent(ctx, p.Workload, func(_ dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
+		if !slices.Contains(clustersOf(obj), p.Cluster) {
+			if obj.GetAnnotations()[schemas.AnnotationPlacement] == "" ||
+				!shownSince(obj.GetAnnotations()[schemas.AnnotationVerdictSequence], p.Sequence) {
+				// The verdict this Apply carries out comes on the other consumer: its Event follows the verdict's.
+				return fmt.Errorf("the Apply of %s on %s waits for its verdict to be shown", p.Workload, p.Cluster)
+			}
+			return nil // a later verdict is shown: the workload no longer runs there
+		}
 		news, err := s.syncPlacement(ctx, obj, nil, p)
 		if err == nil && news {
 			s.record(workloadReference(p.Workload), appliedEvent(p))
 		}
 		return err
 	})
+}
+
+// shownSince reports whether the verdict shown at mark (AnnotationVerdictSequence) is of sequence seq or later.
+// A decision's sequence is its verdict's.
+func shownSince(mark string, seq uint64) bool {
+	shown, err := strconv.ParseUint(mark[strings.LastIndex(mark, "/")+1:], 10, 64)
+	return err == nil && shown >= seq
 }
 
 // annotate merge-patches annotations (nil removes one) onto the control-plane object, if it still exists.

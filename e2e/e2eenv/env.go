@@ -4,15 +4,18 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -325,6 +328,22 @@ func Get(t *testing.T, c *kube.Clients, gvk schema.GroupVersionKind, namespace, 
 	return got
 }
 
+// List reads every object of a kind in every namespace; none when the kind is not served.
+func List(t *testing.T, c *kube.Clients, gvk schema.GroupVersionKind) []unstructured.Unstructured {
+	t.Helper()
+	obj := &unstructured.Unstructured{}
+	obj.SetGroupVersionKind(gvk)
+	gvr, _, err := c.ResourceFor(obj)
+	if err != nil {
+		return nil
+	}
+	list, err := c.Dynamic.Resource(gvr).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list %s: %v", gvk.Kind, err)
+	}
+	return list.Items
+}
+
 // Eventually polls cond until it holds, failing the test with what after the deadline.
 func Eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -383,4 +402,21 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// EventsAbout lists the events.k8s.io Events on the object of uid in namespace, oldest first.
+func EventsAbout(t *testing.T, clients *kube.Clients, namespace string, uid types.UID) []eventsv1.Event {
+	t.Helper()
+	list, err := clients.Core.EventsV1().Events(namespace).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list Events in %s: %v", namespace, err)
+	}
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.UID == uid {
+			out = append(out, e)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
+	return out
 }
