@@ -283,6 +283,10 @@ func printDemo(out io.Writer, fleet *localfleet.Fleet, natsURL string, workloads
 	fmt.Fprintf(out, "\nTry:\n  kubectl --kubeconfig %s get %s -A\n", example.KubeconfigPath, kind)
 	fmt.Fprintf(out, "  kubectl --kubeconfig %s get %s -A   # the control plane\n", fleet.ControlPlane.KubeconfigPath, kind)
 	fmt.Fprintf(out, "  kubectl --kubeconfig %s get clusters,schedulepolicies\n", fleet.ControlPlane.KubeconfigPath)
+	fmt.Fprintf(out, "  kubectl --kubeconfig %s get workloadplacements -A   # where each workload runs, and why not\n",
+		fleet.ControlPlane.KubeconfigPath)
+	fmt.Fprintf(out, "  kubectl --kubeconfig %s events -n %s --for %s/%s\n", fleet.ControlPlane.KubeconfigPath,
+		workloads[0].GetNamespace(), strings.ToLower(workloads[0].GetKind()), workloads[0].GetName())
 	fmt.Fprintf(out, "  nats --server %s stream ls\n", natsURL)
 	fmt.Fprintf(out, "  fleetflow audit tail --nats-url %s --workload PyTorchJob/%s/%s\n", natsURL, workloads[0].GetNamespace(), workloads[0].GetName())
 	fmt.Fprintln(out, "\nThe fleet and the pipeline keep running. Press Ctrl-C to tear everything down.")

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"slices"
 	"sync"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
@@ -112,6 +114,7 @@ func TestBurstDoesNotOvercommit(t *testing.T) {
 			WaitPlacedOn(t, e, ns, job, p.Cluster)
 		}
 	}
+	countEvents(t, e, ns, placements)
 
 	// What the placed jobs hold, node by node, against what each node has free in the fleet file.
 	snap := placer.Snapshot()
@@ -221,4 +224,39 @@ func freePerNode(t *testing.T, fleetFile string) map[string]corev1.ResourceList 
 		}
 	}
 	return out
+}
+
+// countEvents waits for the Events of the burst's jobs (Scheduled and Applied for a placed one, FailedScheduling
+// for the others) and logs how many the control plane was written per job: a repeated reason on one job is
+// folded into the first Event's series (one patch), so no job may have more than its two kinds of Event.
+func countEvents(t *testing.T, e *e2eenv.Env, ns string, placements map[string]Placement) {
+	t.Helper()
+	want := func(p Placement) []string {
+		if p.Status == string(schemas.VerdictPlaced) {
+			return []string{"Scheduled", "Applied"}
+		}
+		return []string{"FailedScheduling"}
+	}
+	objects, writes := 0, 0
+	for job, p := range placements {
+		uid := e2eenv.Get(t, e.ControlPlane, PyTorchJobKind, ns, job).GetUID()
+		var got []string
+		var events []eventsv1.Event
+		e2eenv.Eventually(t, e2eenv.Settle, fmt.Sprintf("Events %v of %s", want(p), job), func() bool {
+			events = e2eenv.EventsAbout(t, e.ControlPlane, ns, uid)
+			got = got[:0]
+			for _, ev := range events {
+				got = append(got, ev.Reason)
+			}
+			return slices.Equal(got, want(p))
+		})
+		for _, ev := range events {
+			objects, writes = objects+1, writes+1
+			if ev.Series != nil {
+				writes++ // the patch that started the series
+			}
+		}
+	}
+	t.Logf("Events on %d jobs: %d objects, %d writes (%.2f per job)", len(placements), objects, writes,
+		float64(writes)/float64(len(placements)))
 }

@@ -564,8 +564,10 @@ func RunStatusWriter(ctx context.Context, b *Bus, controlPlane *kube.Clients, he
 		return err
 	}
 	writer.HeartbeatTimeout = heartbeatTimeout
-	if writer.Events, err = kube.NewEventRecorder(ctx, controlPlane, EventsReportingController, kube.EventLimits{}); err != nil {
-		return fmt.Errorf("status writer: %w", err)
+	if controlPlane.Core != nil { // clients with a dynamic client alone (tests) record no Events
+		if writer.Events, err = kube.NewEventRecorder(ctx, controlPlane, EventsReportingController, kube.EventLimits{}); err != nil {
+			return fmt.Errorf("status writer: %w", err)
+		}
 	}
 	newLoop := func(consumer jetstream.Consumer) *bus.ConsumeLoop {
 		return &bus.ConsumeLoop{Consumer: consumer, Handle: writer.Handle, DeadLetters: b.JetStream, Log: log}
