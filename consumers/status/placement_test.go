@@ -81,3 +81,22 @@ func ptrTime(t time.Time) *metav1.Time {
 	m := metav1.NewTime(t)
 	return &m
 }
+
+func TestShownSince(t *testing.T) {
+	tests := []struct {
+		mark string
+		seq  uint64
+		want bool
+	}{
+		{mark: "e1/8", seq: 8, want: true},
+		{mark: "e1/9", seq: 8, want: true},
+		{mark: "e1/7", seq: 8, want: false},
+		{mark: "12", seq: 8, want: true},
+		{mark: "", seq: 8, want: false},
+	}
+	for _, tt := range tests {
+		if got := shownSince(tt.mark, tt.seq); got != tt.want {
+			t.Errorf("shownSince(%q, %d) = %t, want %t", tt.mark, tt.seq, got, tt.want)
+		}
+	}
+}

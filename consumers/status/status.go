@@ -164,7 +164,7 @@ func (s *StatusWriter) Handle(ctx context.Context, d bus.Delivery) error {
 		if err := s.clearPlacementError(ctx, applied); err != nil {
 			return err
 		}
-		return s.showApplied(ctx, applied)
+		return s.showApplied(ctx, applied, d.Attempt)
 	case *schemas.ObjectChanged:
 		if d.Event.Type() == schemas.TypeResourceInterfaceChanged {
 			compiled, err := s.upsertRI(p)
@@ -1103,13 +1103,15 @@ func (s *StatusWriter) clearPlacementError(ctx context.Context, p *schemas.Place
 }
 
 // showApplied records, on the workload's WorkloadPlacement, the Apply an applier carried out, and the Event
-// Applied when it is news there (not when the report is delivered again, or replayed).
-func (s *StatusWriter) showApplied(ctx context.Context, p *schemas.PlacementApplied) error {
+// Applied when it is news there (not when the report is delivered again, or replayed). The Apply's verdict comes
+// on the writer's other consumer: the report waits for it to be shown, so the Events come in the order things
+// happened, but not past its second-to-last attempt (a lagging consumer costs the order, not the Event).
+func (s *StatusWriter) showApplied(ctx context.Context, p *schemas.PlacementApplied, attempt uint64) error {
 	if p.Action != schemas.ActionApply {
 		return nil
 	}
 	return s.withCurrent(ctx, p.Workload, func(_ dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
-		if !slices.Contains(clustersOf(obj), p.Cluster) {
+		if !slices.Contains(clustersOf(obj), p.Cluster) && attempt < schemas.MaxDeliver-1 {
 			if obj.GetAnnotations()[schemas.AnnotationPlacement] == "" ||
 				!shownSince(obj.GetAnnotations()[schemas.AnnotationVerdictSequence], p.Sequence) {
 				// The verdict this Apply carries out comes on the other consumer: its Event follows the verdict's.
