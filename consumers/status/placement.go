@@ -147,7 +147,7 @@ func placementStatus(workload *unstructured.Unstructured, shown *v1alpha1.Worklo
 	news := false
 	if applied != nil && applied.Action == schemas.ActionApply {
 		at := slices.IndexFunc(out.Applied, func(d v1alpha1.AppliedDecision) bool { return d.Cluster == applied.Cluster })
-		entry := v1alpha1.AppliedDecision{Cluster: applied.Cluster, Sequence: int64(applied.Sequence), //nolint:gosec // stream sequences fit
+		entry := v1alpha1.AppliedDecision{Cluster: applied.Cluster, Sequence: int64(applied.Sequence),
 			Time: ptr.To(metav1.NewTime(now.UTC().Truncate(time.Second)))}
 		switch {
 		case at < 0:
