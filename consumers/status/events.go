@@ -11,8 +11,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/consumers/internal/contract"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -45,6 +47,10 @@ const maxNote = 1024
 // kubeEvent is one Event to record.
 type kubeEvent struct {
 	Type, Reason, Action, Note string
+	// Cluster, when set, names the Cluster the Event is related to. It keeps apart the Events of one reason on
+	// one workload for two clusters, which client-go's broadcaster would otherwise fold into one series (Applied
+	// on cluster-b after Applied on cluster-a would count the first again, its note naming cluster-a).
+	Cluster string
 }
 
 // record writes e on the object ref names, when the writer records Events.
@@ -52,7 +58,11 @@ func (s *StatusWriter) record(ref *corev1.ObjectReference, e kubeEvent) {
 	if s.Events == nil {
 		return
 	}
-	s.Events.Eventf(ref, nil, e.Type, e.Reason, e.Action, "%s", shorten(e.Note, maxNote))
+	var related runtime.Object
+	if e.Cluster != "" {
+		related = &corev1.ObjectReference{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster", Name: e.Cluster}
+	}
+	s.Events.Eventf(ref, related, e.Type, e.Reason, e.Action, "%s", shorten(e.Note, maxNote))
 }
 
 // objectReference is the reference an Event on obj carries.

@@ -243,6 +243,6 @@ func (s *StatusWriter) deletePlacement(ctx context.Context, ref schemas.ObjectRe
 
 // appliedEvent is the Event of an Apply carried out.
 func appliedEvent(p *schemas.PlacementApplied) kubeEvent {
-	return kubeEvent{Type: corev1.EventTypeNormal, Reason: ReasonApplied, Action: actionApplying,
+	return kubeEvent{Type: corev1.EventTypeNormal, Reason: ReasonApplied, Action: actionApplying, Cluster: p.Cluster,
 		Note: fmt.Sprintf("Applied to cluster %s (decision %d)", p.Cluster, p.Sequence)}
 }
