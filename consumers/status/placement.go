@@ -57,7 +57,7 @@ func (s *StatusWriter) syncPlacement(ctx context.Context, workload *unstructured
 		if convErr := runtime.DefaultUnstructuredConverter.FromUnstructured(current.Object, &shown); convErr != nil {
 			return false, bus.Permanent(fmt.Errorf("WorkloadPlacement %s/%s: %w", workload.GetNamespace(), name, convErr))
 		}
-		if string(shown.Status.Workload.UID) != string(workload.GetUID()) {
+		if shown.Status.Workload.UID != string(workload.GetUID()) {
 			shown.Status = v1alpha1.WorkloadPlacementStatus{} // of an earlier workload of that name
 		}
 	}
