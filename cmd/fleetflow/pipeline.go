@@ -22,6 +22,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/consumers/placer"
+	"github.com/fleetflow/fleetflow/consumers/ui"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/evalguard"
 	"github.com/fleetflow/fleetflow/internal/kube"
@@ -318,6 +319,7 @@ func newRunCommand() *cobra.Command {
 	var pf placerFlags
 	var kf kubeconfigFlags
 	var clusterFlags, watch, skip []string
+	var uiListen, uiTokenFile string
 	installCRDs := true
 	cmd := &cobra.Command{
 		Use:   "run [--kubeconfig KUBECONFIG] [--context CONTEXT] [--cluster NAME=KUBECONFIG[@CONTEXT]...]",
@@ -348,6 +350,10 @@ the control plane unless --install-crds=false. The control plane is found as kub
 			if err != nil {
 				return err
 			}
+			uiToken, err := ui.ReadToken(uiTokenFile)
+			if err != nil {
+				return fmt.Errorf("--ui-token-file: %w", err)
+			}
 			cp, err := kf.clients()
 			if err != nil {
 				return err
@@ -374,7 +380,10 @@ the control plane unless --install-crds=false. The control plane is found as kub
 			slog.Info("fleetflow running", "nats", b.URL)
 			pf.tuneGC()
 			all := &app.AllInOne{ControlPlane: cp, Kinds: kinds, Placer: pf.config(), SkippedNamespaces: skipped}
-			return all.Run(ctx, b, slog.Default())
+			if uiListen == "" {
+				return all.Run(ctx, b, slog.Default())
+			}
+			return runWithUI(ctx, b, all, ui.RunOptions{Listen: uiListen, Token: uiToken, HeartbeatTimeout: pf.heartbeatTimeout})
 		},
 	}
 	bf.register(cmd.Flags())
@@ -384,7 +393,32 @@ the control plane unless --install-crds=false. The control plane is found as kub
 	cmd.Flags().StringArrayVar(&clusterFlags, "cluster", nil, "register a workload cluster as NAME=KUBECONFIG or NAME=KUBECONFIG@CONTEXT (repeatable); its kubeconfig Secret is written again at every start")
 	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds to place, as group/version/Kind, or version/Kind for the core group (built-in RI kinds and kinds named by policies or RIs are watched anyway)")
 	registerSkipNamespaces(cmd, &skip)
+	cmd.Flags().StringVar(&uiListen, "ui", "", "also serve the fleet view in the browser (as the ui command does) on this `ADDRESS`, e.g. "+ui.DefaultListen+"; empty serves none")
+	cmd.Flags().StringVar(&uiTokenFile, "ui-token-file", "", "file holding the bearer token the fleet view asks for (default: $"+ui.TokenEnv+", else none)")
 	return cmd
+}
+
+// runWithUI runs every part and the fleet view until ctx is done or one of them ends.
+func runWithUI(ctx context.Context, b *app.Bus, all *app.AllInOne, opts ui.RunOptions) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served, ran := make(chan error, 1), make(chan error, 1)
+	go func() { served <- ui.Run(ctx, b.JetStream, opts, slog.Default()) }()
+	go func() { ran <- all.Run(ctx, b, slog.Default()) }()
+	var err error
+	select {
+	case err = <-served: // a view that cannot listen stops the process, as a bad flag would
+		cancel()
+		if runErr := <-ran; err == nil {
+			err = runErr
+		}
+	case err = <-ran:
+		cancel()
+		if uiErr := <-served; err == nil {
+			err = uiErr
+		}
+	}
+	return err
 }
 
 // registerSkipNamespaces adds --skip-namespaces to a command that runs the control-plane producer.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -33,7 +34,7 @@ func newUICommand() *cobra.Command {
 			}
 			token, err := ui.ReadToken(tokenFile)
 			if err != nil {
-				return err
+				return fmt.Errorf("--token-file: %w", err)
 			}
 			log := slog.Default()
 			nc, js, err := connectAs(natsURL, "fleetflow-ui", auth, bus.LogConnectionEvents(log)...)

@@ -82,11 +82,11 @@ func ReadToken(file string) (string, error) {
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return "", fmt.Errorf("--token-file: %w", err)
+		return "", err
 	}
 	token := strings.TrimSpace(string(data))
 	if token == "" {
-		return "", fmt.Errorf("--token-file %s: the file is empty", file)
+		return "", fmt.Errorf("token file %s is empty", file)
 	}
 	return token, nil
 }
