@@ -8,6 +8,7 @@
 //   - audit is the audit tail, a plain reader of the streams.
 //   - replay runs the recorded history through the placement lifecycle in process (the determinism check and
 //     the what-if).
+//   - ui serves the read-only fleet view in the browser, a reader of the streams like audit.
 //
 // internal/contract is the leaf they share: what each must read and write the same way as the others.
 package consumers
