@@ -1,7 +1,6 @@
 package ui
 
 import (
-	"bufio"
 	"net/http"
 	"slices"
 	"strconv"
@@ -35,18 +34,18 @@ func heatMapSize(n int) (width, height int) {
 	return heatColumns * heatCell, rows * heatCell
 }
 
-// writeHeatMap writes the SVG of the nodes: a row's neighbours of one shade are one rectangle, and a pattern
-// laid over the grid draws the cell borders, so a map of 1,000 nodes is a few hundred elements at most.
-func writeHeatMap(w *bufio.Writer, nodes []model.GPUNode) {
+// heatMap is the SVG of the nodes: a row's neighbours of one shade are one rectangle, and a pattern laid over
+// the grid draws the cell borders, so a map of 1,000 nodes is a few hundred elements at most.
+func heatMap(nodes []model.GPUNode) []byte {
 	width, height := heatMapSize(len(nodes))
 	ws, hs := strconv.Itoa(width), strconv.Itoa(height)
-	w.WriteString(`<svg xmlns="http://www.w3.org/2000/svg" width="` + ws + `" height="` + hs + `" viewBox="0 0 ` + ws + " " + hs +
-		`" role="img"><defs><pattern id="g" width="10" height="10" patternUnits="userSpaceOnUse">` +
-		`<path d="M10 0V10H0" fill="none" stroke="#fff" stroke-width="2"/></pattern></defs>`)
+	buf := make([]byte, 0, 4096)
+	buf = append(buf, `<svg xmlns="http://www.w3.org/2000/svg" width="`+ws+`" height="`+hs+`" viewBox="0 0 `+ws+" "+hs+
+		`" role="img"><defs><pattern id="g" width="10" height="10" patternUnits="userSpaceOnUse">`+
+		`<path d="M10 0V10H0" fill="none" stroke="#fff" stroke-width="2"/></pattern></defs>`...)
 	if len(nodes) == 0 {
-		w.WriteString(`<rect width="100%" height="100%" fill="#eee"/>`)
+		buf = append(buf, `<rect width="100%" height="100%" fill="#eee"/>`...)
 	}
-	var buf []byte
 	for start := 0; start < len(nodes); {
 		row, col := start/heatColumns, start%heatColumns
 		level := heatLevel(nodes[start])
@@ -54,7 +53,7 @@ func writeHeatMap(w *bufio.Writer, nodes []model.GPUNode) {
 		for end < len(nodes) && end%heatColumns != 0 && heatLevel(nodes[end]) == level {
 			end++
 		}
-		buf = append(buf[:0], `<rect x="`...)
+		buf = append(buf, `<rect x="`...)
 		buf = strconv.AppendInt(buf, int64(col*heatCell), 10)
 		buf = append(buf, `" y="`...)
 		buf = strconv.AppendInt(buf, int64(row*heatCell), 10)
@@ -63,13 +62,12 @@ func writeHeatMap(w *bufio.Writer, nodes []model.GPUNode) {
 		buf = append(buf, `" height="10" fill="`...)
 		buf = append(buf, heatColors[level]...)
 		buf = append(buf, `"/>`...)
-		w.Write(buf)
 		start = end
 	}
-	w.WriteString(`<rect width="100%" height="100%" fill="url(#g)"/></svg>`)
+	return append(buf, `<rect width="100%" height="100%" fill="url(#g)"/></svg>`...)
 }
 
-func (s *Server) heatMap(w http.ResponseWriter, r *http.Request) {
+func (s *Server) heatMapImage(w http.ResponseWriter, r *http.Request) {
 	nodes, ok := s.model.GPUNodes(r.URL.Query().Get("cluster"))
 	if !ok {
 		http.NotFound(w, r)
@@ -77,9 +75,7 @@ func (s *Server) heatMap(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "image/svg+xml")
 	w.Header().Set("Cache-Control", "no-store")
-	bw := bufio.NewWriterSize(w, 32<<10)
-	writeHeatMap(bw, nodes)
-	_ = bw.Flush()
+	_, _ = w.Write(heatMap(nodes)) // a client gone is no error of the view
 }
 
 // freeCount is how many GPU nodes have Free GPUs free.

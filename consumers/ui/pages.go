@@ -265,9 +265,7 @@ func (s *Server) whatIfRun(w http.ResponseWriter, r *http.Request) {
 		text = []byte(pasted)
 	}
 	var wi replay.WhatIf
-	for _, name := range strings.FieldsFunc(r.PostFormValue("delete"), func(c rune) bool { return c == ',' || c == ' ' || c == '\n' }) {
-		wi.Delete = append(wi.Delete, name)
-	}
+	wi.Delete = strings.FieldsFunc(r.PostFormValue("delete"), func(c rune) bool { return c == ',' || c == ' ' || c == '\n' })
 	data["Delete"] = strings.Join(wi.Delete, ", ")
 	wi.FromStart = r.PostFormValue("fromStart") != ""
 	data["FromStart"] = wi.FromStart

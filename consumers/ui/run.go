@@ -50,13 +50,17 @@ func Run(ctx context.Context, js jetstream.JetStream, opts RunOptions, log *slog
 	}
 	followed := make(chan error, 1)
 	go func() { followed <- model.Follow(ctx, js, m, log) }()
+	var other error
 	select {
 	case err = <-followed:
 		cancel()
-		<-served
+		other = <-served
 	case err = <-served:
 		cancel()
-		<-followed
+		other = <-followed
+	}
+	if err == nil || errors.Is(err, context.Canceled) {
+		err = other
 	}
 	if err != nil && !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("ui: %w", err)

@@ -97,7 +97,7 @@ func (s *Server) Handler() http.Handler {
 	assets, _ := fs.Sub(assetFiles, "assets")
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(assets)))
 	mux.HandleFunc("GET /{$}", s.fleetPage)
-	mux.HandleFunc("GET /heatmap.svg", s.heatMap)
+	mux.HandleFunc("GET /heatmap.svg", s.heatMapImage)
 	mux.HandleFunc("GET /workloads", s.workloadsPage)
 	mux.HandleFunc("GET /workload", s.workloadPage)
 	mux.HandleFunc("GET /live", s.livePage)

@@ -73,7 +73,13 @@ func newServer(t testing.TB, f *modeltest.Fleet, streams ui.Streams, token strin
 	return s.Handler()
 }
 
-func get(t *testing.T, h http.Handler, target string, header ...string) (*http.Response, string) {
+// answer is what a request got.
+type answer struct {
+	StatusCode int
+	Header     http.Header
+}
+
+func get(t *testing.T, h http.Handler, target string, header ...string) (answer, string) {
 	t.Helper()
 	req := httptest.NewRequest(http.MethodGet, target, nil)
 	for i := 0; i+1 < len(header); i += 2 {
@@ -81,7 +87,7 @@ func get(t *testing.T, h http.Handler, target string, header ...string) (*http.R
 	}
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
-	return rec.Result(), rec.Body.String()
+	return answer{StatusCode: rec.Code, Header: rec.Header()}, rec.Body.String()
 }
 
 func wantAll(t *testing.T, body string, parts ...string) {
@@ -340,7 +346,7 @@ func TestLiveEventsStreamNewEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer res.Body.Close()
+	defer func() { _ = res.Body.Close() }()
 	if ct := res.Header.Get("Content-Type"); ct != "text/event-stream" {
 		t.Fatalf("Content-Type %q", ct)
 	}
