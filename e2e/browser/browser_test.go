@@ -153,7 +153,7 @@ func (b *browser) pageText(path, selector string, want ...string) string {
 
 func (b *browser) screenshot(name string) {
 	b.t.Helper()
-	png := value(b, "screenshot "+name, chromedp.FullScreenshot(90))
+	png := value(b, "screenshot "+name, chromedp.FullScreenshot(100))
 	if err := os.WriteFile(filepath.Join(b.shots, name+".png"), png, 0o644); err != nil {
 		b.t.Fatal(err)
 	}
