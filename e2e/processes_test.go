@@ -150,16 +150,23 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 	wantMetrics := map[string][]string{
 		placerHealth: {"fleetflow_placer_leader 1", `fleetflow_placer_verdicts_total{status="Placed"}`,
 			`fleetflow_events_handled_total{consumer="` + placerConsumer.Durable + `",outcome="ok",type="` + schemas.TypeWorkloadChanged + `"}`,
-			`fleetflow_consumer_pending_messages{consumer="` + placerConsumer.Durable + `"}`},
-		applierHealth["cluster-a"]: {`fleetflow_applier_operations_total{cluster="cluster-a",operation="Apply",outcome="ok"}`},
+			`fleetflow_consumer_pending_messages{consumer="` + placerConsumer.Durable + `"}`,
+			"fleetflow_submit_to_placed_seconds_count 1", `fleetflow_cluster_allocatable{cluster="cluster-a",resource="cpu"}`,
+			`fleetflow_cluster_free{cluster="cluster-a",resource="memory"}`},
+		applierHealth["cluster-a"]: {`fleetflow_applier_operations_total{cluster="cluster-a",operation="Apply",outcome="ok"}`,
+			`fleetflow_placed_to_applied_seconds_count{action="Apply",cluster="cluster-a"} 1`},
 	}
 	for addr, metrics := range wantMetrics {
-		code, body := httpGet(t, addr, "/metrics")
-		for _, metric := range metrics {
-			if code != 200 || !strings.Contains(body, metric) {
-				t.Errorf("%s/metrics answered %d without %s", addr, code, metric)
+		// The applier counts its write once it returns, a moment after the copy shows in the cluster.
+		e2eenv.Eventually(t, e2eenv.Settle, addr+"/metrics with "+strings.Join(metrics, ", "), func() bool {
+			code, body := httpGet(t, addr, "/metrics")
+			for _, metric := range metrics {
+				if code != 200 || !strings.Contains(body, metric) {
+					return false
+				}
 			}
-		}
+			return true
+		})
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -227,11 +228,11 @@ func (p *ClusterProducer) init(ctx context.Context) error {
 		log: p.Log, last: map[string]*publishedState{}, registration: schemas.ClusterSpecSubject(p.Cluster)}
 	p.owners = newOwnerResolver(p.Clients)
 	p.nodeQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-nodes-" + p.Cluster})
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-nodes-" + p.Cluster, MetricsProvider: observe.WorkqueueMetrics})
 	p.podQueue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[podKey](),
-		workqueue.TypedRateLimitingQueueConfig[podKey]{Name: "cluster-pods-" + p.Cluster})
+		workqueue.TypedRateLimitingQueueConfig[podKey]{Name: "cluster-pods-" + p.Cluster, MetricsProvider: observe.WorkqueueMetrics})
 	p.statusQ = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[statusKey](),
-		workqueue.TypedRateLimitingQueueConfig[statusKey]{Name: "cluster-status-" + p.Cluster})
+		workqueue.TypedRateLimitingQueueConfig[statusKey]{Name: "cluster-status-" + p.Cluster, MetricsProvider: observe.WorkqueueMetrics})
 	p.nodeTombs = map[string]string{}
 	p.podLatest = map[podKey]*corev1.Pod{}
 	p.statusTomb = map[statusKey]*placedTomb{}

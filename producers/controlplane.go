@@ -25,6 +25,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -191,7 +192,7 @@ func (p *ControlPlaneProducer) Run(ctx context.Context) error {
 	p.ctx = ctx
 	p.queue = workqueue.NewTypedRateLimitingQueueWithConfig(
 		workqueue.DefaultTypedControllerRateLimiter[objectKey](),
-		workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "control-plane"})
+		workqueue.TypedRateLimitingQueueConfig[objectKey]{Name: "control-plane", MetricsProvider: observe.WorkqueueMetrics})
 	p.resources = map[schema.GroupVersionResource]*resourceInformer{}
 	p.informers = map[informerKey]watched{}
 	p.versions = map[groupKindFamily]schema.GroupVersionResource{}

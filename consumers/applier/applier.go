@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -103,6 +104,9 @@ func (a *Applier) Handle(ctx context.Context, d bus.Delivery) error {
 		return err
 	}
 	observe.ApplierOperations.WithLabelValues(a.Cluster, string(decided.Action), "ok").Inc()
+	if at := d.Event.Time(); !at.IsZero() {
+		observe.PlacedToAppliedSeconds.WithLabelValues(a.Cluster, string(decided.Action)).Observe(max(0, time.Since(at).Seconds()))
+	}
 	log.Info("decision carried out", "resource_version", rv)
 	if err := a.report(ctx, schemas.TypePlacementApplied, "applied", appliedReport(decided, a.Cluster, rv)); err != nil {
 		return reportError{err: err, resourceVersion: rv}

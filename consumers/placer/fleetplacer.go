@@ -76,9 +76,11 @@ type Placer struct {
 	// from had copied: an event at or below it is in the view already, or was pruned with its object (see
 	// setReplayFloor).
 	replayFloor uint64
-	// out publishes the effects of the events staged since the last Flush, which staged lists.
-	out    publishing
-	staged []eventKey
+	// out publishes the effects of the events staged since the last Flush, which staged lists; changesPlaced
+	// holds the times of the staged workload changes that placed their workload, for SubmitToPlacedSeconds.
+	out           publishing
+	staged        []eventKey
+	changesPlaced []time.Time
 }
 
 // eventKey identifies an event: its subject and its sequence in the stream.
@@ -146,7 +148,27 @@ func (p *Placer) Stage(ctx context.Context, d bus.Delivery) error {
 		return err
 	}
 	p.staged = append(p.staged, eventKey{subject: d.Subject, sequence: d.StreamSequence})
+	if ev.Type == schemas.TypeWorkloadChanged && placesAnew(effects) {
+		p.changesPlaced = append(p.changesPlaced, ev.Time)
+	}
 	return nil
+}
+
+// placesAnew reports whether effects hold a Placed verdict, on its own or carried by an Apply.
+func placesAnew(effects []lifecycle.Effect) bool {
+	for _, e := range effects {
+		switch payload := e.Payload.(type) {
+		case *schemas.PlacementVerdict:
+			if payload.Status == schemas.VerdictPlaced {
+				return true
+			}
+		case *schemas.PlacementDecided:
+			if payload.Verdict != nil && payload.Verdict.Status == schemas.VerdictPlaced {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // publish sends effects. When one fails, some may be out already: the batch fails as a whole (Flush aborts
@@ -169,8 +191,8 @@ func (p *Placer) Flush(ctx context.Context) error {
 	if err == nil {
 		err = p.out.err
 	}
-	staged := p.staged
-	p.staged, p.out.err = p.staged[:0], nil
+	staged, changesPlaced := p.staged, p.changesPlaced
+	p.staged, p.changesPlaced, p.out.err = p.staged[:0], p.changesPlaced[:0], nil
 	if err != nil {
 		p.ctrl.Abort()
 		return err
@@ -178,6 +200,10 @@ func (p *Placer) Flush(ctx context.Context) error {
 	p.ctrl.Commit()
 	for _, s := range staged {
 		p.markApplied(s.subject, s.sequence)
+	}
+	now := time.Now()
+	for _, at := range changesPlaced {
+		observe.SubmitToPlacedSeconds.Observe(max(0, now.Sub(at).Seconds()))
 	}
 	return nil
 }
@@ -191,26 +217,35 @@ func (p *Placer) TakeGone() []schemas.ObjectRef { return p.ctrl.TakeGone() }
 // Call it from the goroutine that handles the events.
 func (p *Placer) TakeGoneFleet() lifecycle.GoneFleet { return p.ctrl.TakeGoneFleet() }
 
-// FleetCounts counts the workloads of the placer's view, placed or not, and its clusters, Ready or not. It reads
-// an immutable snapshot of the store, so /metrics may call it from any goroutine.
-func (p *Placer) FleetCounts() observe.FleetCounts {
+// FleetStats counts the workloads of the placer's view, placed or not and why not, and its clusters, Ready or
+// not, with their capacity. It reads an immutable snapshot of the store and what the ledger committed, so
+// /metrics may call it from any goroutine.
+func (p *Placer) FleetStats() observe.FleetStats {
 	snap := p.ctrl.Snapshot()
-	var counts observe.FleetCounts
+	stats := observe.FleetStats{UnplacedByReason: p.ctrl.UnplacedByReason(), ClusterReady: map[string]bool{}}
 	for _, wl := range snap.Workloads() {
 		if wl.Placement != nil {
-			counts.Placed++
+			stats.Placed++
 		} else {
-			counts.Unplaced++
+			stats.Unplaced++
 		}
 	}
 	for _, c := range snap.Clusters() {
+		stats.ClusterReady[c.Name] = c.Ready
 		if c.Ready {
-			counts.Ready++
+			stats.Ready++
 		} else {
-			counts.NotReady++
+			stats.NotReady++
 		}
 	}
-	return counts
+	resources := snap.Resources()
+	for _, c := range snap.Capacities() {
+		for i := range resources.Len() {
+			stats.Capacity = append(stats.Capacity, observe.ClusterResource{Cluster: c.Name, Resource: string(resources.Name(i)),
+				Allocatable: resources.BaseAmount(i, c.Allocatable.Get(i)), Free: resources.BaseAmount(i, c.Free.Get(i))})
+		}
+	}
+	return stats
 }
 
 // ForgetAppliedThrough drops the placer's record of events at or below floor, the acknowledgement floor of

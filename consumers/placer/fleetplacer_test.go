@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -245,8 +246,13 @@ func TestSilentClusterFailsOverOnTick(t *testing.T) {
 		t.Errorf("reason for east = %q, want it to say since when it sent no heartbeat, and the timeout", reason)
 	}
 	// The fleet as /metrics counts it: west Ready, east not, the workload placed.
-	if got, want := f.p.FleetCounts(), (observe.FleetCounts{Placed: 1, Ready: 1, NotReady: 1}); got != want {
+	stats := f.p.FleetStats()
+	if got, want := (observe.FleetStats{Placed: stats.Placed, Unplaced: stats.Unplaced, Ready: stats.Ready, NotReady: stats.NotReady}),
+		(observe.FleetStats{Placed: 1, Ready: 1, NotReady: 1}); !reflect.DeepEqual(got, want) {
 		t.Errorf("fleet counts = %+v, want %+v", got, want)
+	}
+	if len(stats.UnplacedByReason) != 0 {
+		t.Errorf("unplaced by reason = %v, want none: the workload is placed", stats.UnplacedByReason)
 	}
 }
 
@@ -2668,5 +2674,44 @@ func TestVerdictDoesNotSayARefusedCopyRuns(t *testing.T) {
 				t.Errorf("verdict %s %q, want %s, saying the copy on east keeps running: %v", v.Status, v.Message, tt.want, tt.saysItRunsOne)
 			}
 		})
+	}
+}
+
+// TestFleetStatsCountWhatIsNotPlacedAndWhy: /metrics counts a workload that fits nowhere under the reason its
+// last verdict gave, and leaves it out once it is placed; each cluster's capacity is in base units (CPU in
+// cores) and its free amount falls by what the placed workload asks.
+func TestFleetStatsCountWhatIsNotPlacedAndWhy(t *testing.T) {
+	f := newPlacerFixture(t, PlacerConfig{})
+	f.policy("any", map[string]any{})
+	f.cluster("east", nil)
+	cpuOf := func(stats observe.FleetStats) (allocatable, free float64) {
+		t.Helper()
+		for _, c := range stats.Capacity {
+			if c.Cluster == "east" && c.Resource == "cpu" {
+				return c.Allocatable, c.Free
+			}
+		}
+		t.Fatalf("capacity %+v has no cpu entry for east", stats.Capacity)
+		return 0, 0
+	}
+
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(deployment("web").Ref()), eventtest.Deployment("web", "100"))
+	stats := f.p.FleetStats()
+	if want := map[string]int{"Capacity": 1}; !reflect.DeepEqual(stats.UnplacedByReason, want) || stats.Unplaced != 1 {
+		t.Errorf("unplaced %d by reason %v, want 1 by %v", stats.Unplaced, stats.UnplacedByReason, want)
+	}
+	if allocatable, free := cpuOf(stats); allocatable != 8 || free != 8 {
+		t.Errorf("east cpu allocatable %v free %v, want 8 and 8", allocatable, free)
+	}
+
+	shrunk := eventtest.Deployment("web", "1500m")
+	shrunk.Object["metadata"].(map[string]any)["resourceVersion"] = "2"
+	f.deliver(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(shrunk.Ref()), shrunk)
+	stats = f.p.FleetStats()
+	if len(stats.UnplacedByReason) != 0 || stats.Placed != 1 {
+		t.Errorf("placed %d, unplaced by reason %v; want the workload placed and no reason left", stats.Placed, stats.UnplacedByReason)
+	}
+	if _, free := cpuOf(stats); free != 6.5 {
+		t.Errorf("east cpu free %v, want 6.5 (8 less the 1.5 the placed workload reserves)", free)
 	}
 }

@@ -95,11 +95,16 @@ func TestFleetGaugesAreCountedAtEachScrape(t *testing.T) {
 		}
 	}
 	wantLines(scrape(), `fleetflow_placer_workloads{placed="true"} 0`, `fleetflow_placer_clusters{ready="false"} 0`)
-	counts := FleetCounts{Placed: 7, Unplaced: 2, Ready: 3, NotReady: 1}
-	SetFleetSource(func() FleetCounts { return counts })
+	stats := FleetStats{Placed: 7, Unplaced: 2, Ready: 3, NotReady: 1, UnplacedByReason: map[string]int{"Capacity": 2, "Taint": 1},
+		ClusterReady: map[string]bool{"east": true, "west": false},
+		Capacity:     []ClusterResource{{Cluster: "east", Resource: "cpu", Allocatable: 8, Free: 6.5}}}
+	SetFleetSource(func() FleetStats { return stats })
 	wantLines(scrape(), `fleetflow_placer_workloads{placed="true"} 7`, `fleetflow_placer_workloads{placed="false"} 2`,
-		`fleetflow_placer_clusters{ready="true"} 3`, `fleetflow_placer_clusters{ready="false"} 1`)
-	counts.Placed = 8
+		`fleetflow_placer_clusters{ready="true"} 3`, `fleetflow_placer_clusters{ready="false"} 1`,
+		`fleetflow_placer_unplaced_workloads{reason="Capacity"} 2`, `fleetflow_placer_unplaced_workloads{reason="Taint"} 1`,
+		`fleetflow_cluster_allocatable{cluster="east",resource="cpu"} 8`, `fleetflow_cluster_free{cluster="east",resource="cpu"} 6.5`,
+		`fleetflow_cluster_ready{cluster="east"} 1`, `fleetflow_cluster_ready{cluster="west"} 0`)
+	stats.Placed = 8
 	wantLines(scrape(), `fleetflow_placer_workloads{placed="true"} 8`)
 	SetFleetSource(nil)
 	wantLines(scrape(), `fleetflow_placer_workloads{placed="true"} 0`, `fleetflow_placer_clusters{ready="true"} 0`)

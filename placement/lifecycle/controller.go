@@ -185,6 +185,10 @@ func (p *Controller) PolicyRefused(name string) error {
 // Snapshot is the controller's current fleet view: immutable, so any goroutine may read it.
 func (p *Controller) Snapshot() *state.Snapshot { return p.store.Snapshot() }
 
+// UnplacedByReason counts the workloads whose last stored verdict does not place them, under each reason it
+// gives (state.Ledger.UnplacedByReason). Any goroutine may call it.
+func (p *Controller) UnplacedByReason() map[string]int { return p.ledger.UnplacedByReason() }
+
 // Handle applies one event and returns the effects it causes, staged until Commit or Abort; the slice is valid
 // until then. An event whose handling fails changes nothing that its redelivery would not redo.
 func (p *Controller) Handle(ev Event) ([]Effect, error) {
@@ -230,7 +234,7 @@ func (p *Controller) forget(e *workloadEntry) {
 	for _, c := range p.ledger.CopiesOf(e.id) {
 		p.ledger.PutCopy(&structs.Copy{WorkloadID: e.id, Cluster: c.Cluster})
 	}
-	p.ledger.SetVerdict(e.id, "")
+	p.ledger.ForgetVerdict(e.id)
 	delete(p.workloads, e.id)
 	delete(p.byUID, e.ref.UID)
 	p.forgotten.workloads = append(p.forgotten.workloads, e.ref)

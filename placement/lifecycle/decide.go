@@ -18,6 +18,7 @@ import (
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/objects"
 	"github.com/fleetflow/fleetflow/placement/scheduler"
+	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/placement/structs"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -367,9 +368,24 @@ func (p *Controller) sendVerdict(e *workloadEntry, v *schemas.PlacementVerdict, 
 
 // verdictSaid records that v was published, on its own or with an Apply.
 func (p *Controller) verdictSaid(e *workloadEntry, v *schemas.PlacementVerdict, key string) {
-	p.ledger.SetVerdict(e.id, key)
+	p.ledger.SetVerdict(&state.Verdict{WorkloadID: e.id, Key: key, Unplaced: unplacedReasons(v)})
 	p.log.Info("verdict", "workload", e.ref.Key(), "status", v.Status, "clusters", v.Clusters, "policy", v.Policy,
 		"reasons", v.Reasons, "message", v.Message)
+}
+
+// unplacedReasons is why v does not place its workload (state.Verdict.Unplaced): for an Unschedulable verdict
+// the distinct reason codes of its clusters, or Unknown when it names none, and for a NoPolicy or Invalid one
+// its status; nil for a Placed one.
+func unplacedReasons(v *schemas.PlacementVerdict) []string {
+	switch {
+	case v.Status == schemas.VerdictPlaced:
+		return nil
+	case v.Status != schemas.VerdictUnschedulable:
+		return []string{string(v.Status)}
+	case len(v.ReasonCodes) == 0:
+		return []string{"Unknown"}
+	}
+	return slices.Compact(slices.Sorted(maps.Values(v.ReasonCodes)))
 }
 
 // setAnalysis records a workload's new analysis, or why there is none, and what its verdicts carry of it.

@@ -257,7 +257,8 @@ func (p *Controller) restore(touched *touchedSet) error {
 		}
 		if e.restore != nil {
 			// A verdict identical to the one published before the restart is not published again.
-			p.ledger.SetVerdict(id, verdictKey(e.restore, analysisKey(e.restore.Analysis)))
+			p.ledger.SetVerdict(&state.Verdict{WorkloadID: id, Key: verdictKey(e.restore, analysisKey(e.restore.Analysis)),
+				Unplaced: unplacedReasons(e.restore)})
 		}
 		if wl := snap.Workload(id); wl != nil && wl.Placement == nil && !e.deleted && e.analysisErr == "" {
 			if err := p.process(id, touched); err != nil {

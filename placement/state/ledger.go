@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	memdb "github.com/hashicorp/go-memdb"
 
@@ -16,19 +17,24 @@ import (
 //
 // Writes go into the transaction of the event being handled: Seal keeps them, Discard drops them. Commit
 // marks what is sealed as stored; Abort goes back to the last Commit, discarding every event sealed since.
-// Reads see the open transaction. A Ledger is not safe for concurrent use.
+// Reads see the open transaction. A Ledger is not safe for concurrent use, but for UnplacedByReason.
 type Ledger struct {
 	db *memdb.MemDB
-	// committed is the database as of the last Commit: its immutable root, which Abort goes back to.
-	committed *memdb.MemDB
+	// committed is the database as of the last Commit: its immutable root, which Abort goes back to and
+	// UnplacedByReason reads from any goroutine.
+	committed atomic.Pointer[memdb.MemDB]
 	txn       *memdb.Txn
 	// err is the first write the open transaction refused; Seal reports it.
 	err error
 }
 
-// VerdictKey is a workload's last verdict, as the key that identifies it.
-type VerdictKey struct {
+// Verdict is what the ledger keeps of a workload's last verdict: the key that identifies it, and why it does
+// not place the workload.
+type Verdict struct {
 	WorkloadID, Key string
+	// Unplaced are the reasons the verdict does not place the workload, sorted (see UnplacedByReason); nil
+	// when it places it.
+	Unplaced []string
 }
 
 // NewLedger returns an empty ledger.
@@ -37,7 +43,9 @@ func NewLedger() (*Ledger, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state: build ledger schema: %w", err)
 	}
-	return &Ledger{db: db, committed: db.Snapshot()}, nil
+	l := &Ledger{db: db}
+	l.committed.Store(db.Snapshot())
+	return l, nil
 }
 
 // write returns the open transaction, opening one.
@@ -87,22 +95,37 @@ func (l *Ledger) PutCopy(c *structs.Copy) {
 
 // Verdict returns the key of the workload's last verdict, "" when none.
 func (l *Ledger) Verdict(workloadID string) string {
-	if v := first[*VerdictKey](l.read(), TableVerdicts, indexID, workloadID); v != nil {
+	if v := first[*Verdict](l.read(), TableVerdicts, indexID, workloadID); v != nil {
 		return v.Key
 	}
 	return ""
 }
 
-// SetVerdict records the key of the workload's last verdict; "" forgets it.
-func (l *Ledger) SetVerdict(workloadID, key string) {
-	txn := l.write()
-	var err error
-	if key == "" {
-		_, err = txn.DeleteAll(TableVerdicts, indexID, workloadID)
-	} else {
-		err = txn.Insert(TableVerdicts, &VerdictKey{WorkloadID: workloadID, Key: key})
-	}
+// SetVerdict records v as its workload's last verdict. The ledger keeps v: it must not be modified afterwards.
+func (l *Ledger) SetVerdict(v *Verdict) {
+	l.fail(l.write().Insert(TableVerdicts, v), "verdict of %s", v.WorkloadID)
+}
+
+// ForgetVerdict forgets the workload's last verdict.
+func (l *Ledger) ForgetVerdict(workloadID string) {
+	_, err := l.write().DeleteAll(TableVerdicts, indexID, workloadID)
 	l.fail(err, "verdict of %s", workloadID)
+}
+
+// UnplacedByReason counts, as of the last Commit, the workloads whose last verdict did not place them under
+// each of its reasons (Verdict.Unplaced). It may be called from any goroutine.
+func (l *Ledger) UnplacedByReason() map[string]int {
+	counts := map[string]int{}
+	it, err := l.committed.Load().Txn(false).Get(TableVerdicts, indexID)
+	if err != nil {
+		return counts
+	}
+	for obj := it.Next(); obj != nil; obj = it.Next() {
+		for _, r := range obj.(*Verdict).Unplaced {
+			counts[r]++
+		}
+	}
+	return counts
 }
 
 func (l *Ledger) fail(err error, what string, args ...any) {
@@ -137,13 +160,13 @@ func (l *Ledger) Discard() {
 // Commit marks every event sealed so far as stored: Abort no longer goes back past it.
 func (l *Ledger) Commit() {
 	l.Discard()
-	l.committed = l.db.Snapshot()
+	l.committed.Store(l.db.Snapshot())
 }
 
 // Abort discards every event sealed since the last Commit, and the open one: the ledger is as it was then.
 func (l *Ledger) Abort() {
 	l.Discard()
-	l.db = l.committed.Snapshot()
+	l.db = l.committed.Load().Snapshot()
 }
 
 func copiesOf(txn *memdb.Txn, workloadID string) []*structs.Copy {

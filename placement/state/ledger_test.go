@@ -1,6 +1,7 @@
 package state
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -100,13 +101,13 @@ func TestLedgerRollsBack(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := newTestLedger(t)
 			l.PutCopy(copyAt("a", "east", 1))
-			l.SetVerdict("a", "v1")
+			l.SetVerdict(&Verdict{WorkloadID: "a", Key: "v1"})
 			mustSeal(t, l)
 			l.Commit()
 
 			l.PutCopy(copyAt("a", "east", 5))
 			l.PutCopy(copyAt("a", "west", 6))
-			l.SetVerdict("a", "v2")
+			l.SetVerdict(&Verdict{WorkloadID: "a", Key: "v2"})
 			tt.after(t, l)
 
 			for i, cluster := range []string{"east", "west"} {
@@ -129,5 +130,38 @@ func mustSeal(t *testing.T, l *Ledger) {
 	t.Helper()
 	if err := l.Seal(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUnplacedByReasonCountsWhatIsCommitted: /metrics reads the verdicts of the last Commit only, so a batch
+// whose effects were not stored is never counted; each of a verdict's reasons counts once, and a Placed
+// verdict or a forgotten one counts nowhere.
+func TestUnplacedByReasonCountsWhatIsCommitted(t *testing.T) {
+	l := newTestLedger(t)
+	l.SetVerdict(&Verdict{WorkloadID: "a", Key: "1", Unplaced: []string{"Capacity", "Taint"}})
+	l.SetVerdict(&Verdict{WorkloadID: "b", Key: "1", Unplaced: []string{"Capacity"}})
+	l.SetVerdict(&Verdict{WorkloadID: "c", Key: "1"})
+	mustSeal(t, l)
+	if got := l.UnplacedByReason(); len(got) != 0 {
+		t.Errorf("before Commit: %v, want nothing counted", got)
+	}
+	l.Commit()
+	if got, want := l.UnplacedByReason(), map[string]int{"Capacity": 2, "Taint": 1}; !maps.Equal(got, want) {
+		t.Errorf("after Commit: %v, want %v", got, want)
+	}
+
+	l.SetVerdict(&Verdict{WorkloadID: "a", Key: "2"})
+	l.ForgetVerdict("b")
+	mustSeal(t, l)
+	l.Abort()
+	if got, want := l.UnplacedByReason(), map[string]int{"Capacity": 2, "Taint": 1}; !maps.Equal(got, want) {
+		t.Errorf("after an aborted batch: %v, want %v", got, want)
+	}
+	l.SetVerdict(&Verdict{WorkloadID: "a", Key: "2"})
+	l.ForgetVerdict("b")
+	mustSeal(t, l)
+	l.Commit()
+	if got := l.UnplacedByReason(); len(got) != 0 {
+		t.Errorf("a placed and b forgotten: %v, want nothing counted", got)
 	}
 }

@@ -105,6 +105,6 @@ func copiesTableSchema() *memdb.TableSchema {
 
 func verdictsTableSchema() *memdb.TableSchema {
 	return &memdb.TableSchema{Name: TableVerdicts, Indexes: map[string]*memdb.IndexSchema{
-		indexID: idIndex(func(v *VerdictKey) string { return v.WorkloadID }),
+		indexID: idIndex(func(v *Verdict) string { return v.WorkloadID }),
 	}}
 }

@@ -234,6 +234,15 @@ func canonical(i int, q resource.Quantity, roundUp bool) int64 {
 	return whole
 }
 
+// BaseAmount is entry i of a vector in the resource's base unit, as Prometheus counts it: CPU in cores (the
+// table counts millicores), every other resource in the units the table counts it in.
+func (t *ResourceTable) BaseAmount(i int, amount int64) float64 {
+	if i == ResourceCPU {
+		return float64(amount) / 1000
+	}
+	return float64(amount)
+}
+
 // Quantity renders entry i of a vector in the resource's usual form (4, 500m, 16Gi).
 func (t *ResourceTable) Quantity(i int, amount int64) string {
 	form := decimalForm

@@ -415,7 +415,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log
 		return fmt.Errorf("placer: %w", err)
 	}
 	placer.SetEpoch(strconv.FormatInt(events.CachedInfo().Created.UnixNano(), 36))
-	observe.SetFleetSource(placer.FleetCounts)
+	observe.SetFleetSource(placer.FleetStats)
 	defer observe.SetFleetSource(nil)
 	if err := placer.Rebuild(ctx, b.JetStream); err != nil {
 		return err
