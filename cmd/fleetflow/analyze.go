@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
@@ -69,6 +70,18 @@ func runAnalyze(stdin io.Reader, w, warnings io.Writer, riFiles []string, crFile
 			source = fmt.Sprintf("%s:%d", crFile, parsed.Line)
 		}
 		analysis, ri, err := analyzeOne(parsed.Object, registry, fromFiles, source, warnings)
+		var failure *karta.AnalysisError
+		if errors.As(err, &failure) {
+			// The message names the CR's field; the RI's jq is for whoever debugs the RI.
+			slog.Debug("analysis failed", "object", failure.Object, "resource_interface", failure.RI,
+				"component", failure.Component, "ri_field", failure.Field, "expr", failure.Expr)
+			if failure.Path != "" {
+				err = fmt.Errorf("%s:%d: %w", crFile, parsed.LineOf(failure.Path), failure)
+			}
+		}
+		if err == nil {
+			warnUnread(warnings, crFile, parsed, ri)
+		}
 		var noRI *noResourceInterfaceError
 		if len(objects) > 1 && errors.As(err, &noRI) {
 			_, _ = fmt.Fprintf(warnings, "fleetflow analyze: %v; skipped\n", err)
@@ -156,9 +169,24 @@ func (e *noResourceInterfaceError) Error() string {
 }
 
 // analyzeOne reads obj through the RI of its kind.
+// warnUnread warns of the entries of the CR that look like those its RI reads pods from but that none reads (a
+// replica type misspelt, or one the RI does not know), which placement would leave uncounted.
+func warnUnread(warnings io.Writer, crFile string, parsed karta.ParsedObject, ri *karta.Compiled) {
+	unread, err := ri.Unread(parsed.Object)
+	if err != nil {
+		return // the analysis read the same paths without error; nothing more to say
+	}
+	for _, u := range unread {
+		_, _ = fmt.Fprintf(warnings, "fleetflow analyze: %s:%d: warning: %s\n", crFile, parsed.LineOf(u.Field), u)
+	}
+}
+
 func analyzeOne(obj map[string]any, registry *karta.Registry, fromFiles bool, source string, warnings io.Writer) (*karta.Analysis, *karta.Compiled, error) {
 	if err := karta.CheckTypeMeta(obj); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", source, err)
+	}
+	if err := karta.CheckName(obj); err != nil {
+		return nil, nil, fmt.Errorf("%s: %s: %w", source, obj["kind"], err)
 	}
 	gvk := karta.GVKOf(obj)
 	ri, ok := registry.Lookup(gvk)

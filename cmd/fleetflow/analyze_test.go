@@ -440,3 +440,60 @@ func oneReport(t *testing.T, data []byte, v any) {
 		t.Fatal(err)
 	}
 }
+
+// TestAnalyzeSpeaksOfTheUsersCR: a failed analysis names the file's line and the CR's field, not the RI's jq
+// (unless debug logs are on); a replica type no component reads is a warning at its line; a CR with no name is
+// refused, the other CRs of the file analyzed all the same.
+func TestAnalyzeSpeaksOfTheUsersCR(t *testing.T) {
+	file := writeFile(t, "jobs.yaml", `apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: bad, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template: {spec: {containers: [{name: pytorch}]}}
+    Worker:
+      replicas: -4
+      template: {spec: {containers: [{name: pytorch}]}}
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: typo, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Master:
+      replicas: 1
+      template: {spec: {containers: [{name: pytorch}]}}
+    Workr:
+      replicas: 2
+      template: {spec: {containers: [{name: pytorch}]}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {namespace: ml}
+spec: {template: {spec: {containers: [{name: web}]}}}
+`)
+	var out, warnings bytes.Buffer
+	err := runAnalyze(nil, &out, &warnings, nil, file, "table")
+	if err == nil {
+		t.Fatal("analyze succeeded, want the bad and the nameless CRs refused")
+	}
+	for _, want := range []string{
+		file + ":10: PyTorchJob ml/bad: spec.pytorchReplicaSpecs.Worker.replicas: -4 is not a valid replica count",
+		file + ":25: Deployment: metadata.name: required",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "to_entries") {
+		t.Errorf("error %q shows the RI's jq", err)
+	}
+	if want := file + ":21: warning: spec.pytorchReplicaSpecs.Workr: no component"; !strings.Contains(warnings.String(), want) {
+		t.Errorf("warnings %q lack %q", warnings.String(), want)
+	}
+	if !strings.Contains(out.String(), "PyTorchJob ml/typo") {
+		t.Errorf("output %q lacks the CR that could be analyzed", out.String())
+	}
+}

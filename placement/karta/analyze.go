@@ -263,7 +263,7 @@ func (c *Compiled) counts(ev *evaluation, component string, p *program, count in
 		}
 		n, set, err := toCount(v)
 		if err != nil {
-			return nil, c.evalError(ev, component, p, fmt.Errorf("value %d: %w", i, err))
+			return nil, c.valueError(ev, component, p, i, v, err)
 		}
 		if set {
 			values[i] = n
@@ -348,7 +348,7 @@ func (c *Compiled) podTemplates(ev *evaluation, cc *compiledComponent) ([]*decod
 			}
 			d, err := decodeTemplate(v, specPodTemplate)
 			if err != nil {
-				return nil, c.evalError(ev, cc.name, cc.podTemplate, templateError(i, "PodTemplateSpec", err))
+				return nil, c.valueError(ev, cc.name, cc.podTemplate, i, v, templateError("PodTemplateSpec", err))
 			}
 			res[i] = d
 		}
@@ -371,7 +371,7 @@ func (c *Compiled) podTemplates(ev *evaluation, cc *compiledComponent) ([]*decod
 			}
 			d, err := decodeTemplate(v, specPodSpec)
 			if err != nil {
-				return nil, c.evalError(ev, cc.name, cc.podSpec, templateError(i, "PodSpec", err))
+				return nil, c.valueError(ev, cc.name, cc.podSpec, i, v, templateError("PodSpec", err))
 			}
 			if i < len(metas) && metas[i] != nil {
 				var meta metav1.ObjectMeta
@@ -449,7 +449,7 @@ func (c *Compiled) fragmentedTemplates(ev *evaluation, cc *compiledComponent) ([
 				continue
 			}
 			if err := decodeValue(v, fd.dst); err != nil {
-				return nil, c.evalError(ev, cc.name, fd.p, fmt.Errorf("value %d: %w", i, err))
+				return nil, c.valueError(ev, cc.name, fd.p, i, v, err)
 			}
 		}
 		for _, aff := range []struct {
@@ -470,7 +470,7 @@ func (c *Compiled) fragmentedTemplates(ev *evaluation, cc *compiledComponent) ([
 				err = decodeValue(v, &spec.Affinity.NodeAffinity)
 			}
 			if err != nil {
-				return nil, c.evalError(ev, cc.name, aff.p, fmt.Errorf("value %d: %w", i, err))
+				return nil, c.valueError(ev, cc.name, aff.p, i, v, err)
 			}
 		}
 		if container != nil && !hasContainer(spec.Containers, container.Name) {
@@ -488,7 +488,7 @@ func (c *Compiled) fragmentedTemplates(ev *evaluation, cc *compiledComponent) ([
 			}
 			spec.Containers[0].Resources = *resources
 		}
-		if err := uncountableResource(spec); err != nil {
+		if err := uncountableResource(spec, ""); err != nil {
 			return nil, &AnalysisError{RI: c.label(), Component: cc.name, Object: objectLabel(ev.input),
 				Err: fmt.Errorf("pod %d: %w", i, err)}
 		}
@@ -541,7 +541,11 @@ func decodeTemplate(v any, form specForm) (*decodedTemplate, error) {
 			return nil, err
 		}
 	}
-	if err := uncountableResource(&t.Spec); err != nil {
+	prefix := "spec."
+	if form == specPodSpec {
+		prefix = ""
+	}
+	if err := uncountableResource(&t.Spec, prefix); err != nil {
 		return nil, uncountableError{err}
 	}
 	d := &decodedTemplate{template: t, requests: EffectivePodRequests(&t.Spec)}
@@ -555,21 +559,41 @@ type uncountableError struct{ error }
 
 func (e uncountableError) Unwrap() error { return e.error }
 
-// templateError says what is wrong with value i of a template path: it is no template of the form, or it asks
+// templateError says what is wrong with a value of a template path: it is no template of the form, or it asks
 // for a quantity fleetflow cannot count.
-func templateError(i int, form string, err error) error {
+func templateError(form string, err error) error {
 	var uncountable uncountableError
 	if errors.As(err, &uncountable) {
-		return fmt.Errorf("value %d: %w", i, err)
+		return err
 	}
-	return fmt.Errorf("value %d is not a %s: %w", i, form, err)
+	return fmt.Errorf("is not a %s: %w", form, err)
 }
+
+// fieldError is what is wrong at field, a path within a value an RI path yielded (a pod template's
+// spec.containers[web].resources.requests.cpu).
+type fieldError struct {
+	field string
+	err   error
+}
+
+func (e fieldError) Error() string { return e.field + ": " + e.err.Error() }
+
+func (e fieldError) Unwrap() error { return e.err }
 
 // uncountableResource names the first quantity of a pod that the API refuses (negative, a fraction of an
 // extended resource such as a GPU, a request above its limit: the workload could never run, and capacity
-// cannot be reserved for it), or the first larger than Largest (no node has it, and counting it would overflow).
-func uncountableResource(spec *corev1.PodSpec) error {
+// cannot be reserved for it), or the first larger than Largest (no node has it, and counting it would overflow),
+// as a fieldError whose field starts with prefix (the path from the value the RI yielded to the PodSpec).
+func uncountableResource(spec *corev1.PodSpec, prefix string) error {
+	// where is the field of the requirements (containers[web].resources); the pod overhead is a plain list.
 	check := func(where string, r *corev1.ResourceRequirements) error {
+		at := func(list string, name corev1.ResourceName, format string, args ...any) error {
+			field := prefix + where + "." + list + fieldKey(string(name))
+			if where == "overhead" {
+				field = prefix + "overhead" + fieldKey(string(name))
+			}
+			return fieldError{field: field, err: fmt.Errorf(format, args...)}
+		}
 		for _, list := range []struct {
 			name string
 			l    corev1.ResourceList
@@ -577,15 +601,13 @@ func uncountableResource(spec *corev1.PodSpec) error {
 			for _, name := range slices.Sorted(maps.Keys(list.l)) {
 				q := list.l[name]
 				if q.Sign() < 0 {
-					return fmt.Errorf("%sresources.%s.%s: %s is negative", where, list.name, name, q.String())
+					return at(list.name, name, "%s is negative", q.String())
 				}
 				if largest := Largest(name); q.Cmp(largest) > 0 {
-					return fmt.Errorf("%sresources.%s.%s: %s is more than fleetflow counts (%s)", where, list.name, name,
-						q.String(), largest.String())
+					return at(list.name, name, "%s is more than fleetflow counts (%s)", q.String(), largest.String())
 				}
 				if extendedResource(name) && q.MilliValue()%1000 != 0 {
-					return fmt.Errorf("%sresources.%s.%s: %s is not a whole number: Kubernetes counts extended resources "+
-						"in units", where, list.name, name, q.String())
+					return at(list.name, name, "%s is not a whole number: Kubernetes counts extended resources in units", q.String())
 				}
 			}
 		}
@@ -595,10 +617,9 @@ func uncountableResource(spec *corev1.PodSpec) error {
 			switch {
 			case !ok:
 			case request.Cmp(limit) > 0:
-				return fmt.Errorf("%sresources.requests.%s: %s is more than its limit %s", where, name, request.String(), limit.String())
+				return at("requests", name, "%s is more than its limit %s", request.String(), limit.String())
 			case (extendedResource(name) || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)) && request.Cmp(limit) != 0:
-				return fmt.Errorf("%sresources.requests.%s: %s is not its limit %s: Kubernetes does not overcommit it", where,
-					name, request.String(), limit.String())
+				return at("requests", name, "%s is not its limit %s: Kubernetes does not overcommit it", request.String(), limit.String())
 			}
 		}
 		return nil
@@ -608,17 +629,17 @@ func uncountableResource(spec *corev1.PodSpec) error {
 		containers []corev1.Container
 	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
 		for _, c := range group.containers {
-			if err := check(fmt.Sprintf("%s[%s]: ", group.field, c.Name), &c.Resources); err != nil {
+			if err := check(fmt.Sprintf("%s[%s].resources", group.field, c.Name), &c.Resources); err != nil {
 				return err
 			}
 		}
 	}
 	if spec.Resources != nil {
-		if err := check("", spec.Resources); err != nil {
+		if err := check("resources", spec.Resources); err != nil {
 			return err
 		}
 	}
-	return check("overhead: ", &corev1.ResourceRequirements{Requests: spec.Overhead})
+	return check("overhead", &corev1.ResourceRequirements{Requests: spec.Overhead})
 }
 
 // badQuantity names the first resource quantity of a pod template (a PodSpec for specPodSpec) that does not
@@ -638,7 +659,7 @@ func badQuantity(v any, form specForm) error {
 		l, _ := list.(map[string]any)
 		for _, name := range slices.Sorted(maps.Keys(l)) {
 			if err := parseQuantityValue(l[name]); err != nil {
-				return fmt.Errorf("%s.%s: %w", path, name, err)
+				return fieldError{field: path + fieldKey(name), err: err}
 			}
 		}
 		return nil

@@ -183,7 +183,7 @@ spec:
   pytorchReplicaSpecs:
     Worker: {template: {spec: {initContainers: [{name: fetch, resources: {limits: {nvidia.com/gpu: "-1"}}}],
              containers: [{name: pytorch}]}}}`,
-			`initContainers[fetch]: resources.limits.nvidia.com/gpu: -1 is negative`},
+			`spec.pytorchReplicaSpecs.Worker.template.spec.initContainers[fetch].resources.limits[nvidia.com/gpu]: -1 is negative`},
 		{"fragmented pod", `
 apiVersion: nvidia.com/v1alpha1
 kind: DynamoGraphDeployment
@@ -199,35 +199,35 @@ metadata: {name: neg, namespace: ml}
 spec:
   pytorchReplicaSpecs:
     Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, resources: {requests: {cpu: "9223372036854775807k"}}}]}}}`,
-			`containers[pytorch]: resources.requests.cpu: 9223372036854775807k is more than fleetflow counts (1T)`},
+			`spec.pytorchReplicaSpecs.Master.template.spec.containers[pytorch].resources.requests.cpu: 9223372036854775807k is more than fleetflow counts (1T)`},
 		{"past float64", `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: neg, namespace: ml}
 spec:
   template: {spec: {containers: [{name: web, resources: {limits: {memory: 1e400}}}]}}`,
-			`containers[web]: resources.limits.memory: 10e399 is more than fleetflow counts (1Pi)`},
+			`spec.template.spec.containers[web].resources.limits.memory: 10e399 is more than fleetflow counts (1Pi)`},
 		{"half a GPU", `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: neg, namespace: ml}
 spec:
   template: {spec: {containers: [{name: web, resources: {limits: {nvidia.com/gpu: "0.5"}}}]}}`,
-			`containers[web]: resources.limits.nvidia.com/gpu: 500m is not a whole number`},
+			`spec.template.spec.containers[web].resources.limits[nvidia.com/gpu]: 500m is not a whole number`},
 		{"a request above its limit", `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: neg, namespace: ml}
 spec:
   template: {spec: {containers: [{name: web, resources: {requests: {cpu: "8"}, limits: {cpu: "2"}}}]}}`,
-			`containers[web]: resources.requests.cpu: 8 is more than its limit 2`},
+			`spec.template.spec.containers[web].resources.requests.cpu: 8 is more than its limit 2`},
 		{"a GPU request under its limit", `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: neg, namespace: ml}
 spec:
   template: {spec: {containers: [{name: web, resources: {requests: {nvidia.com/gpu: "1"}, limits: {nvidia.com/gpu: "2"}}}]}}`,
-			`containers[web]: resources.requests.nvidia.com/gpu: 1 is not its limit 2`},
+			`spec.template.spec.containers[web].resources.requests[nvidia.com/gpu]: 1 is not its limit 2`},
 		// A quantity that does not parse is named by its field, not by the decoder's Go types and byte offsets.
 		{"a quantity that does not parse", `
 apiVersion: kubeflow.org/v1
@@ -236,21 +236,21 @@ metadata: {name: neg, namespace: ml}
 spec:
   pytorchReplicaSpecs:
     Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, resources: {requests: {cpu: lots}}}]}}}`,
-			`value 0: spec.containers[pytorch].resources.requests.cpu: "lots" is not a quantity: quantities must match`},
+			`spec.pytorchReplicaSpecs.Master.template.spec.containers[pytorch].resources.requests.cpu: "lots" is not a quantity: quantities must match`},
 		{"an init container's limit that is an object", `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: neg, namespace: ml}
 spec:
   template: {spec: {initContainers: [{name: fetch, resources: {limits: {memory: {size: 2}}}}], containers: [{name: web}]}}`,
-			`spec.initContainers[fetch].resources.limits.memory: an object is not a quantity`},
+			`spec.template.spec.initContainers[fetch].resources.limits.memory: an object is not a quantity`},
 		{"a pod overhead that does not parse", `
 apiVersion: apps/v1
 kind: Deployment
 metadata: {name: neg, namespace: ml}
 spec:
   template: {spec: {overhead: {cpu: 1x}, containers: [{name: web}]}}`,
-			`spec.overhead.cpu: "1x" is not a quantity`},
+			`spec.template.spec.overhead.cpu: "1x" is not a quantity`},
 	}
 	reg := builtinRegistry(t)
 	for _, tt := range tests {

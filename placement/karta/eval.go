@@ -15,26 +15,39 @@ import (
 // user RI fails the analysis instead of exhausting memory.
 const maxOutputs = 10000
 
-// AnalysisError is a CR the RI could not analyze: a jq path failed or yielded something unusable.
+// AnalysisError is a CR the RI could not analyze: a jq path failed or yielded something unusable. Its message
+// names the CR's own field where it can tell which (Path), and the RI's field otherwise; the jq expression is
+// left to Expr, for debug logs, since a user reads their CR, not the RI.
 type AnalysisError struct {
 	RI        string
 	Component string
-	Field     string
-	Expr      string
-	Object    string // Kind namespace/name of the CR
-	Err       error
+	// Field is the RI's field whose path failed (scaleDefinition.replicasPath); Expr is its jq.
+	Field string
+	Expr  string
+	// Path is the field of the CR that is wrong (spec.pytorchReplicaSpecs.Worker.replicas), "" when unknown.
+	Path   string
+	Object string // Kind namespace/name of the CR
+	Err    error
 }
 
 func (e *AnalysisError) Error() string {
-	msg := e.RI
+	msg := e.Object
+	if msg == "" {
+		msg = "object"
+	}
+	if e.Path != "" {
+		msg += ": " + e.Path + ": " + e.Err.Error() + " (read by " + e.RI
+		if e.Component != "" {
+			msg += fmt.Sprintf(" for component %q", e.Component)
+		}
+		return msg + ")"
+	}
+	msg += ": " + e.RI
 	if e.Component != "" {
 		msg += fmt.Sprintf(": component %q", e.Component)
 	}
 	if e.Field != "" {
-		msg += fmt.Sprintf(": %s %q", e.Field, e.Expr)
-	}
-	if e.Object != "" {
-		msg += " on " + e.Object
+		msg += ": " + e.Field
 	}
 	return msg + ": " + e.Err.Error()
 }
@@ -194,8 +207,25 @@ func (c *Compiled) run(ev *evaluation, component string, p *program) ([]any, err
 	return out, nil
 }
 
-func (c *Compiled) evalError(ev *evaluation, component string, p *program, err error) error {
+func (c *Compiled) evalError(ev *evaluation, component string, p *program, err error) *AnalysisError {
 	return &AnalysisError{RI: c.label(), Component: component, Field: p.field, Expr: p.expr, Object: objectLabel(ev.input), Err: err}
+}
+
+// valueError is err about value v, the i-th that p yielded: it names the CR's field holding v when it can be
+// found (fieldOf), joined with the field within v that err names (fieldError); else it says which value it was.
+func (c *Compiled) valueError(ev *evaluation, component string, p *program, i int, v any, err error) *AnalysisError {
+	ae := c.evalError(ev, component, p, err)
+	path := fieldOf(ev.input, v, component)
+	if path == "" {
+		ae.Err = fmt.Errorf("value %d: %w", i, err)
+		return ae
+	}
+	ae.Path = path
+	var inner fieldError
+	if errors.As(err, &inner) {
+		ae.Path, ae.Err = path+"."+inner.field, inner.err
+	}
+	return ae
 }
 
 // objectLabel renders "Kind namespace/name" for messages.

@@ -3,11 +3,13 @@ package karta
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 
+	yamlv3 "go.yaml.in/yaml/v3"
 	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
@@ -138,6 +140,106 @@ func newYAMLError(source string, docStart int, err error) *YAMLError {
 type ParsedObject struct {
 	Object map[string]any
 	Line   int
+	// document is the object's document, item its index among a List's items (-1 when it is no item).
+	document []byte
+	item     int
+}
+
+// LineOf is the line in the whole input of the field at path (as AnalysisError.Path writes it:
+// spec.pytorchReplicaSpecs.Worker.replicas, containers[web], metadata.annotations[a.b/c]), or the line its
+// document starts on when the field is not found.
+func (p ParsedObject) LineOf(path string) int {
+	var root yamlv3.Node
+	if len(p.document) == 0 || yamlv3.Unmarshal(p.document, &root) != nil || len(root.Content) == 0 {
+		return p.Line
+	}
+	node := root.Content[0]
+	if p.item >= 0 {
+		if _, node = mappingValue(node, "items"); node == nil || node.Kind != yamlv3.SequenceNode || p.item >= len(node.Content) {
+			return p.Line
+		}
+		node = node.Content[p.item]
+	}
+	line := node.Line
+	for _, step := range fieldSteps(path) {
+		var key *yamlv3.Node
+		switch node.Kind {
+		case yamlv3.MappingNode:
+			key, node = mappingValue(node, step)
+		case yamlv3.SequenceNode:
+			node = sequenceElement(node, step)
+			key = node
+		default:
+			node = nil
+		}
+		if node == nil {
+			return p.Line
+		}
+		line = key.Line // a field's line is its key's: a block value starts on the next
+	}
+	return p.Line + line - 1
+}
+
+// fieldSteps cuts a field path into its keys and list elements: a.b[c.d].e is a, b, c.d, e.
+func fieldSteps(path string) []string {
+	var steps []string
+	for path != "" {
+		switch path[0] {
+		case '.':
+			path = path[1:]
+		case '[':
+			end := strings.IndexByte(path, ']')
+			if end < 0 {
+				return append(steps, path[1:])
+			}
+			steps, path = append(steps, path[1:end]), path[end+1:]
+		default:
+			end := strings.IndexAny(path, ".[")
+			if end < 0 {
+				end = len(path)
+			}
+			steps, path = append(steps, path[:end]), path[end:]
+		}
+	}
+	return steps
+}
+
+// mappingValue is the key node named key of a mapping node, and its value; nils when there is none.
+func mappingValue(node *yamlv3.Node, key string) (*yamlv3.Node, *yamlv3.Node) {
+	if node.Kind != yamlv3.MappingNode {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		if node.Content[i].Value == key {
+			return node.Content[i], node.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+// sequenceElement is the element named step (its name field), or at index step.
+func sequenceElement(node *yamlv3.Node, step string) *yamlv3.Node {
+	for _, e := range node.Content {
+		if _, name := mappingValue(e, "name"); name != nil && name.Value == step {
+			return e
+		}
+	}
+	if i, err := strconv.Atoi(step); err == nil && i >= 0 && i < len(node.Content) {
+		return node.Content[i]
+	}
+	return nil
+}
+
+// CheckName refuses an object with neither metadata.name nor metadata.generateName: the apiserver would, and
+// placement names every object it reports on.
+func CheckName(obj map[string]any) error {
+	meta, _ := obj["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	generateName, _ := meta["generateName"].(string)
+	if name == "" && generateName == "" {
+		return errors.New("metadata.name: required (or metadata.generateName, for kubectl create)")
+	}
+	return nil
 }
 
 // ParseObjects reads every Kubernetes object (YAML or JSON) of a stream, in order: the documents between
@@ -163,7 +265,7 @@ func ParseObjects(data []byte, source string) ([]ParsedObject, error) {
 		kind, _ := obj["kind"].(string)
 		items, isList := obj["items"].([]any)
 		if !isList || !strings.HasSuffix(kind, "List") {
-			found = append(found, ParsedObject{Object: obj, Line: doc.startLine})
+			found = append(found, ParsedObject{Object: obj, Line: doc.startLine, document: doc.text, item: -1})
 			continue
 		}
 		for n, item := range items {
@@ -178,7 +280,7 @@ func ParseObjects(data []byte, source string) ([]ParsedObject, error) {
 					itemObj["apiVersion"] = obj["apiVersion"]
 				}
 			}
-			found = append(found, ParsedObject{Object: itemObj, Line: doc.startLine})
+			found = append(found, ParsedObject{Object: itemObj, Line: doc.startLine, document: doc.text, item: n})
 		}
 	}
 	if len(found) == 0 {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -68,6 +69,12 @@ func (p *Controller) onWorkloadChanged(payload *schemas.ObjectChanged, touched *
 		e.setAnalysis(nil, err.Error())
 		touched.invalid[e.id] = err.Error()
 		p.log.Warn("workload cannot be analyzed", "workload", ref.Key(), "error", err)
+		var failure *karta.AnalysisError
+		if errors.As(err, &failure) {
+			// The verdict names the CR's field; the RI's jq is for whoever debugs the RI.
+			p.log.Debug("resource interface expression that failed", "workload", ref.Key(), "resource_interface", failure.RI,
+				"component", failure.Component, "ri_field", failure.Field, "expr", failure.Expr)
+		}
 		return nil
 	}
 	e.setAnalysis(analysis, "")
