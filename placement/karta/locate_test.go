@@ -1,6 +1,7 @@
 package karta
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,8 +52,8 @@ spec: {replicas: 1, template: {spec: {containers: [{name: web, resources: {reque
 			obj := mustParseObject(t, tt.cr)
 			c, _ := reg.Lookup(GVKOf(obj))
 			_, err := c.Analyze(obj)
-			ae, ok := err.(*AnalysisError)
-			if !ok {
+			var ae *AnalysisError
+			if !errors.As(err, &ae) {
 				t.Fatalf("Analyze error %v, want an AnalysisError", err)
 			}
 			if ae.Path != tt.wantPath || !strings.Contains(err.Error(), tt.wantPath+": ") {
