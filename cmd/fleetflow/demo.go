@@ -31,6 +31,8 @@ func init() { registerCommand(newDemoCommand) }
 type demoOptions struct {
 	dir, fleetFile, crds, policies, workloads, binDir, natsListen string
 	timeout                                                       time.Duration
+	// verbose keeps the components' logs on the terminal instead of in the demo's log file.
+	verbose bool
 }
 
 func newDemoCommand() *cobra.Command {
@@ -41,7 +43,10 @@ func newDemoCommand() *cobra.Command {
 		Long: `Start a real local fleet (one etcd, a control-plane apiserver and one apiserver per workload cluster of
 the fleet file, with seeded nodes), an embedded NATS JetStream, and the whole fleetflow pipeline in this
 process. Install the demo's framework CRDs, submit its CRs to the control plane, and print where each landed.
-The fleet keeps running, with kubeconfigs to explore it, until Ctrl-C tears everything down.`,
+The fleet keeps running, with kubeconfigs to explore it, until Ctrl-C tears everything down.
+
+The terminal shows the demo's steps and its result; the components' logs go to fleetflow.log in --dir
+(named when the demo starts), or to the terminal with -v.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signalContext(cmd)
@@ -57,6 +62,7 @@ The fleet keeps running, with kubeconfigs to explore it, until Ctrl-C tears ever
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "bin", "directory holding the etcd and kube-apiserver binaries")
 	cmd.Flags().StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "listen address of the embedded NATS server (port 0 picks one)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long startup and placement may take")
+	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show the components' logs on the terminal rather than in DIR/fleetflow.log")
 	return cmd
 }
 
@@ -86,6 +92,16 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		names = append(names, c.Name)
 	}
 
+	if !o.verbose {
+		var logFile *os.File
+		if logFile, err = demoLogFile(o.dir); err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, logFile.Close()) }()
+		defer logTo(errOut)
+		logTo(logFile)
+		step("logs of every component go to %s (-v shows them here)", logFile.Name())
+	}
 	step("starting a fleet of %d workload clusters plus a control plane in %s", len(names), o.dir)
 	startCtx, cancelStart := context.WithTimeout(ctx, o.timeout)
 	defer cancelStart()
@@ -184,6 +200,18 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	case <-fleet.Exited():
 		return fmt.Errorf("fleet process exited: %w", fleet.ExitErr())
 	}
+}
+
+// demoLogFile opens the demo's log file in dir, emptied: each run's logs start afresh.
+func demoLogFile(dir string) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("--dir: %w", err)
+	}
+	f, err := os.Create(filepath.Join(dir, "fleetflow.log"))
+	if err != nil {
+		return nil, fmt.Errorf("--dir: %w", err)
+	}
+	return f, nil
 }
 
 func openDemoBus(ctx context.Context, dataDir, listen string) (*app.Bus, error) {

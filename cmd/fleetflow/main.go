@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"strings"
@@ -18,6 +19,28 @@ func registerCommand(factory func() *cobra.Command) {
 	commandFactories = append(commandFactories, factory)
 }
 
+// logSettings are the --log-level and --log-format of the command running.
+type logSettings struct {
+	level slog.Level
+	json  bool
+}
+
+var logs logSettings
+
+// logTo makes w the destination of the process's logs, in the format and at the level the flags chose: slog's
+// default logger, and klog's, through which client-go logs (an unreachable apiserver, a failed watch), so those
+// lines come out as fleetflow's own, structured and filtered by --log-level.
+func logTo(w io.Writer) {
+	options := &slog.HandlerOptions{Level: logs.level}
+	var handler slog.Handler = slog.NewTextHandler(w, options)
+	if logs.json {
+		handler = slog.NewJSONHandler(w, options)
+	}
+	logger := slog.New(handler)
+	slog.SetDefault(logger)
+	klog.SetSlogLogger(logger)
+}
+
 func newRootCommand() *cobra.Command {
 	var logLevel, logFormat string
 	root := &cobra.Command{
@@ -30,21 +53,11 @@ func newRootCommand() *cobra.Command {
 			if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 				return usageError(fmt.Errorf("--log-level %q: %w", logLevel, err))
 			}
-			options := &slog.HandlerOptions{Level: level}
-			var handler slog.Handler
-			switch logFormat {
-			case "text":
-				handler = slog.NewTextHandler(os.Stderr, options)
-			case "json":
-				handler = slog.NewJSONHandler(os.Stderr, options)
-			default:
+			if logFormat != "text" && logFormat != "json" {
 				return usageError(fmt.Errorf("--log-format %q: want text or json", logFormat))
 			}
-			logger := slog.New(handler)
-			slog.SetDefault(logger)
-			// client-go logs through klog (an unreachable apiserver, a failed watch); routed here, those lines
-			// come out as fleetflow's own, structured and filtered by --log-level.
-			klog.SetSlogLogger(logger)
+			logs = logSettings{level: level, json: logFormat == "json"}
+			logTo(os.Stderr)
 			return nil
 		},
 	}

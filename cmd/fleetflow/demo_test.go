@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+)
+
+// TestDemoTellsItsStory runs the demo as `go tool task demo` does: the terminal shows its steps and where each
+// CR landed, while the components' logs go to the file it names, not between the steps.
+func TestDemoTellsItsStory(t *testing.T) {
+	binDir := localfleettest.RequireBinaries(t)
+	logs = logSettings{level: slog.LevelInfo} // what the root command sets from its flags
+	t.Cleanup(func() { logTo(os.Stderr) })
+	root := filepath.Join("..", "..")
+	dir := t.TempDir()
+	o := demoOptions{dir: dir, fleetFile: filepath.Join(root, "deploy/fleets/demo.yaml"),
+		crds: filepath.Join(root, "deploy/demo/crds.yaml"), policies: filepath.Join(root, "deploy/demo/policies.yaml"),
+		workloads: filepath.Join(root, "deploy/demo/workloads.yaml"), binDir: binDir, natsListen: "127.0.0.1:0",
+		timeout: 3 * time.Minute}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var out, terminal lockedBuffer
+	done := make(chan error, 1)
+	go func() { done <- runDemo(ctx, o, &out, &terminal) }()
+
+	deadline := time.After(o.timeout + time.Minute)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(out.String(), "Press Ctrl-C") {
+		select {
+		case err := <-done:
+			t.Fatalf("the demo ended before showing its result: %v\nterminal:\n%s\noutput:\n%s", err, terminal.String(), out.String())
+		case <-deadline:
+			t.Fatalf("no result after %s\nterminal:\n%s\noutput:\n%s", o.timeout, terminal.String(), out.String())
+		case <-tick.C:
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("the demo stopped with %v", err)
+	}
+
+	logFile := filepath.Join(dir, "fleetflow.log")
+	shown := terminal.String()
+	if !strings.Contains(shown, "demo: logs of every component go to "+logFile) || !strings.Contains(shown, "demo: submitting") {
+		t.Errorf("the terminal does not name the log file and the steps:\n%s", shown)
+	}
+	if strings.Contains(shown, "level=") {
+		t.Errorf("component logs on the terminal:\n%s", shown)
+	}
+	if result := out.String(); !strings.Contains(result, "Placements:") || !strings.Contains(result, "Placed") {
+		t.Errorf("the result lacks the placements:\n%s", result)
+	}
+	logged, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(logged, []byte("level=INFO")) || !bytes.Contains(logged, []byte("verdict")) {
+		t.Errorf("%s lacks the components' logs:\n%.2000s", logFile, logged)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer that the demo writes and the test reads at once.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
