@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,7 +41,20 @@ func TestChartsGrantWhatFleetflowNeeds(t *testing.T) {
 		"nats.url=nats://nats.nats.svc:4222"))
 	for _, c := range fleet.Workloads {
 		installChart(t, e2eenv.ClientsFor(t, c), renderChart(t, helm, filepath.Join(root, "deploy/chart/fleetflow-workload-cluster"),
-			agentNamespace, "serviceAccount.name=fleetflow", "clusterRole=", "ownRole.create=true", "token.create=false"))
+			agentNamespace, "serviceAccount.name=fleetflow", "token.create=false"))
+	}
+	// Least privilege by default: neither identity reads a Secret outside what it needs.
+	secretReads := map[string]*kube.Clients{
+		"the control plane's identity reads a Secret of another namespace": e2eenv.ClientsAs(t, fleet.ControlPlane,
+			e2eenv.ServiceAccount(app.SystemNamespace, "fleetflow")),
+		"a workload cluster's identity reads a Secret": e2eenv.ClientsAs(t, fleet.Workloads[0],
+			e2eenv.ServiceAccount(agentNamespace, "fleetflow")),
+	}
+	for what, clients := range secretReads {
+		_, err := clients.Core.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{})
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s: got %v, want Forbidden", what, err)
+		}
 	}
 
 	opts := options()

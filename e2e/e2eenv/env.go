@@ -264,6 +264,18 @@ func ClientsFor(t *testing.T, c *localfleet.Cluster) *kube.Clients {
 	return clients
 }
 
+// ClientsAs builds clients for one cluster of the fleet that act as as, to check what an identity may do.
+func ClientsAs(t *testing.T, c *localfleet.Cluster, as rest.ImpersonationConfig) *kube.Clients {
+	t.Helper()
+	cfg := c.RESTConfig()
+	cfg.Impersonate = as
+	clients, err := kube.NewClients(cfg)
+	if err != nil {
+		t.Fatalf("clients for %s as %s: %v", c.Name, as.UserName, err)
+	}
+	return clients
+}
+
 // ReadFleetSpec parses a fleet file.
 func ReadFleetSpec(t *testing.T, path string) *fleetspec.Fleet {
 	t.Helper()
