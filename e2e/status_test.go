@@ -205,6 +205,16 @@ func TestClusterAndPolicyStatus(t *testing.T) {
 		}
 		return false
 	})
+	// and told as a Warning Event on the policy, as kubectl describe shows it.
+	badSplit := e2eenv.Get(t, e.ControlPlane, policyKind, "", "bad-split")
+	e2eenv.Eventually(t, e2eenv.Settle, "a Rejected Event on the bad policy naming the field", func() bool {
+		for _, ev := range e2eenv.EventsAbout(t, e.ControlPlane, metav1.NamespaceDefault, badSplit.GetUID()) {
+			if ev.Reason == "Rejected" && ev.Type == corev1.EventTypeWarning && strings.Contains(ev.Note, "spec.spreadConstraints.topologyKey") {
+				return true
+			}
+		}
+		return false
+	})
 
 	// A label value of 40,000 characters makes a message longer than a condition takes: it is cut, not lost.
 	keys := map[string]any{"team": strings.Repeat("x", 40000)}
