@@ -223,23 +223,32 @@ func loadRegistry(riFiles []string, warnings io.Writer) (*karta.Registry, bool, 
 		}
 		return karta.NewRegistry(builtins...), false, nil
 	}
+	compiled, err := compileRIFiles(riFiles, warnings)
+	if err != nil {
+		return nil, true, err
+	}
+	return karta.NewRegistry(compiled...), true, nil
+}
+
+// compileRIFiles compiles every ResourceInterface of the files, writing the parser's warnings.
+func compileRIFiles(riFiles []string, warnings io.Writer) ([]*karta.Compiled, error) {
 	var compiled []*karta.Compiled
 	for _, file := range riFiles {
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return nil, true, fmt.Errorf("--ri: %w", err)
+			return nil, fmt.Errorf("--ri: %w", err)
 		}
 		ris, err := karta.ParseResourceInterfaces(data, file)
 		if err != nil {
-			return nil, true, err
+			return nil, err
 		}
 		if len(ris) == 0 {
-			return nil, true, errors.New(file + ": no ResourceInterface in file")
+			return nil, errors.New(file + ": no ResourceInterface in file")
 		}
 		for _, ri := range ris {
 			c, err := karta.Compile(ri, file)
 			if err != nil {
-				return nil, true, err
+				return nil, err
 			}
 			for _, w := range c.Warnings {
 				fmt.Fprintf(warnings, "warning: %s: ResourceInterface %s: %s\n", file, c.Name, w)
@@ -247,5 +256,5 @@ func loadRegistry(riFiles []string, warnings io.Writer) (*karta.Registry, bool, 
 			compiled = append(compiled, c)
 		}
 	}
-	return karta.NewRegistry(compiled...), true, nil
+	return compiled, nil
 }
