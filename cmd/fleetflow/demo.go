@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -92,15 +94,12 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		names = append(names, c.Name)
 	}
 
+	var logs *demoLog
 	if !o.verbose {
-		var logFile *os.File
-		if logFile, err = demoLogFile(o.dir); err != nil {
-			return err
-		}
-		defer func() { err = errors.Join(err, logFile.Close()) }()
+		logs = &demoLog{}
+		defer func() { err = errors.Join(err, logs.close(errOut)) }()
 		defer logTo(errOut)
-		logTo(logFile)
-		step("logs of every component go to %s (-v shows them here)", logFile.Name())
+		logTo(logs)
 	}
 	step("starting a fleet of %d workload clusters plus a control plane in %s", len(names), o.dir)
 	startCtx, cancelStart := context.WithTimeout(ctx, o.timeout)
@@ -111,6 +110,13 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	})
 	if err != nil {
 		return err
+	}
+	if logs != nil {
+		path := filepath.Join(o.dir, "fleetflow.log")
+		if err := logs.open(path); err != nil {
+			return err
+		}
+		step("logs of every component go to %s (-v shows them here)", path)
 	}
 	defer func() {
 		step("stopping the fleet")
@@ -202,16 +208,48 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	}
 }
 
-// demoLogFile opens the demo's log file in dir, emptied: each run's logs start afresh.
-func demoLogFile(dir string) (*os.File, error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("--dir: %w", err)
+// demoLog holds the demo's logs in memory until its folder holds the fleet (which refuses a folder it did not
+// make unless it is empty), then writes them to a file there.
+type demoLog struct {
+	mu   sync.Mutex
+	held bytes.Buffer
+	file *os.File
+}
+
+func (l *demoLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.file != nil {
+		return l.file.Write(p)
 	}
-	f, err := os.Create(filepath.Join(dir, "fleetflow.log"))
+	return l.held.Write(p)
+}
+
+// open creates the log file at path, emptied (each run's logs start afresh), with what was held so far.
+func (l *demoLog) open(path string) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f, err := os.Create(path)
 	if err != nil {
-		return nil, fmt.Errorf("--dir: %w", err)
+		return fmt.Errorf("demo log: %w", err)
 	}
-	return f, nil
+	if _, err := l.held.WriteTo(f); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("demo log: %w", err)
+	}
+	l.file = f
+	return nil
+}
+
+// close closes the file; with none (the fleet did not start), what was held goes to w, to say why.
+func (l *demoLog) close(w io.Writer) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.file == nil {
+		_, err := l.held.WriteTo(w)
+		return err
+	}
+	return l.file.Close()
 }
 
 func openDemoBus(ctx context.Context, dataDir, listen string) (*app.Bus, error) {
