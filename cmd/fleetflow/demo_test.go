@@ -7,11 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 )
 
 // TestDemoTellsItsStory runs the demo as `go tool task demo` does: the terminal shows its steps and where each
@@ -28,7 +28,7 @@ func TestDemoTellsItsStory(t *testing.T) {
 		timeout: 3 * time.Minute}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, terminal lockedBuffer
+	var out, terminal logbuf.Buffer
 	done := make(chan error, 1)
 	go func() { done <- runDemo(ctx, o, &out, &terminal) }()
 
@@ -67,22 +67,4 @@ func TestDemoTellsItsStory(t *testing.T) {
 	if !bytes.Contains(logged, []byte("level=INFO")) || !bytes.Contains(logged, []byte("verdict")) {
 		t.Errorf("%s lacks the components' logs:\n%.2000s", logFile, logged)
 	}
-}
-
-// lockedBuffer is a bytes.Buffer that the demo writes and the test reads at once.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
