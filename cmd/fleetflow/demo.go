@@ -94,12 +94,12 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		names = append(names, c.Name)
 	}
 
-	var logs *demoLog
+	var held *demoLog // the components' logs, unless -v
 	if !o.verbose {
-		logs = &demoLog{}
-		defer func() { err = errors.Join(err, logs.close(errOut)) }()
+		held = &demoLog{}
+		defer func() { err = errors.Join(err, held.close(errOut)) }()
 		defer logTo(errOut)
-		logTo(logs)
+		logTo(held)
 	}
 	step("starting a fleet of %d workload clusters plus a control plane in %s", len(names), o.dir)
 	startCtx, cancelStart := context.WithTimeout(ctx, o.timeout)
@@ -111,9 +111,9 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	if err != nil {
 		return err
 	}
-	if logs != nil {
+	if held != nil {
 		path := filepath.Join(o.dir, "fleetflow.log")
-		if err := logs.open(path); err != nil {
+		if err := held.open(path); err != nil {
 			return err
 		}
 		step("logs of every component go to %s (-v shows them here)", path)
