@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
@@ -29,6 +30,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers/applier"
 	"github.com/fleetflow/fleetflow/deploy/crds"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/satoken"
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -134,6 +136,9 @@ type ClusterManager struct {
 	Drained func(ctx context.Context, cluster string) (bool, error)
 	// RetireTimeout bounds that wait; it defaults to DefaultRetireTimeout.
 	RetireTimeout time.Duration
+	// Now is the clock that says when a kubeconfig's service-account token is due for renewal; time.Now when
+	// nil.
+	Now func() time.Time
 
 	// reconcileMu runs one reconcile at a time.
 	reconcileMu sync.Mutex
@@ -144,6 +149,8 @@ type ClusterManager struct {
 	// retiring marks the runners of deleted Clusters kept until their applier drained; a Cluster registered
 	// again under the name meanwhile has its runner started again, to report the cluster again.
 	retiring map[string]*struct{}
+	// renewFailures holds why each Cluster's token could not be renewed, so a resync logs it only when it changes.
+	renewFailures map[string]string
 }
 
 // DefaultRetireTimeout is how long a deleted Cluster's runner is kept at most for its applier to drain.
@@ -178,6 +185,7 @@ func (rc *runningCluster) stopped() bool {
 // Start watches Clusters until ctx is done, then stops every runner.
 func (m *ClusterManager) Start(ctx context.Context) error {
 	m.running, m.unreachable, m.retiring = map[string]*runningCluster{}, map[string]string{}, map[string]*struct{}{}
+	m.renewFailures = map[string]string{}
 	resync := m.Resync
 	if resync <= 0 {
 		resync = DefaultClusterResync
@@ -273,6 +281,14 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 		m.cannotRun(ctx, log, name, "KubeconfigInvalid", "cannot reach cluster: kubeconfig is not usable",
 			fmt.Errorf("%s: %w%s", secretKeyOf(cluster), err, kept))
 		return
+	}
+	if renewed := m.renewToken(ctx, log, cluster, kubeconfig, cfg); renewed != nil {
+		kubeconfig = renewed
+		if cfg, err = restConfigOf(renewed); err != nil {
+			m.cannotRun(ctx, log, name, "KubeconfigInvalid", "cannot reach cluster: kubeconfig is not usable",
+				fmt.Errorf("%s, its token renewed: %w%s", secretKeyOf(cluster), err, kept))
+			return
+		}
 	}
 	joined := fmt.Sprintf("working with %s through the kubeconfig of %s", cfg.Host, secretKeyOf(cluster))
 	if kept != "" && current.kubeconfig == string(kubeconfig) && !retired {
@@ -543,9 +559,23 @@ func (m *ClusterManager) stop(name string) {
 }
 
 func (m *ClusterManager) kubeconfig(ctx context.Context, cluster *unstructured.Unstructured) ([]byte, error) {
+	secret, key, err := m.kubeconfigSecret(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	data, ok := secret.Data[key]
+	if !ok {
+		return nil, fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: Secret %s/%s has no key %q", cluster.GetName(),
+			secret.Namespace, secret.Name, key)
+	}
+	return data, nil
+}
+
+// kubeconfigSecret reads the Secret a Cluster's kubeconfig is in, and the key it is under.
+func (m *ClusterManager) kubeconfigSecret(ctx context.Context, cluster *unstructured.Unstructured) (*corev1.Secret, string, error) {
 	ref, _, _ := unstructured.NestedStringMap(cluster.Object, "spec", "kubeconfigSecretRef")
 	if ref["name"] == "" || ref["namespace"] == "" {
-		return nil, fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: name and namespace are required", cluster.GetName())
+		return nil, "", fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: name and namespace are required", cluster.GetName())
 	}
 	key := ref["key"]
 	if key == "" {
@@ -554,15 +584,82 @@ func (m *ClusterManager) kubeconfig(ctx context.Context, cluster *unstructured.U
 	secret, err := m.ControlPlane.Core.CoreV1().Secrets(ref["namespace"]).Get(ctx, ref["name"], metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: Secret %s/%s not found", cluster.GetName(), ref["namespace"], ref["name"])
+			return nil, "", fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: Secret %s/%s not found", cluster.GetName(), ref["namespace"], ref["name"])
 		}
-		return nil, fmt.Errorf("cluster %s: read Secret %s/%s: %w", cluster.GetName(), ref["namespace"], ref["name"], err)
+		return nil, "", fmt.Errorf("cluster %s: read Secret %s/%s: %w", cluster.GetName(), ref["namespace"], ref["name"], err)
 	}
-	data, ok := secret.Data[key]
-	if !ok {
-		return nil, fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: Secret %s/%s has no key %q", cluster.GetName(), ref["namespace"], ref["name"], key)
+	return secret, key, nil
+}
+
+// renewToken renews the service-account token of a Cluster's kubeconfig once it is due (satoken.Token.Due),
+// stores the kubeconfig with the new token in the Cluster's Secret, and returns it; nil when there is nothing
+// to renew (no expiring service-account token, or not due yet) or the renewal failed, which is logged once per
+// reason: the runner works on with the current token, and a later resync tries again.
+func (m *ClusterManager) renewToken(ctx context.Context, log *slog.Logger, cluster *unstructured.Unstructured, kubeconfig []byte,
+	cfg *rest.Config) []byte {
+	raw, err := satoken.InKubeconfig(kubeconfig)
+	if err != nil || raw == "" {
+		return nil
 	}
-	return data, nil
+	token, ok := satoken.Parse(raw)
+	now := time.Now
+	if m.Now != nil {
+		now = m.Now
+	}
+	if !ok || !token.Due(now()) {
+		return nil
+	}
+	renewed, err := m.renew(ctx, cluster, kubeconfig, cfg, token)
+	name := cluster.GetName()
+	m.mu.Lock()
+	if m.renewFailures == nil {
+		m.renewFailures = map[string]string{}
+	}
+	last := m.renewFailures[name]
+	if err != nil {
+		m.renewFailures[name] = err.Error()
+	} else {
+		delete(m.renewFailures, name)
+	}
+	m.mu.Unlock()
+	if err != nil {
+		if err.Error() != last {
+			log.Warn("cannot renew the service-account token of the cluster's kubeconfig; working with the current one",
+				"expires", token.Expires, "error", err)
+		}
+		return nil
+	}
+	return renewed
+}
+
+// renew asks the workload cluster for a new token and stores the kubeconfig carrying it in the Cluster's Secret.
+func (m *ClusterManager) renew(ctx context.Context, cluster *unstructured.Unstructured, kubeconfig []byte, cfg *rest.Config,
+	token *satoken.Token) ([]byte, error) {
+	core, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	renewed, err := satoken.Renew(ctx, core, token)
+	if err != nil {
+		return nil, err
+	}
+	updated, err := satoken.WithToken(kubeconfig, renewed.Raw)
+	if err != nil {
+		return nil, err
+	}
+	secret, key, err := m.kubeconfigSecret(ctx, cluster)
+	if err != nil {
+		return nil, err
+	}
+	secret = secret.DeepCopy()
+	secret.Data[key] = updated
+	// The Secret as read: a concurrent writer (a user rotating it by hand) wins, and the next resync reads theirs.
+	if _, err := m.ControlPlane.Core.CoreV1().Secrets(secret.Namespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
+		return nil, fmt.Errorf("store the renewed token in Secret %s/%s: %w", secret.Namespace, secret.Name, err)
+	}
+	m.Log.Info("renewed the service-account token of the cluster's kubeconfig", "cluster", cluster.GetName(),
+		"service_account", renewed.Namespace+"/"+renewed.Name, "expires", renewed.Expires)
+	return updated, nil
 }
 
 // WaitObserved waits until the streams hold, for every named cluster, its installed APIs, a heartbeat and
