@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,12 +17,13 @@ import (
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/internal/satoken"
 )
 
 // TestClusterTokenIsRenewedBeforeItExpires: a Cluster whose kubeconfig carries an expiring service-account
 // token (what `kubectl create token` gives, and the workload-cluster chart's role lets renew) gets a new one once
-// two thirds of its life are gone: stored in its Secret, working, and handed to a restarted runner.
+// two thirds of its life are gone: stored in its Secret, working, and the one its runner works with.
 func TestClusterTokenIsRenewedBeforeItExpires(t *testing.T) {
 	c := newClusterManagerTest(t)
 	ctx := t.Context()
@@ -73,7 +75,14 @@ func TestClusterTokenIsRenewedBeforeItExpires(t *testing.T) {
 	var renewed atomic.Bool
 	var mu sync.Mutex
 	var runnerTokens []string
+	logs := &logbuf.Buffer{}
+	defer func() {
+		if t.Failed() {
+			t.Logf("cluster manager log:\n%s", logs.String())
+		}
+	}()
 	c.start(&app.ClusterManager{
+		Log: slog.New(slog.NewTextHandler(logs, nil)),
 		Now: func() time.Time {
 			if renewed.Load() {
 				return time.Now()
@@ -92,7 +101,7 @@ func TestClusterTokenIsRenewedBeforeItExpires(t *testing.T) {
 		}})
 
 	var stored *satoken.Token
-	e2eenv.Eventually(t, time.Minute, "a renewed token in the Cluster's Secret, handed to a new runner", func() bool {
+	e2eenv.Eventually(t, time.Minute, "a renewed token in the Cluster's Secret, the runner's", func() bool {
 		secret, err := core.CoreV1().Secrets(app.SystemNamespace).Get(ctx, "cluster-"+name+"-kubeconfig", metav1.GetOptions{})
 		if err != nil {
 			return false
@@ -104,7 +113,7 @@ func TestClusterTokenIsRenewedBeforeItExpires(t *testing.T) {
 		stored, _ = satoken.Parse(raw)
 		mu.Lock()
 		defer mu.Unlock()
-		return stored != nil && len(runnerTokens) > 1 && runnerTokens[len(runnerTokens)-1] != first.Raw
+		return stored != nil && len(runnerTokens) > 0 && runnerTokens[len(runnerTokens)-1] == stored.Raw
 	})
 	if stored.Namespace != namespace || stored.Name != account || stored.Lifetime() != first.Lifetime() {
 		t.Errorf("renewed token of %s/%s for %s, want %s/%s for %s", stored.Namespace, stored.Name, stored.Lifetime(),
