@@ -27,28 +27,35 @@ func TestKubectlGetShowsClustersAndPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 	tests := []struct {
-		resource, name string
-		object, status map[string]any
-		want           map[string]string
+		group, resource, name string
+		object, status        map[string]any
+		want                  map[string]string
 	}{
-		{resource: "clusters", name: "printed-cluster", object: map[string]any{"spec": map[string]any{
+		{group: "fleetflow.io", resource: "clusters", name: "printed-cluster", object: map[string]any{"spec": map[string]any{
 			"kubeconfigSecretRef": map[string]any{"name": "none", "namespace": app.SystemNamespace}}},
 			status: map[string]any{
 				"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "Heartbeat", "message": "m",
 					"lastTransitionTime": "2026-12-01T00:00:00Z"}},
 				"free": map[string]any{"cpu": "12500m", "memory": "64Gi", "nvidia.com/gpu": "6"}},
 			want: map[string]string{"Ready": "True", "Free CPU": "12500m", "Free GPU": "6", "Free Memory": "64Gi"}},
-		{resource: "schedulepolicies", name: "printed-policy", object: map[string]any{"spec": map[string]any{"priority": int64(5)}},
+		{group: "fleetflow.io", resource: "schedulepolicies", name: "printed-policy", object: map[string]any{"spec": map[string]any{"priority": int64(5)}},
 			status: map[string]any{"conditions": []any{map[string]any{"type": "Accepted", "status": "False", "reason": "Invalid",
 				"message": "m", "lastTransitionTime": "2026-12-01T00:00:00Z"}}},
 			want: map[string]string{"Priority": "5", "Accepted": "False", "Reason": "Invalid"}},
+		{group: "optimization.nvidia.com", resource: "resourceinterfaces", name: "printed-ri", object: map[string]any{"spec": map[string]any{
+			"structureDefinition": map[string]any{"rootComponent": map[string]any{"name": "widget",
+				"kind": map[string]any{"group": "example.com", "version": "v1", "kind": "Widget"}}}}},
+			status: map[string]any{"conditions": []any{map[string]any{"type": "Accepted", "status": "True", "reason": "InForce",
+				"message": "in force for Widget.example.com/v1", "lastTransitionTime": "2026-12-01T00:00:00Z"}}},
+			want: map[string]string{"Kind": "Widget", "Group": "example.com", "Accepted": "True", "Reason": "InForce",
+				"Message": "in force for Widget.example.com/v1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.resource, func(t *testing.T) {
-			gvr := schema.GroupVersionResource{Group: "fleetflow.io", Version: "v1alpha1", Resource: tt.resource}
-			kind := map[string]string{"clusters": "Cluster", "schedulepolicies": "SchedulePolicy"}[tt.resource]
+			gvr := schema.GroupVersionResource{Group: tt.group, Version: "v1alpha1", Resource: tt.resource}
+			kind := map[string]string{"clusters": "Cluster", "schedulepolicies": "SchedulePolicy", "resourceinterfaces": "ResourceInterface"}[tt.resource]
 			obj := &unstructured.Unstructured{Object: tt.object}
-			obj.SetAPIVersion("fleetflow.io/v1alpha1")
+			obj.SetAPIVersion(tt.group + "/v1alpha1")
 			obj.SetKind(kind)
 			obj.SetName(tt.name)
 			created, err := controlPlane.Dynamic.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{})
@@ -62,7 +69,7 @@ func TestKubectlGetShowsClustersAndPolicies(t *testing.T) {
 			if _, err := controlPlane.Dynamic.Resource(gvr).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			raw, err := controlPlane.Core.Discovery().RESTClient().Get().AbsPath("/apis/fleetflow.io/v1alpha1", tt.resource, tt.name).
+			raw, err := controlPlane.Core.Discovery().RESTClient().Get().AbsPath("/apis", tt.group, "v1alpha1", tt.resource, tt.name).
 				SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io").DoRaw(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -88,5 +95,35 @@ func TestKubectlGetShowsClustersAndPolicies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestKubectlGetFleetflowListsEveryKind: every fleetflow kind is in the fleetflow category (`kubectl get
+// fleetflow`), with short names that leave Karmada's and Cluster API's clusters alone.
+func TestKubectlGetFleetflowListsEveryKind(t *testing.T) {
+	fleet := localfleettest.Fleet(t)
+	controlPlane := e2eenv.ClientsFor(t, fleet.ControlPlane)
+	if err := app.InstallControlPlaneCRDs(t.Context(), controlPlane, e2eenv.FieldManager); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{"clusters": {"fcl"}, "schedulepolicies": {"sp"}, "workloadplacements": {"wlp"}, "resourceinterfaces": {"ri"}}
+	for _, groupVersion := range []string{"fleetflow.io/v1alpha1", "optimization.nvidia.com/v1alpha1"} {
+		list, err := controlPlane.Core.Discovery().ServerResourcesForGroupVersion(groupVersion)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range list.APIResources {
+			shortNames, ours := want[r.Name]
+			if !ours {
+				continue
+			}
+			delete(want, r.Name)
+			if !slices.Contains(r.Categories, "fleetflow") || !slices.Equal(r.ShortNames, shortNames) {
+				t.Errorf("%s: categories %v, short names %v; want fleetflow and %v", r.Name, r.Categories, r.ShortNames, shortNames)
+			}
+		}
+	}
+	if len(want) > 0 {
+		t.Errorf("not served: %v", want)
 	}
 }

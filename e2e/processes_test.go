@@ -12,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -83,6 +86,9 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 	}
 	t.Cleanup(server.Shutdown)
 	url := server.ClientURL()
+	// The control-plane parts find it as kubectl would with only $KUBECONFIG set: two files merged, the first's
+	// current context a decoy no one answers at, --context picking the control plane's from the second.
+	kubeconfigEnv, controlPlaneContext := mergedKubeconfig(t, fleet.ControlPlane.KubeconfigPath)
 	logs := t.TempDir()
 	start := func(name string, args ...string) {
 		log, err := os.Create(filepath.Join(logs, name+".log"))
@@ -91,6 +97,7 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 		}
 		cmd := exec.Command(binary, append(args, "--nats-url", url, "--data-dir", t.TempDir())...)
 		cmd.Stdout, cmd.Stderr = log, log
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigEnv)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start %s: %v", name, err)
 		}
@@ -104,10 +111,10 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 			}
 		})
 	}
-	start("producer", "producer", "--control-plane", fleet.ControlPlane.KubeconfigPath)
+	start("producer", "producer", "--context", controlPlaneContext)
 	placerHealth := freeAddress(t)
 	start("placer", "placer", "--heartbeat-timeout", "6s", "--health-address", placerHealth)
-	start("status", "status", "--control-plane", fleet.ControlPlane.KubeconfigPath, "--heartbeat-timeout", "6s")
+	start("status", "status", "--context", controlPlaneContext, "--heartbeat-timeout", "6s")
 	expected := map[string]int{}
 	applierHealth := map[string]string{}
 	for _, c := range spec.Clusters {
@@ -168,6 +175,29 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 			return true
 		})
 	}
+}
+
+// mergedKubeconfig is a $KUBECONFIG of two files, a decoy whose current context reaches nothing and then the
+// kubeconfig at path, and the name of path's current context, which only --context picks.
+func mergedKubeconfig(t *testing.T, path string) (kubeconfigEnv, context string) {
+	t.Helper()
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decoy := clientcmdapi.NewConfig()
+	decoy.Clusters["decoy"] = &clientcmdapi.Cluster{Server: "https://127.0.0.1:1"}
+	decoy.AuthInfos["decoy"] = &clientcmdapi.AuthInfo{Token: "decoy"}
+	decoy.Contexts["decoy"] = &clientcmdapi.Context{Cluster: "decoy", AuthInfo: "decoy"}
+	decoy.CurrentContext = "decoy"
+	if cfg.CurrentContext == "" || cfg.CurrentContext == "decoy" {
+		t.Fatalf("%s: current context %q, want one the decoy does not shadow", path, cfg.CurrentContext)
+	}
+	decoyPath := filepath.Join(t.TempDir(), "decoy.kubeconfig")
+	if err := clientcmd.WriteToFile(*decoy, decoyPath); err != nil {
+		t.Fatal(err)
+	}
+	return decoyPath + string(filepath.ListSeparator) + path, cfg.CurrentContext
 }
 
 // freeAddress is a local address no one listens on, for a process to serve on.

@@ -21,7 +21,7 @@ const ClusterConditionJoined = "Joined"
 // cluster selectors and topology keys read.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:resource:scope=Cluster,shortName=fcl,categories=fleetflow
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Free CPU",type=string,JSONPath=`.status.free.cpu`
@@ -90,7 +90,7 @@ type SecretKeyRef struct {
 
 // ClusterStatus is what fleetflow last observed of the cluster.
 type ClusterStatus struct {
-	// Conditions include Ready and Joined.
+	// Conditions hold Ready, Joined and Accepted.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

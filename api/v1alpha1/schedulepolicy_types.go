@@ -32,7 +32,7 @@ const (
 // When several policies match a workload the one with the highest priority wins; ties go to the smallest name.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=sp
+// +kubebuilder:resource:scope=Cluster,shortName=sp,categories=fleetflow
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
@@ -153,7 +153,7 @@ type SchedulePolicyStatus struct {
 	// ObservedGeneration is the generation the conditions describe.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// Conditions include Valid, with the field path and reason when the policy is rejected.
+	// Conditions hold Accepted: False with the field path and reason when the policy is rejected.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
