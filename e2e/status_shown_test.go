@@ -640,9 +640,9 @@ func TestUnschedulableWorkloadStopsShowingACopyReportedGone(t *testing.T) {
 		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: otherIncarnation, Gone: true})); err != nil {
 		t.Fatal(err)
 	}
-	if !shownOnA("Running", 10)() {
-		t.Fatal("a Gone of another incarnation of the workload stopped showing cluster-a")
-	}
+	// The pipeline's own writer shares the workload with this one: its writes settle on the same answer.
+	e2eenv.Eventually(t, e2eenv.Settle, "cluster-a still shown after a Gone of another incarnation of the workload",
+		shownOnA("Running", 10))
 	// Reported gone, then back with a new status; the Gone handled again after that (a retried delivery).
 	gone := publishDelivery(t, e, schemas.TypeWorkloadStatus, subject, "gone-stale",
 		&schemas.WorkloadStatus{Cluster: "cluster-a", Workload: ref, Gone: true})
