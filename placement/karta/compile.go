@@ -59,6 +59,15 @@ func (c *Compiled) Divisible() bool {
 }
 
 // label names the RI for messages: the name, and the source when it differs.
+// templateProgram is the path the component reads its pod template (a PodSpec for specPodSpec) from; nil for a
+// fragmented pod definition.
+func (cc *compiledComponent) templateProgram() *program {
+	if cc.form == specPodSpec {
+		return cc.podSpec
+	}
+	return cc.podTemplate
+}
+
 func (c *Compiled) label() string {
 	if c.Source == "" || c.Source == c.Name {
 		return fmt.Sprintf("resource interface %q", c.Name)

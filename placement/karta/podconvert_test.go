@@ -46,10 +46,7 @@ func templateValues(t *testing.T, c *Compiled, obj map[string]any) (values []any
 	ev := c.newEvaluation(obj)
 	defer ev.release()
 	for _, cc := range c.components {
-		p := cc.podTemplate
-		if cc.form == specPodSpec {
-			p = cc.podSpec
-		}
+		p := cc.templateProgram()
 		if p == nil {
 			continue
 		}

@@ -24,10 +24,7 @@ func (c *Compiled) Unread(obj map[string]any) ([]UnreadField, error) {
 	read := map[parent]map[string]bool{}      // the entries read under each parent, by key
 	containers := map[parent]map[string]any{} // the parent objects
 	for _, cc := range c.components {
-		p := cc.podTemplate
-		if cc.form == specPodSpec {
-			p = cc.podSpec
-		}
+		p := cc.templateProgram()
 		if p == nil {
 			continue
 		}
