@@ -160,6 +160,11 @@ func (p *ClusterProducer) publishAPIs(ctx context.Context, previous map[string][
 	if err != nil {
 		return nil, err
 	}
+	// Ready again after discovery: an apiserver that restarted while it was being read answered part of it as
+	// a starting one.
+	if err := p.Clients.Ready(ctx); err != nil {
+		return nil, fmt.Errorf("the apiserver is not ready, so its discovery may lack kinds it serves: %w", err)
+	}
 	served := make(map[string]bool, len(apis))
 	for _, api := range apis {
 		served[api] = true
