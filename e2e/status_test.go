@@ -42,6 +42,16 @@ func TestStatusFlowsBackToTheControlPlane(t *testing.T) {
 	e2eenv.Eventually(t, e2eenv.Settle, "the job placed", func() bool {
 		return e2eenv.Get(t, e.Clusters["cluster-a"], pytorchJobKind, "team-status", job.GetName()) != nil
 	})
+	// The cluster producer reports the new copy (with no status yet) on its own time: the statuses this test
+	// publishes must come after that report, or it would replace them.
+	events, err := e.Bus.JetStream.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the cluster producer's report of the copy", func() bool {
+		_, err := events.GetLastMsgForSubject(ctx, schemas.WorkloadStatusSubject("cluster-a", ref))
+		return err == nil
+	})
 
 	status := map[string]any{"conditions": []any{
 		map[string]any{"type": "Created", "status": "True"},
