@@ -261,7 +261,7 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 	m.mu.Lock()
 	delete(m.retiring, name) // registered again: its runner, if still kept, is its own again
 	m.mu.Unlock()
-	kubeconfig, err := m.kubeconfig(ctx, cluster)
+	stored, err := m.kubeconfig(ctx, cluster)
 	m.mu.Lock()
 	current := m.running[name]
 	retired := current != nil && current.isRetired
@@ -276,13 +276,14 @@ func (m *ClusterManager) reconcile(ctx context.Context, cluster *unstructured.Un
 		m.cannotRun(ctx, log, name, "KubeconfigUnavailable", "cannot reach cluster: kubeconfig unavailable", fmt.Errorf("%w%s", err, kept))
 		return
 	}
+	kubeconfig := stored.data()
 	cfg, err := restConfigOf(kubeconfig)
 	if err != nil {
 		m.cannotRun(ctx, log, name, "KubeconfigInvalid", "cannot reach cluster: kubeconfig is not usable",
 			fmt.Errorf("%s: %w%s", secretKeyOf(cluster), err, kept))
 		return
 	}
-	if renewed := m.renewToken(ctx, log, cluster, kubeconfig, cfg); renewed != nil {
+	if renewed := m.renewToken(ctx, log, name, stored, cfg); renewed != nil {
 		kubeconfig = renewed
 		if cfg, err = restConfigOf(renewed); err != nil {
 			m.cannotRun(ctx, log, name, "KubeconfigInvalid", "cannot reach cluster: kubeconfig is not usable",
@@ -558,24 +559,20 @@ func (m *ClusterManager) stop(name string) {
 	m.Log.Info("cluster runner stopped", "cluster", name)
 }
 
-func (m *ClusterManager) kubeconfig(ctx context.Context, cluster *unstructured.Unstructured) ([]byte, error) {
-	secret, key, err := m.kubeconfigSecret(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	data, ok := secret.Data[key]
-	if !ok {
-		return nil, fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: Secret %s/%s has no key %q", cluster.GetName(),
-			secret.Namespace, secret.Name, key)
-	}
-	return data, nil
+// storedKubeconfig is a Cluster's kubeconfig as its Secret holds it: the Secret as read, whose resourceVersion
+// guards a renewal's write back, and the key the kubeconfig is under.
+type storedKubeconfig struct {
+	secret *corev1.Secret
+	key    string
 }
 
-// kubeconfigSecret reads the Secret a Cluster's kubeconfig is in, and the key it is under.
-func (m *ClusterManager) kubeconfigSecret(ctx context.Context, cluster *unstructured.Unstructured) (*corev1.Secret, string, error) {
+func (s storedKubeconfig) data() []byte { return s.secret.Data[s.key] }
+
+// kubeconfig reads a Cluster's kubeconfig from the Secret its spec names.
+func (m *ClusterManager) kubeconfig(ctx context.Context, cluster *unstructured.Unstructured) (storedKubeconfig, error) {
 	ref, _, _ := unstructured.NestedStringMap(cluster.Object, "spec", "kubeconfigSecretRef")
 	if ref["name"] == "" || ref["namespace"] == "" {
-		return nil, "", fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: name and namespace are required", cluster.GetName())
+		return storedKubeconfig{}, fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: name and namespace are required", cluster.GetName())
 	}
 	key := ref["key"]
 	if key == "" {
@@ -584,20 +581,23 @@ func (m *ClusterManager) kubeconfigSecret(ctx context.Context, cluster *unstruct
 	secret, err := m.ControlPlane.Core.CoreV1().Secrets(ref["namespace"]).Get(ctx, ref["name"], metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, "", fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: Secret %s/%s not found", cluster.GetName(), ref["namespace"], ref["name"])
+			return storedKubeconfig{}, fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: Secret %s/%s not found", cluster.GetName(), ref["namespace"], ref["name"])
 		}
-		return nil, "", fmt.Errorf("cluster %s: read Secret %s/%s: %w", cluster.GetName(), ref["namespace"], ref["name"], err)
+		return storedKubeconfig{}, fmt.Errorf("cluster %s: read Secret %s/%s: %w", cluster.GetName(), ref["namespace"], ref["name"], err)
 	}
-	return secret, key, nil
+	if _, ok := secret.Data[key]; !ok {
+		return storedKubeconfig{}, fmt.Errorf("cluster %s: spec.kubeconfigSecretRef: Secret %s/%s has no key %q", cluster.GetName(),
+			ref["namespace"], ref["name"], key)
+	}
+	return storedKubeconfig{secret: secret, key: key}, nil
 }
 
 // renewToken renews the service-account token of a Cluster's kubeconfig once it is due (satoken.Token.Due),
 // stores the kubeconfig with the new token in the Cluster's Secret, and returns it; nil when there is nothing
 // to renew (no expiring service-account token, or not due yet) or the renewal failed, which is logged once per
 // reason: the runner works on with the current token, and a later resync tries again.
-func (m *ClusterManager) renewToken(ctx context.Context, log *slog.Logger, cluster *unstructured.Unstructured, kubeconfig []byte,
-	cfg *rest.Config) []byte {
-	raw, err := satoken.InKubeconfig(kubeconfig)
+func (m *ClusterManager) renewToken(ctx context.Context, log *slog.Logger, name string, stored storedKubeconfig, cfg *rest.Config) []byte {
+	raw, err := satoken.InKubeconfig(stored.data())
 	if err != nil || raw == "" {
 		return nil
 	}
@@ -609,8 +609,7 @@ func (m *ClusterManager) renewToken(ctx context.Context, log *slog.Logger, clust
 	if !ok || !token.Due(now()) {
 		return nil
 	}
-	renewed, err := m.renew(ctx, cluster, kubeconfig, cfg, token)
-	name := cluster.GetName()
+	renewed, err := m.renew(ctx, name, stored, cfg, token)
 	m.mu.Lock()
 	if m.renewFailures == nil {
 		m.renewFailures = map[string]string{}
@@ -633,8 +632,7 @@ func (m *ClusterManager) renewToken(ctx context.Context, log *slog.Logger, clust
 }
 
 // renew asks the workload cluster for a new token and stores the kubeconfig carrying it in the Cluster's Secret.
-func (m *ClusterManager) renew(ctx context.Context, cluster *unstructured.Unstructured, kubeconfig []byte, cfg *rest.Config,
-	token *satoken.Token) ([]byte, error) {
+func (m *ClusterManager) renew(ctx context.Context, name string, stored storedKubeconfig, cfg *rest.Config, token *satoken.Token) ([]byte, error) {
 	core, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -643,21 +641,17 @@ func (m *ClusterManager) renew(ctx context.Context, cluster *unstructured.Unstru
 	if err != nil {
 		return nil, err
 	}
-	updated, err := satoken.WithToken(kubeconfig, renewed.Raw)
+	updated, err := satoken.WithToken(stored.data(), renewed.Raw)
 	if err != nil {
 		return nil, err
 	}
-	secret, key, err := m.kubeconfigSecret(ctx, cluster)
-	if err != nil {
-		return nil, err
-	}
-	secret = secret.DeepCopy()
-	secret.Data[key] = updated
-	// The Secret as read: a concurrent writer (a user rotating it by hand) wins, and the next resync reads theirs.
+	secret := stored.secret.DeepCopy()
+	secret.Data[stored.key] = updated
+	// The Secret as read: a writer since (a user rotating it by hand) wins, and the next resync reads theirs.
 	if _, err := m.ControlPlane.Core.CoreV1().Secrets(secret.Namespace).Update(ctx, secret, metav1.UpdateOptions{}); err != nil {
 		return nil, fmt.Errorf("store the renewed token in Secret %s/%s: %w", secret.Namespace, secret.Name, err)
 	}
-	m.Log.Info("renewed the service-account token of the cluster's kubeconfig", "cluster", cluster.GetName(),
+	m.Log.Info("renewed the service-account token of the cluster's kubeconfig", "cluster", name,
 		"service_account", renewed.Namespace+"/"+renewed.Name, "expires", renewed.Expires)
 	return updated, nil
 }
