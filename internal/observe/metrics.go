@@ -91,16 +91,11 @@ var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 func Names() []string {
 	var names []string
 	for _, c := range registered() {
-		descs := make(chan *prometheus.Desc)
-		go func() {
-			c.Describe(descs)
-			close(descs)
-		}()
 		_, histogram := c.(prometheus.Histogram)
 		if _, vec := c.(*prometheus.HistogramVec); vec {
 			histogram = true
 		}
-		for d := range descs {
+		for _, d := range descriptions(c) {
 			m := fqName.FindStringSubmatch(d.String())
 			if m == nil {
 				continue
@@ -113,6 +108,20 @@ func Names() []string {
 	}
 	slices.Sort(names)
 	return slices.Compact(names)
+}
+
+// descriptions are what c describes of its metrics.
+func descriptions(c prometheus.Collector) []*prometheus.Desc {
+	ch := make(chan *prometheus.Desc)
+	go func() {
+		c.Describe(ch)
+		close(ch)
+	}()
+	var descs []*prometheus.Desc
+	for d := range ch {
+		descs = append(descs, d)
+	}
+	return descs
 }
 
 func init() {

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 )
 
@@ -57,12 +56,7 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	snake := regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 	labels := regexp.MustCompile(`fqName: "([^"]+)".*variableLabels: \{([^}]*)\}`)
 	for _, c := range registered() {
-		descs := make(chan *prometheus.Desc)
-		go func() {
-			c.Describe(descs)
-			close(descs)
-		}()
-		for d := range descs {
+		for _, d := range descriptions(c) {
 			m := labels.FindStringSubmatch(d.String())
 			if m == nil || !ours(m[1]) {
 				continue

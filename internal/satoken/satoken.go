@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Token is a service-account token with what its claims say of it.
@@ -81,11 +82,10 @@ func InKubeconfig(kubeconfig []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ctx := cfg.Contexts[cfg.CurrentContext]
-	if ctx == nil || cfg.AuthInfos[ctx.AuthInfo] == nil {
-		return "", nil
+	if user := currentUser(cfg); user != nil {
+		return user.Token, nil
 	}
-	return cfg.AuthInfos[ctx.AuthInfo].Token, nil
+	return "", nil
 }
 
 // WithToken returns kubeconfig with token as the current context's user's.
@@ -94,10 +94,18 @@ func WithToken(kubeconfig []byte, token string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx := cfg.Contexts[cfg.CurrentContext]
-	if ctx == nil || cfg.AuthInfos[ctx.AuthInfo] == nil {
+	user := currentUser(cfg)
+	if user == nil {
 		return nil, errors.New("the current context has no user to give the token to")
 	}
-	cfg.AuthInfos[ctx.AuthInfo].Token = token
+	user.Token = token
 	return clientcmd.Write(*cfg)
+}
+
+// currentUser is the current context's user, nil when there is none.
+func currentUser(cfg *clientcmdapi.Config) *clientcmdapi.AuthInfo {
+	if ctx := cfg.Contexts[cfg.CurrentContext]; ctx != nil {
+		return cfg.AuthInfos[ctx.AuthInfo]
+	}
+	return nil
 }
