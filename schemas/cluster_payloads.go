@@ -42,9 +42,14 @@ func (p *NodeState) Validate() error {
 	if p.Name == "" {
 		errs = append(errs, errors.New("name: required"))
 	}
-	for name, q := range p.Allocatable {
+	for _, name := range slices.Sorted(maps.Keys(p.Allocatable)) {
+		q := p.Allocatable[name]
 		if q.Sign() < 0 {
 			errs = append(errs, fmt.Errorf("allocatable.%s: negative quantity %s", name, q.String()))
+		}
+		if bound := MaxNodeCapacity(name); q.Cmp(bound) > 0 {
+			errs = append(errs, fmt.Errorf("allocatable.%s: %s is more than a node can plausibly offer (at most %s)",
+				name, q.String(), bound.String()))
 		}
 	}
 	for name, q := range p.Requested {

@@ -86,7 +86,21 @@ func EncodeData(eventType string, payload Payload) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("encode %s payload: %w", eventType, err)
 	}
-	return data, nil
+	if maxDataBytes[eventType] == 0 {
+		return data, nil
+	}
+	// A bounded type is encoded here, as the event would encode it, so its producer learns of an oversized
+	// payload (and logs it, naming the subject) instead of every consumer refusing it.
+	encoded, ok := data.([]byte)
+	if !ok {
+		if encoded, err = json.Marshal(data); err != nil {
+			return nil, fmt.Errorf("encode %s payload: %w", eventType, err)
+		}
+	}
+	if err := checkDataSize(eventType, len(encoded)); err != nil {
+		return nil, fmt.Errorf("%s payload: %w", eventType, err)
+	}
+	return encoded, nil
 }
 
 // MarshalData is EncodeData's result as JSON: the bytes an event of eventType carrying payload holds.
@@ -115,6 +129,9 @@ func DecodeData(eventType string, data []byte) (Payload, error) {
 	factory, known := payloadFactories[eventType]
 	if !known {
 		return nil, fmt.Errorf("type %q is not a fleetflow event type", eventType)
+	}
+	if err := checkDataSize(eventType, len(data)); err != nil {
+		return nil, err
 	}
 	payload := factory()
 	decode := json.Unmarshal

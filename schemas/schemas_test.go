@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/fleetflow/fleetflow/schemas"
 )
 
@@ -211,6 +214,19 @@ func TestPayloadValidationNamesTheField(t *testing.T) {
 		{"node with negative counts", &schemas.NodeState{Cluster: "c", Name: "n", Pods: -1,
 			WorkloadPods: map[string]int{"uid-a": 2, "uid-b": -5}}, []string{"pods: negative", "workloadPods.uid-b: negative count -5"}},
 		{"node ok", &schemas.NodeState{Cluster: "c", Name: "n", Pods: 2, WorkloadPods: map[string]int{"uid-a": 2}}, nil},
+		{"node claiming 10^18 GPUs and an exbibyte of memory", nodeWith(map[corev1.ResourceName]string{
+			"nvidia.com/gpu": "1e18", corev1.ResourceMemory: "1Ei", corev1.ResourceCPU: "64"}),
+			[]string{"allocatable.nvidia.com/gpu: 1e18 is more than a node can plausibly offer (at most 16Mi)",
+				"allocatable.memory: 1Ei is more than a node can plausibly offer (at most 1Pi)"}},
+		{"node claiming a million cores", nodeWith(map[corev1.ResourceName]string{corev1.ResourceCPU: "1M"}),
+			[]string{"allocatable.cpu: 1M is more than a node can plausibly offer (at most 65536)"}},
+		{"node claiming too many pods", nodeWith(map[corev1.ResourceName]string{corev1.ResourcePods: "2M"}),
+			[]string{"allocatable.pods: 2M is more than a node can plausibly offer"}},
+		{"node claiming too large hugepages", nodeWith(map[corev1.ResourceName]string{"hugepages-1Gi": "2Pi"}),
+			[]string{"allocatable.hugepages-1Gi: 2Pi is more than a node can plausibly offer (at most 1Pi)"}},
+		{"the largest plausible node", nodeWith(map[corev1.ResourceName]string{corev1.ResourceCPU: "65536",
+			corev1.ResourceMemory: "1Pi", corev1.ResourceEphemeralStorage: "64Pi", corev1.ResourcePods: "1M",
+			"nvidia.com/gpu": "72", "nvidia.com/gpumem": "1179648", "hugepages-2Mi": "1Ti"}), nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -306,4 +322,13 @@ func TestDeadLetterSubjectIsOneToken(t *testing.T) {
 	if a, b := schemas.DeadLetterID("S", 1, "c"), schemas.DeadLetterID("S", 1, "d"); a == b {
 		t.Errorf("two consumers' dead letters of one message share the id %q", a)
 	}
+}
+
+// nodeWith is a node reporting the given allocatable quantities.
+func nodeWith(allocatable map[corev1.ResourceName]string) *schemas.NodeState {
+	list := corev1.ResourceList{}
+	for name, q := range allocatable {
+		list[name] = resource.MustParse(q)
+	}
+	return &schemas.NodeState{Cluster: "c", Name: "n", Allocatable: list}
 }

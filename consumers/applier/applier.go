@@ -191,7 +191,7 @@ func (a *Applier) GiveUp(ctx context.Context, d bus.Delivery, cause error) {
 	}
 	err := a.report(ctx, schemas.TypePlacementFailed, "failed", &schemas.PlacementFailed{
 		DecisionID: decided.DecisionID, Workload: decided.Workload, Cluster: a.Cluster,
-		Action: decided.Action, Sequence: decided.Sequence, Error: cause.Error(), Attempts: int(d.Attempt),
+		Action: decided.Action, Sequence: decided.Sequence, Error: schemas.ShortenError(cause.Error()), Attempts: int(d.Attempt),
 	})
 	if err != nil {
 		a.Log.Error("could not report failed placement", "workload", decided.Workload.Key(), "error", err, "cause", cause)

@@ -47,11 +47,14 @@ const poisonSubject = "fleetflow.events.workload.kubeflow_org.PyTorchJob.team-a.
 
 // ceHeader is the binary-mode CloudEvents envelope of a workload.changed event, sound whatever data follows,
 // with a header of another kind, which a dead letter must keep under its prefix.
-func ceHeader() nats.Header {
+func ceHeader() nats.Header { return ceHeaderOf(schemas.TypeWorkloadChanged) }
+
+// ceHeaderOf is the binary-mode CloudEvents header of an event of eventType.
+func ceHeaderOf(eventType string) nats.Header {
 	h := nats.Header{}
 	h.Set("ce-specversion", "1.0")
 	h.Set("ce-id", "poison-1")
-	h.Set("ce-type", schemas.TypeWorkloadChanged)
+	h.Set("ce-type", eventType)
 	h.Set("ce-source", "/test")
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Trace", "trace-1")
@@ -103,6 +106,14 @@ func TestConsumeLoopSendsPoisonToDeadLetters(t *testing.T) {
 			errorHas: "object: want a JSON object", attempts: 1, cloudEvent: true},
 		{name: "payload of another type", header: ceHeader(), data: nodeJSON, reason: schemas.DeadInvalid,
 			errorHas: "invalid payload: object: required", attempts: 1, cloudEvent: true},
+		{name: "a node claiming 10^18 GPUs", header: ceHeaderOf(schemas.TypeNodeChanged),
+			data:   `{"cluster":"east","name":"n1","allocatable":{"nvidia.com/gpu":"1e18"},"ready":true,"pods":1}`,
+			reason: schemas.DeadInvalid, errorHas: "allocatable.nvidia.com/gpu: 1e18 is more than a node can plausibly offer",
+			attempts: 1, cloudEvent: true},
+		{name: "a status of 3 MiB", header: ceHeaderOf(schemas.TypeWorkloadStatus),
+			data: `{"cluster":"east","workload":{"apiVersion":"v1","kind":"X","name":"n","uid":"u"},"status":{"m":"` +
+				strings.Repeat("x", 3<<20) + `"}}`,
+			reason: schemas.DeadInvalid, errorHas: "is more than the 2.0 MiB an event of this type may carry", attempts: 1, cloudEvent: true},
 		{name: "handler panics", fail: func(uint64) error { panic("boom") }, reason: schemas.DeadPanic,
 			errorHas: "handler panicked: boom", attempts: 1, givesUp: true, cloudEvent: true},
 		{name: "permanent error", fail: func(uint64) error { return bus.Permanent(errors.New("forbidden by policy")) },
@@ -187,7 +198,7 @@ func TestConsumeLoopSendsPoisonToDeadLetters(t *testing.T) {
 				if at, err := time.Parse(time.RFC3339Nano, h.Get(schemas.HeaderDeadTime)); err != nil || time.Since(at) > time.Minute {
 					t.Errorf("time header %q: %v, want the time it died", h.Get(schemas.HeaderDeadTime), err)
 				}
-				if tt.cloudEvent && (h.Get("ce-type") != schemas.TypeWorkloadChanged || h.Get("ce-id") != "poison-1" ||
+				if tt.cloudEvent && (h.Get("ce-type") != header.Get("ce-type") || h.Get("ce-id") != "poison-1" ||
 					h.Get("Content-Type") != "application/json") {
 					t.Errorf("CloudEvents headers not kept as they were: %v", h)
 				}
