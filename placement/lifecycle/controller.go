@@ -92,6 +92,8 @@ type Controller struct {
 	// to look up their last valid version in the history (recoverLastValid).
 	refusedRIs map[string]refusedObject
 
+	// nodeWakes throttles, per cluster, the retries of blocked workloads that node reports cause.
+	nodeWakes nodeWakes
 	txn       outbox
 	forgotten forgotten
 	// scratch is reused to encode objects.
@@ -162,7 +164,7 @@ func New(ris *karta.Registry, config Config, log *slog.Logger) (*Controller, err
 	}
 	return &Controller{
 		config: config, log: log,
-		store: store, ledger: ledger, upsertAndPlan: store.UpsertWorkloadAndPlan, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris,
+		store: store, ledger: ledger, upsertAndPlan: store.UpsertWorkloadAndPlan, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris, nodeWakes: newNodeWakes(),
 		workloads: map[string]*workloadEntry{}, byUID: map[string]string{},
 		pending: map[string]struct{}{}, leaving: map[string]struct{}{},
 		clusters: map[string]*clusterEntry{}, deletedClusters: map[string]bool{}, policies: map[string]*policyEntry{},

@@ -17,10 +17,11 @@ import (
 	"github.com/fleetflow/fleetflow/schemas/eventtest"
 )
 
-// history builds a sequence of events as the streams would record them, one second apart.
+// history builds a sequence of events as the streams would record them, one second apart unless every says.
 type history struct {
 	events []Event
 	at     time.Time
+	step   time.Duration
 }
 
 func newHistory() *history {
@@ -28,7 +29,11 @@ func newHistory() *history {
 }
 
 func (h *history) add(eventType, subject string, payload schemas.Payload) *history {
-	h.at = h.at.Add(time.Second)
+	step := h.step
+	if step == 0 {
+		step = time.Second
+	}
+	h.at = h.at.Add(step)
 	h.events = append(h.events, Event{Subject: subject, Sequence: uint64(len(h.events) + 1), Type: eventType, Payload: payload,
 		Time: h.at, Stored: h.at})
 	return h
@@ -52,11 +57,17 @@ func (h *history) workload(w *schemas.ObjectChanged) *history {
 	return h.add(schemas.TypeWorkloadChanged, schemas.WorkloadSubject(w.Ref()), w)
 }
 
+// every records the next events d apart.
+func (h *history) every(d time.Duration) *history {
+	h.step = d
+	return h
+}
+
 func (h *history) tick() *history {
 	return h.add(schemas.TypePlacerTick, schemas.SubjectPlacerTick, &schemas.PlacerTick{Time: h.at})
 }
 
-func newController(t *testing.T) *Controller {
+func newController(t testing.TB) *Controller {
 	t.Helper()
 	builtins, err := karta.Builtins()
 	if err != nil {
@@ -71,7 +82,7 @@ func newController(t *testing.T) *Controller {
 }
 
 // run hands events to c, committing each, and returns the effects, encoded.
-func run(t *testing.T, c *Controller, events []Event) []string {
+func run(t testing.TB, c *Controller, events []Event) []string {
 	t.Helper()
 	var out []string
 	for _, ev := range events {

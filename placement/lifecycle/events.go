@@ -550,6 +550,7 @@ func (p *Controller) onClusterDeleted(payload *schemas.ObjectDeleted, touched *t
 	name := payload.Workload.Name
 	affected := scheduler.AffectedByCluster(p.store.Snapshot(), name)
 	delete(p.clusters, name)
+	p.nodeWakes.forgetCluster(name)
 	if err := p.store.DeleteCluster(p.at.seq, name); err != nil {
 		return err
 	}
@@ -734,7 +735,7 @@ func (p *Controller) onNode(n *schemas.NodeState, touched *touchedSet, rebuildin
 	if err != nil || rebuilding {
 		return err
 	}
-	p.wake(scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: n.Cluster}, touched)
+	p.nodeReported(n.Cluster, touched)
 	return nil
 }
 
@@ -1229,6 +1230,7 @@ func (p *Controller) onTick(tick *schemas.PlacerTick, touched *touchedSet) error
 			p.wake(scheduler.Event{Kind: scheduler.EventCapacityFreed, Cluster: name}, touched)
 		}
 	}
+	p.wakeDeferred(touched)
 	if err := p.movePending(touched); err != nil {
 		return err
 	}
