@@ -115,18 +115,23 @@ func countDecisions(t *testing.T, e *e2eenv.Env) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := stream.Info(t.Context())
+	info, err := stream.Info(t.Context(), jetstream.WithSubjectFilter(schemas.SubjectClusterDecisions))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return info.State.Msgs
+	var n uint64
+	for _, count := range info.State.Subjects {
+		n += count
+	}
+	return n
 }
 
 // allDecisions reads every decision in the decisions stream.
 func allDecisions(t *testing.T, e *e2eenv.Env) []*schemas.PlacementDecided {
 	t.Helper()
 	ctx := t.Context()
-	consumer, err := e.Bus.JetStream.OrderedConsumer(ctx, schemas.StreamDecisions, jetstream.OrderedConsumerConfig{})
+	consumer, err := e.Bus.JetStream.OrderedConsumer(ctx, schemas.StreamDecisions,
+		jetstream.OrderedConsumerConfig{FilterSubjects: []string{schemas.SubjectClusterDecisions}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,7 @@ var payloadFactories = map[string]func() Payload{
 	TypeClusterAPIs:      func() Payload { return &ClusterAPIs{} },
 	TypeWorkloadStatus:   func() Payload { return &WorkloadStatus{} },
 	TypePlacerTick:       func() Payload { return &PlacerTick{} },
+	TypePlacerLeader:     func() Payload { return &PlacerLeader{} },
 }
 
 // WorkloadChangedID identifies one version of a workload: the same object version is one event.

@@ -18,8 +18,11 @@ const (
 
 	// SubjectAllEvents selects every input event of the EVENTS stream.
 	SubjectAllEvents = SubjectEventsPrefix + ".>"
-	// SubjectAllDecisions selects every decision for every cluster.
+	// SubjectAllDecisions selects everything of the DECISIONS stream: every cluster's decisions, and the placers'
+	// leadership records on its fence subject (SubjectFenceDecisions).
 	SubjectAllDecisions = SubjectDecisionsRoot + ".>"
+	// SubjectClusterDecisions selects every cluster's decisions and nothing else.
+	SubjectClusterDecisions = SubjectDecisionsRoot + ".*.>"
 	// SubjectAllWorkloadEvents selects workload changed and deleted events.
 	SubjectAllWorkloadEvents = SubjectEventsPrefix + ".workload.>"
 	// SubjectStateEvents selects the events whose last value is kept as state: all of them, since every

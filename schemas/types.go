@@ -30,6 +30,9 @@ const (
 	// TypePlacerTick is the placer's clock, published into its own input so that time-based decisions
 	// (heartbeat timeouts, pods pending too long, reservation expiry) are events: ordered, replayable, audited.
 	TypePlacerTick = "io.fleetflow.placer.tick.v1"
+	// TypePlacerLeader records a placer taking the lease, on the fence subject of each stream it publishes to:
+	// its publishes are stored only while that record is the last one there (see FenceSubject).
+	TypePlacerLeader = "io.fleetflow.placer.leader.v1"
 )
 
 // TypePrefix starts every fleetflow event type: a reader meeting one it does not know (KnownType) reads a

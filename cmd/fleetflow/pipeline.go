@@ -265,8 +265,8 @@ func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 }
 
 type placerFlags struct {
-	heartbeatTimeout, pendingTimeout, reservationTTL, statePruneGrace, failedApplyRetry time.Duration
-	gcPercent                                                                           int
+	heartbeatTimeout, pendingTimeout, reservationTTL, statePruneGrace, failedApplyRetry, leaseTTL time.Duration
+	gcPercent                                                                                     int
 }
 
 func (f *placerFlags) register(flags *pflag.FlagSet) {
@@ -275,6 +275,7 @@ func (f *placerFlags) register(flags *pflag.FlagSet) {
 	flags.DurationVar(&f.reservationTTL, "reservation-ttl", 5*time.Minute, "how long a decision's reservations hold capacity before the cluster shows the pods")
 	flags.DurationVar(&f.failedApplyRetry, "failed-apply-retry", 5*time.Minute, "how long after an applier gave up on an Apply (forbidden, invalid, an old CRD) it is sent again, when nothing else retried it")
 	flags.DurationVar(&f.statePruneGrace, "state-prune-grace", time.Minute, "how long after the Deletes of a deleted workload's copies are stored what the state stream keeps of it is pruned")
+	flags.DurationVar(&f.leaseTTL, "lease-ttl", app.DefaultLeaseTTL, "how long the placer lease outlives its holder's last renewal: a standby placer takes over about this long after the leader stops")
 	flags.IntVar(&f.gcPercent, "gc-percent", app.PlacerGCPercent, "GOGC of this process (the fleet view is long-lived, so collecting less often saves CPU for memory); $GOGC wins when set, 0 keeps Go's default")
 }
 
@@ -282,7 +283,7 @@ func (f *placerFlags) register(flags *pflag.FlagSet) {
 func (f *placerFlags) validate() error {
 	if err := positiveDurations(map[string]time.Duration{"--heartbeat-timeout": f.heartbeatTimeout,
 		"--pending-timeout": f.pendingTimeout, "--reservation-ttl": f.reservationTTL, "--state-prune-grace": f.statePruneGrace,
-		"--failed-apply-retry": f.failedApplyRetry}); err != nil {
+		"--failed-apply-retry": f.failedApplyRetry, "--lease-ttl": f.leaseTTL}); err != nil {
 		return err
 	}
 	return validGCPercent(f.gcPercent)
@@ -311,7 +312,7 @@ func (f *placerFlags) tuneGC() { app.TuneGCForPlacer(f.gcPercent, slog.Default()
 
 func (f *placerFlags) config() placer.PlacerConfig {
 	return placer.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL,
-		StatePruneGrace: f.statePruneGrace, FailedApplyRetry: f.failedApplyRetry}
+		StatePruneGrace: f.statePruneGrace, FailedApplyRetry: f.failedApplyRetry, LeaseTTL: f.leaseTTL}
 }
 
 func newRunCommand() *cobra.Command {

@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/lifecycle"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -42,6 +43,13 @@ type Republisher interface {
 	Republish(msg *nats.Msg) (jetstream.PubAckFuture, error)
 }
 
+// FencedPublisher stores encoded messages all or nothing per batch, only while its placer holds the lease
+// (bus.Fence). With one, the placer sends at Flush (or every maxUnacknowledged effects) what it staged: a placer
+// paused past its lease and then continued gets nothing more stored.
+type FencedPublisher interface {
+	PublishMsgs(ctx context.Context, msgs []*nats.Msg) error
+}
+
 // acknowledgementRetry is how long the placer waits for one acknowledgement before it sends the message again.
 const acknowledgementRetry = 2 * time.Second
 
@@ -58,6 +66,7 @@ type outgoing struct {
 // are not modified afterwards: they are built for the event, or read from the store, whose objects are
 // immutable.
 type publishBatch struct {
+	// async publishes each message; nil when a FencedPublisher stores them all at the end.
 	async AsyncEventPublisher
 	// inline holds what was published before the goroutine started.
 	inline publishResult
@@ -72,11 +81,21 @@ const inlineSends = 4
 
 type publishResult struct {
 	futures []jetstream.PubAckFuture
-	errs    []error
+	// msgs are the encoded messages, for a FencedPublisher
+	msgs []*nats.Msg
+	errs []error
 }
 
 func (r *publishResult) publish(async AsyncEventPublisher, o outgoing) {
 	event, err := codec.NewEvent(o.eventType, schemas.SourcePlacer, o.subject, o.id, o.payload)
+	if err == nil && async == nil {
+		var msg *nats.Msg
+		if msg, err = bus.Encode(o.subject, event); err == nil {
+			msg.Header.Set(jetstream.MsgIDHeader, o.id)
+			r.msgs = append(r.msgs, msg)
+			return
+		}
+	}
 	if err == nil {
 		var future jetstream.PubAckFuture
 		if future, err = async.PublishAsync(o.subject, event); err == nil {
@@ -113,6 +132,7 @@ func (b *publishBatch) finish() publishResult {
 		close(b.queue)
 		more := <-b.done
 		res.futures = append(res.futures, more.futures...)
+		res.msgs = append(res.msgs, more.msgs...)
 		res.errs = append(res.errs, more.errs...)
 	}
 	return res
@@ -125,14 +145,17 @@ type publishing struct {
 	batch  *publishBatch
 	queued int
 	err    error
+	// fenced stores the batch at await when the placer's publisher is a FencedPublisher.
+	fenced FencedPublisher
 }
 
 // send publishes one effect: through the batch's goroutine when the publisher is asynchronous, waiting for
 // acknowledgements only when too many are outstanding.
 func (o *publishing) send(ctx context.Context, publisher EventPublisher, e lifecycle.Effect) error {
 	countSent(e.Payload)
+	fenced, isFenced := publisher.(FencedPublisher)
 	async, ok := publisher.(AsyncEventPublisher)
-	if !ok {
+	if !ok && !isFenced {
 		event, err := codec.NewEvent(e.Type, schemas.SourcePlacer, e.Subject, e.ID, e.Payload)
 		if err != nil {
 			return fmt.Errorf("placer: %w", err)
@@ -147,6 +170,9 @@ func (o *publishing) send(ctx context.Context, publisher EventPublisher, e lifec
 	}
 	if o.batch == nil {
 		o.batch = &publishBatch{async: async}
+		if isFenced {
+			o.batch.async, o.fenced = nil, fenced
+		}
 	}
 	o.batch.send(outgoing{eventType: e.Type, subject: e.Subject, id: e.ID, payload: e.Payload})
 	o.queued++
@@ -161,6 +187,15 @@ func (o *publishing) await(ctx context.Context) error {
 	republisher, _ := o.batch.async.(Republisher)
 	res := o.batch.finish()
 	o.batch, o.queued = nil, 0
+	if o.fenced != nil {
+		if len(res.errs) > 0 {
+			return errors.Join(res.errs...)
+		}
+		if err := o.fenced.PublishMsgs(ctx, res.msgs); err != nil {
+			return fmt.Errorf("placer: %w", err)
+		}
+		return nil
+	}
 	timeout := time.NewTimer(acknowledgementTimeout)
 	defer timeout.Stop()
 	errs := res.errs

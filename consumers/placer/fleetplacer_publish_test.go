@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,5 +299,68 @@ func TestRefusedPublishWithNothingStagedFailsOnlyItsEvent(t *testing.T) {
 		if !slices.Contains(pub.sent, schemas.DecisionSubject("east", ref)) {
 			t.Errorf("no Apply of %s published; sent %v", ref.Name, pub.sent)
 		}
+	}
+}
+
+// fencedRecorder stores batches of messages, or refuses every batch with refuse.
+type fencedRecorder struct {
+	batches [][]*nats.Msg
+	refuse  error
+}
+
+func (r *fencedRecorder) Publish(context.Context, string, cloudevents.Event) (*jetstream.PubAck, error) {
+	return nil, errors.New("a fenced placer publishes batches only")
+}
+
+func (r *fencedRecorder) PublishMsgs(_ context.Context, msgs []*nats.Msg) error {
+	if r.refuse != nil {
+		return r.refuse
+	}
+	r.batches = append(r.batches, msgs)
+	return nil
+}
+
+// TestFencedPlacerPublishesEachBatchWhole: with a FencedPublisher, what the staged events caused goes out in one
+// call at Flush, each message with its id; a batch the fence refuses fails the Flush, and the redelivered
+// events send the same messages again.
+func TestFencedPlacerPublishesEachBatchWhole(t *testing.T) {
+	p, _ := placerOnOneCluster(t)
+	ctx := t.Context()
+	fenced := &fencedRecorder{refuse: errors.New("fenced out")}
+	p.publisher = fenced
+	var batch []bus.Delivery
+	for i, name := range []string{"web-a", "web-b"} {
+		obj := deployment(name)
+		batch = append(batch, delivery(t, uint64(6+i), schemas.TypeWorkloadChanged, schemas.WorkloadSubject(obj.Ref()), obj))
+	}
+	stage := func() error {
+		for _, d := range batch {
+			if err := p.Stage(ctx, d); err != nil {
+				t.Fatalf("stage %s: %v", d.Subject, err)
+			}
+		}
+		return p.Flush(ctx)
+	}
+	if err := stage(); err == nil || !strings.Contains(err.Error(), "fenced out") {
+		t.Fatalf("Flush = %v, want the fence's refusal", err)
+	}
+	fenced.refuse = nil
+	if err := stage(); err != nil {
+		t.Fatal(err)
+	}
+	if len(fenced.batches) != 1 {
+		t.Fatalf("%d batches published, want the two events' effects in one", len(fenced.batches))
+	}
+	var ids []string
+	for _, m := range fenced.batches[0] {
+		if m.Header.Get(jetstream.MsgIDHeader) == "" || m.Header.Get("ce-id") != m.Header.Get(jetstream.MsgIDHeader) {
+			t.Errorf("message to %s: id %q, ce-id %q, want both the event's id", m.Subject, m.Header.Get(jetstream.MsgIDHeader), m.Header.Get("ce-id"))
+		}
+		ids = append(ids, m.Subject)
+	}
+	want := []string{schemas.DecisionSubject("east", batch[0].Payload.(*schemas.ObjectChanged).Ref()),
+		schemas.DecisionSubject("east", batch[1].Payload.(*schemas.ObjectChanged).Ref())}
+	if !slices.Equal(ids, want) {
+		t.Errorf("batch = %v, want the two Applies %v", ids, want)
 	}
 }

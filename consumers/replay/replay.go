@@ -238,6 +238,8 @@ func (s *Session) take(ctx context.Context, r Record) error {
 	switch {
 	case r.Event.Type() == TypeUndecodable:
 		s.result.Undecodable++
+	case r.Event.Type() == schemas.TypePlacerLeader:
+		// A placer's leadership fences its publishes; it decides nothing.
 	case placerOutput(r.Stream, r.Subject):
 		o := s.cmp.producedAs(r.Subject, r.Event.ID(), r.Event.Data())
 		if o == nil {

@@ -83,6 +83,7 @@ func configMatches(have, want jetstream.StreamConfig) bool {
 		limit(have.MaxMsgs) == limit(want.MaxMsgs) &&
 		limit(have.MaxBytes) == limit(want.MaxBytes) &&
 		have.Discard == want.Discard &&
+		have.AllowAtomicPublish == want.AllowAtomicPublish &&
 		sourcesMatch(have.Sources, want.Sources)
 }
 

@@ -62,5 +62,6 @@ func Samples() map[string]schemas.Payload {
 		schemas.TypePlacerTick: &schemas.PlacerTick{Time: at, Placer: "placer-1", Settings: &schemas.PlacerSettings{
 			HeartbeatTimeout: metav1.Duration{Duration: time.Minute}, PendingTimeout: metav1.Duration{Duration: 5 * time.Minute},
 			ReservationTTL: metav1.Duration{Duration: 2 * time.Minute}, FailedApplyRetry: metav1.Duration{Duration: 30 * time.Second}}},
+		schemas.TypePlacerLeader: &schemas.PlacerLeader{Placer: "placer-1", Since: at},
 	}
 }

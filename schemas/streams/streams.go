@@ -51,6 +51,8 @@ func Configs(opts Options) []jetstream.StreamConfig {
 			Duplicates:  opts.DuplicateWindow,
 			Storage:     storage,
 			Replicas:    replicas,
+			// The placer's batches are stored all or nothing, fenced by its leadership (schemas.FenceSubject).
+			AllowAtomicPublish: true,
 		},
 		{
 			Name:        schemas.StreamDecisions,
@@ -61,6 +63,8 @@ func Configs(opts Options) []jetstream.StreamConfig {
 			Duplicates:  opts.DuplicateWindow,
 			Storage:     storage,
 			Replicas:    replicas,
+			// The placer's batches are stored all or nothing, fenced by its leadership (schemas.FenceSubject).
+			AllowAtomicPublish: true,
 		},
 		{
 			Name:              schemas.StreamState,

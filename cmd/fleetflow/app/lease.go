@@ -10,6 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -215,4 +218,61 @@ func (l *lease) release() {
 	if err := l.kv.Delete(ctx, l.key, jetstream.LastRevision(l.revision)); err != nil {
 		l.log.Debug("lease not released; it will expire", "lease", l.key, "error", err)
 	}
+}
+
+// leadership is what a placer holding the lease checks and ends it with.
+type leadership struct {
+	// held reports whether the lease certainly still holds.
+	held func() bool
+	// lost ends the leadership, with why.
+	lost func(error)
+}
+
+// takeFence records this leadership on the fence subjects (bus.TakeFence), trying again while the server does not
+// answer. Fenced out, it reports the lease lost: another placer took over since this one took the lease.
+func takeFence(ctx context.Context, b *Bus, name string, log *slog.Logger) (*bus.Fence, error) {
+	var fence *bus.Fence
+	var fenced error
+	err := untilAnswered(ctx, time.Second, log, "placer fence", func() error {
+		var err error
+		fence, err = bus.TakeFence(ctx, b.JetStream, &schemas.PlacerLeader{Placer: name, Since: time.Now().UTC()})
+		if errors.Is(err, bus.ErrFenced) {
+			fenced = err
+			return nil
+		}
+		return err
+	})
+	if fenced != nil {
+		return nil, fmt.Errorf("%w: %w", errLeaseLost, fenced)
+	}
+	return fence, err
+}
+
+// fencedPublisher is the publisher of a placer holding the lease: what it publishes is stored only while its
+// fence holds, and being fenced out ends its leadership.
+type fencedPublisher struct {
+	fence *bus.Fence
+	lost  func(error)
+}
+
+// PublishMsgs implements placer.FencedPublisher.
+func (p fencedPublisher) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
+	err := p.fence.PublishMsgs(ctx, msgs)
+	if errors.Is(err, bus.ErrFenced) {
+		p.lost(fmt.Errorf("%w: %w", errLeaseLost, err))
+	}
+	return err
+}
+
+// Publish implements placer.EventPublisher, fenced like PublishMsgs.
+func (p fencedPublisher) Publish(ctx context.Context, subject string, e cloudevents.Event) (*jetstream.PubAck, error) {
+	msg, err := bus.Encode(subject, e)
+	if err != nil {
+		return nil, err
+	}
+	msg.Header.Set(jetstream.MsgIDHeader, e.ID())
+	if err := p.PublishMsgs(ctx, []*nats.Msg{msg}); err != nil {
+		return nil, err
+	}
+	return &jetstream.PubAck{}, nil
 }

@@ -365,7 +365,7 @@ func RunPlacer(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log *slog.L
 			}
 		}()
 		rebuilding.Store(true)
-		err = runPlacerAsLeader(leaderCtx, b, cfg, log, func(h bus.Handler) bus.Handler { return fenced(lease.held, cancel, h) },
+		err = runPlacerAsLeader(leaderCtx, b, cfg, log, leadership{held: lease.held, lost: cancel},
 			func() {
 				rebuilding.Store(false)
 				observe.PlacerLeader.Set(1)
@@ -398,15 +398,23 @@ func RunPlacer(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log *slog.L
 	}
 }
 
-// runPlacerAsLeader runs the placer while this process holds the lease; fence wraps the handler of its events.
-// rebuilt is called once the view is rebuilt, when the placer starts placing.
-func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log *slog.Logger, fence func(bus.Handler) bus.Handler,
+// runPlacerAsLeader runs the placer while this process holds the lease, which lead checks and ends. rebuilt is
+// called once the view is rebuilt, when the placer starts placing.
+func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log *slog.Logger, lead leadership,
 	rebuilt func()) error {
 	builtins, err := karta.Builtins()
 	if err != nil {
 		return fmt.Errorf("built-in resource interfaces: %w", err)
 	}
-	placer, err := placer.NewPlacer(b.Publisher, karta.NewRegistry(builtins...), cfg, log)
+	// One name for this leadership, in its fence records and its ticks: a replay tells takeovers by it.
+	name := leaseHolder()
+	fence, err := takeFence(ctx, b, name, log)
+	if err != nil {
+		lead.lost(err)
+		return err
+	}
+	publisher := fencedPublisher{fence: fence, lost: lead.lost}
+	placer, err := placer.NewPlacer(publisher, karta.NewRegistry(builtins...), cfg, log)
 	if err != nil {
 		return err
 	}
@@ -436,7 +444,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log
 	}
 	pruner := newStatePruner(stateStream, grace, log)
 	go pruner.run(ctx)
-	go publishTicks(ctx, b, cfg.Settings(), leaseHolder(), log)
+	go publishTicks(ctx, publisher, cfg.Settings(), name, log)
 	floor := &atomic.Uint64{}
 	go followAckFloor(ctx, consumer, PlacerTickInterval, floor, log)
 	flush := func(ctx context.Context) error {
@@ -452,7 +460,8 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log
 		}
 		return nil
 	}
-	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: fence(placer.Stage), Flush: flush, DeadLetters: b.JetStream, Log: log}
+	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: fenced(lead.held, lead.lost, placer.Stage), Flush: flush,
+		DeadLetters: b.JetStream, Log: log}
 	return loop.Run(ctx)
 }
 
@@ -481,7 +490,7 @@ func followAckFloor(ctx context.Context, consumer jetstream.Consumer, interval t
 }
 
 // publishTicks publishes the placer's clock; term names this leadership, one rebuilt view of the fleet.
-func publishTicks(ctx context.Context, b *Bus, settings *schemas.PlacerSettings, term string, log *slog.Logger) {
+func publishTicks(ctx context.Context, publisher placer.EventPublisher, settings *schemas.PlacerSettings, term string, log *slog.Logger) {
 	ticker := time.NewTicker(PlacerTickInterval)
 	defer ticker.Stop()
 	for {
@@ -493,7 +502,7 @@ func publishTicks(ctx context.Context, b *Bus, settings *schemas.PlacerSettings,
 			event, err := codec.NewEvent(schemas.TypePlacerTick, schemas.SourcePlacer, schemas.SubjectPlacerTick, id,
 				&schemas.PlacerTick{Time: now.UTC(), Settings: settings, Placer: term})
 			if err == nil {
-				_, err = b.Publisher.Publish(ctx, schemas.SubjectPlacerTick, event)
+				_, err = publisher.Publish(ctx, schemas.SubjectPlacerTick, event)
 			}
 			if err != nil && ctx.Err() == nil {
 				log.Warn("placer tick not published", "error", err)

@@ -90,7 +90,7 @@ func newWatcher(ctx context.Context, url string, refs []schemas.ObjectRef, optio
 		w.close()
 		return nil, err
 	}
-	if err := subscribe(schemas.StreamDecisions, schemas.SubjectAllDecisions, true, w.onDecision); err != nil {
+	if err := subscribe(schemas.StreamDecisions, schemas.SubjectClusterDecisions, true, w.onDecision); err != nil {
 		w.close()
 		return nil, err
 	}
