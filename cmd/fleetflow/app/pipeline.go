@@ -784,10 +784,7 @@ func followNamedKinds(ctx context.Context, js jetstream.JetStream, add func(sche
 	if err != nil {
 		return fmt.Errorf("follow resource interfaces: %w", err)
 	}
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{schemas.SubjectEventsPrefix + ".resourceinterface.>", schemas.SubjectEventsPrefix + ".policy.>"},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy}
-	return followState(ctx, stream, cfg, "follow resource interfaces", func(msg jetstream.Msg) {
+	handle := func(msg jetstream.Msg) {
 		event, err := bus.Decode(msg.Headers(), msg.Data())
 		if err != nil || event.Type() != schemas.TypeResourceInterfaceChanged && event.Type() != schemas.TypePolicyChanged {
 			return
@@ -807,7 +804,26 @@ func followNamedKinds(ctx context.Context, js jetstream.JetStream, add func(sche
 		} else if gvk, ok := producers.DescribedKind(changed.Object); ok {
 			add(gvk)
 		}
-	})
+	}
+	// One ordered consumer per filter: a consumer of one filter is created on a subject that names it, which
+	// NATS permissions can allow a cluster's producer (internal/natsauth) without letting it read the rest.
+	filters := []string{schemas.SubjectEventsPrefix + ".resourceinterface.>", schemas.SubjectEventsPrefix + ".policy.>"}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(filters))
+	for _, filter := range filters {
+		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy}
+		go func() {
+			err := followState(ctx, stream, cfg, "follow "+filter, handle)
+			cancel() // one that cannot follow stops the other: the caller learns it
+			errs <- err
+		}()
+	}
+	var followErr error
+	for range filters {
+		followErr = errors.Join(followErr, <-errs)
+	}
+	return followErr
 }
 
 // ApplierDrained reports whether a cluster's applier has carried out every decision published to it: its
