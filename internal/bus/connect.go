@@ -9,10 +9,11 @@ import (
 	"os"
 	"reflect"
 
-	"github.com/fleetflow/fleetflow/schemas/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nkeys"
+
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // Connect opens a NATS connection and a JetStream context. name shows up in the server's connection list.

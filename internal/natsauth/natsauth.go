@@ -132,8 +132,11 @@ func (u *Users) Get(role Role, cluster string) *User {
 	return nil
 }
 
-// ServerUsers are the users as the embedded server takes them (bus.EmbeddedOptions.Users).
+// ServerUsers are the users as the embedded server takes them (bus.EmbeddedOptions.Users); none for nil.
 func (u *Users) ServerUsers() []*server.NkeyUser {
+	if u == nil {
+		return nil
+	}
 	out := make([]*server.NkeyUser, 0, len(u.All))
 	for _, user := range u.All {
 		out = append(out, &server.NkeyUser{Nkey: user.PublicKey, Permissions: user.Permissions})
