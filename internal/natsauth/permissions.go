@@ -79,7 +79,9 @@ func Permissions(role Role, cluster, public string, clusters []string) (*server.
 		r.publish(schemas.SubjectAllDecisions, events+".verdict.>", events+".analysis.>", events+".placer.>")
 		stream, cfg := streams.PlacerConsumer()
 		r.durable(stream, cfg.Durable, "")
-		r.ordered(schemas.StreamState, ">")
+		for _, s := range fleetStreams[:3] { // it rebuilds its view from the streams, all but the dead letters
+			r.ordered(s, ">")
+		}
 		r.publish(directGet+">", msgGet+"*", jsAPI+"STREAM.PURGE."+schemas.StreamState)
 		// The placer provisions the streams and its lease bucket when it finds them missing or changed.
 		for _, s := range append(fleetStreams, leaseKV) {
@@ -91,7 +93,9 @@ func Permissions(role Role, cluster, public string, clusters []string) (*server.
 		r.durable(stream, cfg.Durable, "")
 		stream, cfg = streams.StatusDecisionsConsumer()
 		r.durable(stream, cfg.Durable, cfg.FilterSubject)
-		r.ordered(schemas.StreamState, ">")
+		for _, s := range fleetStreams[:3] {
+			r.ordered(s, ">")
+		}
 		r.publish(directGet+">", msgGet+"*")
 	case Producer:
 		r.publish(events+".workload.>", events+".policy.>", events+".resourceinterface.>", events+".namespace.>",
