@@ -1,6 +1,7 @@
 package natsauth
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -12,7 +13,6 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/schemas"
 )
 
 // Role is what a part does, which decides its permissions.
@@ -111,12 +111,74 @@ func userOf(role Role, cluster string, seed []byte, clusters []string) (*User, e
 	return &User{Name: UserName(role, cluster), Role: role, Cluster: cluster, Seed: seed, PublicKey: public, Permissions: perms}, nil
 }
 
-// UserName is the name of the user of role for cluster: the role, then the cluster's subject token.
+// UserName is the name of the user of role for cluster: the role, then the cluster's name.
 func UserName(role Role, cluster string) string {
 	if cluster == "" {
 		return string(role)
 	}
-	return string(role) + "-" + schemas.Token(cluster)
+	return string(role) + "-" + cluster
+}
+
+// clusterRoles are the roles whose users are a cluster's, longest first: a name is parsed by its prefix.
+var clusterRoles = []Role{ClusterProducer, Applier}
+
+// parseUserName reverses UserName.
+func parseUserName(name string) (Role, string, error) {
+	for _, role := range clusterRoles {
+		if cluster, ok := strings.CutPrefix(name, string(role)+"-"); ok && cluster != "" {
+			return role, cluster, nil
+		}
+	}
+	switch role := Role(name); role {
+	case Admin, Placer, Status, Producer, Audit, UI:
+		return role, "", nil
+	}
+	return "", "", fmt.Errorf("nats user %q: not a role, nor a cluster's role and the cluster's name", name)
+}
+
+// LoadDir reads every user whose seed WriteSeeds wrote to dir (as a Secret of them is mounted), whatever its
+// clusters; the readers' permissions keep them from the appliers' consumers of those clusters.
+func LoadDir(dir string) (*Users, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("nats users: %w", err)
+	}
+	type named struct {
+		role          Role
+		cluster, path string
+	}
+	var found []named
+	var clusters []string
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), seedSuffix)
+		if !ok || e.IsDir() {
+			continue
+		}
+		role, cluster, err := parseUserName(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, e.Name()), err)
+		}
+		found = append(found, named{role, cluster, filepath.Join(dir, e.Name())})
+		if cluster != "" && !slices.Contains(clusters, cluster) {
+			clusters = append(clusters, cluster)
+		}
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("nats users: no seed (*%s) in %s: %w", seedSuffix, dir, os.ErrNotExist)
+	}
+	var users Users
+	for _, f := range found {
+		seed, err := os.ReadFile(f.path)
+		if err != nil {
+			return nil, fmt.Errorf("nats user: %w", err)
+		}
+		user, err := userOf(f.role, f.cluster, bytes.TrimSpace(seed), clusters)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f.path, err)
+		}
+		users.All = append(users.All, user)
+	}
+	return &users, nil
 }
 
 // Get returns the user of role for cluster ("" for the parts that are not a cluster's), nil when there is none.
@@ -163,41 +225,37 @@ func (u *Users) WriteSeeds(dir string) error {
 	return nil
 }
 
-// Load reads the users WriteSeeds wrote to dir for clusters, keeping their keys: a fleet restarted on its
-// state directory keeps its users. It returns an error wrapping os.ErrNotExist when a seed is missing.
-func Load(dir string, clusters []string) (*Users, error) {
-	want, err := Generate(clusters) // the roles and clusters; the fresh keys are replaced by the stored ones
+// LoadOrGenerate reads the users of clusters whose seeds dir holds, and makes the others, writing their seeds
+// there: a fleet keeps its users across restarts, and a cluster added later gets its own.
+func LoadOrGenerate(dir string, clusters []string) (*Users, error) {
+	want, err := Generate(clusters) // fresh keys, kept for the users dir has none of
 	if err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("nats users: %w", err)
+	}
 	var users Users
 	for _, w := range want.All {
-		seed, err := os.ReadFile(SeedFile(dir, w.Name))
-		if err != nil {
+		path := SeedFile(dir, w.Name)
+		seed, err := os.ReadFile(path)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			if err := os.WriteFile(path, append(slices.Clone(w.Seed), '\n'), 0o600); err != nil {
+				return nil, fmt.Errorf("nats user %s: %w", w.Name, err)
+			}
+			users.All = append(users.All, w)
+			continue
+		case err != nil:
 			return nil, fmt.Errorf("nats user %s: %w", w.Name, err)
 		}
-		user, err := userOf(w.Role, w.Cluster, []byte(strings.TrimSpace(string(seed))), clusters)
+		user, err := userOf(w.Role, w.Cluster, bytes.TrimSpace(seed), clusters)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		users.All = append(users.All, user)
 	}
 	return &users, nil
-}
-
-// LoadOrGenerate loads the users of dir, or makes them and writes their seeds there when dir holds none.
-func LoadOrGenerate(dir string, clusters []string) (*Users, error) {
-	users, err := Load(dir, clusters)
-	if err == nil {
-		return users, nil
-	}
-	if !errors.Is(err, os.ErrNotExist) {
-		return nil, err
-	}
-	if users, err = Generate(clusters); err != nil {
-		return nil, err
-	}
-	return users, users.WriteSeeds(dir)
 }
 
 // InboxPrefix is where user's replies go (bus.InboxPrefix).

@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -26,9 +30,9 @@ const (
 
 // fleet is an embedded server serving the users of clusters, with fleetflow's streams provisioned by its admin.
 type fleet struct {
-	t      *testing.T
-	server *bus.Embedded
-	users  *natsauth.Users
+	t     *testing.T
+	url   string
+	users *natsauth.Users
 }
 
 func newFleet(t *testing.T, clusters ...string) *fleet {
@@ -42,7 +46,7 @@ func newFleet(t *testing.T, clusters ...string) *fleet {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Shutdown)
-	f := &fleet{t: t, server: srv, users: users}
+	f := &fleet{t: t, url: srv.ClientURL(), users: users}
 	admin := f.connect(natsauth.Admin, "")
 	if err := bus.ProvisionStreams(t.Context(), admin.js, streams.DefaultOptions(), slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
@@ -74,7 +78,7 @@ func (f *fleet) connect(role natsauth.Role, cluster string) *client {
 			c.violations <- err
 		}
 	}))
-	c.nc, c.js, err = bus.Connect(f.server.ClientURL(), user.Name, opts...)
+	c.nc, c.js, err = bus.Connect(f.url, user.Name, opts...)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -301,10 +305,92 @@ func TestUnknownUserIsRefused(t *testing.T) {
 	}
 	for name, opts := range map[string][]nats.Option{"no credentials": nil, "an nkey the server does not know": opts} {
 		t.Run(name, func(t *testing.T) {
-			_, _, err := bus.Connect(f.server.ClientURL(), "stranger", opts...)
+			_, _, err := bus.Connect(f.url, "stranger", opts...)
 			if !errors.Is(err, nats.ErrAuthorization) {
 				t.Fatalf("connect = %v, want %v", err, nats.ErrAuthorization)
 			}
 		})
+	}
+}
+
+// TestServerConfigIsWhatAServerEnforces: an external server configured with ServerConfig accepts each part's
+// seed and refuses what the embedded server refuses.
+func TestServerConfigIsWhatAServerEnforces(t *testing.T) {
+	users, err := natsauth.Generate([]string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "nats.conf")
+	text := "listen: \"127.0.0.1:-1\"\njetstream { store_dir: " + strconv.Quote(filepath.Join(dir, "js")) + " }\n" + users.ServerConfig()
+	if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := server.ProcessConfigFile(conf)
+	if err != nil {
+		t.Fatalf("the server refuses the configuration: %v\n%s", err, text)
+	}
+	opts.NoSigs, opts.NoLog = true, true
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	if len(opts.Nkeys) != len(users.All) {
+		t.Fatalf("server has %d users, want %d", len(opts.Nkeys), len(users.All))
+	}
+	f := &fleet{t: t, url: srv.ClientURL(), users: users}
+	admin := f.connect(natsauth.Admin, "")
+	if err := bus.ProvisionStreams(t.Context(), admin.js, streams.DefaultOptions(), slog.New(slog.DiscardHandler)); err != nil {
+		t.Fatal(err)
+	}
+	producer := f.connect(natsauth.ClusterProducer, "a")
+	if err := producer.publish(schemas.NodeSubject("a", "n1")); err != nil {
+		t.Fatal(err)
+	}
+	subject := schemas.NodeSubject("b", "n1")
+	producer.refused(t, producer.publish(subject), subject)
+}
+
+// TestLoadOrGenerateKeepsTheUsersItFinds: a fleet restarted on its folder keeps its users' keys, and a cluster
+// added since gets users of its own; LoadDir reads them all back.
+func TestLoadOrGenerateKeepsTheUsersItFinds(t *testing.T) {
+	dir := t.TempDir()
+	first, err := natsauth.LoadOrGenerate(dir, []string{"a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := natsauth.LoadOrGenerate(dir, []string{"a", "b.example"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := natsauth.LoadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		role    natsauth.Role
+		cluster string
+	}{{natsauth.Admin, ""}, {natsauth.Placer, ""}, {natsauth.Applier, "a"}, {natsauth.ClusterProducer, "a"}}
+	for _, tt := range tests {
+		want := first.Get(tt.role, tt.cluster).PublicKey
+		if got := second.Get(tt.role, tt.cluster).PublicKey; got != want {
+			t.Errorf("%s %q: key %s after a restart, want %s", tt.role, tt.cluster, got, want)
+		}
+		if got := loaded.Get(tt.role, tt.cluster).PublicKey; got != want {
+			t.Errorf("%s %q: LoadDir key %s, want %s", tt.role, tt.cluster, got, want)
+		}
+	}
+	for _, role := range []natsauth.Role{natsauth.Applier, natsauth.ClusterProducer} {
+		if second.Get(role, "b.example") == nil || loaded.Get(role, "b.example") == nil {
+			t.Errorf("no %s user for the added cluster", role)
+		}
+	}
+	if len(loaded.All) != len(second.All) {
+		t.Errorf("LoadDir read %d users, want %d", len(loaded.All), len(second.All))
 	}
 }

@@ -45,8 +45,8 @@ type BusOptions struct {
 	Streams streams.Options
 	// Auth is how to connect to an external server; an embedded one takes none.
 	Auth bus.ClientAuth
-	// Users, with an embedded server, are the only users it accepts, each part's (see natsauth): the bus
-	// connects as their admin, and As connects as a part's user.
+	// Users are each part's NATS user (see natsauth): the bus connects as their admin, and As as a part's
+	// user. An embedded server accepts them only; an external one has them in its configuration.
 	Users *natsauth.Users
 }
 
@@ -67,6 +67,8 @@ type Bus struct {
 	users *natsauth.Users
 	// borrowed is set on a bus of As, which shares the embedded server of the bus it came from but does not stop it.
 	borrowed bool
+	// partOptions are how As reaches the server: in process, or with the TLS settings of an external one.
+	partOptions []nats.Option
 }
 
 // Users are the users the embedded server accepts, nil when it accepts any client.
@@ -91,7 +93,7 @@ func (b *Bus) As(role natsauth.Role, cluster string, log *slog.Logger) (*Bus, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	opts = append(append(opts, b.InProcess()...), bus.LogConnectionEvents(log)...)
+	opts = append(append(opts, b.partOptions...), bus.LogConnectionEvents(log)...)
 	nc, js, err := bus.Connect(b.URL, b.Conn.Opts.Name+"/"+user.Name, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("nats user %s: %w", user.Name, err)
@@ -114,10 +116,6 @@ func (b *Bus) InProcess() []nats.Option {
 func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger) (*Bus, error) {
 	b := &Bus{URL: opts.URL, Streams: opts.Streams, users: opts.Users}
 	var clientOpts []nats.Option
-	if b.URL != "" && opts.Users != nil {
-		return nil, errors.New("nats users are served by the embedded server: an external one takes them from its configuration " +
-			"(fleetflow nats users), and each part its seed (--nats-nkey)")
-	}
 	if b.URL == "" {
 		if !opts.Auth.IsZero() {
 			return nil, errors.New("nats credentials and TLS settings apply to an external server: give --nats-url too")
@@ -146,6 +144,7 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 		log.Info("embedded NATS JetStream started", "url", b.URL, "store", storeDir)
 		// The placer and the other parts of this process talk to an embedded server in process.
 		clientOpts = b.InProcess()
+		b.partOptions = b.InProcess()
 		if admin := opts.Users.Get(natsauth.Admin, ""); admin != nil {
 			auth, err := bus.NkeySeedOptions(admin.Seed)
 			if err != nil {
@@ -160,6 +159,19 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 			return nil, err
 		}
 		clientOpts = auth
+		b.partOptions = auth // TLS only: with users, no other credentials are given
+		if admin := opts.Users.Get(natsauth.Admin, ""); admin != nil {
+			if opts.Auth.CredsFile != "" || opts.Auth.NkeyFile != "" {
+				return nil, errors.New("nats users: the bus connects as their admin; give no creds or nkey file too")
+			}
+			adminOpts, err := bus.NkeySeedOptions(admin.Seed)
+			if err != nil {
+				return nil, err
+			}
+			clientOpts = append(clientOpts, adminOpts...)
+		} else if opts.Users != nil {
+			return nil, errors.New("nats users: no admin among them, to provision the streams as")
+		}
 	}
 	nc, js, err := connectWaiting(ctx, b.URL, name, append(clientOpts, bus.LogConnectionEvents(log)...), log)
 	if err != nil {
