@@ -413,10 +413,15 @@ the control plane unless --install-crds=false. The control plane is found as kub
 func runWithUI(ctx context.Context, b *app.Bus, all *app.AllInOne, opts ui.RunOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The view reads as the UI's own, read-only NATS user when the server has users.
+	view, release, err := b.As(natsauth.UI, "", slog.Default())
+	if err != nil {
+		return err
+	}
+	defer release()
 	served, ran := make(chan error, 1), make(chan error, 1)
-	go func() { served <- ui.Run(ctx, b.JetStream, opts, slog.Default()) }()
+	go func() { served <- ui.Run(ctx, view.JetStream, opts, slog.Default()) }()
 	go func() { ran <- all.Run(ctx, b, slog.Default()) }()
-	var err error
 	select {
 	case err = <-served: // a view that cannot listen stops the process, as a bad flag would
 		cancel()
