@@ -77,7 +77,7 @@ func connectAs(url, name string, auth bus.ClientAuth, options ...nats.Option) (*
 
 func registerNATSAuth(flags *pflag.FlagSet, auth *bus.ClientAuth) {
 	flags.StringVar(&auth.CredsFile, "nats-creds", "", "NATS credentials file (user JWT and NKey seed) for --nats-url")
-	flags.StringVar(&auth.NkeyFile, "nats-nkey", "", "NATS NKey user seed file for --nats-url, e.g. one `fleetflow nats users --dir` writes")
+	flags.StringVar(&auth.NkeyFile, "nats-nkey", "", "NATS NKey user seed file (one of those fleetflow nats users --dir writes) for --nats-url")
 	flags.StringVar(&auth.TLSCAFile, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS server's certificate")
 	flags.StringVar(&auth.TLSCertFile, "nats-tls-cert", "", "client certificate for NATS servers that verify clients by TLS")
 	flags.StringVar(&auth.TLSKeyFile, "nats-tls-key", "", "key of --nats-tls-cert")
