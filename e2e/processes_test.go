@@ -20,6 +20,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+	"github.com/fleetflow/fleetflow/internal/natsauth"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/streams"
 )
@@ -80,22 +81,42 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	server, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir()})
+	// Each part connects as its own NATS user, from the seed file `fleetflow nats users --dir` would write; the
+	// server accepts only them, as an external one configured with their authorization block does.
+	var names []string
+	for _, c := range spec.Clusters {
+		names = append(names, c.Name)
+	}
+	usersDir := t.TempDir()
+	users, err := natsauth.LoadOrGenerate(usersDir, names)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: t.TempDir(), Users: users.ServerUsers()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(server.Shutdown)
 	url := server.ClientURL()
+	// The admin provisions the streams, as fleetflow run does before its parts start: the parts' users may
+	// only read their configuration.
+	b, err := app.OpenBus(ctx, app.BusOptions{URL: url, Streams: streams.DefaultOptions(), Users: users}, "e2e", e2eenv.TestLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
 	// The control-plane parts find it as kubectl would with only $KUBECONFIG set: two files merged, the first's
 	// current context a decoy no one answers at, --context picking the control plane's from the second.
 	kubeconfigEnv, controlPlaneContext := mergedKubeconfig(t, fleet.ControlPlane.KubeconfigPath)
 	logs := t.TempDir()
-	start := func(name string, args ...string) {
+	// start runs a part as the NATS user named user.
+	start := func(name, user string, args ...string) {
 		log, err := os.Create(filepath.Join(logs, name+".log"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(binary, append(args, "--nats-url", url, "--data-dir", t.TempDir())...)
+		cmd := exec.Command(binary, append(args, "--nats-url", url, "--nats-nkey", natsauth.SeedFile(usersDir, user),
+			"--data-dir", t.TempDir())...)
 		cmd.Stdout, cmd.Stderr = log, log
 		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfigEnv)
 		if err := cmd.Start(); err != nil {
@@ -111,26 +132,22 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 			}
 		})
 	}
-	start("producer", "producer", "--context", controlPlaneContext)
+	start("producer", "producer", "producer", "--context", controlPlaneContext)
 	placerHealth := freeAddress(t)
-	start("placer", "placer", "--heartbeat-timeout", "6s", "--health-address", placerHealth)
-	start("status", "status", "--context", controlPlaneContext, "--heartbeat-timeout", "6s")
+	start("placer", "placer", "placer", "--heartbeat-timeout", "6s", "--health-address", placerHealth)
+	start("status", "status", "status", "--context", controlPlaneContext, "--heartbeat-timeout", "6s")
 	expected := map[string]int{}
 	applierHealth := map[string]string{}
 	for _, c := range spec.Clusters {
 		target, _ := fleet.Cluster(c.Name)
-		start("producer-"+c.Name, "producer", "--cluster", c.Name+"="+target.KubeconfigPath)
+		start("producer-"+c.Name, natsauth.UserName(natsauth.ClusterProducer, c.Name), "producer", "--cluster", c.Name+"="+target.KubeconfigPath)
 		applierHealth[c.Name] = freeAddress(t)
-		start("applier-"+c.Name, "applier", "--cluster", c.Name+"="+target.KubeconfigPath, "--health-address", applierHealth[c.Name])
+		start("applier-"+c.Name, natsauth.UserName(natsauth.Applier, c.Name), "applier", "--cluster", c.Name+"="+target.KubeconfigPath,
+			"--health-address", applierHealth[c.Name])
 		expected[c.Name] = len(c.AllNodes())
 	}
 
 	// Wait until the parts see the fleet, as an operator would before submitting work.
-	b, err := app.OpenBus(ctx, app.BusOptions{URL: url, Streams: streams.DefaultOptions()}, "e2e", e2eenv.TestLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
 	waitCtx, cancel := context.WithTimeout(ctx, e2eenv.Settle)
 	defer cancel()
 	if err := app.WaitObserved(waitCtx, b, expected); err != nil {
@@ -174,6 +191,20 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 			}
 			return true
 		})
+	}
+	// Each part did its work with its own user's rights alone.
+	parts, err := os.ReadDir(logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, part := range parts {
+		data, err := os.ReadFile(filepath.Join(logs, part.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(strings.ToLower(string(data)), "permissions violation") {
+			t.Errorf("%s was refused what it asked of NATS", part.Name())
+		}
 	}
 }
 

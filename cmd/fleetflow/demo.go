@@ -24,6 +24,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
+	"github.com/fleetflow/fleetflow/internal/natsauth"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/streams"
 )
@@ -161,7 +162,15 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	if err := os.RemoveAll(natsDir); err != nil {
 		return err
 	}
-	b, err := openDemoBus(ctx, natsDir, o.natsListen)
+	// Each part connects as its own NATS user, allowed only its subjects; the users stay with the fleet's
+	// folder (a cluster added to the fleet file gets users of its own).
+	usersDir := filepath.Join(o.dir, "nats-users")
+	users, err := natsauth.LoadOrGenerate(usersDir, names)
+	if err != nil {
+		return err
+	}
+	step("each part connects to NATS as its own user; their seeds are in %s", usersDir)
+	b, err := openDemoBus(ctx, natsDir, o.natsListen, users)
 	if err != nil {
 		return err
 	}
@@ -195,7 +204,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	if err != nil {
 		return err
 	}
-	printDemo(out, fleet, b.URL, workloads, landed)
+	printDemo(out, fleet, b.URL, usersDir, workloads, landed)
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out)
@@ -252,8 +261,8 @@ func (l *demoLog) close(w io.Writer) error {
 	return l.file.Close()
 }
 
-func openDemoBus(ctx context.Context, dataDir, listen string) (*app.Bus, error) {
-	opts := app.BusOptions{DataDir: dataDir, Listen: listen, Streams: streams.DefaultOptions()}
+func openDemoBus(ctx context.Context, dataDir, listen string, users *natsauth.Users) (*app.Bus, error) {
+	opts := app.BusOptions{DataDir: dataDir, Listen: listen, Streams: streams.DefaultOptions(), Users: users}
 	b, err := app.OpenBus(ctx, opts, "fleetflow-demo", slog.Default())
 	if err != nil && listen != "127.0.0.1:0" {
 		// The default port may be taken by another NATS; any port will do for the demo.
@@ -319,7 +328,8 @@ func landed(ctx context.Context, controlPlane *kube.Clients, clusters map[string
 	}
 }
 
-func printDemo(out io.Writer, fleet *localfleet.Fleet, natsURL string, workloads []*unstructured.Unstructured, landed map[string]placement) {
+func printDemo(out io.Writer, fleet *localfleet.Fleet, natsURL, usersDir string, workloads []*unstructured.Unstructured,
+	landed map[string]placement) {
 	fmt.Fprintln(out, "\nPlacements:")
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tVERDICT\tCLUSTER\tWHY NOT ELSEWHERE")
@@ -353,8 +363,9 @@ func printDemo(out io.Writer, fleet *localfleet.Fleet, natsURL string, workloads
 		fleet.ControlPlane.KubeconfigPath)
 	fmt.Fprintf(out, "  kubectl --kubeconfig %s events -n %s --for %s/%s\n", fleet.ControlPlane.KubeconfigPath,
 		workloads[0].GetNamespace(), strings.ToLower(workloads[0].GetKind()), workloads[0].GetName())
-	fmt.Fprintf(out, "  nats --server %s stream ls\n", natsURL)
-	fmt.Fprintf(out, "  fleetflow audit tail --nats-url %s --workload PyTorchJob/%s/%s\n", natsURL, workloads[0].GetNamespace(), workloads[0].GetName())
+	fmt.Fprintf(out, "  nats --server %s --nkey %s stream ls\n", natsURL, natsauth.SeedFile(usersDir, string(natsauth.Admin)))
+	fmt.Fprintf(out, "  fleetflow audit tail --nats-url %s --nats-nkey %s --workload PyTorchJob/%s/%s\n", natsURL,
+		natsauth.SeedFile(usersDir, string(natsauth.Audit)), workloads[0].GetNamespace(), workloads[0].GetName())
 	fmt.Fprintln(out, "\nThe fleet and the pipeline keep running. Press Ctrl-C to tear everything down.")
 }
 

@@ -44,6 +44,18 @@ func TestDemoTellsItsStory(t *testing.T) {
 		case <-tick.C:
 		}
 	}
+	// The auditor reads the story with its own read-only NATS user, as the demo's output shows.
+	auditArgs := auditCommandShown(t, out.String())
+	var story bytes.Buffer
+	cli := newRootCommand()
+	cli.SetArgs(append(auditArgs, "-o", "json"))
+	cli.SetOut(&story)
+	cli.SetErr(&story)
+	if err := cli.ExecuteContext(ctx); err != nil {
+		t.Errorf("%s: %v\n%s", strings.Join(auditArgs, " "), err, story.String())
+	} else if !strings.Contains(story.String(), "placement") {
+		t.Errorf("%s shows no placement:\n%s", strings.Join(auditArgs, " "), story.String())
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Errorf("the demo stopped with %v", err)
@@ -67,4 +79,19 @@ func TestDemoTellsItsStory(t *testing.T) {
 	if !bytes.Contains(logged, []byte("level=INFO")) || !bytes.Contains(logged, []byte("verdict")) {
 		t.Errorf("%s lacks the components' logs:\n%.2000s", logFile, logged)
 	}
+	if bytes.Contains(bytes.ToLower(logged), []byte("permissions violation")) {
+		t.Errorf("a part was refused what it asked of NATS:\n%s", logged)
+	}
+}
+
+// auditCommandShown is the audit tail command line the demo's output suggests, without "fleetflow".
+func auditCommandShown(t *testing.T, out string) []string {
+	t.Helper()
+	for line := range strings.Lines(out) {
+		if fields := strings.Fields(line); len(fields) > 2 && fields[0] == "fleetflow" && fields[1] == "audit" {
+			return fields[1:]
+		}
+	}
+	t.Fatalf("the demo shows no audit command:\n%s", out)
+	return nil
 }

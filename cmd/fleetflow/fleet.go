@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
+	"github.com/fleetflow/fleetflow/internal/natsauth"
 )
 
 func init() { registerCommand(newFleetCommand) }
@@ -130,7 +132,14 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 						len(spec.Clusters))
 				}
 			}
+			// A NATS user per part of fleetflow for these clusters, kept with the fleet: fleetflow run
+			// --nats-users, or a part's --nats-nkey, connects as them.
+			usersDir := filepath.Join(fleet.Dir, "nats-users")
+			if _, err := natsauth.LoadOrGenerate(usersDir, names); err != nil {
+				return errors.Join(err, stopFleet())
+			}
 			printClusters(out, fleet.State())
+			fmt.Fprintf(out, "\nNATS users of fleetflow's parts (fleetflow run --nats-users): %s\n", usersDir)
 			example := fleet.ControlPlane
 			if len(fleet.Workloads) > 0 {
 				example = fleet.Workloads[0]

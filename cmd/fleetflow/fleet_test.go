@@ -18,6 +18,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+	"github.com/fleetflow/fleetflow/internal/natsauth"
 )
 
 // These tests stop before any process starts; the real fleet is covered by internal/localfleet's tests.
@@ -99,6 +100,9 @@ func TestFleetUpDetachThenDown(t *testing.T) {
 	}
 	if len(state.Clusters) != 1 || !strings.Contains(out.String(), state.Clusters[0].Kubeconfig) {
 		t.Fatalf("fleet up printed %q for state %+v, want the control plane's kubeconfig", out.String(), state)
+	}
+	if _, err := natsauth.LoadDir(filepath.Join(dir, "nats-users")); err != nil {
+		t.Errorf("fleet up left no NATS users for fleetflow's parts: %v", err)
 	}
 	pids := []int{state.Etcd.PID, state.Clusters[0].PID}
 	for _, pid := range pids {

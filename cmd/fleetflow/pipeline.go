@@ -26,6 +26,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/evalguard"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/natsauth"
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/producers"
@@ -48,6 +49,9 @@ type busFlags struct {
 	replicas int
 	auth     bus.ClientAuth
 	health   string
+	// usersDir holds every part's NATS user seed (fleetflow nats users --dir): fleetflow run's parts each
+	// connect as their own.
+	usersDir string
 }
 
 func (f *busFlags) register(flags *pflag.FlagSet) {
@@ -73,6 +77,7 @@ func connectAs(url, name string, auth bus.ClientAuth, options ...nats.Option) (*
 
 func registerNATSAuth(flags *pflag.FlagSet, auth *bus.ClientAuth) {
 	flags.StringVar(&auth.CredsFile, "nats-creds", "", "NATS credentials file (user JWT and NKey seed) for --nats-url")
+	flags.StringVar(&auth.NkeyFile, "nats-nkey", "", "NATS NKey user seed file (one of those fleetflow nats users --dir writes) for --nats-url")
 	flags.StringVar(&auth.TLSCAFile, "nats-tls-ca", "", "PEM file of the CAs that sign the NATS server's certificate")
 	flags.StringVar(&auth.TLSCertFile, "nats-tls-cert", "", "client certificate for NATS servers that verify clients by TLS")
 	flags.StringVar(&auth.TLSKeyFile, "nats-tls-key", "", "key of --nats-tls-cert")
@@ -115,8 +120,13 @@ func (f *busFlags) open(ctx context.Context, name string) (*app.Bus, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", f.dataDir, err)
 	}
-	b, err := app.OpenBus(ctx, app.BusOptions{URL: f.url, DataDir: dataDir, Listen: f.listen, Streams: opts, Auth: f.auth},
-		name, slog.Default())
+	busOpts := app.BusOptions{URL: f.url, DataDir: dataDir, Listen: f.listen, Streams: opts, Auth: f.auth}
+	if f.usersDir != "" {
+		if busOpts.Users, err = natsauth.LoadDir(f.usersDir); err != nil {
+			return nil, fmt.Errorf("--nats-users: %w", err)
+		}
+	}
+	b, err := app.OpenBus(ctx, busOpts, name, slog.Default())
 	if err != nil {
 		return nil, err
 	}
@@ -390,6 +400,7 @@ the control plane unless --install-crds=false. The control plane is found as kub
 	bf.register(cmd.Flags())
 	pf.register(cmd.Flags())
 	kf.register(cmd.Flags())
+	cmd.Flags().StringVar(&bf.usersDir, "nats-users", "", "folder of every part's NATS user seed (fleetflow nats users --dir): each part connects as its own user, and an embedded server accepts only them")
 	cmd.Flags().BoolVar(&installCRDs, "install-crds", true, "apply fleetflow's CRDs to the control plane at start (the Helm chart installs them itself)")
 	cmd.Flags().StringArrayVar(&clusterFlags, "cluster", nil, "register a workload cluster as NAME=KUBECONFIG or NAME=KUBECONFIG@CONTEXT (repeatable); its kubeconfig Secret is written again at every start")
 	cmd.Flags().StringSliceVar(&watch, "watch", nil, "extra workload kinds to place, as group/version/Kind, or version/Kind for the core group (built-in RI kinds and kinds named by policies or RIs are watched anyway)")
@@ -403,10 +414,15 @@ the control plane unless --install-crds=false. The control plane is found as kub
 func runWithUI(ctx context.Context, b *app.Bus, all *app.AllInOne, opts ui.RunOptions) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The view reads as the UI's own, read-only NATS user when the server has users.
+	view, release, err := b.As(natsauth.UI, "", slog.Default())
+	if err != nil {
+		return err
+	}
+	defer release()
 	served, ran := make(chan error, 1), make(chan error, 1)
-	go func() { served <- ui.Run(ctx, b.JetStream, opts, slog.Default()) }()
+	go func() { served <- ui.Run(ctx, view.JetStream, opts, slog.Default()) }()
 	go func() { ran <- all.Run(ctx, b, slog.Default()) }()
-	var err error
 	select {
 	case err = <-served: // a view that cannot listen stops the process, as a bad flag would
 		cancel()

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,11 +10,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
+	"github.com/fleetflow/fleetflow/internal/natsauth"
 )
 
 // TestPipelineCommandsRefuseBadFlags: flags that cannot work stop a part before it connects anywhere, and
@@ -139,7 +144,8 @@ func TestChartArgsAreFlagsOfRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, values := range [][]string{nil, {"nats.url=nats://nats:4222", "nats.credsSecret=c", "nats.tlsSecret=t", "nats.tlsClientCert=true",
-		"health.port=9443", "watch={a/v1/B}"}} {
+		"health.port=9443", "watch={a/v1/B}"}, {"nats.usersSecret=fleetflow-nats-users"},
+		{"nats.url=nats://nats:4222", "nats.usersSecret=fleetflow-nats-users", "nats.tlsSecret=t"}} {
 		args := []string{"template", "fleetflow", filepath.Join(root, "deploy/chart/fleetflow"), "--namespace", "fleetflow-system",
 			"--show-only", "templates/deployment.yaml"}
 		for _, v := range values {
@@ -164,6 +170,15 @@ func TestChartArgsAreFlagsOfRun(t *testing.T) {
 		if err := run.ParseFlags(rest); err != nil {
 			t.Errorf("values %v: fleetflow run refuses the chart's args %v: %v", values, container.Args[1:], err)
 			continue
+		}
+		if users, _ := run.Flags().GetString("nats-users"); users != "" {
+			mounted := false
+			for _, m := range container.VolumeMounts {
+				mounted = mounted || m.MountPath == users
+			}
+			if !mounted {
+				t.Errorf("values %v: --nats-users %s is no mount of %+v", values, users, container.VolumeMounts)
+			}
 		}
 		address, _ := run.Flags().GetString("health-address")
 		_, port, _ := strings.Cut(address, ":")
@@ -204,5 +219,31 @@ func TestChartRefusesADurationWithoutAUnit(t *testing.T) {
 				t.Errorf("helm template --set %s: err %v, output %q; want it refused with %q", tt.set, err, out, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestRunServesTheUsersOfNATSUsers: with --nats-users and an embedded server, the server accepts only the
+// users of the folder, and each part gets a connection of its own user.
+func TestRunServesTheUsersOfNATSUsers(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := natsauth.LoadOrGenerate(dir, []string{"a"}); err != nil {
+		t.Fatal(err)
+	}
+	f := busFlags{dataDir: t.TempDir(), listen: "127.0.0.1:0", history: "168h", replicas: 1, usersDir: dir}
+	b, err := f.open(t.Context(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, _, err := bus.Connect(b.URL, "anonymous"); !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("a client without a user connected: %v", err)
+	}
+	applier, release, err := b.As(natsauth.Applier, "a", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	if applier == b {
+		t.Error("cluster a's applier got the admin's connection")
 	}
 }

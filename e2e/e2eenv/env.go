@@ -26,6 +26,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
+	"github.com/fleetflow/fleetflow/internal/natsauth"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/codec"
 	"github.com/fleetflow/fleetflow/schemas/streams"
@@ -62,6 +63,9 @@ type Options struct {
 	ControlPlaneAs rest.ImpersonationConfig
 	// ClusterAs, when it names a user, is who the kubeconfigs registered for the workload clusters act as.
 	ClusterAs rest.ImpersonationConfig
+	// NATSUsers has the embedded NATS server accept only the fleet's per-part users (natsauth), each part
+	// working as its own; the test's Bus is their admin.
+	NATSUsers bool
 }
 
 // Env is one test's view of the fleet plus a running pipeline.
@@ -135,7 +139,20 @@ func New(t *testing.T, opts Options) *Env {
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
-	b, err := app.OpenBus(runCtx, app.BusOptions{DataDir: t.TempDir(), Streams: streams.DefaultOptions()}, t.Name(), e.Log)
+	busOpts := app.BusOptions{DataDir: t.TempDir(), Streams: streams.DefaultOptions()}
+	if opts.NATSUsers {
+		var names []string
+		for _, c := range e.Spec.Clusters {
+			names = append(names, c.Name)
+		}
+		users, err := natsauth.Generate(names)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		busOpts.Users = users
+	}
+	b, err := app.OpenBus(runCtx, busOpts, t.Name(), e.Log)
 	if err != nil {
 		cancel()
 		t.Fatalf("open bus: %v", err)

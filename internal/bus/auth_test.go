@@ -32,6 +32,9 @@ func TestClientAuthRefusesWhatCannotWork(t *testing.T) {
 		want string
 	}{
 		{"creds file missing", ClientAuth{CredsFile: missing}, "nats creds file: stat " + missing},
+		{"nkey file missing", ClientAuth{NkeyFile: missing}, "nats nkey file: stat " + missing},
+		{"nkey file without a seed", ClientAuth{NkeyFile: present}, "nats nkey file " + present + ": nkey seed"},
+		{"creds and nkey", ClientAuth{CredsFile: present, NkeyFile: present}, "not both"},
 		{"CA file missing", ClientAuth{TLSCAFile: missing}, "nats CA file: stat " + missing},
 		{"certificate without its key", ClientAuth{TLSCertFile: present}, "give both the certificate and its key"},
 		{"key without its certificate", ClientAuth{TLSKeyFile: present}, "give both the certificate and its key"},

@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -8,9 +9,11 @@ import (
 	"os"
 	"reflect"
 
-	"github.com/fleetflow/fleetflow/schemas/streams"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nkeys"
+
+	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
 // Connect opens a NATS connection and a JetStream context. name shows up in the server's connection list.
@@ -84,6 +87,7 @@ func configMatches(have, want jetstream.StreamConfig) bool {
 		limit(have.MaxBytes) == limit(want.MaxBytes) &&
 		have.Discard == want.Discard &&
 		have.AllowAtomicPublish == want.AllowAtomicPublish &&
+		have.AllowDirect == want.AllowDirect &&
 		sourcesMatch(have.Sources, want.Sources)
 }
 
@@ -117,6 +121,10 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, stream string, 
 type ClientAuth struct {
 	// CredsFile is a NATS credentials file (a user JWT and its NKey seed).
 	CredsFile string
+	// NkeyFile is an NKey user's seed file, for servers that list their users by public key (the users
+	// `fleetflow nats users` makes). The connection's reply subjects then start with InboxPrefix of that key,
+	// the only inbox its user may subscribe to.
+	NkeyFile string
 	// TLSCAFile is a PEM bundle of the CAs that sign the server's certificate, when the system's roots do not.
 	TLSCAFile string
 	// TLSCertFile and TLSKeyFile are a client certificate, for servers that verify clients by TLS.
@@ -127,7 +135,7 @@ type ClientAuth struct {
 // file is reported at start, naming it, instead of as a failed connection.
 func (a ClientAuth) Options() ([]nats.Option, error) {
 	var opts []nats.Option
-	for _, f := range []struct{ flag, path string }{{"creds", a.CredsFile}, {"CA", a.TLSCAFile},
+	for _, f := range []struct{ flag, path string }{{"creds", a.CredsFile}, {"nkey", a.NkeyFile}, {"CA", a.TLSCAFile},
 		{"client certificate", a.TLSCertFile}, {"client key", a.TLSKeyFile}} {
 		if f.path == "" {
 			continue
@@ -136,8 +144,18 @@ func (a ClientAuth) Options() ([]nats.Option, error) {
 			return nil, fmt.Errorf("nats %s file: %w", f.flag, err)
 		}
 	}
+	if a.CredsFile != "" && a.NkeyFile != "" {
+		return nil, errors.New("nats credentials: give a creds file or an nkey seed file, not both")
+	}
 	if a.CredsFile != "" {
 		opts = append(opts, nats.UserCredentials(a.CredsFile))
+	}
+	if a.NkeyFile != "" {
+		nkeyOpts, err := NkeyOptions(a.NkeyFile)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, nkeyOpts...)
 	}
 	if a.TLSCAFile != "" {
 		opts = append(opts, nats.RootCAs(a.TLSCAFile))
@@ -153,3 +171,35 @@ func (a ClientAuth) Options() ([]nats.Option, error) {
 
 // IsZero reports whether no setting is given.
 func (a ClientAuth) IsZero() bool { return a == ClientAuth{} }
+
+// NkeyOptions authenticate as the NKey user whose seed is in seedFile, with replies on that user's own inbox.
+func NkeyOptions(seedFile string) ([]nats.Option, error) {
+	seed, err := os.ReadFile(seedFile)
+	if err != nil {
+		return nil, fmt.Errorf("nats nkey file: %w", err)
+	}
+	opts, err := NkeySeedOptions(seed)
+	if err != nil {
+		return nil, fmt.Errorf("nats nkey file %s: %w", seedFile, err)
+	}
+	return opts, nil
+}
+
+// NkeySeedOptions authenticate as the NKey user of seed, with replies on that user's own inbox.
+func NkeySeedOptions(seed []byte) ([]nats.Option, error) {
+	kp, err := nkeys.FromSeed(bytes.TrimSpace(seed))
+	if err != nil {
+		return nil, fmt.Errorf("nkey seed: %w", err)
+	}
+	public, err := kp.PublicKey()
+	if err != nil {
+		return nil, fmt.Errorf("nkey seed: %w", err)
+	}
+	sign := func(nonce []byte) ([]byte, error) { return kp.Sign(nonce) }
+	return []nats.Option{nats.Nkey(public, sign), nats.CustomInboxPrefix(InboxPrefix(public))}, nil
+}
+
+// InboxPrefix is where the replies to the NKey user public go (its requests' answers, its consumers'
+// deliveries): a prefix of its own, so that a user allowed to subscribe only there cannot read the answers
+// another user's requests get on the shared _INBOX.
+func InboxPrefix(public string) string { return "_INBOX_" + public }

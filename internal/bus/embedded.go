@@ -25,6 +25,9 @@ type EmbeddedOptions struct {
 	Listen string
 	// ServerName appears in monitoring; defaults to "fleetflow".
 	ServerName string
+	// Users, when any, are the only clients the server accepts, each with its own permissions (see
+	// internal/natsauth); none accepts any client with every right.
+	Users []*server.NkeyUser
 }
 
 // Embedded is an in-process NATS server.
@@ -81,6 +84,7 @@ func StartEmbedded(opts EmbeddedOptions) (*Embedded, error) {
 		MaxPayload: MaxPayload,
 		NoSigs:     true,
 		NoLog:      true,
+		Nkeys:      opts.Users,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("embedded nats: %w", err)

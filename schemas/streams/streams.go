@@ -46,6 +46,9 @@ func Configs(opts Options) []jetstream.StreamConfig {
 			Name:        schemas.StreamEvents,
 			Description: "fleetflow input events and applier outcomes (history for audit and replay)",
 			Subjects:    []string{schemas.SubjectAllEvents},
+			// Direct gets name the subject in the request's own subject, where NATS permissions can limit a
+			// reader to its subjects (internal/natsauth); a plain message get names it in the body.
+			AllowDirect: true,
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      opts.History,
 			Duplicates:  opts.DuplicateWindow,
@@ -58,6 +61,7 @@ func Configs(opts Options) []jetstream.StreamConfig {
 			Name:        schemas.StreamDecisions,
 			Description: "fleetflow placement decisions, one subject per cluster and workload",
 			Subjects:    []string{schemas.SubjectAllDecisions},
+			AllowDirect: true, // as the events stream's
 			Retention:   jetstream.LimitsPolicy,
 			MaxAge:      opts.History,
 			Duplicates:  opts.DuplicateWindow,

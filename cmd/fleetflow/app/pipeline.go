@@ -25,6 +25,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers/status"
 	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/natsauth"
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/producers"
@@ -44,6 +45,9 @@ type BusOptions struct {
 	Streams streams.Options
 	// Auth is how to connect to an external server; an embedded one takes none.
 	Auth bus.ClientAuth
+	// Users are each part's NATS user (see natsauth): the bus connects as their admin, and As as a part's
+	// user. An embedded server accepts them only; an external one has them in its configuration.
+	Users *natsauth.Users
 }
 
 // Bus is a provisioned JetStream connection, with the embedded server when there is one.
@@ -59,6 +63,44 @@ type Bus struct {
 	unchecked []func()
 	// closed makes Close idempotent: a test stops NATS before its cleanup closes the bus.
 	closed sync.Once
+	// users are the embedded server's users; nil when it takes any client.
+	users *natsauth.Users
+	// borrowed is set on a bus of As, which shares the embedded server of the bus it came from but does not stop it.
+	borrowed bool
+	// partOptions are how As reaches the server: in process, or with the TLS settings of an external one.
+	partOptions []nats.Option
+}
+
+// Users are the users the embedded server accepts, nil when it accepts any client.
+func (b *Bus) Users() *natsauth.Users { return b.users }
+
+// As is a connection to b's server as the user of role for cluster ("" for parts that are not a cluster's),
+// for a part of this process to work with its own rights, and what closes it; b itself (and a release that
+// does nothing) when b's server has no users, or none for that part (a cluster registered after the users
+// were made), which the log says. It does not provision the streams: b did.
+func (b *Bus) As(role natsauth.Role, cluster string, log *slog.Logger) (*Bus, func(), error) {
+	user := b.users.Get(role, cluster)
+	if role == natsauth.Admin {
+		return b, func() {}, nil // b is the admin's already
+	}
+	if user == nil {
+		if b.users != nil {
+			log.Warn("no NATS user of this part: it works with the process's own rights", "role", role, "cluster", cluster)
+		}
+		return b, func() {}, nil
+	}
+	opts, err := bus.NkeySeedOptions(user.Seed)
+	if err != nil {
+		return nil, nil, err
+	}
+	opts = append(append(opts, b.partOptions...), bus.LogConnectionEvents(log)...)
+	nc, js, err := bus.Connect(b.URL, b.Conn.Opts.Name+"/"+user.Name, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("nats user %s: %w", user.Name, err)
+	}
+	part := &Bus{URL: b.URL, Conn: nc, JetStream: js, Publisher: bus.NewPublisher(js), Streams: b.Streams, embedded: b.embedded,
+		users: b.users, borrowed: true}
+	return part, part.Close, nil
 }
 
 // InProcess is how a client of this process connects to the embedded server without a socket; empty when
@@ -72,7 +114,7 @@ func (b *Bus) InProcess() []nats.Option {
 
 // OpenBus connects to (or embeds) NATS and provisions fleetflow's streams.
 func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger) (*Bus, error) {
-	b := &Bus{URL: opts.URL, Streams: opts.Streams}
+	b := &Bus{URL: opts.URL, Streams: opts.Streams, users: opts.Users}
 	var clientOpts []nats.Option
 	if b.URL == "" {
 		if !opts.Auth.IsZero() {
@@ -93,7 +135,7 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 		if listen == "" {
 			listen = "127.0.0.1:0"
 		}
-		embedded, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: storeDir, Listen: listen})
+		embedded, err := bus.StartEmbedded(bus.EmbeddedOptions{StoreDir: storeDir, Listen: listen, Users: opts.Users.ServerUsers()})
 		if err != nil {
 			return nil, err
 		}
@@ -102,12 +144,34 @@ func OpenBus(ctx context.Context, opts BusOptions, name string, log *slog.Logger
 		log.Info("embedded NATS JetStream started", "url", b.URL, "store", storeDir)
 		// The placer and the other parts of this process talk to an embedded server in process.
 		clientOpts = b.InProcess()
+		b.partOptions = b.InProcess()
+		if admin := opts.Users.Get(natsauth.Admin, ""); admin != nil {
+			auth, err := bus.NkeySeedOptions(admin.Seed)
+			if err != nil {
+				b.Close()
+				return nil, err
+			}
+			clientOpts = append(clientOpts, auth...)
+		}
 	} else {
 		auth, err := opts.Auth.Options()
 		if err != nil {
 			return nil, err
 		}
 		clientOpts = auth
+		b.partOptions = auth // TLS only: with users, no other credentials are given
+		if admin := opts.Users.Get(natsauth.Admin, ""); admin != nil {
+			if opts.Auth.CredsFile != "" || opts.Auth.NkeyFile != "" {
+				return nil, errors.New("nats users: the bus connects as their admin; give no creds or nkey file too")
+			}
+			adminOpts, err := bus.NkeySeedOptions(admin.Seed)
+			if err != nil {
+				return nil, err
+			}
+			clientOpts = append(clientOpts, adminOpts...)
+		} else if opts.Users != nil {
+			return nil, errors.New("nats users: no admin among them, to provision the streams as")
+		}
 	}
 	nc, js, err := connectWaiting(ctx, b.URL, name, append(clientOpts, bus.LogConnectionEvents(log)...), log)
 	if err != nil {
@@ -203,7 +267,7 @@ func (b *Bus) close() {
 		_ = b.Conn.Drain()
 		b.Conn.Close()
 	}
-	if b.embedded != nil {
+	if b.embedded != nil && !b.borrowed {
 		b.embedded.Shutdown()
 	}
 }
@@ -793,10 +857,7 @@ func followNamedKinds(ctx context.Context, js jetstream.JetStream, add func(sche
 	if err != nil {
 		return fmt.Errorf("follow resource interfaces: %w", err)
 	}
-	cfg := jetstream.OrderedConsumerConfig{
-		FilterSubjects: []string{schemas.SubjectEventsPrefix + ".resourceinterface.>", schemas.SubjectEventsPrefix + ".policy.>"},
-		DeliverPolicy:  jetstream.DeliverLastPerSubjectPolicy}
-	return followState(ctx, stream, cfg, "follow resource interfaces", func(msg jetstream.Msg) {
+	handle := func(msg jetstream.Msg) {
 		event, err := bus.Decode(msg.Headers(), msg.Data())
 		if err != nil || event.Type() != schemas.TypeResourceInterfaceChanged && event.Type() != schemas.TypePolicyChanged {
 			return
@@ -816,7 +877,26 @@ func followNamedKinds(ctx context.Context, js jetstream.JetStream, add func(sche
 		} else if gvk, ok := producers.DescribedKind(changed.Object); ok {
 			add(gvk)
 		}
-	})
+	}
+	// One ordered consumer per filter: a consumer of one filter is created on a subject that names it, which
+	// NATS permissions can allow a cluster's producer (internal/natsauth) without letting it read the rest.
+	filters := []string{schemas.SubjectEventsPrefix + ".resourceinterface.>", schemas.SubjectEventsPrefix + ".policy.>"}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make(chan error, len(filters))
+	for _, filter := range filters {
+		cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverLastPerSubjectPolicy}
+		go func() {
+			err := followState(ctx, stream, cfg, "follow "+filter, handle)
+			cancel() // one that cannot follow stops the other: the caller learns it
+			errs <- err
+		}()
+	}
+	var followErr error
+	for range filters {
+		followErr = errors.Join(followErr, <-errs)
+	}
+	return followErr
 }
 
 // ApplierDrained reports whether a cluster's applier has carried out every decision published to it: its
@@ -840,6 +920,13 @@ func ApplierDrained(ctx context.Context, b *Bus, cluster string) (bool, error) {
 // goes on, to carry out the Deletes of the cluster's copies (see ClusterRunner).
 func RunClusterParts(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, kinds []schema.GroupVersionKind,
 	heartbeat time.Duration, log *slog.Logger, retired <-chan struct{}) error {
+	return runClusterParts(ctx, b, b, cluster, clients, kinds, heartbeat, log, retired)
+}
+
+// runClusterParts is RunClusterParts with the producer on producerBus and the applier on applierBus, each its
+// part's NATS user.
+func runClusterParts(ctx context.Context, producerBus, applierBus *Bus, cluster string, clients *kube.Clients,
+	kinds []schema.GroupVersionKind, heartbeat time.Duration, log *slog.Logger, retired <-chan struct{}) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	producing, stopProducing := context.WithCancel(ctx)
@@ -853,12 +940,12 @@ func RunClusterParts(ctx context.Context, b *Bus, cluster string, clients *kube.
 	}()
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		if err := RunClusterProducer(producing, b, cluster, clients, kinds, heartbeat, log); err != nil && producing.Err() == nil {
+		if err := RunClusterProducer(producing, producerBus, cluster, clients, kinds, heartbeat, log); err != nil && producing.Err() == nil {
 			cancel(fmt.Errorf("cluster producer %s: %w", cluster, err))
 		}
 	})
 	wg.Go(func() {
-		if err := RunApplier(ctx, b, cluster, clients, log); err != nil && ctx.Err() == nil {
+		if err := RunApplier(ctx, applierBus, cluster, clients, log); err != nil && ctx.Err() == nil {
 			cancel(fmt.Errorf("applier %s: %w", cluster, err))
 		}
 	})
@@ -893,24 +980,45 @@ func (a *AllInOne) Run(ctx context.Context, b *Bus, log *slog.Logger) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
-	start := func(name string, run func() error) {
+	// Each part works as its own NATS user when the server has them (b.Users).
+	start := func(name string, role natsauth.Role, run func(*Bus) error) {
 		wg.Go(func() {
-			if err := run(); err != nil && ctx.Err() == nil {
+			part, release, err := b.As(role, "", log)
+			if err == nil {
+				err = run(part)
+				release()
+			}
+			if err != nil && ctx.Err() == nil {
 				cancel(fmt.Errorf("%s: %w", name, err))
 			}
 		})
 	}
-	start("producer", func() error { return RunProducer(ctx, b, a.ControlPlane, kinds, a.SkippedNamespaces, log) })
+	start("producer", natsauth.Producer, func(b *Bus) error {
+		return RunProducer(ctx, b, a.ControlPlane, kinds, a.SkippedNamespaces, log)
+	})
 	if !a.NoPlacer {
-		start("placer", func() error { return RunPlacer(ctx, b, a.Placer, log) })
+		start("placer", natsauth.Placer, func(b *Bus) error { return RunPlacer(ctx, b, a.Placer, log) })
 	}
-	start("status", func() error { return RunStatusWriter(ctx, b, a.ControlPlane, a.Placer.HeartbeatTimeout, log) })
+	start("status", natsauth.Status, func(b *Bus) error {
+		return RunStatusWriter(ctx, b, a.ControlPlane, a.Placer.HeartbeatTimeout, log)
+	})
 	manager := &ClusterManager{ControlPlane: a.ControlPlane, Log: log.With("component", "clusters"),
 		Run: func(ctx context.Context, name string, clients *kube.Clients, retired <-chan struct{}) error {
-			return RunClusterParts(ctx, b, name, clients, kinds, producers.HeartbeatFor(a.Placer.HeartbeatTimeout), log, retired)
+			producerBus, releaseProducer, err := b.As(natsauth.ClusterProducer, name, log)
+			if err != nil {
+				return err
+			}
+			defer releaseProducer()
+			applierBus, releaseApplier, err := b.As(natsauth.Applier, name, log)
+			if err != nil {
+				return err
+			}
+			defer releaseApplier()
+			return runClusterParts(ctx, producerBus, applierBus, name, clients, kinds, producers.HeartbeatFor(a.Placer.HeartbeatTimeout),
+				log, retired)
 		},
 		Drained: func(ctx context.Context, cluster string) (bool, error) { return ApplierDrained(ctx, b, cluster) }}
-	start("clusters", func() error { return manager.Start(ctx) })
+	start("clusters", natsauth.Admin, func(*Bus) error { return manager.Start(ctx) })
 	<-ctx.Done()
 	wg.Wait()
 	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {

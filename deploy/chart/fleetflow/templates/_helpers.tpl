@@ -32,6 +32,9 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and (not .Values.nats.url) (or .Values.nats.credsSecret .Values.nats.tlsSecret) -}}
 {{- fail "nats.credsSecret and nats.tlsSecret apply to an external server: set nats.url" -}}
 {{- end -}}
+{{- if and .Values.nats.usersSecret .Values.nats.credsSecret -}}
+{{- fail "nats.usersSecret and nats.credsSecret: give one; with usersSecret each part connects as its own user" -}}
+{{- end -}}
 {{- if and (not .Values.nats.url) (gt (int .Values.nats.streamReplicas) 1) -}}
 {{- fail "nats.streamReplicas > 1 needs nats.url: the embedded NATS server is one node" -}}
 {{- end -}}
