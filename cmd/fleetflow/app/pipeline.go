@@ -508,7 +508,10 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log
 	}
 	pruner := newStatePruner(stateStream, grace, log)
 	go pruner.run(ctx)
-	go publishTicks(ctx, publisher, cfg.Settings(), name, log)
+	// Waited for, so no tick of this leadership is sent after it ended.
+	var ticking sync.WaitGroup
+	defer ticking.Wait()
+	ticking.Go(func() { publishTicks(ctx, publisher, cfg.Settings(), name, log) })
 	floor := &atomic.Uint64{}
 	go followAckFloor(ctx, consumer, PlacerTickInterval, floor, log)
 	flush := func(ctx context.Context) error {
