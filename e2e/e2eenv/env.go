@@ -62,6 +62,12 @@ type Options struct {
 	ControlPlaneAs rest.ImpersonationConfig
 	// ClusterAs, when it names a user, is who the kubeconfigs registered for the workload clusters act as.
 	ClusterAs rest.ImpersonationConfig
+	// NATS, when set, is an external NATS server (or a cluster's comma-separated URLs) the pipeline uses instead
+	// of a fresh embedded one, with its streams at StreamReplicas (1 when 0): fault tests run it on a
+	// JetStream cluster they kill nodes of.
+	NATS string
+	// StreamReplicas is the streams' replication factor on NATS.
+	StreamReplicas int
 }
 
 // Env is one test's view of the fleet plus a running pipeline.
@@ -135,7 +141,11 @@ func New(t *testing.T, opts Options) *Env {
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
-	b, err := app.OpenBus(runCtx, app.BusOptions{DataDir: t.TempDir(), Streams: streams.DefaultOptions()}, t.Name(), e.Log)
+	streamOpts := streams.DefaultOptions()
+	if opts.StreamReplicas > 0 {
+		streamOpts.Replicas = opts.StreamReplicas
+	}
+	b, err := app.OpenBus(runCtx, app.BusOptions{URL: opts.NATS, DataDir: t.TempDir(), Streams: streamOpts}, t.Name(), e.Log)
 	if err != nil {
 		cancel()
 		t.Fatalf("open bus: %v", err)
