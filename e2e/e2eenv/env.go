@@ -87,7 +87,7 @@ type Env struct {
 
 // New connects to the package's fleet, installs fleetflow's CRDs and the given framework CRDs, registers
 // the workload clusters and the given policies on the control plane, and starts the pipeline on a fresh
-// embedded JetStream. It returns once every cluster's nodes, APIs and heartbeat are in the streams.
+// embedded JetStream (or on opts.NATS). It returns once every cluster's nodes, APIs and heartbeat are in the streams.
 // Everything it started stops when the test ends.
 func New(t *testing.T, opts Options) *Env {
 	t.Helper()

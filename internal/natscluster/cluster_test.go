@@ -71,7 +71,11 @@ func TestStreamSurvivesKill(t *testing.T) {
 				for i := from; i < to; i++ {
 					// A publish during the election after a kill finds no leader; the next one does.
 					if err := natscluster.Poll(ctx, fmt.Sprintf("publish %d stored", i), func() error {
-						_, err := js.Publish(ctx, fmt.Sprintf("faults.%d", i), []byte("x"),
+						// Each attempt has its own timeout: a request sent while the client reconnects to
+						// another node gets no answer, and would otherwise wait out the whole test.
+						attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+						defer cancel()
+						_, err := js.Publish(attempt, fmt.Sprintf("faults.%d", i), []byte("x"),
 							jetstream.WithMsgID(fmt.Sprintf("m-%d", i)))
 						return err
 					}); err != nil {

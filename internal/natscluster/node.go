@@ -74,11 +74,13 @@ func runNode(raw string, parent io.Reader, log *slog.Logger) error {
 		Cluster:    server.ClusterOpts{Name: clusterName, Host: "127.0.0.1", Port: cfg.ClusterPort},
 		Routes:     server.RoutesFromStr(routes),
 		NoSigs:     true,
-		NoLog:      true,
+		Logtime:    true,
 	})
 	if err != nil {
 		return fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
+	// To stderr, which the parent sends to the node's log file: a failed test shows what the nodes did.
+	srv.ConfigureLogger()
 	srv.Start()
 	if !srv.ReadyForConnections(30 * time.Second) {
 		srv.Shutdown()
