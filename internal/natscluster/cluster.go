@@ -233,10 +233,10 @@ func (c *Cluster) index(name string) (int, error) {
 }
 
 // Poll calls f until it returns nil or ctx ends; then the error names what and f's last error. It is the
-// one way this package (and its tests) wait: on a condition, never a fixed sleep.
+// one way this package (and its tests) wait: on a condition, never a fixed sleep. The pause between calls
+// grows from 100ms to 1s, so a costly check (reading a whole stream) does not load a busy machine further.
 func Poll(ctx context.Context, what string, f func() error) error {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
+	delay := 100 * time.Millisecond
 	for {
 		err := f()
 		if err == nil {
@@ -245,8 +245,9 @@ func Poll(ctx context.Context, what string, f func() error) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for %s: %w (last error: %w)", what, ctx.Err(), err)
-		case <-tick.C:
+		case <-time.After(delay):
 		}
+		delay = min(2*delay, time.Second)
 	}
 }
 
