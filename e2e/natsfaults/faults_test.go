@@ -42,25 +42,35 @@ type victim struct {
 func TestNodeKilledMidBurst(t *testing.T) {
 	tests := []victim{
 		{"follower", func(t *testing.T, e *e2eenv.Env, c *natscluster.Cluster) int {
-			leaders := map[int]bool{}
-			for _, stream := range []string{schemas.StreamEvents, schemas.StreamDecisions} {
-				leaders[streamLeader(t, e, c, stream)] = true
+			events, decisions := streamLeader(t, e, c, schemas.StreamEvents), streamLeader(t, e, c, schemas.StreamDecisions)
+			meta, err := c.MetaLeader(t.Context())
+			if err != nil {
+				meta = -1
 			}
-			if meta, err := c.MetaLeader(t.Context()); err == nil {
-				leaders[meta] = true
-			}
+			// Best a node that leads nothing; else (three leaderships on three nodes) one that leads neither
+			// stream. Among those, the node the pipeline is connected to, so that it must reconnect too.
+			var free, followers []int
 			for i := range c.Size() {
-				if !leaders[i] {
+				if i != events && i != decisions {
+					followers = append(followers, i)
+					if i != meta {
+						free = append(free, i)
+					}
+				}
+			}
+			candidates := free
+			if len(candidates) == 0 {
+				candidates = followers
+			}
+			if len(candidates) == 0 {
+				t.Fatalf("every node leads a stream (events: %d, decisions: %d)", events, decisions)
+			}
+			for _, i := range candidates {
+				if c.NodeName(i) == e.Bus.Conn.ConnectedServerName() {
 					return i
 				}
 			}
-			// Three leaderships on three nodes: settle for one that leads neither stream.
-			for i := range c.Size() {
-				if i != streamLeader(t, e, c, schemas.StreamEvents) && i != streamLeader(t, e, c, schemas.StreamDecisions) {
-					return i
-				}
-			}
-			return (streamLeader(t, e, c, schemas.StreamDecisions) + 1) % c.Size()
+			return candidates[0]
 		}},
 		{"decisions leader", func(t *testing.T, e *e2eenv.Env, c *natscluster.Cluster) int {
 			return streamLeader(t, e, c, schemas.StreamDecisions)
@@ -108,7 +118,8 @@ func runBurst(t *testing.T, ns string, v victim) {
 		switch i {
 		case burst / 3:
 			killed = v.pick(t, e, nats)
-			t.Logf("killing NATS node %s (%s) after %d submissions", nats.NodeName(killed), v.name, submitted.Load())
+			t.Logf("killing NATS node %s (%s; the pipeline is connected to %s) after %d submissions", nats.NodeName(killed),
+				v.name, e.Bus.Conn.ConnectedServerName(), submitted.Load())
 			if err := nats.Kill(killed); err != nil {
 				t.Fatal(err)
 			}
