@@ -66,6 +66,12 @@ type Options struct {
 	// NATSUsers has the embedded NATS server accept only the fleet's per-part users (natsauth), each part
 	// working as its own; the test's Bus is their admin.
 	NATSUsers bool
+	// NATS, when set, is an external NATS server (or a cluster's comma-separated URLs) the pipeline uses instead
+	// of a fresh embedded one, with its streams at StreamReplicas (1 when 0): fault tests run it on a
+	// JetStream cluster they kill nodes of.
+	NATS string
+	// StreamReplicas is the streams' replication factor on NATS.
+	StreamReplicas int
 }
 
 // Env is one test's view of the fleet plus a running pipeline.
@@ -85,7 +91,7 @@ type Env struct {
 
 // New connects to the package's fleet, installs fleetflow's CRDs and the given framework CRDs, registers
 // the workload clusters and the given policies on the control plane, and starts the pipeline on a fresh
-// embedded JetStream. It returns once every cluster's nodes, APIs and heartbeat are in the streams.
+// embedded JetStream (or on opts.NATS). It returns once every cluster's nodes, APIs and heartbeat are in the streams.
 // Everything it started stops when the test ends.
 func New(t *testing.T, opts Options) *Env {
 	t.Helper()
@@ -139,7 +145,11 @@ func New(t *testing.T, opts Options) *Env {
 	}
 
 	runCtx, cancel := context.WithCancel(context.Background())
-	busOpts := app.BusOptions{DataDir: t.TempDir(), Streams: streams.DefaultOptions()}
+	streamOpts := streams.DefaultOptions()
+	if opts.StreamReplicas > 0 {
+		streamOpts.Replicas = opts.StreamReplicas
+	}
+	busOpts := app.BusOptions{URL: opts.NATS, DataDir: t.TempDir(), Streams: streamOpts}
 	if opts.NATSUsers {
 		var names []string
 		for _, c := range e.Spec.Clusters {

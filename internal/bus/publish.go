@@ -22,11 +22,19 @@ func NewPublisher(js jetstream.JetStream) *Publisher { return &Publisher{js: js}
 
 // LastStored returns the sequence of the last message stream holds on subject, 0 when it holds none.
 func (p *Publisher) LastStored(ctx context.Context, stream, subject string) (uint64, error) {
-	s, err := p.js.Stream(ctx, stream)
+	var s jetstream.Stream
+	err := RetryTransient(ctx, func() (err error) {
+		s, err = p.js.Stream(ctx, stream)
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("stream %s: %w", stream, err)
 	}
-	msg, err := s.GetLastMsgForSubject(ctx, subject)
+	var msg *jetstream.RawStreamMsg
+	err = RetryTransient(ctx, func() (err error) {
+		msg, err = s.GetLastMsgForSubject(ctx, subject)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
@@ -37,13 +45,19 @@ func (p *Publisher) LastStored(ctx context.Context, stream, subject string) (uin
 }
 
 // Publish stores e on subject. The event id is the Nats-Msg-Id, so publishing the same content twice
-// within the stream's duplicate window stores it once; Duplicate in the ack reports that case.
+// within the stream's duplicate window stores it once; Duplicate in the ack reports that case. That is also
+// why a publish that fails transiently (a replicated stream electing a leader) is retried here: if the first
+// attempt was stored after all, the retry is acknowledged as a duplicate.
 func (p *Publisher) Publish(ctx context.Context, subject string, e cloudevents.Event) (*jetstream.PubAck, error) {
 	msg, err := Encode(subject, e)
 	if err != nil {
 		return nil, err
 	}
-	ack, err := p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(e.ID()))
+	var ack *jetstream.PubAck
+	err = RetryTransient(ctx, func() (err error) {
+		ack, err = p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(e.ID()))
+		return err
+	})
 	if err != nil {
 		observe.PublishErrors.WithLabelValues(e.Type()).Inc()
 		return nil, fmt.Errorf("publish %s %q to %s: %w", e.Type(), e.ID(), subject, err)

@@ -817,9 +817,15 @@ func lastPayload[T schemas.Payload](ctx context.Context, stream jetstream.Stream
 	return typed, msg.Sequence, nil
 }
 
-// lastMessage is stream's last message on subject, nil when it holds none.
+// lastMessage is stream's last message on subject, nil when it holds none. A read failing while the stream
+// elects a leader is retried: the handlers that ask would otherwise fail and wait for a redelivery, or, when the
+// nak is lost with the old leader, for the whole ack wait.
 func lastMessage(ctx context.Context, stream jetstream.Stream, subject string) (*jetstream.RawStreamMsg, error) {
-	msg, err := stream.GetLastMsgForSubject(ctx, subject)
+	var msg *jetstream.RawStreamMsg
+	err := bus.RetryTransient(ctx, func() (err error) {
+		msg, err = stream.GetLastMsgForSubject(ctx, subject)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, nil
 	}

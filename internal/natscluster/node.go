@@ -1,0 +1,110 @@
+package natscluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/fleetflow/fleetflow/internal/bus"
+)
+
+// envNode carries a node's configuration (JSON) to the re-executed binary.
+const envNode = "FLEETFLOW_NATSCLUSTER_NODE"
+
+// clusterName is the name every node's cluster block carries; routes refuse peers of another name.
+const clusterName = "fleetflow-test"
+
+// nodeConfig is what a node process needs to know: its name, store and ports, and its peers' route ports.
+type nodeConfig struct {
+	Name        string `json:"name"`
+	StoreDir    string `json:"storeDir"`
+	ClientPort  int    `json:"clientPort"`
+	ClusterPort int    `json:"clusterPort"`
+	HTTPPort    int    `json:"httpPort"`
+	RoutePorts  []int  `json:"routePorts"`
+}
+
+// RunNodeIfAsked runs a cluster node and exits when this process was started as one by Start, and returns at
+// once otherwise. Call it first in main or TestMain, before flags are parsed: a node process has none of the
+// caller's flags and must not run its tests.
+func RunNodeIfAsked() {
+	raw := os.Getenv(envNode)
+	if raw == "" {
+		return
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := runNode(raw, os.Stdin, log); err != nil {
+		log.Error("nats cluster node failed", "error", err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// runNode serves until stdin closes (the parent is gone or stops it) or SIGTERM/SIGINT arrives.
+func runNode(raw string, parent io.Reader, log *slog.Logger) error {
+	var cfg nodeConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		return fmt.Errorf("node configuration in %s: %w", envNode, err)
+	}
+	routes := ""
+	for i, p := range cfg.RoutePorts {
+		if i > 0 {
+			routes += ","
+		}
+		routes += "nats://127.0.0.1:" + strconv.Itoa(p)
+	}
+	srv, err := server.NewServer(&server.Options{
+		ServerName: cfg.Name,
+		Host:       "127.0.0.1",
+		Port:       cfg.ClientPort,
+		HTTPHost:   "127.0.0.1",
+		HTTPPort:   cfg.HTTPPort,
+		JetStream:  true,
+		StoreDir:   cfg.StoreDir,
+		MaxPayload: bus.MaxPayload,
+		Cluster:    server.ClusterOpts{Name: clusterName, Host: "127.0.0.1", Port: cfg.ClusterPort},
+		Routes:     server.RoutesFromStr(routes),
+		NoSigs:     true,
+		Logtime:    true,
+	})
+	if err != nil {
+		return fmt.Errorf("node %s: %w", cfg.Name, err)
+	}
+	// To stderr, which the parent sends to the node's log file: a failed test shows what the nodes did.
+	srv.ConfigureLogger()
+	srv.Start()
+	if !srv.ReadyForConnections(30 * time.Second) {
+		srv.Shutdown()
+		return fmt.Errorf("node %s on port %d did not become ready within 30s", cfg.Name, cfg.ClientPort)
+	}
+	log.Info("nats cluster node started", "name", cfg.Name, "client", cfg.ClientPort, "cluster", cfg.ClusterPort)
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	eof := make(chan struct{})
+	go func() {
+		// The parent holds the write end of stdin: EOF means it stopped us or died without cleaning up.
+		_, _ = io.Copy(io.Discard, parent)
+		close(eof)
+	}()
+	select {
+	case <-stop:
+	case <-eof:
+	}
+	srv.Shutdown()
+	srv.WaitForShutdown()
+	return nil
+}
+
+// clientURL is the nats:// URL of a node's client port.
+func clientURL(port int) string {
+	return (&url.URL{Scheme: "nats", Host: "127.0.0.1:" + strconv.Itoa(port)}).String()
+}
