@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -29,10 +28,6 @@ const (
 	maxFencedBatch = 500
 	// maxFencedBatchBytes bounds the data of one atomic batch, which the stream leader holds until it commits.
 	maxFencedBatchBytes = 4 << 20
-	// fencedRetries is how often a batch no stream leader answered is sent again before the publish fails.
-	fencedRetries = 5
-	// fencedRetryDelay spaces those attempts: a stream leader being elected takes a few seconds.
-	fencedRetryDelay = time.Second
 )
 
 // errCodeBatchDuplicate is the server's error code for an atomic batch holding a message id it stored already.
@@ -165,30 +160,30 @@ func chunks(msgs []*nats.Msg) [][]*nats.Msg {
 func (f *Fence) publishChunk(ctx context.Context, stream string, chunk []*nats.Msg) error {
 	subject, seq := schemas.FenceSubject(stream), f.seqs[stream]
 	batch := append([]*nats.Msg{withFence(chunk[0], subject, seq)}, chunk[1:]...)
-	for attempt := 1; ; attempt++ {
+	// Sent again while no stream leader answers: a batch stored after all makes the next attempt a duplicate.
+	err := RetryTransient(ctx, func() error {
 		_, err := jetstreamext.PublishMsgBatch(ctx, f.js, batch)
-		switch {
-		case err == nil:
-			return nil
-		case isFenced(err):
-			return fmt.Errorf("publish %d messages to %s: %w", len(chunk), stream, ErrFenced)
-		case hasCode(err, errCodeBatchDuplicate):
-			return f.publishEach(ctx, chunk, subject, seq)
-		case !unansweredPublish(err) || attempt == fencedRetries || ctx.Err() != nil:
-			return fmt.Errorf("publish %d messages to %s: %w", len(chunk), stream, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(fencedRetryDelay):
-		}
+		return err
+	})
+	switch {
+	case err == nil:
+		return nil
+	case isFenced(err):
+		return fmt.Errorf("publish %d messages to %s: %w", len(chunk), stream, ErrFenced)
+	case hasCode(err, errCodeBatchDuplicate):
+		return f.publishEach(ctx, chunk, subject, seq)
+	default:
+		return fmt.Errorf("publish %d messages to %s: %w", len(chunk), stream, err)
 	}
 }
 
 // publishEach stores msgs one at a time, each fenced.
 func (f *Fence) publishEach(ctx context.Context, msgs []*nats.Msg, subject string, seq uint64) error {
 	for _, m := range msgs {
-		_, err := f.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequenceForSubject(seq, subject))
+		err := RetryTransient(ctx, func() error {
+			_, err := f.js.PublishMsg(ctx, m, jetstream.WithExpectLastSequenceForSubject(seq, subject))
+			return err
+		})
 		if isFenced(err) {
 			return fmt.Errorf("publish to %s: %w", m.Subject, ErrFenced)
 		}
@@ -219,11 +214,4 @@ func isFenced(err error) bool {
 func hasCode(err error, code jetstream.ErrorCode) bool {
 	var apiErr *jetstream.APIError
 	return errors.As(err, &apiErr) && apiErr.ErrorCode == code
-}
-
-// unansweredPublish tells a publish no stream leader answered (none elected yet, a lost connection) from one the
-// stream refused.
-func unansweredPublish(err error) bool {
-	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, nats.ErrDisconnected) || errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, jetstream.ErrNoStreamResponse)
 }
