@@ -44,7 +44,11 @@ type node struct {
 // Start runs n nodes under dir (a store and a log file per node) and returns once every node reports healthy
 // and the cluster has a JetStream meta leader. On error nothing it started is left running. The caller stops
 // the cluster with Stop.
-func Start(ctx context.Context, dir string, n int) (*Cluster, error) {
+func Start(ctx context.Context, dir string, n int, opts ...Option) (*Cluster, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if os.Getenv(envNode) != "" {
 		// A node process got here: its main did not call RunNodeIfAsked first, and would start clusters of its own.
 		return nil, errors.New("natscluster: RunNodeIfAsked must be called first in main or TestMain")
@@ -72,7 +76,7 @@ func Start(ctx context.Context, dir string, n int) (*Cluster, error) {
 		}
 		c.nodes = append(c.nodes, &node{
 			cfg: nodeConfig{Name: nodeName(i), StoreDir: filepath.Join(nodeDir, "jetstream"),
-				ClientPort: ports[3*i], ClusterPort: ports[3*i+1], HTTPPort: ports[3*i+2], RoutePorts: routes},
+				ClientPort: ports[3*i], ClusterPort: ports[3*i+1], HTTPPort: ports[3*i+2], RoutePorts: routes, TLS: o.tls},
 			logPath: filepath.Join(nodeDir, "node.log"),
 		})
 	}
@@ -89,15 +93,31 @@ func Start(ctx context.Context, dir string, n int) (*Cluster, error) {
 	return c, nil
 }
 
+// Option changes how Start runs the nodes.
+type Option func(*options)
+
+type options struct {
+	tls *TLSFiles
+}
+
+// WithTLS has every node require TLS of its clients, with files' certificate, and run its routes over TLS
+// verified both ways.
+func WithTLS(files TLSFiles) Option { return func(o *options) { o.tls = &files } }
+
 // ForTest starts a cluster of n nodes in a temporary directory of t and stops it when t ends, failing t
 // when it cannot start. On failure t's log gets the nodes' logs.
-func ForTest(t testing.TB, n int) *Cluster {
+func ForTest(t testing.TB, n int, opts ...Option) *Cluster {
 	t.Helper()
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), ReadyTimeout)
 	defer cancel()
-	c, err := Start(ctx, dir, n)
+	c, err := Start(ctx, dir, n, opts...)
 	if err != nil {
+		for i := range n {
+			if data, readErr := os.ReadFile(filepath.Join(dir, nodeName(i), "node.log")); readErr == nil {
+				t.Logf("%s log:\n%s", nodeName(i), data)
+			}
+		}
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -31,6 +31,8 @@ type nodeConfig struct {
 	ClusterPort int    `json:"clusterPort"`
 	HTTPPort    int    `json:"httpPort"`
 	RoutePorts  []int  `json:"routePorts"`
+	// TLS, when set, is required of clients and routes.
+	TLS *TLSFiles `json:"tls,omitempty"`
 }
 
 // RunNodeIfAsked runs a cluster node and exits when this process was started as one by Start, and returns at
@@ -62,7 +64,7 @@ func runNode(raw string, parent io.Reader, log *slog.Logger) error {
 		}
 		routes += "nats://127.0.0.1:" + strconv.Itoa(p)
 	}
-	srv, err := server.NewServer(&server.Options{
+	opts := &server.Options{
 		ServerName: cfg.Name,
 		Host:       "127.0.0.1",
 		Port:       cfg.ClientPort,
@@ -75,7 +77,25 @@ func runNode(raw string, parent io.Reader, log *slog.Logger) error {
 		Routes:     server.RoutesFromStr(routes),
 		NoSigs:     true,
 		Logtime:    true,
-	})
+	}
+	if cfg.TLS != nil {
+		var err error
+		files := &server.TLSConfigOpts{CertFile: cfg.TLS.CertFile, KeyFile: cfg.TLS.KeyFile, CaFile: cfg.TLS.CAFile}
+		if opts.TLSConfig, err = server.GenTLSConfig(files); err != nil {
+			return fmt.Errorf("node %s: client TLS: %w", cfg.Name, err)
+		}
+		opts.TLS, opts.TLSTimeout = true, 5
+		// Routes verify each other's certificate both ways.
+		routeFiles := *files
+		routeFiles.Verify = true
+		if opts.Cluster.TLSConfig, err = server.GenTLSConfig(&routeFiles); err != nil {
+			return fmt.Errorf("node %s: route TLS: %w", cfg.Name, err)
+		}
+		// A route dials its peers as a client: it trusts the same CA it verifies them by.
+		opts.Cluster.TLSConfig.RootCAs = opts.Cluster.TLSConfig.ClientCAs
+		opts.Cluster.TLSTimeout = 5
+	}
+	srv, err := server.NewServer(opts)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", cfg.Name, err)
 	}
