@@ -207,6 +207,7 @@ func TestChartRefusesADurationWithoutAUnit(t *testing.T) {
 		{set: "placer.heartbeatTimeout=thirty", wantErr: `placer.heartbeatTimeout: "thirty" is no duration`},
 		{set: "placer.failedApplyRetry=90s"},
 		{set: "placer.pendingTimeout=1h30m"},
+		{set: "placer.leaseTTL=15", wantErr: `placer.leaseTTL: "15" is no duration`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.set, func(t *testing.T) {

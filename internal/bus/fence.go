@@ -102,10 +102,10 @@ func (r *FenceRead) Take(ctx context.Context, leader *schemas.PlacerLeader) (*Fe
 	return f, nil
 }
 
-// PublishMsgs stores msgs, each with its Nats-Msg-Id header set and stamped with the leadership's name, in order within each stream and all or nothing per
-// atomic batch, while the fence holds; it fails with ErrFenced, storing nothing more, once it does not. A batch
-// holding a message stored already (a batch sent again) is sent one message at a time, each fenced, so the
-// stored ones are dropped as duplicates and the rest stored.
+// PublishMsgs stores msgs (each with its Nats-Msg-Id header set), stamped with the leadership's name, in order
+// within each stream and all or nothing per atomic batch, while the fence holds; it fails with ErrFenced,
+// storing nothing more, once it does not. A batch holding a message stored already (a batch sent again) is sent
+// one message at a time, each fenced, so the stored ones are dropped as duplicates and the rest stored.
 func (f *Fence) PublishMsgs(ctx context.Context, msgs []*nats.Msg) error {
 	byStream := map[string][]*nats.Msg{}
 	for _, m := range msgs {

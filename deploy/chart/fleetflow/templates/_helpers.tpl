@@ -42,7 +42,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- fail "nats.streamReplicas must be 1 to 5" -}}
 {{- end -}}
 {{- /* A duration without a unit (failedApplyRetry: 300) renders, and fleetflow run then refuses its flag at every start. */}}
-{{- $durations := dict "placer.heartbeatTimeout" .Values.placer.heartbeatTimeout "placer.pendingTimeout" .Values.placer.pendingTimeout "placer.reservationTTL" .Values.placer.reservationTTL "placer.failedApplyRetry" .Values.placer.failedApplyRetry "placer.statePruneGrace" .Values.placer.statePruneGrace -}}
+{{- $durations := dict "placer.heartbeatTimeout" .Values.placer.heartbeatTimeout "placer.pendingTimeout" .Values.placer.pendingTimeout "placer.reservationTTL" .Values.placer.reservationTTL "placer.failedApplyRetry" .Values.placer.failedApplyRetry "placer.statePruneGrace" .Values.placer.statePruneGrace "placer.leaseTTL" .Values.placer.leaseTTL -}}
 {{- range $name := keys $durations | sortAlpha -}}
 {{- $value := toString (get $durations $name) -}}
 {{- if not (regexMatch "^([0-9]+(\\.[0-9]*)?(ns|us|µs|ms|s|m|h))+$" $value) -}}
