@@ -508,10 +508,14 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log
 	}
 	pruner := newStatePruner(stateStream, grace, log)
 	go pruner.run(ctx)
-	// Waited for, so no tick of this leadership is sent after it ended.
+	// Stopped and waited for when the leadership ends, so none of its ticks is sent after.
+	tickCtx, stopTicks := context.WithCancel(ctx)
 	var ticking sync.WaitGroup
-	defer ticking.Wait()
-	ticking.Go(func() { publishTicks(ctx, publisher, cfg.Settings(), name, log) })
+	defer func() {
+		stopTicks()
+		ticking.Wait()
+	}()
+	ticking.Go(func() { publishTicks(tickCtx, publisher, cfg.Settings(), name, log) })
 	floor := &atomic.Uint64{}
 	go followAckFloor(ctx, consumer, PlacerTickInterval, floor, log)
 	flush := func(ctx context.Context) error {
