@@ -36,9 +36,9 @@ type victim struct {
 }
 
 // TestNodeKilledMidBurst kills a NATS node with SIGKILL after a third of a burst of workloads has been submitted
-// and starts it again after two thirds: a node no stream of the pipeline's path is led by, or the node that
+// and starts it again after two thirds: a node no stream of the pipeline's path is led by, the node that
 // leads the decisions stream (its replicas elect a new leader while the placer publishes and the appliers
-// consume). Every workload is placed exactly once, applied once, and the run converges.
+// consume), or the meta leader. Every workload is placed exactly once, applied once, and the run converges.
 func TestNodeKilledMidBurst(t *testing.T) {
 	tests := []victim{
 		{"follower", func(t *testing.T, e *e2eenv.Env, c *natscluster.Cluster) int {
@@ -74,6 +74,15 @@ func TestNodeKilledMidBurst(t *testing.T) {
 		}},
 		{"decisions leader", func(t *testing.T, e *e2eenv.Env, c *natscluster.Cluster) int {
 			return streamLeader(t, e, c, schemas.StreamDecisions)
+		}},
+		{"meta leader", func(t *testing.T, _ *e2eenv.Env, c *natscluster.Cluster) int {
+			// The JetStream meta group's leader: stream and consumer changes (the placer's lease bucket, a
+			// consumer recreated) wait for a new one.
+			meta, err := c.MetaLeader(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return meta
 		}},
 	}
 	for i, tt := range tests {
