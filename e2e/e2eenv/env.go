@@ -21,6 +21,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/consumers/placer"
+	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
@@ -72,6 +73,8 @@ type Options struct {
 	NATS string
 	// StreamReplicas is the streams' replication factor on NATS.
 	StreamReplicas int
+	// NATSAuth is how the pipeline reaches NATS (its TLS CA, for one): every part's connection uses it.
+	NATSAuth bus.ClientAuth
 }
 
 // Env is one test's view of the fleet plus a running pipeline.
@@ -149,7 +152,7 @@ func New(t *testing.T, opts Options) *Env {
 	if opts.StreamReplicas > 0 {
 		streamOpts.Replicas = opts.StreamReplicas
 	}
-	busOpts := app.BusOptions{URL: opts.NATS, DataDir: t.TempDir(), Streams: streamOpts}
+	busOpts := app.BusOptions{URL: opts.NATS, DataDir: t.TempDir(), Streams: streamOpts, Auth: opts.NATSAuth}
 	if opts.NATSUsers {
 		var names []string
 		for _, c := range e.Spec.Clusters {

@@ -15,6 +15,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers/audit"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/e2e/scenarios"
+	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/internal/natscluster"
@@ -93,10 +94,15 @@ func TestNodeKilledMidBurst(t *testing.T) {
 }
 
 func runBurst(t *testing.T, ns string, v victim) {
-	nats := natscluster.ForTest(t, 3)
+	// Over TLS, clients and routes, as production clusters run.
+	certs, err := natscluster.GenerateTLS(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nats := natscluster.ForTest(t, 3, natscluster.WithTLS(certs))
 	e := e2eenv.New(t, e2eenv.Options{FleetFile: fleetFile, CRDFiles: []string{"testdata/crds/pytorchjobs.yaml"},
 		PolicyFiles: []string{"testdata/policies/binpack.yaml"}, CleanKinds: []schema.GroupVersionKind{scenarios.PyTorchJobKind},
-		NATS: nats.ClientURLs(), StreamReplicas: 3})
+		NATS: nats.ClientURLs(), StreamReplicas: 3, NATSAuth: bus.ClientAuth{TLSCAFile: certs.CAFile}})
 	ctx := t.Context()
 
 	// A client that is not rate limited, so the burst is a burst.
