@@ -90,8 +90,7 @@ func (r *publishResult) publish(async AsyncEventPublisher, o outgoing) {
 	event, err := codec.NewEvent(o.eventType, schemas.SourcePlacer, o.subject, o.id, o.payload)
 	if err == nil && async == nil {
 		var msg *nats.Msg
-		if msg, err = bus.Encode(o.subject, event); err == nil {
-			msg.Header.Set(jetstream.MsgIDHeader, o.id)
+		if msg, err = bus.EncodeWithID(o.subject, event); err == nil {
 			r.msgs = append(r.msgs, msg)
 			return
 		}

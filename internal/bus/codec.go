@@ -10,6 +10,7 @@ import (
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Binary content mode: CloudEvents attributes travel as ce- headers, the data as the message body.
@@ -51,6 +52,17 @@ func Encode(subject string, e cloudevents.Event) (*nats.Msg, error) {
 		msg.Header.Set(headerPrefix+name, fmt.Sprint(value))
 	}
 	msg.Data = e.Data()
+	return msg, nil
+}
+
+// EncodeWithID is Encode with the event's id as the message's Nats-Msg-Id, as the streams store fleetflow's
+// events: a second publish of the same event within the duplicate window is dropped.
+func EncodeWithID(subject string, e cloudevents.Event) (*nats.Msg, error) {
+	msg, err := Encode(subject, e)
+	if err != nil {
+		return nil, err
+	}
+	msg.Header.Set(jetstream.MsgIDHeader, e.ID())
 	return msg, nil
 }
 

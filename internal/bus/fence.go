@@ -85,12 +85,12 @@ func (r *FenceRead) Take(ctx context.Context, leader *schemas.PlacerLeader) (*Fe
 		if err != nil {
 			return nil, err
 		}
-		msg, err := Encode(subject, e)
+		msg, err := EncodeWithID(subject, e)
 		if err != nil {
 			return nil, err
 		}
 		msg.Header.Set(schemas.HeaderPlacer, leader.Placer)
-		ack, err := r.js.PublishMsg(ctx, msg, jetstream.WithMsgID(id), jetstream.WithExpectLastSequencePerSubject(last))
+		ack, err := r.js.PublishMsg(ctx, msg, jetstream.WithExpectLastSequencePerSubject(last))
 		if isFenced(err) {
 			return nil, fmt.Errorf("record leadership on %s: %w", subject, ErrFenced)
 		}

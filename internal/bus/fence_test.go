@@ -40,10 +40,9 @@ func verdictMsgs(t *testing.T, prefix string, n int) []*nats.Msg {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if msgs[i], err = bus.Encode(subject, e); err != nil {
+		if msgs[i], err = bus.EncodeWithID(subject, e); err != nil {
 			t.Fatal(err)
 		}
-		msgs[i].Header.Set(jetstream.MsgIDHeader, e.ID())
 	}
 	return msgs
 }

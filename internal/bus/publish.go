@@ -49,13 +49,13 @@ func (p *Publisher) LastStored(ctx context.Context, stream, subject string) (uin
 // why a publish that fails transiently (a replicated stream electing a leader) is retried here: if the first
 // attempt was stored after all, the retry is acknowledged as a duplicate.
 func (p *Publisher) Publish(ctx context.Context, subject string, e cloudevents.Event) (*jetstream.PubAck, error) {
-	msg, err := Encode(subject, e)
+	msg, err := EncodeWithID(subject, e)
 	if err != nil {
 		return nil, err
 	}
 	var ack *jetstream.PubAck
 	err = RetryTransient(ctx, func() (err error) {
-		ack, err = p.js.PublishMsg(ctx, msg, jetstream.WithMsgID(e.ID()))
+		ack, err = p.js.PublishMsg(ctx, msg)
 		return err
 	})
 	if err != nil {
@@ -69,11 +69,11 @@ func (p *Publisher) Publish(ctx context.Context, subject string, e cloudevents.E
 // PublishAsync stores e on subject without waiting: the future reports the stream's acknowledgement or
 // the error. Like Publish, the event id is the Nats-Msg-Id. Callers bound how many they leave pending.
 func (p *Publisher) PublishAsync(subject string, e cloudevents.Event) (jetstream.PubAckFuture, error) {
-	msg, err := Encode(subject, e)
+	msg, err := EncodeWithID(subject, e)
 	if err != nil {
 		return nil, err
 	}
-	future, err := p.js.PublishMsgAsync(msg, jetstream.WithMsgID(e.ID()))
+	future, err := p.js.PublishMsgAsync(msg)
 	if err != nil {
 		observe.PublishErrors.WithLabelValues(e.Type()).Inc()
 		return nil, fmt.Errorf("publish %s %q to %s: %w", e.Type(), e.ID(), subject, err)

@@ -266,11 +266,10 @@ func (p fencedPublisher) PublishMsgs(ctx context.Context, msgs []*nats.Msg) erro
 
 // Publish implements placer.EventPublisher, fenced like PublishMsgs.
 func (p fencedPublisher) Publish(ctx context.Context, subject string, e cloudevents.Event) (*jetstream.PubAck, error) {
-	msg, err := bus.Encode(subject, e)
+	msg, err := bus.EncodeWithID(subject, e)
 	if err != nil {
 		return nil, err
 	}
-	msg.Header.Set(jetstream.MsgIDHeader, e.ID())
 	if err := p.PublishMsgs(ctx, []*nats.Msg{msg}); err != nil {
 		return nil, err
 	}

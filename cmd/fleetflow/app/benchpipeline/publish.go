@@ -53,11 +53,11 @@ func (p *asyncPublisher) close() { p.nc.Close() }
 
 // publishEvent encodes o in binary content mode with its id as Nats-Msg-Id, exactly as bus.Publisher does.
 func (p *asyncPublisher) publishEvent(ctx context.Context, o outgoing) error {
-	msg, err := bus.Encode(o.subject, o.event)
+	msg, err := bus.EncodeWithID(o.subject, o.event)
 	if err != nil {
 		return err
 	}
-	return p.publish(ctx, msg, jetstream.WithMsgID(o.event.ID()))
+	return p.publish(ctx, msg)
 }
 
 // publish sends msg without waiting for its acknowledgement, waiting only while maxInFlight are pending.
