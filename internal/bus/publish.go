@@ -30,18 +30,29 @@ func (p *Publisher) LastStored(ctx context.Context, stream, subject string) (uin
 	if err != nil {
 		return 0, fmt.Errorf("stream %s: %w", stream, err)
 	}
+	msg, err := LastMessage(ctx, s, subject)
+	if err != nil || msg == nil {
+		return 0, err
+	}
+	return msg.Sequence, nil
+}
+
+// LastMessage is stream's last message on subject, nil when it holds none. A read failing while the stream
+// elects a leader is retried: the handlers that ask would otherwise fail and wait for a redelivery, or, when the
+// nak is lost with the old leader, for the whole ack wait.
+func LastMessage(ctx context.Context, stream jetstream.Stream, subject string) (*jetstream.RawStreamMsg, error) {
 	var msg *jetstream.RawStreamMsg
-	err = RetryTransient(ctx, func() (err error) {
-		msg, err = s.GetLastMsgForSubject(ctx, subject)
+	err := RetryTransient(ctx, func() (err error) {
+		msg, err = stream.GetLastMsgForSubject(ctx, subject)
 		return err
 	})
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return 0, nil
+		return nil, nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("last message on %s in %s: %w", subject, stream, err)
+		return nil, fmt.Errorf("last message on %s in %s: %w", subject, stream.CachedInfo().Config.Name, err)
 	}
-	return msg.Sequence, nil
+	return msg, nil
 }
 
 // Publish stores e on subject. The event id is the Nats-Msg-Id, so publishing the same content twice

@@ -784,7 +784,7 @@ func restoreStatusWriter(ctx context.Context, b *Bus, writer *status.StatusWrite
 // out) holds none.
 func Superseded(stream jetstream.Stream) func(ctx context.Context, subject string, seq uint64) (bool, error) {
 	return func(ctx context.Context, subject string, seq uint64) (bool, error) {
-		last, err := lastMessage(ctx, stream, subject)
+		last, err := bus.LastMessage(ctx, stream, subject)
 		return last != nil && last.Sequence > seq, err
 	}
 }
@@ -802,7 +802,7 @@ func latestDecision(stream jetstream.Stream) func(ctx context.Context, subject s
 // such), which gives a reader nothing newer to go by.
 func lastPayload[T schemas.Payload](ctx context.Context, stream jetstream.Stream, subject string) (T, uint64, error) {
 	var zero T
-	msg, err := lastMessage(ctx, stream, subject)
+	msg, err := bus.LastMessage(ctx, stream, subject)
 	if err != nil || msg == nil {
 		return zero, 0, err
 	}
@@ -819,24 +819,6 @@ func lastPayload[T schemas.Payload](ctx context.Context, stream jetstream.Stream
 		return zero, 0, nil
 	}
 	return typed, msg.Sequence, nil
-}
-
-// lastMessage is stream's last message on subject, nil when it holds none. A read failing while the stream
-// elects a leader is retried: the handlers that ask would otherwise fail and wait for a redelivery, or, when the
-// nak is lost with the old leader, for the whole ack wait.
-func lastMessage(ctx context.Context, stream jetstream.Stream, subject string) (*jetstream.RawStreamMsg, error) {
-	var msg *jetstream.RawStreamMsg
-	err := bus.RetryTransient(ctx, func() (err error) {
-		msg, err = stream.GetLastMsgForSubject(ctx, subject)
-		return err
-	})
-	if errors.Is(err, jetstream.ErrMsgNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("last message on %s in %s: %w", subject, stream.CachedInfo().Config.Name, err)
-	}
-	return msg, nil
 }
 
 // RunClusterProducer runs the producer of one workload cluster until ctx is done. Besides kinds, it reports

@@ -209,7 +209,7 @@ func (s *statePruner) pruneNode(ctx context.Context, n schemas.NodeDeleted) (boo
 // the prune began goes: a Cluster registered again meanwhile keeps everything stored after its registration.
 func (s *statePruner) pruneCluster(ctx context.Context, cluster string) (bool, error) {
 	spec := schemas.ClusterSpecSubject(cluster)
-	last, err := lastMessage(ctx, s.stream, spec)
+	last, err := bus.LastMessage(ctx, s.stream, spec)
 	if err != nil || (last != nil && eventType(last) != schemas.TypeClusterDeleted) {
 		return false, err
 	}
@@ -252,7 +252,7 @@ func (s *statePruner) pruneCluster(ctx context.Context, cluster string) (bool, e
 // pruneLast removes subject's last message when gone says it may go, and nothing stored after it: a message
 // stored since belongs to whatever came after. It reports whether it removed the message.
 func (s *statePruner) pruneLast(ctx context.Context, subject string, gone func(*jetstream.RawStreamMsg) bool) (bool, error) {
-	msg, err := lastMessage(ctx, s.stream, subject)
+	msg, err := bus.LastMessage(ctx, s.stream, subject)
 	if err != nil || msg == nil || !gone(msg) {
 		return false, err
 	}
