@@ -111,19 +111,7 @@ func TestPlacerRestartLosesNothing(t *testing.T) {
 
 func countDecisions(t *testing.T, e *e2eenv.Env) uint64 {
 	t.Helper()
-	stream, err := e.Bus.JetStream.Stream(t.Context(), schemas.StreamDecisions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := stream.Info(t.Context(), jetstream.WithSubjectFilter(schemas.SubjectClusterDecisions))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var n uint64
-	for _, count := range info.State.Subjects {
-		n += count
-	}
-	return n
+	return e2eenv.Total(e2eenv.ClusterDecisions(t, e.Bus.JetStream))
 }
 
 // allDecisions reads every decision in the decisions stream.

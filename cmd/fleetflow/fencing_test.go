@@ -112,7 +112,7 @@ func TestPlacerPausedPastItsLeaseStoresNothing(t *testing.T) {
 	e2eenv.Eventually(t, e2eenv.Settle, "the first placer standing by", first.leads(t, false))
 	submitted.Wait()
 	e2eenv.Eventually(t, e2eenv.Settle, "every workload decided", func() bool { return decided(t, b) == count })
-	if stored := decisionsStored(t, b); stored != count {
+	if stored := e2eenv.Total(e2eenv.ClusterDecisions(t, b.JetStream)); stored != count {
 		t.Errorf("%d decisions stored for %d workloads, want one each", stored, count)
 	}
 
@@ -225,27 +225,4 @@ func (p *placerProcess) log(t *testing.T) string {
 }
 
 // decided counts the workloads with a decision in the decisions stream.
-func decided(t *testing.T, b *app.Bus) int { return len(decisionSubjects(t, b)) }
-
-// decisionsStored counts the decisions in the decisions stream.
-func decisionsStored(t *testing.T, b *app.Bus) int {
-	n := 0
-	for _, c := range decisionSubjects(t, b) {
-		n += int(c)
-	}
-	return n
-}
-
-// decisionSubjects counts the decisions on each decision subject (one per workload and cluster).
-func decisionSubjects(t *testing.T, b *app.Bus) map[string]uint64 {
-	t.Helper()
-	s, err := b.JetStream.Stream(t.Context(), schemas.StreamDecisions)
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := s.Info(t.Context(), jetstream.WithSubjectFilter(schemas.SubjectClusterDecisions))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return info.State.Subjects
-}
+func decided(t *testing.T, b *app.Bus) int { return len(e2eenv.ClusterDecisions(t, b.JetStream)) }

@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/internal/bus"
@@ -461,4 +463,28 @@ func EventsAbout(t *testing.T, clients *kube.Clients, namespace string, uid type
 	}
 	slices.SortStableFunc(out, func(a, b eventsv1.Event) int { return a.EventTime.Compare(b.EventTime.Time) })
 	return out
+}
+
+// ClusterDecisions counts the decisions the decisions stream holds on each decision subject (a workload and a
+// cluster), leaving out the placers' leadership records.
+func ClusterDecisions(t *testing.T, js jetstream.JetStream) map[string]uint64 {
+	t.Helper()
+	stream, err := js.Stream(t.Context(), schemas.StreamDecisions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := stream.Info(t.Context(), jetstream.WithSubjectFilter(schemas.SubjectClusterDecisions))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Subjects
+}
+
+// Total sums counts.
+func Total(counts map[string]uint64) uint64 {
+	var n uint64
+	for _, c := range counts {
+		n += c
+	}
+	return n
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/consumers/placer"
+	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/logbuf"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/streams"
@@ -155,17 +156,7 @@ func TestPlacerStartedOverKeepsAPrunedWorkloadGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Decisions proper, not the leadership records a placer starting over appends to the fence subject.
-	decided := func() uint64 {
-		info, err := decisions.Info(ctx, jetstream.WithSubjectFilter(schemas.SubjectClusterDecisions))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n uint64
-		for _, count := range info.State.Subjects {
-			n += count
-		}
-		return n
-	}
+	decided := func() uint64 { return e2eenv.Total(e2eenv.ClusterDecisions(t, b.JetStream)) }
 	decidedBefore := decided()
 	eventually(t, "the duplicate window passed since the last decision", func() bool {
 		return time.Since(before.State.LastTime) > 2*opts.DuplicateWindow
