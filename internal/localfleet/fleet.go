@@ -700,6 +700,23 @@ func (f *Fleet) StopCluster(ctx context.Context, name string) error {
 	return nil
 }
 
+// KillCluster stops one cluster's apiserver with SIGKILL, as a crash would, and waits until it is gone. Like
+// StopCluster, its exit is not reported through Exited, and StartCluster brings it back.
+func (f *Fleet) KillCluster(name string) error {
+	c, ok := f.Cluster(name)
+	if !ok {
+		return fmt.Errorf("local fleet: kill cluster %q: no such cluster in %s", name, f.Dir)
+	}
+	if c.proc == nil {
+		return fmt.Errorf("local fleet: kill cluster %q: its apiserver was not started by this process", name)
+	}
+	c.proc.stopRequested.Store(true)
+	if err := c.proc.kill(); err != nil {
+		return fmt.Errorf("local fleet: kill cluster %q: %w", name, err)
+	}
+	return nil
+}
+
 // StartCluster starts again the apiserver of a cluster that StopCluster stopped, as a cluster comes back after
 // an outage: on the same port, with the same serving certificate and the same data, so every client of the
 // cluster reaches it as before. It returns once the apiserver is ready.

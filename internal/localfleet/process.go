@@ -104,12 +104,18 @@ func (p *process) stop(ctx context.Context, grace time.Duration) error {
 	case <-timer.C:
 	case <-ctx.Done():
 	}
+	return p.kill()
+}
+
+// kill sends SIGKILL to the process group at once and waits until the process is reaped.
+func (p *process) kill() error {
+	defer func() { _ = os.Remove(p.pidPath) }()
 	signalGroup(p.pid, syscall.SIGKILL)
 	select {
 	case <-p.exited:
 		return nil
 	case <-time.After(10 * time.Second):
-		return fmt.Errorf("stop %s (pid %d): still running 10s after SIGKILL", p.name, p.pid)
+		return fmt.Errorf("kill %s (pid %d): still running 10s after SIGKILL", p.name, p.pid)
 	}
 }
 

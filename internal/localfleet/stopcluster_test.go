@@ -109,3 +109,29 @@ func TestStartClusterRefusesWhatStopClusterDidNotStop(t *testing.T) {
 		}
 	}
 }
+
+// TestKillClusterKillsAtOnceAndIsNoCrash: KillCluster ends the apiserver with SIGKILL, as a crash would (no
+// SIGTERM first to shut down cleanly on), reports no crash through Exited, and leaves the rest running.
+func TestKillClusterKillsAtOnceAndIsNoCrash(t *testing.T) {
+	f := fakeFleet(t, "east", "west")
+	east, _ := f.Cluster("east")
+	if err := f.KillCluster("east"); err != nil {
+		t.Fatal(err)
+	}
+	if got := east.proc.waitErr; got == nil || got.Error() != "signal: killed" {
+		t.Errorf("east's apiserver ended with %v, want signal: killed", got)
+	}
+	for _, pid := range []int{f.etcd.pid, f.ControlPlane.PID} {
+		if !ProcessAlive(pid) {
+			t.Errorf("pid %d stopped along with east", pid)
+		}
+	}
+	select {
+	case <-f.Exited():
+		t.Errorf("east's kill was reported as a crash: %v", f.ExitErr())
+	default:
+	}
+	if err := f.KillCluster("north"); err == nil || !strings.Contains(err.Error(), `"north"`) {
+		t.Errorf("KillCluster(north) = %v, want an error naming the cluster", err)
+	}
+}
