@@ -280,7 +280,7 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[AnnotationDecisionSequence] = sequenceAnnotation(decided)
+	annotations[AnnotationDecisionSequence] = SequenceAnnotation(decided)
 	if generation := objects.GenerationOf(decided.Object); generation > 0 {
 		annotations[schemas.AnnotationSourceGeneration] = strconv.FormatInt(generation, 10)
 	}
@@ -404,8 +404,9 @@ func (a *Applier) checkOwnership(existing *unstructured.Unstructured, ref schema
 		ref, a.Cluster, LabelManagedBy))
 }
 
-// sequenceAnnotation records a decision's place: "<epoch>/<sequence>", or the sequence alone without an epoch.
-func sequenceAnnotation(d *schemas.PlacementDecided) string {
+// SequenceAnnotation is the AnnotationDecisionSequence a copy carries once d is applied: "<epoch>/<sequence>",
+// or the sequence alone without an epoch.
+func SequenceAnnotation(d *schemas.PlacementDecided) string {
 	return contract.StreamPlace{Epoch: d.Epoch, Seq: d.Sequence}.Mark()
 }
 

@@ -40,9 +40,9 @@ func TestStaleDecisionsAreJudgedWithinOneEpoch(t *testing.T) {
 				t.Errorf("stale = %t, want %t", got, tc.stale)
 			}
 			// What the applier writes for a decision is judged not stale for that same decision.
-			obj.SetAnnotations(map[string]string{AnnotationDecisionSequence: sequenceAnnotation(&tc.decision)})
+			obj.SetAnnotations(map[string]string{AnnotationDecisionSequence: SequenceAnnotation(&tc.decision)})
 			if stale(obj, &tc.decision) {
-				t.Errorf("a decision is stale against its own annotation %q", sequenceAnnotation(&tc.decision))
+				t.Errorf("a decision is stale against its own annotation %q", SequenceAnnotation(&tc.decision))
 			}
 		})
 	}

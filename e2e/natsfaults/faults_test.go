@@ -317,19 +317,11 @@ func checkExactlyOnce(t *testing.T, e *e2eenv.Env, ns string, n int, name func(i
 			t.Errorf("%s: copy on %v, but decided for %s", job, copies[job], d.Cluster)
 			continue
 		}
-		if want := sequenceMark(d); mark != want {
+		if want := applier.SequenceAnnotation(d); mark != want {
 			t.Errorf("%s: copy carries decision %q, want %q", job, mark, want)
 		}
 		if got := h.outcomes[d.DecisionID]; got != 1 {
 			t.Errorf("%s: decision %s has %d Applied outcomes stored, want 1", job, d.DecisionID, got)
 		}
 	}
-}
-
-// sequenceMark is the decision-sequence annotation an applier writes for d: "<epoch>/<sequence>".
-func sequenceMark(d *schemas.PlacementDecided) string {
-	if d.Epoch == "" {
-		return strconv.FormatUint(d.Sequence, 10)
-	}
-	return d.Epoch + "/" + strconv.FormatUint(d.Sequence, 10)
 }
