@@ -21,6 +21,7 @@ import (
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/natscluster"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/codec"
 	"github.com/fleetflow/fleetflow/schemas/eventtest"
@@ -32,6 +33,7 @@ import (
 const runAsFleetflow = "FLEETFLOW_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
+	natscluster.RunNodeIfAsked()
 	if os.Getenv(runAsFleetflow) == "1" {
 		main()
 		os.Exit(0)

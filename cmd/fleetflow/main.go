@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
+
+	"github.com/fleetflow/fleetflow/internal/natscluster"
 )
 
 // commandFactories is filled by init functions of the subcommand files.
@@ -124,6 +126,8 @@ func exitCode(err error) int {
 }
 
 func main() {
+	// fleetflow chaos runs its NATS nodes as this executable re-run.
+	natscluster.RunNodeIfAsked()
 	if err := newRootCommand().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "fleetflow:", err)
 		os.Exit(exitCode(err))
