@@ -87,16 +87,7 @@ func TestChartsGrantWhatFleetflowNeeds(t *testing.T) {
 		a := source.GetAnnotations()
 		return active == 2 && a[schemas.AnnotationCluster] == "cluster-a" && a[schemas.AnnotationPhase] == "Running"
 	})
-	clusterKind := schema.GroupVersionKind{Group: "fleetflow.io", Version: "v1alpha1", Kind: "Cluster"}
-	e2eenv.Eventually(t, e2eenv.Settle, "cluster-a shown Ready", func() bool {
-		conditions, _, _ := unstructured.NestedSlice(e2eenv.Get(t, e.ControlPlane, clusterKind, "", "cluster-a").Object, "status", "conditions")
-		for _, c := range conditions {
-			if c, ok := c.(map[string]any); ok && c["type"] == "Ready" && c["status"] == "True" {
-				return true
-			}
-		}
-		return false
-	})
+	e2eenv.Eventually(t, e2eenv.Settle, "cluster-a shown Ready", func() bool { return clusterReady(t, e.ControlPlane, "cluster-a") })
 
 	if err := e.ControlPlane.Dynamic.Resource(gvr).Namespace("team-chart").Delete(ctx, job.GetName(), metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
@@ -142,4 +133,17 @@ func installChart(t *testing.T, c *kube.Clients, objs []*unstructured.Unstructur
 	if err := c.Apply(t.Context(), e2eenv.FieldManager, objs...); err != nil {
 		t.Fatalf("install the chart's objects: %v", err)
 	}
+}
+
+// clusterReady reports whether the control plane shows the Cluster name Ready.
+func clusterReady(t *testing.T, controlPlane *kube.Clients, name string) bool {
+	t.Helper()
+	clusterKind := schema.GroupVersionKind{Group: "fleetflow.io", Version: "v1alpha1", Kind: "Cluster"}
+	conditions, _, _ := unstructured.NestedSlice(e2eenv.Get(t, controlPlane, clusterKind, "", name).Object, "status", "conditions")
+	for _, c := range conditions {
+		if c, ok := c.(map[string]any); ok && c["type"] == "Ready" && c["status"] == "True" {
+			return true
+		}
+	}
+	return false
 }

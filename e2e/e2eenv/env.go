@@ -132,7 +132,7 @@ func New(t *testing.T, opts Options) *Env {
 			t.Fatal(err)
 		}
 		if opts.ClusterAs.UserName != "" {
-			kubeconfig = impersonating(t, kubeconfig, opts.ClusterAs)
+			kubeconfig = Impersonating(t, kubeconfig, opts.ClusterAs)
 		}
 		if err := app.RegisterCluster(ctx, e.ControlPlane, c.Name, kubeconfig, c.Labels, c.Taints, FieldManager); err != nil {
 			t.Fatal(err)
@@ -233,8 +233,8 @@ func (e *Env) Restart(meanwhile func()) {
 	e.start(context.Background())
 }
 
-// impersonating rewrites a kubeconfig so that every user in it acts as as.
-func impersonating(t *testing.T, kubeconfig []byte, as rest.ImpersonationConfig) []byte {
+// Impersonating rewrites a kubeconfig so that every user in it acts as as.
+func Impersonating(t *testing.T, kubeconfig []byte, as rest.ImpersonationConfig) []byte {
 	t.Helper()
 	cfg, err := clientcmd.Load(kubeconfig)
 	if err != nil {
