@@ -33,7 +33,11 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 	if err := p.waitSourced(ctx, js, stream); err != nil {
 		return err
 	}
-	if err := p.setReplayFloor(ctx, js, stream); err != nil {
+	copied, err := sourcedThrough(ctx, stream)
+	if err != nil {
+		return err
+	}
+	if err := p.setReplayFloor(ctx, js, copied[schemas.StreamEvents]); err != nil {
 		return err
 	}
 	p.ctrl.BeginRebuild(time.Now())
@@ -66,11 +70,15 @@ func (p *Placer) Rebuild(ctx context.Context, js jetstream.JetStream) error {
 		}
 		messages.Stop()
 	}
+	uncopied, err := p.readUncopied(ctx, js, copied)
+	if err != nil {
+		return err
+	}
 	caughtUp, err := p.catchUpFromHistory(ctx, js)
 	if err != nil {
 		return err
 	}
-	return p.finishRebuild(ctx, time.Now(), streamHistory{ctx: ctx, js: js}, read, caughtUp)
+	return p.finishRebuild(ctx, time.Now(), streamHistory{ctx: ctx, js: js}, read+uncopied, caughtUp)
 }
 
 // finishRebuild has the controller end, at at, the rebuild of a view read from messages of the state stream
@@ -247,17 +255,7 @@ func (p *Placer) logCaughtUp(subject string, seq uint64) {
 // were delivered again. The server records how far each source has copied apart from the copies, which the
 // pruner removes. No floor is set when that record is ahead of the events stream, as when the events stream
 // was created again after the state stream.
-func (p *Placer) setReplayFloor(ctx context.Context, js jetstream.JetStream, state jetstream.Stream) error {
-	info, err := state.Info(ctx)
-	if err != nil {
-		return fmt.Errorf("placer rebuild: %w", err)
-	}
-	var copied uint64
-	for _, s := range info.Sources {
-		if s.Name == schemas.StreamEvents {
-			copied = s.Seq
-		}
-	}
+func (p *Placer) setReplayFloor(ctx context.Context, js jetstream.JetStream, copied uint64) error {
 	if copied == 0 {
 		return nil
 	}
@@ -272,6 +270,55 @@ func (p *Placer) setReplayFloor(ctx context.Context, js jetstream.JetStream, sta
 	}
 	p.replayFloor = copied
 	return nil
+}
+
+// sourcedThrough is, per source of the state stream, the last sequence of its origin stream it has copied.
+func sourcedThrough(ctx context.Context, state jetstream.Stream) (map[string]uint64, error) {
+	info, err := state.Info(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("placer rebuild: %w", err)
+	}
+	copied := map[string]uint64{}
+	for _, s := range info.Sources {
+		copied[s.Name] = s.Seq
+	}
+	return copied, nil
+}
+
+// readUncopied applies what the state stream's sources stored past what it had copied when the rebuild
+// began, read from the origin streams themselves, and returns how many it applied. The durable consumer does
+// not deliver those events again once a former placer acknowledged them, so a state stream still behind
+// after waitSourced (its sourcing stalled by a server's restart or a leader's election) would otherwise leave
+// the view without them until each subject changed again: a node's last report, a heartbeat, a decision.
+func (p *Placer) readUncopied(ctx context.Context, js jetstream.JetStream, copied map[string]uint64) (int, error) {
+	applied := 0
+	for _, source := range []struct{ stream, filter string }{
+		{schemas.StreamEvents, schemas.SubjectStateEvents},
+		{schemas.StreamDecisions, schemas.SubjectAllDecisions},
+	} {
+		from, ok := copied[source.stream]
+		if !ok {
+			continue
+		}
+		err := bus.ReadMessages(ctx, js, source.stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{source.filter},
+			DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from + 1},
+			func(msg jetstream.Msg, _ time.Time) {
+				meta, err := msg.Metadata()
+				if err != nil {
+					return
+				}
+				if event, payload, ok := decodeMessage(msg); ok && p.rebuildFrom(msg, event, payload, meta.Sequence.Stream) {
+					applied++
+				}
+			})
+		if err != nil {
+			return applied, fmt.Errorf("placer rebuild: what the state stream has not copied: %w", err)
+		}
+	}
+	if applied > 0 {
+		p.log.Info("rebuild: applied events the state stream had not copied yet", "events", applied)
+	}
+	return applied, nil
 }
 
 // originSequence reads the origin stream's sequence from a Nats-Stream-Source header.

@@ -641,3 +641,30 @@ func TestRebuildLogsAtInfoOnlyWhatTheStateStreamLost(t *testing.T) {
 		})
 	}
 }
+
+// TestRebuildReadsWhatTheStateStreamHasNotCopied: a state stream whose sourcing has stalled (here it refuses
+// new messages; in a NATS cluster, a restarted server or an election can hold it up) lacks events the durable
+// consumer will not deliver again, as a former placer acknowledged them. The rebuild reads them from the
+// events stream itself: the node reported meanwhile is in the view.
+func TestRebuildReadsWhatTheStateStreamHasNotCopied(t *testing.T) {
+	f := newRebuildFixture(t)
+	f.waitForState(t)
+	state, err := f.js.Stream(f.ctx, schemas.StreamState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := state.CachedInfo().Config
+	cfg.MaxMsgs, cfg.Discard = int64(published), jetstream.DiscardNew
+	if _, err := f.js.UpdateStream(f.ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.publish(t, schemas.TypeNodeChanged, schemas.NodeSubject("east", "n2"), "n2", eventtest.Node("east", "n2", "8"))
+
+	p := f.rebuild(t, f.srv.ClientURL())
+	if info, err := state.Info(f.ctx); err != nil || info.State.Msgs != published {
+		t.Fatalf("the state stream holds %v messages (%v), want the %d it held before: the test did not stall it", info.State.Msgs, err, published)
+	}
+	if nodes := p.Snapshot().Nodes("east"); len(nodes) != 2 {
+		t.Errorf("the rebuilt view has %d nodes on east, want n1 and n2", len(nodes))
+	}
+}
