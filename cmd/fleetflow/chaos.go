@@ -249,10 +249,13 @@ func startParts(o chaosOptions, fleet *localfleet.Fleet, url string) ([]*chaos.P
 		args       []string
 	}
 	cp := fleet.ControlPlane.KubeconfigPath
+	// No operator or scheduler runs in the local fleet, so no pod ever shows a copy's use of a node: its
+	// reservation is the only record of it, and must outlast the run.
+	placer := []string{"placer", "--lease-ttl", "5s", "--reservation-ttl", "24h"}
 	all := []part{
 		{"producer-control-plane", "producer", []string{"producer", "--kubeconfig", cp}},
-		{"placer-0", "placer", []string{"placer", "--lease-ttl", "5s"}},
-		{"placer-1", "placer", []string{"placer", "--lease-ttl", "5s"}},
+		{"placer-0", "placer", placer},
+		{"placer-1", "placer", placer},
 		{"status", "status", []string{"status", "--kubeconfig", cp}},
 	}
 	for _, c := range fleet.Workloads {
