@@ -267,7 +267,7 @@ func startParts(o chaosOptions, fleet *localfleet.Fleet, url string) ([]*chaos.P
 	var started []*chaos.Process
 	for _, p := range all {
 		dir := filepath.Join(o.dir, "parts", p.name)
-		args := append(p.args, "--nats-url", url, "--stream-replicas", "3", "--data-dir", dir)
+		args := append(slices.Clone(p.args), "--nats-url", url, "--stream-replicas", "3", "--data-dir", dir)
 		proc, err := chaos.StartProcess(chaos.ProcessSpec{Name: p.name, Kind: p.kind, Binary: o.binary, Args: args,
 			Env: o.env, LogPath: filepath.Join(o.dir, "parts", p.name+".log")})
 		if err != nil {

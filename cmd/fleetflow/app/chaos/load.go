@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -171,7 +172,7 @@ func (l *load) retry(ctx context.Context, what string, f func() error) error {
 		}
 		l.log.Info("chaos: retrying", "what", what, "error", err)
 		if !sleep(ctx, time.Second) {
-			return fmt.Errorf("%s: %w (last error: %v)", what, ctx.Err(), err)
+			return fmt.Errorf("%s: %w", what, errors.Join(ctx.Err(), err))
 		}
 	}
 }
