@@ -13,13 +13,11 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app/chaos"
 	"github.com/fleetflow/fleetflow/internal/fleetspec"
-	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/natscluster"
 	"github.com/fleetflow/fleetflow/schemas/streams"
@@ -111,18 +109,11 @@ func runChaos(ctx context.Context, o chaosOptions, out, errOut io.Writer) (err e
 	if o.run.Seed == 0 {
 		o.run.Seed = uint64(time.Now().UnixNano())
 	}
-	spec, err := readFleetFile(o.fleetFile)
+	in, err := readFleetInputs(o.fleetFile, o.crds, o.policies)
 	if err != nil {
-		return fmt.Errorf("--fleet: %w", err)
+		return err
 	}
-	crds, err := readObjectsFile(o.crds)
-	if err != nil {
-		return fmt.Errorf("--crds: %w", err)
-	}
-	policies, err := readObjectsFile(o.policies)
-	if err != nil {
-		return fmt.Errorf("--policies: %w", err)
-	}
+	spec := in.spec
 	for _, sub := range []string{"fleet", "nats", "parts"} {
 		if err := os.RemoveAll(filepath.Join(o.dir, sub)); err != nil {
 			return err
@@ -153,9 +144,13 @@ func runChaos(ctx context.Context, o chaosOptions, out, errOut io.Writer) (err e
 		defer cancel()
 		err = errors.Join(err, fleet.Stop(stopCtx))
 	}()
-	controlPlane, clusters, err := prepareFleet(ctx, fleet, spec, crds, policies)
+	controlPlane, clusters, err := prepareFleet(ctx, fleet, in, "fleetflow-chaos")
 	if err != nil {
 		return err
+	}
+	dynamicClients := map[string]dynamic.Interface{}
+	for name, c := range clusters {
+		dynamicClients[name] = c.Dynamic
 	}
 	step("fleet of %d workload clusters ready", len(names))
 
@@ -194,7 +189,7 @@ func runChaos(ctx context.Context, o chaosOptions, out, errOut io.Writer) (err e
 	step("%d parts running; submitting %d workloads and injecting faults for %s", len(parts), o.run.Load.Workloads, o.run.Duration)
 
 	targets := chaosTargets(ctx, parts, fleet, nats)
-	checked := chaos.Fleet{ControlPlane: controlPlane, Clusters: clusters, JetStream: b.JetStream, Nodes: schedulableNodes(spec)}
+	checked := chaos.Fleet{ControlPlane: controlPlane.Dynamic, Clusters: dynamicClients, JetStream: b.JetStream, Nodes: schedulableNodes(spec)}
 	o.run.Load.Namespaces = namespacesOf(spec)
 	report, err := chaos.Run(ctx, o.run, checked, targets, parts, log)
 	if err != nil {
@@ -207,39 +202,6 @@ func runChaos(ctx context.Context, o chaosOptions, out, errOut io.Writer) (err e
 		return fmt.Errorf("chaos run with seed %d: %d violations", o.run.Seed, len(report.Violations))
 	}
 	return nil
-}
-
-// prepareFleet seeds the nodes, installs the CRDs everywhere, registers the clusters and applies the
-// policies, and returns dynamic clients of the control plane and of each workload cluster.
-func prepareFleet(ctx context.Context, fleet *localfleet.Fleet, spec *fleetspec.Fleet, crds, policies []*unstructured.Unstructured) (
-	dynamic.Interface, map[string]dynamic.Interface, error) {
-	if err := localfleet.Seed(ctx, fleet, spec); err != nil {
-		return nil, nil, err
-	}
-	controlPlane, err := kube.NewClients(fleet.ControlPlane.RESTConfig())
-	if err != nil {
-		return nil, nil, err
-	}
-	clusters := map[string]dynamic.Interface{}
-	for _, c := range append([]*localfleet.Cluster{fleet.ControlPlane}, fleet.Workloads...) {
-		clients, err := kube.NewClients(c.RESTConfig())
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := clients.Apply(ctx, "fleetflow-chaos", crds...); err != nil {
-			return nil, nil, err
-		}
-		if c != fleet.ControlPlane {
-			clusters[c.Name] = clients.Dynamic
-		}
-	}
-	if err := registerFleet(ctx, controlPlane, fleet, spec, "fleetflow-chaos"); err != nil {
-		return nil, nil, err
-	}
-	if err := controlPlane.Apply(ctx, "fleetflow-chaos", policies...); err != nil {
-		return nil, nil, err
-	}
-	return controlPlane.Dynamic, clusters, nil
 }
 
 // startParts starts every part of the pipeline as its own process on the NATS cluster at url.

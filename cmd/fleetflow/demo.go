@@ -74,18 +74,11 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	if err := positiveDurations(map[string]time.Duration{"--timeout": o.timeout}); err != nil {
 		return err
 	}
-	spec, err := readFleetFile(o.fleetFile)
+	in, err := readFleetInputs(o.fleetFile, o.crds, o.policies)
 	if err != nil {
-		return fmt.Errorf("--fleet: %w", err)
+		return err
 	}
-	crds, err := readObjectsFile(o.crds)
-	if err != nil {
-		return fmt.Errorf("--crds: %w", err)
-	}
-	policies, err := readObjectsFile(o.policies)
-	if err != nil {
-		return fmt.Errorf("--policies: %w", err)
-	}
+	spec := in.spec
 	workloads, err := readObjectsFile(o.workloads)
 	if err != nil {
 		return fmt.Errorf("--workloads: %w", err)
@@ -125,35 +118,12 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 		defer cancel()
 		err = errors.Join(err, fleet.Stop(stopCtx))
 	}()
-	if err := localfleet.Seed(startCtx, fleet, spec); err != nil {
-		return err
-	}
-	step("seeded nodes: %s", seededSummary(spec))
-
-	controlPlane, err := kube.NewClients(fleet.ControlPlane.RESTConfig())
-	if err != nil {
-		return err
-	}
-	clusters := map[string]*kube.Clients{}
-	for _, c := range fleet.Workloads {
-		if clusters[c.Name], err = kube.NewClients(c.RESTConfig()); err != nil {
-			return err
-		}
-	}
 	// Level 1 (copying frameworks by a Duplicate policy) arrives with the pipeline issue; until then the
 	// demo installs the framework CRDs on every cluster itself.
-	step("installing %d framework CRD(s) on the control plane and every workload cluster", len(crds))
-	for _, clients := range append([]*kube.Clients{controlPlane}, mapValues(clusters)...) {
-		if err := clients.Apply(startCtx, "fleetflow-demo", crds...); err != nil {
-			return err
-		}
-	}
-
-	step("registering %d workload clusters and %d SchedulePolicies on the control plane", len(names), len(policies))
-	if err := registerFleet(startCtx, controlPlane, fleet, spec, "fleetflow-demo"); err != nil {
-		return err
-	}
-	if err := controlPlane.Apply(startCtx, "fleetflow-demo", policies...); err != nil {
+	step("seeding nodes (%s), installing %d framework CRD(s) on every cluster, registering %d workload clusters and %d SchedulePolicies",
+		seededSummary(spec), len(in.crds), len(names), len(in.policies))
+	controlPlane, clusters, err := prepareFleet(startCtx, fleet, in, "fleetflow-demo")
+	if err != nil {
 		return err
 	}
 
@@ -383,6 +353,59 @@ func readObjectsFile(path string) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	return kube.DecodeYAML(data, path)
+}
+
+// fleetInputs are what a local fleet is made of: its clusters and nodes, the framework CRDs every cluster
+// gets, and the SchedulePolicies of the control plane.
+type fleetInputs struct {
+	spec     *fleetspec.Fleet
+	crds     []*unstructured.Unstructured
+	policies []*unstructured.Unstructured
+}
+
+// readFleetInputs reads the --fleet, --crds and --policies files, naming the flag of one that fails.
+func readFleetInputs(fleetFile, crds, policies string) (in fleetInputs, err error) {
+	if in.spec, err = readFleetFile(fleetFile); err != nil {
+		return in, fmt.Errorf("--fleet: %w", err)
+	}
+	if in.crds, err = readObjectsFile(crds); err != nil {
+		return in, fmt.Errorf("--crds: %w", err)
+	}
+	if in.policies, err = readObjectsFile(policies); err != nil {
+		return in, fmt.Errorf("--policies: %w", err)
+	}
+	return in, nil
+}
+
+// prepareFleet seeds the nodes, installs the CRDs on the control plane and every workload cluster, registers
+// the clusters and applies the policies, and returns clients of the control plane and of each workload cluster.
+func prepareFleet(ctx context.Context, fleet *localfleet.Fleet, in fleetInputs, fieldManager string) (
+	*kube.Clients, map[string]*kube.Clients, error) {
+	if err := localfleet.Seed(ctx, fleet, in.spec); err != nil {
+		return nil, nil, err
+	}
+	controlPlane, err := kube.NewClients(fleet.ControlPlane.RESTConfig())
+	if err != nil {
+		return nil, nil, err
+	}
+	clusters := map[string]*kube.Clients{}
+	for _, c := range fleet.Workloads {
+		if clusters[c.Name], err = kube.NewClients(c.RESTConfig()); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, clients := range append([]*kube.Clients{controlPlane}, mapValues(clusters)...) {
+		if err := clients.Apply(ctx, fieldManager, in.crds...); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := registerFleet(ctx, controlPlane, fleet, in.spec, fieldManager); err != nil {
+		return nil, nil, err
+	}
+	if err := controlPlane.Apply(ctx, fieldManager, in.policies...); err != nil {
+		return nil, nil, err
+	}
+	return controlPlane, clusters, nil
 }
 
 func kindsOf(objects []*unstructured.Unstructured) ([]schema.GroupVersionKind, error) {
