@@ -1,0 +1,38 @@
+package natscluster
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// PublishVia publishes data on subject, with msgID as its Nats-Msg-Id, through a connection to node i alone
+// that does not fail over: what a client on node i's side of a partition can store. With hosts (WithHosts) the
+// connection starts inside node i's namespace, so it reaches the node while the node is cut off. It returns the
+// publish's error: a node cut off from a majority of a stream's replicas cannot have the publish stored, and
+// answers with an error or not at all (ctx ends).
+func (c *Cluster) PublishVia(ctx context.Context, i int, subject string, data []byte, msgID string) error {
+	nd := c.nodes[i]
+	opts := []nats.Option{nats.Name("natscluster-probe"), nats.NoReconnect()}
+	if nd.host != nil {
+		opts = append(opts, nats.SetCustomDialer(nd.host))
+	}
+	if nd.cfg.TLS != nil {
+		opts = append(opts, nats.RootCAs(nd.cfg.TLS.CAFile))
+	}
+	nc, err := nats.Connect(c.LocalURL(i), opts...)
+	if err != nil {
+		return fmt.Errorf("natscluster: connect to node %s: %w", nd.cfg.Name, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("natscluster: %w", err)
+	}
+	if _, err := js.Publish(ctx, subject, data, jetstream.WithMsgID(msgID)); err != nil {
+		return fmt.Errorf("natscluster: publish %s through node %s: %w", subject, nd.cfg.Name, err)
+	}
+	return nil
+}
