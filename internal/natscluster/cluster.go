@@ -260,6 +260,10 @@ func (c *Cluster) MetaLeader(ctx context.Context) (int, error) {
 
 // StreamLeader is the index of the node that leads stream's Raft group.
 func (c *Cluster) StreamLeader(ctx context.Context, js jetstream.JetStream, stream string) (int, error) {
+	// A request sent while js's connection fails over to another node gets no answer: bounded, so that a caller
+	// polling asks again instead of waiting out its whole context.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		return -1, fmt.Errorf("natscluster: stream %s: %w", stream, err)

@@ -167,8 +167,13 @@ func TestStreamLeaderCutOff(t *testing.T) {
 		}
 	}
 	publish(0, batch)
-	leader, err := c.StreamLeader(ctx, js, stream)
+	before, err := c.StreamLeader(ctx, js, stream)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Moved first, as the e2e test moves it to the node its pipeline is connected to.
+	leader := (before + 1) % c.Size()
+	if err := c.MoveStreamLeader(ctx, js, stream, leader); err != nil {
 		t.Fatal(err)
 	}
 	if err := hosts[leader].Cut(); err != nil {
