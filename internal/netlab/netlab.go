@@ -144,15 +144,6 @@ func (h *Host) Cut() error { return ip("link", "set", h.link, "down") }
 // Heal brings the host's link up again.
 func (h *Host) Heal() error { return ip("link", "set", h.link, "up") }
 
-// Netem sets netem on the root side of the host's link, delaying or dropping what goes to the host: args as tc
-// takes them after "netem", e.g. "delay", "50ms", "loss", "5%". No args removes it.
-func (h *Host) Netem(args ...string) error {
-	if len(args) == 0 {
-		return run("tc", "qdisc", "del", "dev", h.link, "root")
-	}
-	return run("tc", append([]string{"qdisc", "replace", "dev", h.link, "root", "netem"}, args...)...)
-}
-
 // Command is name run with args inside the host's namespace (through ip netns exec, which execs it: the
 // process is the command's own, and signals reach it).
 func (h *Host) Command(name string, args ...string) *exec.Cmd {
@@ -201,12 +192,10 @@ func freeSubnet() (string, error) {
 	return "", errors.New("netlab: no free 10.251.x.0/24")
 }
 
-func ip(args ...string) error { return run("ip", args...) }
-
-func run(name string, args ...string) error {
-	out, err := exec.Command(name, args...).CombinedOutput()
+func ip(args ...string) error {
+	out, err := exec.Command("ip", args...).CombinedOutput()
 	if err != nil {
-		return fmt.Errorf("netlab: %s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(out))
+		return fmt.Errorf("netlab: ip %s: %w: %s", strings.Join(args, " "), err, bytes.TrimSpace(out))
 	}
 	return nil
 }
