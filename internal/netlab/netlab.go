@@ -54,6 +54,14 @@ func New() (*Lab, error) {
 		return nil, fmt.Errorf("netlab: %w", err)
 	}
 	l := &Lab{id: hex.EncodeToString(raw)}
+	// Tried first, so that a sandbox that lets links be made but not namespaces is told apart before any host.
+	probe := "ffns-" + l.id + "-probe"
+	if err := ip("netns", "add", probe); err != nil {
+		return nil, err
+	}
+	if err := ip("netns", "del", probe); err != nil {
+		return nil, err
+	}
 	l.bridge = "ffbr" + l.id
 	subnet, err := freeSubnet()
 	if err != nil {
