@@ -88,22 +88,54 @@ func TestNodeKilledMidBurst(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			runBurst(t, fmt.Sprintf("faults-%d", i), tt)
+			// Over TLS, clients and routes, as production clusters run.
+			certs, err := natscluster.GenerateTLS(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			nats := natscluster.ForTest(t, 3, natscluster.WithTLS(certs))
+			runBurst(t, fmt.Sprintf("faults-%d", i), nats, bus.ClientAuth{TLSCAFile: certs.CAFile}, killing(tt))
 		})
 	}
 }
 
-func runBurst(t *testing.T, ns string, v victim) {
-	// Over TLS, clients and routes, as production clusters run.
-	certs, err := natscluster.GenerateTLS(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	nats := natscluster.ForTest(t, 3, natscluster.WithTLS(certs))
+// fault is what a test does to the NATS cluster in the middle of a burst.
+type fault struct {
+	name string
+	// start begins the fault once a third of the burst is submitted. What it returns ends the fault after two
+	// thirds, returning once the cluster is whole again.
+	start func(t *testing.T, e *e2eenv.Env, c *natscluster.Cluster) (end func())
+}
+
+// killing kills the victim's node with SIGKILL, and ends the fault by starting it again on its store.
+func killing(v victim) fault {
+	return fault{name: v.name, start: func(t *testing.T, e *e2eenv.Env, c *natscluster.Cluster) func() {
+		killed := v.pick(t, e, c)
+		t.Logf("killing NATS node %s (%s; the pipeline is connected to %s)", c.NodeName(killed), v.name,
+			e.Bus.Conn.ConnectedServerName())
+		if err := c.Kill(killed); err != nil {
+			t.Fatal(err)
+		}
+		killedAt := time.Now()
+		return func() {
+			t.Logf("restarting NATS node %s", c.NodeName(killed))
+			ctx, cancel := context.WithTimeout(t.Context(), natscluster.ReadyTimeout)
+			defer cancel()
+			if err := c.Restart(ctx, killed); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("NATS node %s back and caught up after %s down", c.NodeName(killed), time.Since(killedAt).Round(time.Millisecond))
+		}
+	}}
+}
+
+// runBurst runs the pipeline on nats (reached with auth) and submits a burst of workloads into namespace ns, with f
+// started after a third and ended after two thirds of them. Every workload must be placed exactly once, applied
+// once, and the run converge.
+func runBurst(t *testing.T, ns string, nats *natscluster.Cluster, auth bus.ClientAuth, f fault) {
 	e := e2eenv.New(t, e2eenv.Options{FleetFile: fleetFile, CRDFiles: []string{"testdata/crds/pytorchjobs.yaml"},
 		PolicyFiles: []string{"testdata/policies/binpack.yaml"}, CleanKinds: []schema.GroupVersionKind{scenarios.PyTorchJobKind},
-		NATS: nats.ClientURLs(), StreamReplicas: 3, NATSAuth: bus.ClientAuth{TLSCAFile: certs.CAFile}})
-	ctx := t.Context()
+		NATS: nats.ClientURLs(), StreamReplicas: 3, NATSAuth: auth})
 
 	// A client that is not rate limited, so the burst is a burst.
 	cfg := localfleettest.Fleet(t).ControlPlane.RESTConfig()
@@ -127,28 +159,17 @@ func runBurst(t *testing.T, ns string, v victim) {
 			}
 		})
 	}
-	killed := -1
-	var killedAt, restartedAt time.Time
+	var end func()
+	var endedAt time.Time
 	for i := range burst {
 		switch i {
 		case burst / 3:
-			killed = v.pick(t, e, nats)
-			t.Logf("killing NATS node %s (%s; the pipeline is connected to %s) after %d submissions", nats.NodeName(killed),
-				v.name, e.Bus.Conn.ConnectedServerName(), submitted.Load())
-			if err := nats.Kill(killed); err != nil {
-				t.Fatal(err)
-			}
-			killedAt = time.Now()
+			t.Logf("fault %q after %d submissions", f.name, submitted.Load())
+			end = f.start(t, e, nats)
 		case 2 * burst / 3:
-			t.Logf("restarting NATS node %s after %d submissions", nats.NodeName(killed), submitted.Load())
-			restartCtx, cancel := context.WithTimeout(ctx, natscluster.ReadyTimeout)
-			err := nats.Restart(restartCtx, killed)
-			cancel()
-			if err != nil {
-				t.Fatal(err)
-			}
-			restartedAt = time.Now()
-			t.Logf("NATS node %s back and caught up after %s down", nats.NodeName(killed), restartedAt.Sub(killedAt).Round(time.Millisecond))
+			t.Logf("ending fault %q after %d submissions", f.name, submitted.Load())
+			end()
+			endedAt = time.Now()
 		}
 		jobs <- i
 	}
@@ -178,7 +199,7 @@ func runBurst(t *testing.T, ns string, v victim) {
 		}
 		return pending == 0
 	})
-	t.Logf("converged %s after the node came back", time.Since(restartedAt).Round(time.Millisecond))
+	t.Logf("converged %s after the fault ended", time.Since(endedAt).Round(time.Millisecond))
 
 	checkExactlyOnce(t, e, ns, burst, name)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -16,9 +17,18 @@ import (
 	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
+// Pings tell a connection that its server is out of reach: across a network partition its TCP connection is not
+// reset but stalls, and only unanswered pings make the client fail over to another server of the cluster. With
+// nats.go's defaults (every 2m, 2 outstanding) a part connected to a cut-off server would sit idle for minutes.
+const (
+	pingInterval        = 5 * time.Second
+	maxPingsOutstanding = 3
+)
+
 // Connect opens a NATS connection and a JetStream context. name shows up in the server's connection list.
 func Connect(url, name string, options ...nats.Option) (*nats.Conn, jetstream.JetStream, error) {
-	nc, err := nats.Connect(url, append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1)}, options...)...)
+	nc, err := nats.Connect(url, append([]nats.Option{nats.Name(name), nats.MaxReconnects(-1),
+		nats.PingInterval(pingInterval), nats.MaxPingsOutstanding(maxPingsOutstanding)}, options...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to nats at %s: %w", url, err)
 	}

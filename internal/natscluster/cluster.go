@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetflow/fleetflow/internal/netlab"
 )
 
 // ReadyTimeout bounds how long Start and Restart wait for the cluster to be healthy. Three nodes electing a
@@ -34,6 +36,7 @@ type Cluster struct {
 type node struct {
 	cfg     nodeConfig
 	logPath string
+	host    *netlab.Host // the network namespace the node runs in; nil: the caller's, on loopback
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -56,6 +59,18 @@ func Start(ctx context.Context, dir string, n int, opts ...Option) (*Cluster, er
 	if n < 1 {
 		return nil, fmt.Errorf("natscluster: %d nodes, want at least 1", n)
 	}
+	if o.hosts != nil && len(o.hosts) != n {
+		return nil, fmt.Errorf("natscluster: %d hosts for %d nodes", len(o.hosts), n)
+	}
+	listen, addrs := "127.0.0.1", make([]string, n)
+	for i := range addrs {
+		addrs[i] = "127.0.0.1"
+		if o.hosts != nil {
+			// Every address in its namespace: its peers and clients come over the bridge, a test's probes from
+			// inside the namespace to loopback.
+			listen, addrs[i] = "0.0.0.0", o.hosts[i].Addr
+		}
+	}
 	// All ports are picked before any node starts, so that a restarted node comes back where its peers'
 	// routes and the clients' URL list expect it.
 	ports, err := freePorts(3 * n)
@@ -64,21 +79,25 @@ func Start(ctx context.Context, dir string, n int, opts ...Option) (*Cluster, er
 	}
 	c := &Cluster{}
 	for i := range n {
-		var routes []int
+		var routes []string
 		for j := range n {
 			if j != i {
-				routes = append(routes, ports[3*j+1])
+				routes = append(routes, net.JoinHostPort(addrs[j], strconv.Itoa(ports[3*j+1])))
 			}
 		}
 		nodeDir := filepath.Join(dir, nodeName(i))
 		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
 			return nil, fmt.Errorf("natscluster: %w", err)
 		}
-		c.nodes = append(c.nodes, &node{
-			cfg: nodeConfig{Name: nodeName(i), StoreDir: filepath.Join(nodeDir, "jetstream"),
-				ClientPort: ports[3*i], ClusterPort: ports[3*i+1], HTTPPort: ports[3*i+2], RoutePorts: routes, TLS: o.tls},
+		nd := &node{
+			cfg: nodeConfig{Name: nodeName(i), Listen: listen, Addr: addrs[i], StoreDir: filepath.Join(nodeDir, "jetstream"),
+				ClientPort: ports[3*i], ClusterPort: ports[3*i+1], HTTPPort: ports[3*i+2], Routes: routes, TLS: o.tls},
 			logPath: filepath.Join(nodeDir, "node.log"),
-		})
+		}
+		if o.hosts != nil {
+			nd.host = o.hosts[i]
+		}
+		c.nodes = append(c.nodes, nd)
 	}
 	for i := range c.nodes {
 		if err := c.nodes[i].start(); err != nil {
@@ -97,12 +116,18 @@ func Start(ctx context.Context, dir string, n int, opts ...Option) (*Cluster, er
 type Option func(*options)
 
 type options struct {
-	tls *TLSFiles
+	tls   *TLSFiles
+	hosts []*netlab.Host
 }
 
 // WithTLS has every node require TLS of its clients, with files' certificate, and run its routes over TLS
-// verified both ways.
+// verified both ways. The certificate (GenerateTLS) is for loopback: not for nodes WithHosts.
 func WithTLS(files TLSFiles) Option { return func(o *options) { o.tls = &files } }
+
+// WithHosts runs node i in hosts[i]'s network namespace, reached at its address there, so that a test can cut
+// it off from its peers and clients (netlab.Host.Cut). The cluster's own watching (WaitHealthy, MetaLeader,
+// StoredMessages) goes from inside each namespace and sees a cut-off node too.
+func WithHosts(hosts ...*netlab.Host) Option { return func(o *options) { o.hosts = hosts } }
 
 // ForTest starts a cluster of n nodes in a temporary directory of t and stops it when t ends, failing t
 // when it cannot start. On failure t's log gets the nodes' logs.
@@ -137,7 +162,13 @@ func ForTest(t testing.TB, n int, opts ...Option) *Cluster {
 func (c *Cluster) Size() int { return len(c.nodes) }
 
 // ClientURL is the URL of node i alone.
-func (c *Cluster) ClientURL(i int) string { return clientURL(c.nodes[i].cfg.ClientPort) }
+func (c *Cluster) ClientURL(i int) string {
+	return clientURL(c.nodes[i].cfg.Addr, c.nodes[i].cfg.ClientPort)
+}
+
+// LocalURL is node i's URL from inside its own network namespace (WithHosts), for a client that dials from there
+// (netlab.Host.Dial) and so reaches the node while it is cut off; without hosts it is ClientURL.
+func (c *Cluster) LocalURL(i int) string { return clientURL("127.0.0.1", c.nodes[i].cfg.ClientPort) }
 
 // ClientURLs is every node's URL, comma-separated, as nats.Connect takes a server list: a client fails over to
 // another node when its own dies.
@@ -229,6 +260,10 @@ func (c *Cluster) MetaLeader(ctx context.Context) (int, error) {
 
 // StreamLeader is the index of the node that leads stream's Raft group.
 func (c *Cluster) StreamLeader(ctx context.Context, js jetstream.JetStream, stream string) (int, error) {
+	// A request sent while js's connection fails over to another node gets no answer: bounded, so that a caller
+	// polling asks again instead of waiting out its whole context.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	s, err := js.Stream(ctx, stream)
 	if err != nil {
 		return -1, fmt.Errorf("natscluster: stream %s: %w", stream, err)
@@ -314,6 +349,9 @@ func (nd *node) start() error {
 		return fmt.Errorf("natscluster: this executable: %w", err)
 	}
 	cmd := exec.Command(self)
+	if nd.host != nil {
+		cmd = nd.host.Command(self)
+	}
 	cmd.Env = append(os.Environ(), envNode+"="+string(raw))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = procAttr()
@@ -387,7 +425,11 @@ func (nd *node) getJSON(ctx context.Context, path string, into any) error {
 	if err != nil {
 		return fmt.Errorf("node %s: %w", nd.cfg.Name, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	client := http.DefaultClient
+	if nd.host != nil {
+		client = nd.host.HTTPClient()
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", nd.cfg.Name, err)
 	}

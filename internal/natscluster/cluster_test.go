@@ -2,6 +2,7 @@ package natscluster_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/fleetflow/fleetflow/internal/natscluster"
+	"github.com/fleetflow/fleetflow/internal/netlab"
 )
 
 func TestMain(m *testing.M) {
@@ -18,9 +20,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func connect(t *testing.T, url string) jetstream.JetStream {
+func connect(t *testing.T, url string, opts ...nats.Option) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := nats.Connect(url, append([]nats.Option{nats.MaxReconnects(-1), nats.ReconnectWait(100 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +124,103 @@ func TestStreamSurvivesKill(t *testing.T) {
 				t.Errorf("stream holds %d messages, want %d (none lost, none twice)", info.State.Msgs, 2*batch)
 			}
 		})
+	}
+}
+
+// TestStreamLeaderCutOff runs each node in a network namespace of its own and cuts the leader of an R3 stream
+// off from the other two between two batches of publishes. Cut off, the old leader stores nothing (a publish
+// through it alone fails); the other two elect a new leader and keep storing. Healed, the old leader catches up
+// with every message, and the one it was given while cut off is nowhere.
+func TestStreamLeaderCutOff(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes network namespaces and waits out elections")
+	}
+	const stream, batch = "PARTITION", 50
+	lab := netlab.ForTest(t)
+	hosts := make([]*netlab.Host, 3)
+	for i := range hosts {
+		var err error
+		if hosts[i], err = lab.AddHost(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := natscluster.ForTest(t, 3, natscluster.WithHosts(hosts...))
+	// Pings every second: a connection to the cut-off node stalls rather than breaks, and only missed pings
+	// tell the client to fail over.
+	js := connect(t, c.ClientURLs(), nats.PingInterval(time.Second), nats.MaxPingsOutstanding(2))
+	ctx, cancel := context.WithTimeout(t.Context(), 2*natscluster.ReadyTimeout)
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"part.>"},
+		Replicas: 3, Storage: jetstream.FileStorage}); err != nil {
+		t.Fatal(err)
+	}
+	publish := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := natscluster.Poll(ctx, fmt.Sprintf("publish %d stored", i), func() error {
+				attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				_, err := js.Publish(attempt, fmt.Sprintf("part.%d", i), []byte("x"), jetstream.WithMsgID(fmt.Sprintf("m-%d", i)))
+				return err
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	publish(0, batch)
+	before, err := c.StreamLeader(ctx, js, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Moved first, as the e2e test moves it to the node its pipeline is connected to.
+	leader := (before + 1) % c.Size()
+	if err := c.MoveStreamLeader(ctx, js, stream, leader); err != nil {
+		t.Fatal(err)
+	}
+	if err := hosts[leader].Cut(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cut off %s, the leader of %s", c.NodeName(leader), stream)
+	probe, cancelProbe := context.WithTimeout(ctx, 5*time.Second)
+	err = c.PublishVia(probe, leader, "part.probe", []byte("minority"), "probe")
+	cancelProbe()
+	if err == nil {
+		t.Fatalf("node %s stored a publish while cut off from the other replicas", c.NodeName(leader))
+	}
+	t.Logf("a publish through the cut-off leader alone failed: %v", err)
+	publish(batch, 2*batch)
+	if err := natscluster.Poll(ctx, "a stream leader on the majority side", func() error {
+		l, err := c.StreamLeader(ctx, js, stream)
+		if err == nil && l == leader {
+			return fmt.Errorf("the cut-off node %s still leads", c.NodeName(leader))
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := hosts[leader].Heal(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.Size() {
+		if err := natscluster.Poll(ctx, "every replica caught up", func() error {
+			n, err := c.StoredMessages(ctx, i, stream)
+			if err == nil && n != 2*batch {
+				return fmt.Errorf("node %s holds %d messages, want %d", c.NodeName(i), n, 2*batch)
+			}
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := mustStream(ctx, t, js, stream)
+	if _, err := s.GetLastMsgForSubject(ctx, "part.probe"); !errors.Is(err, jetstream.ErrMsgNotFound) {
+		t.Errorf("the publish made through the cut-off leader: %v, want it not stored", err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.State.Msgs != 2*batch {
+		t.Errorf("stream holds %d messages, want %d (none lost, none twice)", info.State.Msgs, 2*batch)
 	}
 }
 

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,14 +25,18 @@ const envNode = "FLEETFLOW_NATSCLUSTER_NODE"
 // clusterName is the name every node's cluster block carries; routes refuse peers of another name.
 const clusterName = "fleetflow-test"
 
-// nodeConfig is what a node process needs to know: its name, store and ports, and its peers' route ports.
+// nodeConfig is what a node process needs to know: its name, store and ports, and its peers' routes.
 type nodeConfig struct {
-	Name        string `json:"name"`
-	StoreDir    string `json:"storeDir"`
-	ClientPort  int    `json:"clientPort"`
-	ClusterPort int    `json:"clusterPort"`
-	HTTPPort    int    `json:"httpPort"`
-	RoutePorts  []int  `json:"routePorts"`
+	Name string `json:"name"`
+	// Listen is the address the node listens on, Addr the one its peers and clients reach it at: both
+	// 127.0.0.1, or, in a network namespace of its own, every address there and its address on the bridge.
+	Listen      string   `json:"listen"`
+	Addr        string   `json:"addr"`
+	StoreDir    string   `json:"storeDir"`
+	ClientPort  int      `json:"clientPort"`
+	ClusterPort int      `json:"clusterPort"`
+	HTTPPort    int      `json:"httpPort"`
+	Routes      []string `json:"routes"` // host:port of each peer's cluster port
 	// TLS, when set, is required of clients and routes.
 	TLS *TLSFiles `json:"tls,omitempty"`
 }
@@ -57,26 +63,25 @@ func runNode(raw string, parent io.Reader, log *slog.Logger) error {
 	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
 		return fmt.Errorf("node configuration in %s: %w", envNode, err)
 	}
-	routes := ""
-	for i, p := range cfg.RoutePorts {
-		if i > 0 {
-			routes += ","
-		}
-		routes += "nats://127.0.0.1:" + strconv.Itoa(p)
+	routes := make([]string, len(cfg.Routes))
+	for i, r := range cfg.Routes {
+		routes[i] = "nats://" + r
 	}
 	opts := &server.Options{
-		ServerName: cfg.Name,
-		Host:       "127.0.0.1",
-		Port:       cfg.ClientPort,
-		HTTPHost:   "127.0.0.1",
-		HTTPPort:   cfg.HTTPPort,
-		JetStream:  true,
-		StoreDir:   cfg.StoreDir,
-		MaxPayload: bus.MaxPayload,
-		Cluster:    server.ClusterOpts{Name: clusterName, Host: "127.0.0.1", Port: cfg.ClusterPort},
-		Routes:     server.RoutesFromStr(routes),
-		NoSigs:     true,
-		Logtime:    true,
+		ServerName:      cfg.Name,
+		Host:            cfg.Listen,
+		Port:            cfg.ClientPort,
+		ClientAdvertise: net.JoinHostPort(cfg.Addr, strconv.Itoa(cfg.ClientPort)),
+		HTTPHost:        cfg.Listen,
+		HTTPPort:        cfg.HTTPPort,
+		JetStream:       true,
+		StoreDir:        cfg.StoreDir,
+		MaxPayload:      bus.MaxPayload,
+		Cluster: server.ClusterOpts{Name: clusterName, Host: cfg.Listen, Port: cfg.ClusterPort,
+			Advertise: net.JoinHostPort(cfg.Addr, strconv.Itoa(cfg.ClusterPort))},
+		Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		NoSigs:  true,
+		Logtime: true,
 	}
 	if cfg.TLS != nil {
 		var err error
@@ -124,7 +129,7 @@ func runNode(raw string, parent io.Reader, log *slog.Logger) error {
 	return nil
 }
 
-// clientURL is the nats:// URL of a node's client port.
-func clientURL(port int) string {
-	return (&url.URL{Scheme: "nats", Host: "127.0.0.1:" + strconv.Itoa(port)}).String()
+// clientURL is the nats:// URL of a node's client port at addr.
+func clientURL(addr string, port int) string {
+	return (&url.URL{Scheme: "nats", Host: net.JoinHostPort(addr, strconv.Itoa(port))}).String()
 }

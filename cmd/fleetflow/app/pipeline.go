@@ -446,6 +446,17 @@ func RunPlacer(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log *slog.L
 		case errors.Is(cause, errLeaseLost):
 			log.Warn("lost the placer lease; standing by", "error", cause)
 			continue
+		case bus.Transient(ctx, err):
+			// The streams did not answer while it took up the lead (rebuilding its view, creating its consumer):
+			// the elections after a node died or was cut off. It starts over as a new leader would; ending here
+			// would take every other part of the process down with it.
+			log.Warn("the streams did not answer while taking up the lead; starting over", "error", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(consumerRecreateDelay):
+			}
+			continue
 		case errors.Is(err, bus.ErrConsumerClosed):
 			// Its durable consumer was deleted: start over as a new leader would, rebuilding the view and
 			// creating the consumer again.
