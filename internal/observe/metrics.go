@@ -17,9 +17,10 @@ const namespace = "fleetflow"
 var (
 	// EventsHandled counts the events each durable consumer handled, by CloudEvents type and outcome: ok,
 	// retried (the handler failed and the event comes again), gave_up (terminated after its last attempt or a
-	// permanent error), invalid (not a fleetflow event; terminated unread).
+	// permanent error), invalid (not a fleetflow event; terminated unread), refused (over a bound of its sender;
+	// settled unread).
 	EventsHandled = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "events_handled_total",
-		Help: "Events handled by each durable consumer, by CloudEvents type and outcome (ok, retried, gave_up, invalid)."},
+		Help: "Events handled by each durable consumer, by CloudEvents type and outcome (ok, retried, gave_up, invalid, refused)."},
 		[]string{"consumer", "type", "outcome"})
 	// EventHandleSeconds is how long a consumer's handler took per event (the placer's: its whole cycle).
 	EventHandleSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "event_handle_seconds",
@@ -36,7 +37,7 @@ var (
 	// stored in the dead-letter stream, or, when that failed, counted in DeadLetterErrors too.
 	DeadLetters = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "dead_letters_total",
 		Help: "Messages a durable consumer gave up on and sent to the dead-letter stream, by reason " +
-			"(undecodable, invalid, permanent, exhausted, panic)."}, []string{"consumer", "reason"})
+			"(undecodable, invalid, permanent, exhausted, panic, refused)."}, []string{"consumer", "reason"})
 	// DeadLetterErrors counts the dead letters that could not be stored; their messages were terminated anyway,
 	// so that one poison message never holds up the ones behind it, and only the log keeps them.
 	DeadLetterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "dead_letter_errors_total",
