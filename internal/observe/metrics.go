@@ -38,6 +38,10 @@ var (
 	DeadLetters = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "dead_letters_total",
 		Help: "Messages a durable consumer gave up on and sent to the dead-letter stream, by reason " +
 			"(undecodable, invalid, permanent, exhausted, panic, refused)."}, []string{"consumer", "reason"})
+	// NodeReportsRefused counts the node reports the placer refused unread, by cluster: over the cluster's
+	// budget (lifecycle.ReportBudget).
+	NodeReportsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "node_reports_refused_total",
+		Help: "Node reports the placer refused unread because their cluster sent more than its budget, by cluster."}, []string{"cluster"})
 	// DeadLetterErrors counts the dead letters that could not be stored; their messages were terminated anyway,
 	// so that one poison message never holds up the ones behind it, and only the log keeps them.
 	DeadLetterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "dead_letter_errors_total",
@@ -79,7 +83,7 @@ var latencyBuckets = prometheus.ExponentialBuckets(0.005, 2, 16)
 // registered are every collector Registry holds.
 func registered() []prometheus.Collector {
 	return []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		EventsHandled, EventHandleSeconds, EventsPublished, PublishErrors, DeadLetters, DeadLetterErrors, PlacerLeader, Verdicts, Decisions,
+		EventsHandled, EventHandleSeconds, EventsPublished, PublishErrors, DeadLetters, NodeReportsRefused, DeadLetterErrors, PlacerLeader, Verdicts, Decisions,
 		ApplierOperations, SubmitToPlacedSeconds, PlacedToAppliedSeconds, KubeEvents, consumerLag, fleetCollector{},
 		workqueueDepth, workqueueAdds, workqueueLatency, workqueueWorkDuration, workqueueUnfinished, workqueueLongestRunning, workqueueRetries}
 }
