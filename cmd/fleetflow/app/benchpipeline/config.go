@@ -39,6 +39,9 @@ type Config struct {
 	// the workload phase three times: before, during and after that cluster publishes this many node reports
 	// a second, each changing a node's allocatable, round robin over its nodes. It needs a Rate.
 	FloodNodeEvents int
+	// NodeReportRate and NodeReportBurst bound each cluster's node reports in the placer
+	// (placer.PlacerConfig); 0 keeps the placer's defaults, a negative rate sets no bound.
+	NodeReportRate, NodeReportBurst float64
 	// Log receives the placer's and the bus's logs; nil discards them.
 	Log *slog.Logger
 }

@@ -133,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.BusFloor != "" {
 			placerErr = runRelay(placerCtx, b, cfg.BusFloor, cfg.Clusters, log)
 		} else {
-			placerErr = app.RunPlacer(placerCtx, b, placer.PlacerConfig{}, log)
+			placerErr = app.RunPlacer(placerCtx, b, placer.PlacerConfig{NodeReportRate: cfg.NodeReportRate, NodeReportBurst: cfg.NodeReportBurst}, log)
 		}
 		if placerCtx.Err() == nil {
 			cancelRun(fmt.Errorf("placer stopped: %w", placerErr))
