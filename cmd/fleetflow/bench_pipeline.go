@@ -77,7 +77,8 @@ func newBenchPipelineCommand() *cobra.Command {
 		benchpipeline.FloorVerdictAndDecision+" publishes a verdict and a decision per workload as the placer does for a placed one, "+
 		benchpipeline.FloorDecision+" the decision alone")
 	cmd.Flags().IntVar(&cfg.FloodNodeEvents, "flood-node-events", 0, "node reports per second that one more cluster, selected by no policy, "+
-		"publishes while the workloads of a second phase are: the run has three phases of --workloads each (before, flood, after); needs --rate")
+		"publishes while the workloads of a second phase are: the run has three phases of --workloads each (before, flood, after), "+
+		"and the profiles are of the flood; needs --rate")
 	cmd.Flags().Float64Var(&cfg.NodeReportRate, "node-report-rate", 0, "node reports a second the placer takes of each cluster "+
 		"(0: the placer's default, negative: no bound)")
 	cmd.Flags().Float64Var(&cfg.NodeReportBurst, "node-report-burst", 0, "node reports the placer takes of a cluster at once (0: the placer's default)")

@@ -37,7 +37,8 @@ type Config struct {
 	BusFloor string
 	// FloodNodeEvents, when set, adds a cluster that no policy selects, with NodesPerCluster nodes, and runs
 	// the workload phase three times: before, during and after that cluster publishes this many node reports
-	// a second, each changing a node's allocatable, round robin over its nodes. It needs a Rate.
+	// a second, each changing a node's allocatable, round robin over its nodes. It needs a Rate. The profiles
+	// are then of the flood phase.
 	FloodNodeEvents int
 	// NodeReportRate and NodeReportBurst bound each cluster's node reports in the placer
 	// (placer.PlacerConfig); 0 keeps the placer's defaults, a negative rate sets no bound.

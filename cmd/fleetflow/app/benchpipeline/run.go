@@ -183,10 +183,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			if name != PhaseFlood {
 				phaseCfg.FloodNodeEvents = 0
 			}
-			if i > 0 {
-				// Profiles are of the first phase, the one the result's own figures are of.
+			if name != PhaseFlood {
+				// Profiles are of the flood, what such a run is about.
 				phaseCfg.CPUProfile, phaseCfg.HeapProfile, phaseCfg.HeapProfileBefore = nil, nil, nil
-				into = &Result{}
+			}
+			if i > 0 {
+				into = &Result{} // the result's own figures are the first phase's
 			}
 			phase, err := measurePhase(ctx, b, producer, phaseCfg, i*cfg.Workloads, into)
 			if err != nil {
