@@ -49,10 +49,13 @@ const (
 	DeadExhausted = "exhausted"
 	// DeadPanic: the handler panicked.
 	DeadPanic = "panic"
+	// DeadRefused: the consumer refused the message unread, over a bound of its sender (a cluster's node
+	// reports over its budget); one dead letter stands for the refusals of a while, and names how many.
+	DeadRefused = "refused"
 )
 
 // DeadReasons are every value of HeaderDeadReason.
-var DeadReasons = []string{DeadUndecodable, DeadInvalid, DeadPermanent, DeadExhausted, DeadPanic}
+var DeadReasons = []string{DeadUndecodable, DeadInvalid, DeadPermanent, DeadExhausted, DeadPanic, DeadRefused}
 
 // DeadLetterSubject is where the dead letters of consumer are stored: one token after SubjectDeadRoot, so
 // a consumer's name with dots, wildcards or spaces in it still names one subject.

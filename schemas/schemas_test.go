@@ -332,3 +332,25 @@ func nodeWith(allocatable map[corev1.ResourceName]string) *schemas.NodeState {
 	}
 	return &schemas.NodeState{Cluster: "c", Name: "n", Allocatable: list}
 }
+
+// TestClusterOfNodeSubject: the cluster of a node subject comes back as it was named, dots and all; any other
+// subject names none.
+func TestClusterOfNodeSubject(t *testing.T) {
+	for _, tc := range []struct {
+		name, subject, cluster string
+		ok                     bool
+	}{
+		{"a node", schemas.NodeSubject("east", "n1"), "east", true},
+		{"dotted names", schemas.NodeSubject("gpu.east", "n1.example.com"), "gpu.east", true},
+		{"a heartbeat", schemas.ClusterHeartbeatSubject("east"), "", false},
+		{"no node token", schemas.SubjectEventsPrefix + ".node.east", "", false},
+		{"an empty cluster token", schemas.SubjectEventsPrefix + ".node..n1", "", false},
+		{"a workload", schemas.WorkloadSubject(schemas.ObjectRef{APIVersion: "v1", Kind: "Pod", Namespace: "a", Name: "b"}), "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if cluster, ok := schemas.ClusterOfNodeSubject(tc.subject); cluster != tc.cluster || ok != tc.ok {
+				t.Errorf("ClusterOfNodeSubject(%q) = %q, %v; want %q, %v", tc.subject, cluster, ok, tc.cluster, tc.ok)
+			}
+		})
+	}
+}

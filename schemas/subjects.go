@@ -121,6 +121,19 @@ func NodeSubject(cluster, node string) string {
 	return SubjectEventsPrefix + ".node." + Token(cluster) + "." + Token(node)
 }
 
+// ClusterOfNodeSubject is the cluster a NodeSubject names, and whether subject is one.
+func ClusterOfNodeSubject(subject string) (string, bool) {
+	rest, ok := strings.CutPrefix(subject, SubjectEventsPrefix+".node.")
+	if !ok {
+		return "", false
+	}
+	cluster, node, ok := strings.Cut(rest, ".")
+	if !ok || cluster == "" || node == "" {
+		return "", false
+	}
+	return UntokenKey(cluster), true
+}
+
 // WorkloadStatusSubject carries a placed workload's status in one cluster.
 func WorkloadStatusSubject(cluster string, ref ObjectRef) string {
 	return SubjectEventsPrefix + ".status." + Token(cluster) + "." + objectTokens(ref)

@@ -76,6 +76,12 @@ func newBenchPipelineCommand() *cobra.Command {
 	cmd.Flags().StringVar(&cfg.BusFloor, "bus-floor", "", "replace the placer by a relay that places nothing, to measure what the streams alone allow: "+
 		benchpipeline.FloorVerdictAndDecision+" publishes a verdict and a decision per workload as the placer does for a placed one, "+
 		benchpipeline.FloorDecision+" the decision alone")
+	cmd.Flags().IntVar(&cfg.FloodNodeEvents, "flood-node-events", 0, "node reports per second that one more cluster, selected by no policy, "+
+		"publishes while the workloads of a second phase are: the run has three phases of --workloads each (before, flood, after), "+
+		"and the profiles are of the flood; needs --rate")
+	cmd.Flags().Float64Var(&cfg.NodeReportRate, "node-report-rate", 0, "node reports a second the placer takes of each cluster "+
+		"(0: the placer's default, negative: no bound)")
+	cmd.Flags().Float64Var(&cfg.NodeReportBurst, "node-report-burst", 0, "node reports the placer takes of a cluster at once (0: the placer's default)")
 	flags.register(cmd.Flags())
 	return cmd
 }
@@ -107,4 +113,16 @@ func writePipelineTable(out io.Writer, res *benchpipeline.Result) {
 	fmt.Fprintf(out, "raw publish/s:    %.0f (%d messages in %.2f s; over tcp %.0f/s, in process %.0f/s)\n",
 		res.RawPublishPerSecond, res.RawMessages, res.RawSeconds, res.RawPublishTCPPerSecond, res.RawPublishInProcessPerSecond)
 	fmt.Fprintf(out, "ratio:            %.3f decisions per raw publish (target >= 0.1)\n", res.Ratio)
+	if len(res.Phases) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "\nphases of %d workloads at %d/s; one more cluster (%d nodes, selected by no policy) floods %d node reports/s in the second:\n",
+		res.Workloads, res.Rate, res.Nodes/max(res.Clusters, 1), res.FloodNodeEvents)
+	fmt.Fprintf(out, "%-7s %14s %12s %10s %10s %10s %12s %12s %6s %7s\n",
+		"phase", "node events/s", "decisions/s", "p50 ms", "p99 ms", "max ms", "stored B/s", "placed/unsch", "dead", "CPU s")
+	for _, p := range res.Phases {
+		fmt.Fprintf(out, "%-7s %14.0f %12.0f %10.2f %10.2f %10.2f %12.0f %12s %6d %7.2f\n",
+			p.Name, p.NodeEventsPerSecond, p.DecisionsPerSecond, p.P50Ms, p.P99Ms, p.MaxMs, p.StoredBytesPerSecond,
+			fmt.Sprintf("%d/%d", p.Placed, p.Unschedulable), p.DeadLetters, p.CPUSeconds)
+	}
 }

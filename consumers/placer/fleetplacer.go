@@ -43,6 +43,10 @@ type PlacerConfig struct {
 	// FailedApplyRetry is how long after an applier gave up on an Apply (forbidden, invalid, an old CRD) it is
 	// sent again when nothing else changed (default 5m): what was refused may be fixed in the cluster.
 	FailedApplyRetry time.Duration
+	// NodeReportRate and NodeReportBurst bound each cluster's node reports: how many a second, on average and
+	// at once, on the events stream's time (defaults lifecycle.DefaultNodeReportRate and DefaultNodeReportBurst;
+	// a negative rate sets no bound). See NodeReports.
+	NodeReportRate, NodeReportBurst float64
 }
 
 // Lifecycle is what of c tunes the placement lifecycle.

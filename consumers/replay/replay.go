@@ -38,6 +38,9 @@ type Result struct {
 	First       uint64 `json:"firstSequence"`
 	Last        uint64 `json:"lastSequence"`
 	Undecodable int    `json:"undecodable"`
+	// Refused counts the node reports over their cluster's budget, which the placer refuses unread
+	// (lifecycle.ReportBudget at its defaults).
+	Refused int `json:"refused,omitempty"`
 	// Recorded counts the recorded verdicts and decisions compared (those in the window); Reproduced, those
 	// the replay produced alike.
 	Recorded    int                     `json:"recorded"`
@@ -72,6 +75,8 @@ type Session struct {
 	unanswered int
 	// prelude is fed before the history's first event, which comes len(prelude) sequences later.
 	prelude []injection
+	// nodeReports is the placer's bound on each cluster's node reports, at its defaults.
+	nodeReports lifecycle.ReportBudget
 	// Follow names a workload (KIND/NAMESPACE/NAME) whose recorded decisions and applier reports Steps lists.
 	Follow string
 	steps  []Step
@@ -96,7 +101,8 @@ func NewSession(opts Options) *Session {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	s := &Session{opts: opts, outcomes: map[string]Outcome{}, recordedOutcomes: map[string]Outcome{}}
+	s := &Session{opts: opts, outcomes: map[string]Outcome{}, recordedOutcomes: map[string]Outcome{},
+		nodeReports: lifecycle.ReportBudget{Rate: lifecycle.DefaultNodeReportRate, Burst: lifecycle.DefaultNodeReportBurst}}
 	s.cmp = newComparison(func(cause uint64) bool {
 		return s.sinceSeq != 0 && cause >= s.sinceSeq && cause <= s.lastSeq
 	})
@@ -268,6 +274,10 @@ func (s *Session) take(ctx context.Context, r Record) error {
 		}
 		if s.stopped || (!s.opts.Until.IsZero() && r.Stored.After(s.opts.Until)) {
 			s.stopped = true
+			return nil
+		}
+		if cluster, ok := schemas.ClusterOfNodeSubject(r.Subject); ok && s.nodeReports.Take(cluster, r.Stored).Refused {
+			s.result.Refused++ // as the placer's consumer refuses it, unread
 			return nil
 		}
 		payload, err := codec.DecodePayload(r.Event)

@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -10,7 +11,11 @@ import (
 
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/consumers/replay"
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/placement/lifecycle"
 	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+	"github.com/fleetflow/fleetflow/schemas/eventtest"
 )
 
 // busyDay records a day with a policy, three clusters, workloads that fill them, a policy change and a
@@ -204,5 +209,49 @@ func TestReplaySaysWhereAnotherPlacerTookOver(t *testing.T) {
 				t.Errorf("%d notes of a takeover, want %d: %q", took, tc.notes, res.Notes)
 			}
 		})
+	}
+}
+
+// TestReplayRefusesTheNodeReportsThePlacerRefused: node reports over their cluster's budget, which the live
+// placer's consume loop refused unread, are refused by the replay too; fed to the controller, the last ones
+// here would leave east too small for the workload the placer placed there.
+func TestReplayRefusesTheNodeReportsThePlacerRefused(t *testing.T) {
+	cfg := placer.PlacerConfig{}
+	r := newRecording(t, cfg)
+	r.policy("fill", "east")
+	r.cluster("east", "8")
+	r.tick(cfg)
+	r.now = r.now.Add(time.Hour) // a full budget
+	const refused = 10
+	for i := range lifecycle.DefaultNodeReportBurst + refused {
+		cpus := "8"
+		if i >= lifecycle.DefaultNodeReportBurst {
+			cpus = "1" // over the budget: stored, refused by the live placer
+		}
+		subject := schemas.NodeSubject("east", "n1")
+		payload := eventtest.Node("east", "n1", cpus)
+		e, err := codec.NewEvent(schemas.TypeNodeChanged, "/test", subject, fmt.Sprintf("n1/%d", i), payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.SetTime(r.now)
+		seq := r.store(schemas.StreamEvents, subject, e)
+		if i < lifecycle.DefaultNodeReportBurst {
+			if err := r.placer.Handle(t.Context(), bus.Delivery{Event: e, Payload: payload, Subject: subject, StreamSequence: seq,
+				Attempt: 1, Stored: r.now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r.workload("web", "4")
+	res, err := replay.NewSession(replay.Options{}).Run(t.Context(), r.exported())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Divergences) != 0 || res.Recorded == 0 || res.Reproduced != res.Recorded {
+		t.Errorf("reproduced %d of %d recorded outputs, divergences %+v", res.Reproduced, res.Recorded, res.Divergences)
+	}
+	if res.Refused != refused {
+		t.Errorf("refused %d node reports, want the %d over east's budget", res.Refused, refused)
 	}
 }

@@ -111,6 +111,11 @@ type ConsumeLoop struct {
 	// cannot tell them apart.
 	Wants  func(nats.Header) bool
 	GiveUp GiveUpFunc
+	// Refuse, when set, is asked about each message, in order, before it is decoded: a non-empty reason
+	// refuses it. A refused message is not handled and holds nothing back: it is acknowledged at once, or,
+	// when dead is true, stored as a dead letter (schemas.DeadRefused, with reason) and terminated; the
+	// caller records a flood's refusals a few at a time, so that they do not flood the dead letters in turn.
+	Refuse func(subject string, stored time.Time) (reason string, dead bool)
 	// DeadLetters stores every message the loop gives up on (undecodable, invalid, a permanent error, its
 	// attempts used up, a panic) in the dead-letter stream before terminating it; the parts pass their
 	// JetStream context. Nil only where nothing should keep them (tests, benches): they are then only logged.
@@ -163,7 +168,7 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 			if !ok {
 				return l.closed
 			}
-			if l.unwanted(msg) {
+			if l.unwanted(msg) || l.refused(ctx, msg) {
 				continue
 			}
 			l.process(ctx, l.decode(msg), nil)
@@ -184,7 +189,7 @@ func (l *ConsumeLoop) Run(ctx context.Context) error {
 			if !ok {
 				return
 			}
-			if l.unwanted(msg) {
+			if l.unwanted(msg) || l.refused(ctx, msg) {
 				continue
 			}
 			select {
@@ -222,6 +227,30 @@ func (l *ConsumeLoop) unwanted(msg jetstream.Msg) bool {
 	}
 	if err := msg.Ack(); err != nil {
 		l.Log.Warn("could not acknowledge a message the handler does not want; it comes again", "subject", msg.Subject(), "error", err)
+	}
+	return true
+}
+
+// refused settles msg unread when Refuse refuses it.
+func (l *ConsumeLoop) refused(ctx context.Context, msg jetstream.Msg) bool {
+	if l.Refuse == nil {
+		return false
+	}
+	meta, err := msg.Metadata()
+	if err != nil {
+		return false // decode names the problem
+	}
+	reason, dead := l.Refuse(msg.Subject(), meta.Timestamp)
+	if reason == "" {
+		return false
+	}
+	observe.EventsHandled.WithLabelValues(l.name, EventType(msg.Headers()), "refused").Inc()
+	if dead {
+		l.terminate(ctx, l.Log.With("subject", msg.Subject(), "stream_seq", meta.Sequence.Stream), msg, schemas.DeadRefused, reason)
+		return true
+	}
+	if err := msg.Ack(); err != nil {
+		l.Log.Warn("could not acknowledge a refused message; it comes again", "subject", msg.Subject(), "error", err)
 	}
 	return true
 }

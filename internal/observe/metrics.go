@@ -17,9 +17,10 @@ const namespace = "fleetflow"
 var (
 	// EventsHandled counts the events each durable consumer handled, by CloudEvents type and outcome: ok,
 	// retried (the handler failed and the event comes again), gave_up (terminated after its last attempt or a
-	// permanent error), invalid (not a fleetflow event; terminated unread).
+	// permanent error), invalid (not a fleetflow event; terminated unread), refused (over a bound of its sender;
+	// settled unread).
 	EventsHandled = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "events_handled_total",
-		Help: "Events handled by each durable consumer, by CloudEvents type and outcome (ok, retried, gave_up, invalid)."},
+		Help: "Events handled by each durable consumer, by CloudEvents type and outcome (ok, retried, gave_up, invalid, refused)."},
 		[]string{"consumer", "type", "outcome"})
 	// EventHandleSeconds is how long a consumer's handler took per event (the placer's: its whole cycle).
 	EventHandleSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: namespace, Name: "event_handle_seconds",
@@ -36,7 +37,11 @@ var (
 	// stored in the dead-letter stream, or, when that failed, counted in DeadLetterErrors too.
 	DeadLetters = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "dead_letters_total",
 		Help: "Messages a durable consumer gave up on and sent to the dead-letter stream, by reason " +
-			"(undecodable, invalid, permanent, exhausted, panic)."}, []string{"consumer", "reason"})
+			"(undecodable, invalid, permanent, exhausted, panic, refused)."}, []string{"consumer", "reason"})
+	// NodeReportsRefused counts the node reports the placer refused unread, by cluster: over the cluster's
+	// budget (lifecycle.ReportBudget).
+	NodeReportsRefused = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "node_reports_refused_total",
+		Help: "Node reports the placer refused unread because their cluster sent more than its budget, by cluster."}, []string{"cluster"})
 	// DeadLetterErrors counts the dead letters that could not be stored; their messages were terminated anyway,
 	// so that one poison message never holds up the ones behind it, and only the log keeps them.
 	DeadLetterErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "dead_letter_errors_total",
@@ -78,7 +83,7 @@ var latencyBuckets = prometheus.ExponentialBuckets(0.005, 2, 16)
 // registered are every collector Registry holds.
 func registered() []prometheus.Collector {
 	return []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		EventsHandled, EventHandleSeconds, EventsPublished, PublishErrors, DeadLetters, DeadLetterErrors, PlacerLeader, Verdicts, Decisions,
+		EventsHandled, EventHandleSeconds, EventsPublished, PublishErrors, DeadLetters, NodeReportsRefused, DeadLetterErrors, PlacerLeader, Verdicts, Decisions,
 		ApplierOperations, SubmitToPlacedSeconds, PlacedToAppliedSeconds, KubeEvents, consumerLag, fleetCollector{},
 		workqueueDepth, workqueueAdds, workqueueLatency, workqueueWorkDuration, workqueueUnfinished, workqueueLongestRunning, workqueueRetries}
 }

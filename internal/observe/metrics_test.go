@@ -19,6 +19,7 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	PublishErrors.WithLabelValues("t")
 	DeadLetters.WithLabelValues("c", "panic")
 	DeadLetterErrors.WithLabelValues("c")
+	NodeReportsRefused.WithLabelValues("east")
 	ApplierOperations.WithLabelValues("east", "Apply", "ok")
 	PlacedToAppliedSeconds.WithLabelValues("east", "Apply")
 	KubeEvents.WithLabelValues("Scheduled", "recorded")

@@ -489,6 +489,8 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log
 		return err
 	}
 	publisher := fencedPublisher{fence: fence, lost: lead.lost}
+	// Each cluster's node reports are bounded where they arrive, before they are decoded.
+	nodeReports := placer.NewNodeReports(cfg)
 	placer, err := placer.NewPlacer(publisher, karta.NewRegistry(builtins...), cfg, log)
 	if err != nil {
 		return err
@@ -543,7 +545,7 @@ func runPlacerAsLeader(ctx context.Context, b *Bus, cfg placer.PlacerConfig, log
 		return nil
 	}
 	loop := &bus.ConsumeLoop{Consumer: consumer, Handle: fenced(lead.held, lead.lost, placer.Stage), Flush: flush,
-		DeadLetters: b.JetStream, Log: log}
+		Refuse: nodeReports.Refuse, DeadLetters: b.JetStream, Log: log}
 	return loop.Run(ctx)
 }
 

@@ -88,6 +88,42 @@ func TestBusFloorRelaysEveryWorkload(t *testing.T) {
 	}
 }
 
+// TestFloodPhases: a run with a flood measures three phases of the same workloads, the node reports only in the
+// second, and every workload of each phase gets a verdict.
+func TestFloodPhases(t *testing.T) {
+	cfg := Config{FleetSize: placementbench.FleetSize{Clusters: 2, NodesPerCluster: 10, Workloads: 40, GPUNodePercent: 20},
+		Seed: 1, Rate: 200, FloodNodeEvents: 500, RawMessages: 1000, DataDir: t.TempDir(), Timeout: 2 * time.Minute}
+	res, err := Run(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wantFleet := 1 + len(teams) + (cfg.Clusters+1)*(3+cfg.NodesPerCluster); res.FleetEvents != wantFleet {
+		t.Errorf("fleet events = %d, want %d (the flooding cluster too)", res.FleetEvents, wantFleet)
+	}
+	if len(res.Phases) != 3 {
+		t.Fatalf("%d phases, want before, flood, after: %+v", len(res.Phases), res.Phases)
+	}
+	for i, name := range []string{PhaseBefore, PhaseFlood, PhaseAfter} {
+		p := res.Phases[i]
+		if p.Name != name {
+			t.Errorf("phase %d is %q, want %q", i, p.Name, name)
+		}
+		if got := p.Placed + p.Unschedulable; got != cfg.Workloads {
+			t.Errorf("phase %s: verdicts for %d workloads, want %d", name, got, cfg.Workloads)
+		}
+		if flooded := p.NodeEvents > 0 && p.NodeEventsPerSecond > 0; flooded != (name == PhaseFlood) {
+			t.Errorf("phase %s: %d node reports at %v/s, want them in the flood phase only", name, p.NodeEvents, p.NodeEventsPerSecond)
+		}
+		if !(p.DecisionsPerSecond > 0 && p.P99Ms > 0 && p.StoredBytesPerSecond > 0 && p.Seconds > 0) {
+			t.Errorf("phase %s: decisions/s %v, p99 %v, stored B/s %v, seconds %v: want all measured", name,
+				p.DecisionsPerSecond, p.P99Ms, p.StoredBytesPerSecond, p.Seconds)
+		}
+	}
+	if first := res.Phases[0]; res.P99Ms != first.P99Ms || res.Placed != first.Placed {
+		t.Errorf("result p99 %v, placed %d; want the first phase's, %v and %d", res.P99Ms, res.Placed, first.P99Ms, first.Placed)
+	}
+}
+
 func TestConfigRejectsBadSizes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -101,6 +137,10 @@ func TestConfigRejectsBadSizes(t *testing.T) {
 		{"GPU share over 100", func(c *Config) { c.GPUNodePercent = 101 }, "--gpu-node-percent 101"},
 		{"negative raw messages", func(c *Config) { c.RawMessages = -1 }, "--raw-messages -1"},
 		{"unknown bus floor", func(c *Config) { c.BusFloor = "verdicts" }, `--bus-floor "verdicts"`},
+		{"negative flood", func(c *Config) { c.FloodNodeEvents = -1 }, "--flood-node-events -1"},
+		{"flood without a rate", func(c *Config) { c.FloodNodeEvents = 100 }, "--flood-node-events 100: needs --rate"},
+		{"flood with a bus floor", func(c *Config) { c.FloodNodeEvents, c.Rate, c.BusFloor = 100, 10, FloorDecision },
+			"--flood-node-events 100: the --bus-floor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()

@@ -35,6 +35,14 @@ type Config struct {
 	// BusFloor, when set, replaces the placer by a relay that places nothing and publishes for each workload
 	// event what the placer's streams hold for a placed workload: FloorVerdictAndDecision or FloorDecision.
 	BusFloor string
+	// FloodNodeEvents, when set, adds a cluster that no policy selects, with NodesPerCluster nodes, and runs
+	// the workload phase three times: before, during and after that cluster publishes this many node reports
+	// a second, each changing a node's allocatable, round robin over its nodes. It needs a Rate. The profiles
+	// are then of the flood phase.
+	FloodNodeEvents int
+	// NodeReportRate and NodeReportBurst bound each cluster's node reports in the placer
+	// (placer.PlacerConfig); 0 keeps the placer's defaults, a negative rate sets no bound.
+	NodeReportRate, NodeReportBurst float64
 	// Log receives the placer's and the bus's logs; nil discards them.
 	Log *slog.Logger
 }
@@ -54,6 +62,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("--rate %d: want 0 (as fast as possible) or more events per second", c.Rate)
 	case c.RawMessages < 0:
 		return fmt.Errorf("--raw-messages %d: want 0 (default) or more", c.RawMessages)
+	case c.FloodNodeEvents < 0:
+		return fmt.Errorf("--flood-node-events %d: want 0 (no flood) or more events per second", c.FloodNodeEvents)
+	case c.FloodNodeEvents > 0 && c.Rate == 0:
+		return fmt.Errorf("--flood-node-events %d: needs --rate, so the phases offer the same load", c.FloodNodeEvents)
+	case c.FloodNodeEvents > 0 && c.BusFloor != "":
+		return fmt.Errorf("--flood-node-events %d: the --bus-floor relay reads no node reports", c.FloodNodeEvents)
 	case c.BusFloor != "" && c.BusFloor != FloorVerdictAndDecision && c.BusFloor != FloorDecision:
 		return fmt.Errorf("--bus-floor %q: want %q (a verdict and a decision per workload) or %q (a decision alone)",
 			c.BusFloor, FloorVerdictAndDecision, FloorDecision)

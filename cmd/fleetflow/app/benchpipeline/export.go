@@ -37,7 +37,7 @@ func FleetEvents(clusters, nodesPerCluster, gpuNodePercent int, now time.Time, e
 	}
 	gpuNodes := nodesPerCluster * gpuNodePercent / 100
 	for c := range clusters {
-		events, err := clusterEvents(c, apis, now)
+		events, err := clusterEvents(c, clusterLabels(c), apis, now)
 		if err != nil {
 			return err
 		}

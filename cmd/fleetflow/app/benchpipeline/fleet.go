@@ -80,14 +80,14 @@ func namespaceEvents() ([]outgoing, error) {
 	return out, nil
 }
 
-// clusterEvents registers cluster c the way the control-plane producer and the cluster's own producer do:
+// clusterEvents registers cluster c, labelled labels, the way the control-plane producer and the cluster's own producer do:
 // the Cluster object, the installed APIs, and a first heartbeat.
-func clusterEvents(c int, apis []string, now time.Time) ([]outgoing, error) {
+func clusterEvents(c int, labels map[string]string, apis []string, now time.Time) ([]outgoing, error) {
 	name := clusterName(c)
 	cl := &v1alpha1.Cluster{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.SchemeGroupVersion.String(), Kind: "Cluster"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(fmt.Sprintf("00000000-0000-4000-b000-%012d", c)), ResourceVersion: "1",
-			Generation: 1, Labels: clusterLabels(c)},
+			Generation: 1, Labels: labels},
 		Spec: v1alpha1.ClusterSpec{KubeconfigSecretRef: v1alpha1.SecretKeyRef{Name: name + "-kubeconfig", Namespace: "fleetflow-system", Key: "kubeconfig"}},
 	}
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cl)
@@ -134,6 +134,13 @@ func stateEvent(eventType, subject, kind, identity, source string, payload schem
 // nodeEvent is node n of cluster c as its cluster producer reports it: GPU nodes (tainted, 8 H100s) first,
 // then CPU nodes, each with the labels real nodes carry and the DaemonSets' requests.
 func nodeEvent(c, n, gpuNodes int) (outgoing, error) {
+	state := nodeState(c, n, gpuNodes)
+	return stateEvent(schemas.TypeNodeChanged, schemas.NodeSubject(state.Cluster, state.Name), "node", state.Cluster+"/"+state.Name,
+		schemas.SourceClusterProducer(state.Cluster), state)
+}
+
+// nodeState is what nodeEvent reports.
+func nodeState(c, n, gpuNodes int) *schemas.NodeState {
 	cluster := clusterName(c)
 	node := fmt.Sprintf("%s-node-%04d", cluster, n)
 	zone := fmt.Sprintf("region-%d-%c", c%4, 'a'+n%3)
@@ -149,8 +156,7 @@ func nodeEvent(c, n, gpuNodes int) (outgoing, error) {
 			"node.kubernetes.io/instance-type": "m7i.16xlarge", "kubernetes.io/arch": "amd64"}
 		state.Allocatable = placementbench.CPUNodeAllocatable
 	}
-	return stateEvent(schemas.TypeNodeChanged, schemas.NodeSubject(cluster, node), "node", cluster+"/"+node,
-		schemas.SourceClusterProducer(cluster), state)
+	return state
 }
 
 // servedAPIs is what every synthetic cluster's discovery reports: core kinds and every built-in RI's kind.

@@ -83,6 +83,11 @@ type Result struct {
 	CPUSeconds      float64 `json:"cpuSeconds"`
 	RawMessages     int     `json:"rawMessages"`
 	RawSeconds      float64 `json:"rawSeconds"`
+
+	// FloodNodeEvents is Config.FloodNodeEvents. When set, the run had three phases (Phases) of Workloads
+	// workload events each, the flood during the second, and the figures above are the first phase's.
+	FloodNodeEvents int          `json:"floodNodeEvents,omitempty"`
+	Phases          []FloodPhase `json:"phases,omitempty"`
 }
 
 // Run starts an embedded JetStream and the placer, loads the fleet through the bus, then publishes the
@@ -128,7 +133,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if cfg.BusFloor != "" {
 			placerErr = runRelay(placerCtx, b, cfg.BusFloor, cfg.Clusters, log)
 		} else {
-			placerErr = app.RunPlacer(placerCtx, b, placer.PlacerConfig{}, log)
+			placerErr = app.RunPlacer(placerCtx, b, placer.PlacerConfig{NodeReportRate: cfg.NodeReportRate, NodeReportBurst: cfg.NodeReportBurst}, log)
 		}
 		if placerCtx.Err() == nil {
 			cancelRun(fmt.Errorf("placer stopped: %w", placerErr))
@@ -148,7 +153,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	res := &Result{Clusters: cfg.Clusters, Nodes: cfg.Clusters * cfg.NodesPerCluster, Workloads: cfg.Workloads, Rate: cfg.Rate,
-		BusFloor: cfg.BusFloor}
+		BusFloor: cfg.BusFloor, FloodNodeEvents: cfg.FloodNodeEvents}
 	producer, err := newAsyncPublisher(b.URL, "fleetflow-bench-producers")
 	if err != nil {
 		return nil, err
@@ -159,110 +164,47 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	var heartbeats sync.WaitGroup
 	defer func() { close(heartbeatsDone); heartbeats.Wait() }()
 	// Heartbeats run from the start: loading a large fleet can take longer than the placer's timeout.
-	heartbeats.Go(func() { beat(ctx, producer, cfg.Clusters, heartbeatsDone, log) })
+	clusters := cfg.Clusters
+	if cfg.FloodNodeEvents > 0 {
+		clusters++ // the flooding cluster
+	}
+	heartbeats.Go(func() { beat(ctx, producer, clusters, heartbeatsDone, log) })
 	if err := loadFleet(ctx, b, producer, cfg, res); err != nil {
 		return nil, cause(fmt.Errorf("load the fleet: %w", err))
 	}
 
-	msgs, refs, err := workloadMessages(cfg)
-	if err != nil {
-		return nil, err
-	}
-	size := 0
-	for _, m := range msgs {
-		size += messageSize(m)
-	}
-	res.EventBytes = size / len(msgs)
-
-	published := make([]time.Time, len(msgs))
-	// Collect the fleet load's garbage now, as testing.B does before timing, so the workload phase pays
-	// for the collections its own allocations cause and not for a leftover of the setup.
-	runtime.GC()
-	if cfg.HeapProfileBefore != nil {
-		if err := pprof.WriteHeapProfile(cfg.HeapProfileBefore); err != nil {
-			return nil, fmt.Errorf("heap profile before the workload phase: %w", err)
-		}
-	}
-	if cfg.CPUProfile != nil {
-		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
-			return nil, fmt.Errorf("cpu profile: %w", err)
-		}
-	}
-	profiling := cfg.CPUProfile != nil
-	stopProfile := func() {
-		if profiling {
-			pprof.StopCPUProfile()
-			profiling = false
-		}
-	}
-	defer stopProfile()
-	start, startCPU := time.Now(), placementbench.CPUTime()
-	if err := publishPaced(ctx, producer, msgs, cfg.Rate, published); err != nil {
-		return nil, cause(fmt.Errorf("publish workloads: %w", err))
-	}
-	res.OfferedPerSecond = float64(len(msgs)) / time.Since(start).Seconds()
-	// The placer acknowledges an event only once what it published for it is stored, so with its consumer
-	// drained every verdict and decision of the phase is persisted.
-	if err := waitDrained(ctx, b.JetStream); err != nil {
-		return nil, cause(err)
-	}
-	res.CPUSeconds = (placementbench.CPUTime() - startCPU).Seconds()
-	stopProfile()
-	if cfg.HeapProfile != nil {
-		runtime.GC()
-		if err := pprof.WriteHeapProfile(cfg.HeapProfile); err != nil {
-			return nil, fmt.Errorf("heap profile: %w", err)
-		}
-	}
-	// The watcher reads the verdicts and decisions back only now: their stream timestamps say when each was
-	// stored whenever they are read, and reading them while the phase runs would make the process it
-	// measures deliver two more messages per workload.
-	w, err := newWatcher(ctx, b.URL, refs, b.InProcess()...)
-	if err != nil {
-		return nil, err
-	}
-	defer w.close()
-	if err := w.waitFor(ctx, "a verdict for every workload", func(w *watcher) bool { return w.verdicts == len(msgs) }); err != nil {
-		return nil, cause(err)
-	}
-	decisions, err := b.JetStream.Stream(ctx, schemas.StreamDecisions)
-	if err != nil {
-		return nil, err
-	}
-	info, err := decisions.Info(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if err := w.waitFor(ctx, "every decision read back", func(w *watcher) bool { return w.lastDecisionSeq >= info.State.LastSeq }); err != nil {
-		return nil, cause(err)
-	}
-	// Decisions answer for placed workloads, so the verdicts of their own may still be coming in.
-	events, err := b.JetStream.Stream(ctx, schemas.StreamEvents)
-	if err != nil {
-		return nil, err
-	}
-	lastVerdict, err := events.GetLastMsgForSubject(ctx, schemas.SubjectEventsPrefix+".verdict.>")
-	switch {
-	case errors.Is(err, jetstream.ErrMsgNotFound):
-	case err != nil:
-		return nil, fmt.Errorf("last verdict: %w", err)
-	default:
-		if err := w.waitFor(ctx, "every verdict read back", func(w *watcher) bool { return w.lastVerdictSeq >= lastVerdict.Sequence }); err != nil {
+	if cfg.FloodNodeEvents == 0 {
+		if _, err := measurePhase(ctx, b, producer, cfg, 0, res); err != nil {
 			return nil, cause(err)
+		}
+	} else {
+		for i, name := range []string{PhaseBefore, PhaseFlood, PhaseAfter} {
+			phaseCfg, into := cfg, res
+			if name != PhaseFlood {
+				phaseCfg.FloodNodeEvents = 0
+			}
+			if name != PhaseFlood {
+				// Profiles are of the flood, what such a run is about.
+				phaseCfg.CPUProfile, phaseCfg.HeapProfile, phaseCfg.HeapProfileBefore = nil, nil, nil
+			}
+			if i > 0 {
+				into = &Result{} // the result's own figures are the first phase's
+			}
+			phase, err := measurePhase(ctx, b, producer, phaseCfg, i*cfg.Workloads, into)
+			if err != nil {
+				return nil, cause(fmt.Errorf("phase %s: %w", name, err))
+			}
+			phase.Name = name
+			res.Phases = append(res.Phases, *phase)
 		}
 	}
 	if err := stop(); err != nil && !errors.Is(err, context.Canceled) {
 		return nil, fmt.Errorf("placer: %w", err)
 	}
-	w.mu.Lock()
-	summarize(res, w.outcomes, published)
-	if w.verdictMessages > 0 {
-		res.VerdictBytes = w.verdictBytes / w.verdictMessages
-	}
-	w.mu.Unlock()
 
 	// The phase dropped its messages as it sent them; the reference publishes the same ones again.
-	if msgs, _, err = workloadMessages(cfg); err != nil {
+	msgs, _, err := workloadMessages(cfg, 0)
+	if err != nil {
 		return nil, err
 	}
 	if err := rawPublish(ctx, b, msgs, cfg, res); err != nil {
@@ -303,8 +245,16 @@ func loadFleet(ctx context.Context, b *app.Bus, producer *asyncPublisher, cfg Co
 		}
 	}
 	gpuNodes := cfg.NodesPerCluster * cfg.GPUNodePercent / 100
-	for c := range cfg.Clusters {
-		events, err := clusterEvents(c, apis, time.Now())
+	clusters := cfg.Clusters
+	if cfg.FloodNodeEvents > 0 {
+		clusters++ // the flooding cluster, last
+	}
+	for c := range clusters {
+		labels := clusterLabels(c)
+		if c == cfg.Clusters {
+			labels = floodLabels()
+		}
+		events, err := clusterEvents(c, labels, apis, time.Now())
 		if err != nil {
 			return err
 		}
@@ -375,14 +325,14 @@ func beat(ctx context.Context, producer *asyncPublisher, clusters int, done <-ch
 	}
 }
 
-// workloadMessages encodes every workload event ahead of time, so the publisher spends its time publishing.
-func workloadMessages(cfg Config) ([]*nats.Msg, []schemas.ObjectRef, error) {
+// workloadMessages encodes every workload event ahead of time, naming them from the first-th on, so the publisher spends its time publishing.
+func workloadMessages(cfg Config, first int) ([]*nats.Msg, []schemas.ObjectRef, error) {
 	r := rand.New(rand.NewPCG(uint64(cfg.Seed), 1))
 	created := time.Now()
 	msgs := make([]*nats.Msg, cfg.Workloads)
 	refs := make([]schemas.ObjectRef, cfg.Workloads)
 	for i := range cfg.Workloads {
-		payload := &schemas.WorkloadChanged{Object: workloadObject(i, r, created)}
+		payload := &schemas.WorkloadChanged{Object: workloadObject(first+i, r, created)}
 		ref := payload.Ref()
 		subject := schemas.WorkloadSubject(ref)
 		e, err := codec.NewEvent(schemas.TypeWorkloadChanged, schemas.SourceControlPlaneProducer, subject,
@@ -581,4 +531,166 @@ func rawPublishOver(ctx context.Context, url string, options []nats.Option, raw 
 		return 0, err
 	}
 	return time.Since(start).Seconds(), nil
+}
+
+// measurePhase publishes cfg.Workloads workload events, named from the first-th on, at cfg.Rate while the
+// flooding cluster, if cfg.FloodNodeEvents is set, publishes that many node reports a second, and fills the
+// workload figures of res from what the placer persisted for them.
+func measurePhase(ctx context.Context, b *app.Bus, producer *asyncPublisher, cfg Config, first int, res *Result) (*FloodPhase, error) {
+	msgs, refs, err := workloadMessages(cfg, first)
+	if err != nil {
+		return nil, err
+	}
+	size := 0
+	for _, m := range msgs {
+		size += messageSize(m)
+	}
+	res.EventBytes = size / len(msgs)
+	var floodMsgs []*nats.Msg
+	var flooder *asyncPublisher
+	if cfg.FloodNodeEvents > 0 {
+		// Enough for the phase's publishing and two seconds more; encoded ahead, as the workloads are.
+		seconds := (cfg.Workloads+cfg.Rate-1)/cfg.Rate + 2
+		floodMsgs, err = floodMessages(cfg.Clusters, cfg.NodesPerCluster, cfg.NodesPerCluster*cfg.GPUNodePercent/100,
+			cfg.FloodNodeEvents*seconds)
+		if err != nil {
+			return nil, err
+		}
+		if flooder, err = newAsyncPublisher(b.URL, "fleetflow-bench-flood"); err != nil {
+			return nil, err
+		}
+		defer flooder.close()
+	}
+	events, err := b.JetStream.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		return nil, err
+	}
+	dead, err := b.JetStream.Stream(ctx, schemas.StreamDead)
+	if err != nil {
+		return nil, err
+	}
+	storedBefore, err := events.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	deadBefore, err := dead.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	published := make([]time.Time, len(msgs))
+	// Collect the fleet load's garbage now, as testing.B does before timing, so the workload phase pays
+	// for the collections its own allocations cause and not for a leftover of the setup.
+	runtime.GC()
+	if cfg.HeapProfileBefore != nil {
+		if err := pprof.WriteHeapProfile(cfg.HeapProfileBefore); err != nil {
+			return nil, fmt.Errorf("heap profile before the workload phase: %w", err)
+		}
+	}
+	if cfg.CPUProfile != nil {
+		if err := pprof.StartCPUProfile(cfg.CPUProfile); err != nil {
+			return nil, fmt.Errorf("cpu profile: %w", err)
+		}
+	}
+	profiling := cfg.CPUProfile != nil
+	stopProfile := func() {
+		if profiling {
+			pprof.StopCPUProfile()
+			profiling = false
+		}
+	}
+	defer stopProfile()
+	phase := &FloodPhase{}
+	start, startCPU := time.Now(), placementbench.CPUTime()
+	stopFlood := make(chan struct{})
+	floodDone := make(chan error, 1)
+	if flooder != nil {
+		go func() {
+			sent, seconds, err := flood(ctx, flooder, floodMsgs, cfg.FloodNodeEvents, stopFlood)
+			phase.NodeEvents = sent
+			if seconds > 0 {
+				phase.NodeEventsPerSecond = float64(sent) / seconds
+			}
+			floodDone <- err
+		}()
+	} else {
+		floodDone <- nil
+	}
+	err = publishPaced(ctx, producer, msgs, cfg.Rate, published)
+	// The flood lasts as long as the workloads are published; what it left in the stream is taken after.
+	close(stopFlood)
+	if floodErr := <-floodDone; err == nil {
+		err = floodErr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("publish workloads: %w", err)
+	}
+	publishSeconds := time.Since(start).Seconds()
+	res.OfferedPerSecond = float64(len(msgs)) / publishSeconds
+	storedAfter, err := events.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	phase.StoredBytesPerSecond = float64(storedAfter.State.Bytes-storedBefore.State.Bytes) / publishSeconds
+	// The placer acknowledges an event only once what it published for it is stored, so with its consumer
+	// drained every verdict and decision of the phase is persisted.
+	if err := waitDrained(ctx, b.JetStream); err != nil {
+		return nil, err
+	}
+	phase.Seconds = time.Since(start).Seconds()
+	res.CPUSeconds = (placementbench.CPUTime() - startCPU).Seconds()
+	stopProfile()
+	if cfg.HeapProfile != nil {
+		runtime.GC()
+		if err := pprof.WriteHeapProfile(cfg.HeapProfile); err != nil {
+			return nil, fmt.Errorf("heap profile: %w", err)
+		}
+	}
+	deadAfter, err := dead.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	phase.DeadLetters = int(deadAfter.State.Msgs - deadBefore.State.Msgs)
+	// The watcher reads the verdicts and decisions back only now: their stream timestamps say when each was
+	// stored whenever they are read, and reading them while the phase runs would make the process it
+	// measures deliver two more messages per workload.
+	w, err := newWatcher(ctx, b.URL, refs, b.InProcess()...)
+	if err != nil {
+		return nil, err
+	}
+	defer w.close()
+	if err := w.waitFor(ctx, "a verdict for every workload", func(w *watcher) bool { return w.verdicts == len(msgs) }); err != nil {
+		return nil, err
+	}
+	decisions, err := b.JetStream.Stream(ctx, schemas.StreamDecisions)
+	if err != nil {
+		return nil, err
+	}
+	info, err := decisions.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.waitFor(ctx, "every decision read back", func(w *watcher) bool { return w.lastDecisionSeq >= info.State.LastSeq }); err != nil {
+		return nil, err
+	}
+	// Decisions answer for placed workloads, so the verdicts of their own may still be coming in.
+	lastVerdict, err := events.GetLastMsgForSubject(ctx, schemas.SubjectEventsPrefix+".verdict.>")
+	switch {
+	case errors.Is(err, jetstream.ErrMsgNotFound):
+	case err != nil:
+		return nil, fmt.Errorf("last verdict: %w", err)
+	default:
+		if err := w.waitFor(ctx, "every verdict read back", func(w *watcher) bool { return w.lastVerdictSeq >= lastVerdict.Sequence }); err != nil {
+			return nil, err
+		}
+	}
+	w.mu.Lock()
+	summarize(res, w.outcomes, published)
+	if w.verdictMessages > 0 {
+		res.VerdictBytes = w.verdictBytes / w.verdictMessages
+	}
+	w.mu.Unlock()
+	phase.DecisionsPerSecond, phase.P50Ms, phase.P99Ms, phase.MaxMs = res.DecisionsPerSecond, res.P50Ms, res.P99Ms, res.MaxMs
+	phase.Placed, phase.Unschedulable, phase.CPUSeconds = res.Placed, res.Unschedulable, res.CPUSeconds
+	return phase, nil
 }
