@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
@@ -147,6 +148,10 @@ func runChaos(ctx context.Context, o chaosOptions, out, errOut io.Writer) (err e
 	controlPlane, clusters, err := prepareFleet(ctx, fleet, in, "fleetflow-chaos")
 	if err != nil {
 		return err
+	}
+	if _, err := controlPlane.Dynamic.Resource(chaos.PyTorchJobs).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		return fmt.Errorf("--crds %s: a chaos run submits PyTorchJobs (%s), which the control plane does not serve: %w",
+			o.crds, chaos.PyTorchJobs.GroupVersion(), err)
 	}
 	dynamicClients := map[string]dynamic.Interface{}
 	for name, c := range clusters {

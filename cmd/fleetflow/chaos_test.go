@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,5 +56,28 @@ func TestChaosShortRun(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^  placer +\d+$`).MatchString(out.String()) {
 		t.Errorf("no placer killed; seed %d kills one first", o.run.Seed)
+	}
+}
+
+// TestChaosNamesCRDsWithoutPyTorchJobs: a --crds file that does not install the kind the run submits is
+// refused before any fault, naming the flag and the kind, instead of retrying submissions until the end.
+func TestChaosNamesCRDsWithoutPyTorchJobs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a local fleet")
+	}
+	binDir := localfleettest.RequireBinaries(t)
+	root := filepath.Join("..", "..")
+	crds := filepath.Join(t.TempDir(), "no-crds.yaml")
+	if err := os.WriteFile(crds, []byte("# no CRD here\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	o := chaosOptions{dir: t.TempDir(), fleetFile: filepath.Join(root, "deploy/fleets/demo.yaml"), crds: crds,
+		policies: filepath.Join(root, "deploy/demo/policies.yaml"), binDir: binDir, binary: os.Args[0],
+		env: []string{runAsFleetflow + "=1"}, run: chaos.Options{Seed: 1, Duration: time.Minute, Converge: time.Minute,
+			Load: chaos.LoadOptions{Workloads: 1}, Faults: chaos.FaultOptions{Gap: time.Second, MaxDown: time.Second}}}
+	var out, progress bytes.Buffer
+	err := runChaos(t.Context(), o, &out, &progress)
+	if err == nil || !strings.Contains(err.Error(), "--crds "+crds) || !strings.Contains(err.Error(), "kubeflow.org/v1") {
+		t.Errorf("runChaos = %v, want an error naming --crds %s and kubeflow.org/v1", err, crds)
 	}
 }
