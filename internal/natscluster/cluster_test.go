@@ -69,22 +69,7 @@ func TestStreamSurvivesKill(t *testing.T) {
 				Replicas: 3, Storage: jetstream.FileStorage}); err != nil {
 				t.Fatal(err)
 			}
-			publish := func(from, to int) {
-				for i := from; i < to; i++ {
-					// A publish during the election after a kill finds no leader; the next one does.
-					if err := natscluster.Poll(ctx, fmt.Sprintf("publish %d stored", i), func() error {
-						// Each attempt has its own timeout: a request sent while the client reconnects to
-						// another node gets no answer, and would otherwise wait out the whole test.
-						attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
-						defer cancel()
-						_, err := js.Publish(attempt, fmt.Sprintf("faults.%d", i), []byte("x"),
-							jetstream.WithMsgID(fmt.Sprintf("m-%d", i)))
-						return err
-					}); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
+			publish := func(from, to int) { publishRange(ctx, t, js, "faults", from, to) }
 			publish(0, batch)
 			leader, err := c.StreamLeader(ctx, js, stream)
 			if err != nil {
@@ -154,18 +139,7 @@ func TestStreamLeaderCutOff(t *testing.T) {
 		Replicas: 3, Storage: jetstream.FileStorage}); err != nil {
 		t.Fatal(err)
 	}
-	publish := func(from, to int) {
-		for i := from; i < to; i++ {
-			if err := natscluster.Poll(ctx, fmt.Sprintf("publish %d stored", i), func() error {
-				attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
-				defer cancel()
-				_, err := js.Publish(attempt, fmt.Sprintf("part.%d", i), []byte("x"), jetstream.WithMsgID(fmt.Sprintf("m-%d", i)))
-				return err
-			}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	publish := func(from, to int) { publishRange(ctx, t, js, "part", from, to) }
 	publish(0, batch)
 	before, err := c.StreamLeader(ctx, js, stream)
 	if err != nil {
@@ -221,6 +195,24 @@ func TestStreamLeaderCutOff(t *testing.T) {
 	}
 	if info.State.Msgs != 2*batch {
 		t.Errorf("stream holds %d messages, want %d (none lost, none twice)", info.State.Msgs, 2*batch)
+	}
+}
+
+// publishRange publishes messages from to to-1 on prefix.<i>, each with its own message id, retrying each until
+// it is stored: a publish during an election finds no leader; a later one does.
+func publishRange(ctx context.Context, t *testing.T, js jetstream.JetStream, prefix string, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		if err := natscluster.Poll(ctx, fmt.Sprintf("publish %d stored", i), func() error {
+			// Each attempt has its own timeout: a request sent while the client reconnects to another node
+			// gets no answer, and would otherwise wait out the whole test.
+			attempt, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			_, err := js.Publish(attempt, fmt.Sprintf("%s.%d", prefix, i), []byte("x"), jetstream.WithMsgID(fmt.Sprintf("m-%d", i)))
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
