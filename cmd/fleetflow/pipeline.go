@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -29,6 +30,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/natsauth"
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
+	"github.com/fleetflow/fleetflow/placement/lifecycle"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas/streams"
 )
@@ -277,6 +279,7 @@ func signalContext(cmd *cobra.Command) (context.Context, context.CancelFunc) {
 type placerFlags struct {
 	heartbeatTimeout, pendingTimeout, reservationTTL, statePruneGrace, failedApplyRetry, leaseTTL time.Duration
 	gcPercent                                                                                     int
+	nodeReportRate, nodeReportBurst                                                               float64
 }
 
 func (f *placerFlags) register(flags *pflag.FlagSet) {
@@ -286,6 +289,8 @@ func (f *placerFlags) register(flags *pflag.FlagSet) {
 	flags.DurationVar(&f.failedApplyRetry, "failed-apply-retry", 5*time.Minute, "how long after an applier gave up on an Apply (forbidden, invalid, an old CRD) it is sent again, when nothing else retried it")
 	flags.DurationVar(&f.statePruneGrace, "state-prune-grace", time.Minute, "how long after the Deletes of a deleted workload's copies are stored what the state stream keeps of it is pruned")
 	flags.DurationVar(&f.leaseTTL, "lease-ttl", app.DefaultLeaseTTL, "how long the placer lease outlives its holder's last renewal: a standby placer takes over about this long after the leader stops")
+	flags.Float64Var(&f.nodeReportRate, "node-report-rate", lifecycle.DefaultNodeReportRate, "node reports a second the placer takes of each cluster on average, on the events stream's clock; the rest are refused unread (docs/security.md); a negative value takes every report")
+	flags.Float64Var(&f.nodeReportBurst, "node-report-burst", lifecycle.DefaultNodeReportBurst, "node reports the placer takes of one cluster at once, above --node-report-rate (a big cluster republishing every node)")
 	flags.IntVar(&f.gcPercent, "gc-percent", app.PlacerGCPercent, "GOGC of this process (the fleet view is long-lived, so collecting less often saves CPU for memory); $GOGC wins when set, 0 keeps Go's default")
 }
 
@@ -295,6 +300,12 @@ func (f *placerFlags) validate() error {
 		"--pending-timeout": f.pendingTimeout, "--reservation-ttl": f.reservationTTL, "--state-prune-grace": f.statePruneGrace,
 		"--failed-apply-retry": f.failedApplyRetry, "--lease-ttl": f.leaseTTL}); err != nil {
 		return err
+	}
+	if f.nodeReportRate == 0 {
+		return errors.New("--node-report-rate 0: would refuse every node report; give a positive rate, or a negative one to take them all")
+	}
+	if f.nodeReportRate > 0 && f.nodeReportBurst < 1 {
+		return fmt.Errorf("--node-report-burst %g: must be at least 1 with a positive --node-report-rate", f.nodeReportBurst)
 	}
 	return validGCPercent(f.gcPercent)
 }
@@ -322,7 +333,8 @@ func (f *placerFlags) tuneGC() { app.TuneGCForPlacer(f.gcPercent, slog.Default()
 
 func (f *placerFlags) config() placer.PlacerConfig {
 	return placer.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL,
-		StatePruneGrace: f.statePruneGrace, FailedApplyRetry: f.failedApplyRetry, LeaseTTL: f.leaseTTL}
+		StatePruneGrace: f.statePruneGrace, FailedApplyRetry: f.failedApplyRetry, LeaseTTL: f.leaseTTL,
+		NodeReportRate: f.nodeReportRate, NodeReportBurst: f.nodeReportBurst}
 }
 
 func newRunCommand() *cobra.Command {
