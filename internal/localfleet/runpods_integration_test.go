@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -252,6 +253,21 @@ func TestRunPods(t *testing.T) {
 			t.Errorf("job completed %s after creation, before the %s its pod annotation asks for", elapsed, delay)
 		}
 		t.Logf("job completed %s after creation (pod completion delay %s)", elapsed.Round(100*time.Millisecond), delay)
+	})
+
+	t.Run("a crashed component is reported", func(t *testing.T) {
+		scheduler := east.Components[0]
+		if err := syscall.Kill(scheduler.PID, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-fleet.Exited():
+		case <-time.After(30 * time.Second):
+			t.Fatal("Exited not closed 30s after kube-scheduler was killed")
+		}
+		if err := fleet.ExitErr(); err == nil || !strings.Contains(err.Error(), "kube-scheduler east") {
+			t.Errorf("ExitErr: got %v, want kube-scheduler east named", err)
+		}
 	})
 
 	t.Run("stop", func(t *testing.T) {
