@@ -88,6 +88,9 @@ expected_minutes() {
 	case $1 in
 	kube-apiserver) echo "about 14 minutes on 2 cores from an empty module cache, a few with a warm build cache" ;;
 	helm) echo "about 1 minute on 2 cores" ;;
+	kube-scheduler | kube-controller-manager | kwok)
+		echo "a few minutes on 2 cores after kube-apiserver, whose packages it shares; see docs/local-fleet.md"
+		;;
 	*) echo "about 2 minutes on 2 cores from an empty module cache" ;;
 	esac
 }
