@@ -50,7 +50,7 @@ type Component struct {
 	proc *process
 }
 
-// identities are the users of the token file for the components, each with the cluster role the
+// componentUsers are the users of the token file for the components, each with the cluster role the
 // apiserver's bootstrap RBAC policy grants that user name.
 var componentUsers = map[string]string{
 	SchedulerBinary:         "system:kube-scheduler",
