@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Builds the binaries the tests run besides fleetflow (the local fleet's etcd and kube-apiserver, and helm,
-# which renders deploy/chart) from the Go module proxy into bin/.
+# which renders deploy/chart; on request also kube-scheduler, kube-controller-manager and kwok, which make a
+# local fleet's workload clusters schedule and run pods) from the Go module proxy into bin/.
 #
 # Each binary is built from its own module under tools/<name>, pinned by that module's go.mod: from its
 # main.go, or else from the package its go.mod names as a tool. A binary is skipped when bin/<name> exists
 # and bin/.<name>.stamp holds the hash of tools/<name>/{go.mod,go.sum,main.go}, so changing a pin rebuilds
 # exactly the binary it concerns.
 #
-# Usage: hack/build-tools.sh [--force] [etcd|kube-apiserver|helm ...]
+# Usage: hack/build-tools.sh [--force] [etcd|kube-apiserver|helm|kube-scheduler|kube-controller-manager|kwok ...]
+#   With no tool named it builds the default set: etcd, kube-apiserver and helm.
 #   BIN_DIR   where binaries go (default: <repo>/bin)
 #   HEARTBEAT seconds between "still building" lines (default: 30), so CI logs show progress on long builds
 set -euo pipefail
@@ -41,6 +43,7 @@ package_of() {
 version_of() {
 	case $1 in
 	helm) "$2" version --short 2>&1 | head -1 ;;
+	kwok) "$2" --version 2>&1 | tail -1 ;;
 	*) "$2" --version 2>&1 | head -1 ;;
 	esac
 }
@@ -52,12 +55,12 @@ module_version() {
 
 ldflags_for() {
 	case $1 in
-	kube-apiserver)
-		# Without these the apiserver reports v0.0.0-master, which clients and version checks treat as unknown.
+	kube-apiserver | kube-scheduler | kube-controller-manager)
+		# Without these the component reports v0.0.0-master, which clients and version checks treat as unknown.
 		local version major minor
-		version=$(module_version kube-apiserver k8s.io/kubernetes)
+		version=$(module_version "$1" k8s.io/kubernetes)
 		if [ -z "$version" ]; then
-			echo "build-tools: tools/kube-apiserver/go.mod does not pin k8s.io/kubernetes" >&2
+			echo "build-tools: tools/$1/go.mod does not pin k8s.io/kubernetes" >&2
 			return 1
 		fi
 		major=${version#v}
@@ -67,6 +70,16 @@ ldflags_for() {
 		local pkg=k8s.io/component-base/version
 		echo "-s -w -X $pkg.gitVersion=$version -X $pkg.gitMajor=$major -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
 		;;
+	kwok)
+		# kwok's own default is the source's constant; set it from the pin, as kwok's release script does.
+		local version
+		version=$(module_version kwok sigs.k8s.io/kwok)
+		if [ -z "$version" ]; then
+			echo "build-tools: tools/kwok/go.mod does not pin sigs.k8s.io/kwok" >&2
+			return 1
+		fi
+		echo "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${version#v}"
+		;;
 	*) echo "-s -w" ;;
 	esac
 }
@@ -75,6 +88,9 @@ expected_minutes() {
 	case $1 in
 	kube-apiserver) echo "about 14 minutes on 2 cores from an empty module cache, a few with a warm build cache" ;;
 	helm) echo "about 1 minute on 2 cores" ;;
+	kube-scheduler | kube-controller-manager | kwok)
+		echo "a few minutes on 2 cores after kube-apiserver, whose packages it shares; see docs/local-fleet.md"
+		;;
 	*) echo "about 2 minutes on 2 cores from an empty module cache" ;;
 	esac
 }
@@ -124,9 +140,10 @@ main() {
 	for arg in "$@"; do
 		case $arg in
 		--force) force=true ;;
-		etcd | kube-apiserver | helm) tools+=("$arg") ;;
+		etcd | kube-apiserver | helm | kube-scheduler | kube-controller-manager | kwok) tools+=("$arg") ;;
 		*)
-			echo "build-tools: unknown argument $arg (want --force, etcd, kube-apiserver or helm)" >&2
+			echo "build-tools: unknown argument $arg (want --force, etcd, kube-apiserver, helm, kube-scheduler," \
+				"kube-controller-manager or kwok)" >&2
 			exit 2
 			;;
 		esac

@@ -20,30 +20,44 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-// fleetAuth is what every apiserver of a fleet shares: the admin bearer token and the service account keys.
+// fleetAuth is what every apiserver of a fleet shares: the admin bearer token, the tokens of the components
+// that Options.RunPods starts, and the service account keys.
 type fleetAuth struct {
-	token         string
-	tokenFile     string
-	saPublicFile  string
-	saPrivateFile string
+	token string
+	// componentTokens are the bearer tokens of kube-scheduler and kube-controller-manager, by binary name.
+	componentTokens map[string]string
+	tokenFile       string
+	saPublicFile    string
+	saPrivateFile   string
 }
 
 func writeFleetAuth(dir string) (*fleetAuth, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	secret := make([]byte, 24)
-	if _, err := rand.Read(secret); err != nil {
+	token, err := newToken()
+	if err != nil {
 		return nil, err
 	}
 	auth := &fleetAuth{
-		token:         hex.EncodeToString(secret),
-		tokenFile:     filepath.Join(dir, "tokens.csv"),
-		saPublicFile:  filepath.Join(dir, "sa.pub"),
-		saPrivateFile: filepath.Join(dir, "sa.key"),
+		token:           token,
+		componentTokens: map[string]string{},
+		tokenFile:       filepath.Join(dir, "tokens.csv"),
+		saPublicFile:    filepath.Join(dir, "sa.pub"),
+		saPrivateFile:   filepath.Join(dir, "sa.key"),
 	}
-	// token,user,uid,"group": system:masters bypasses RBAC, which is what a local admin wants.
-	if err := os.WriteFile(auth.tokenFile, []byte(auth.token+",admin,admin,system:masters\n"), 0o600); err != nil {
+	// token,user,uid,"group": system:masters bypasses RBAC, which is what a local admin wants. The
+	// components get the user names that the bootstrap RBAC policy binds their cluster roles to.
+	lines := auth.token + ",admin,admin,system:masters\n"
+	for _, name := range []string{SchedulerBinary, ControllerManagerBinary} {
+		token, err := newToken()
+		if err != nil {
+			return nil, err
+		}
+		auth.componentTokens[name] = token
+		lines += fmt.Sprintf("%s,%s,%s\n", token, componentUsers[name], componentUsers[name])
+	}
+	if err := os.WriteFile(auth.tokenFile, []byte(lines), 0o600); err != nil {
 		return nil, err
 	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -65,6 +79,14 @@ func writeFleetAuth(dir string) (*fleetAuth, error) {
 		return nil, err
 	}
 	return auth, nil
+}
+
+func newToken() (string, error) {
+	secret := make([]byte, 24)
+	if _, err := rand.Read(secret); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(secret), nil
 }
 
 // writeServingCert writes a self-signed serving certificate for the loopback addresses as apiserver.crt and
@@ -134,10 +156,15 @@ func restConfig(server string, caPEM []byte, token string) *rest.Config {
 }
 
 func writeKubeconfig(path, clusterName, server string, caPEM []byte, token string) error {
+	return writeKubeconfigAs(path, clusterName, server, caPEM, "admin", token)
+}
+
+// writeKubeconfigAs writes a kubeconfig for one cluster whose user, named user, authenticates with token.
+func writeKubeconfigAs(path, clusterName, server string, caPEM []byte, user, token string) error {
 	config := clientcmdapi.NewConfig()
 	config.Clusters[clusterName] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: caPEM}
-	config.AuthInfos["admin"] = &clientcmdapi.AuthInfo{Token: token}
-	config.Contexts[clusterName] = &clientcmdapi.Context{Cluster: clusterName, AuthInfo: "admin"}
+	config.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	config.Contexts[clusterName] = &clientcmdapi.Context{Cluster: clusterName, AuthInfo: user}
 	config.CurrentContext = clusterName
 	if err := clientcmd.WriteToFile(*config, path); err != nil {
 		return fmt.Errorf("write kubeconfig %s: %w", path, err)

@@ -60,6 +60,12 @@ type Options struct {
 	Detach bool
 	// ExtraAPIServerArgs are appended to every apiserver's flags.
 	ExtraAPIServerArgs []string
+	// RunPods also starts, for each workload cluster, a kube-scheduler, a kube-controller-manager and a
+	// kwok, so that the cluster behaves like one: controllers create pods, the scheduler binds them to
+	// nodes, and kwok runs the nodes that seeding marks with KWOKNodeAnnotation (Ready, with their
+	// capacity and a lease) and the pods bound to them (Running; Job pods Succeeded). It needs the
+	// RunPodsBinaries in BinDir.
+	RunPods bool
 }
 
 // Progress reports a step of startup.
@@ -103,9 +109,11 @@ type Cluster struct {
 	LogPath        string
 	PID            int
 	Port           int
-	caPEM          []byte
-	token          string
-	proc           *process
+	// Components run beside the apiserver of a workload cluster when Options.RunPods is set.
+	Components []*Component
+	caPEM      []byte
+	token      string
+	proc       *process
 }
 
 // RESTConfig returns a new admin client configuration for the cluster; callers may change it freely.
@@ -152,14 +160,20 @@ func (f *Fleet) Cluster(name string) (*Cluster, bool) {
 	return nil, false
 }
 
-// PIDs returns the pids of every fleet process, etcd first.
+// PIDs returns the pids of every fleet process, etcd first, then the apiservers, then the components.
 func (f *Fleet) PIDs() []int {
 	pids := []int{f.etcd.pid}
 	for _, c := range f.Clusters() {
 		pids = append(pids, c.PID)
 	}
+	for _, p := range f.componentProcesses() {
+		pids = append(pids, p.pid)
+	}
 	return pids
 }
+
+// RunsPods reports whether the fleet was started with Options.RunPods.
+func (f *Fleet) RunsPods() bool { return f.opts.RunPods }
 
 // Exited is closed when a fleet process exits without Stop having been called; ExitErr then says which.
 func (f *Fleet) Exited() <-chan struct{} { return f.exited }
@@ -231,6 +245,11 @@ func Start(ctx context.Context, opts Options) (_ *Fleet, err error) {
 	}
 	fleet.ControlPlane = clusters[0]
 	fleet.Workloads = clusters[1:]
+	if opts.RunPods {
+		if err := fleet.startComponents(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := writeState(fleet); err != nil {
 		return nil, err
 	}
@@ -293,6 +312,11 @@ func (o Options) withDefaults() (Options, error) {
 	if err := CheckBinaries(o.BinDir); err != nil {
 		return o, err
 	}
+	if o.RunPods {
+		if err := CheckRunPodsBinaries(o.BinDir); err != nil {
+			return o, err
+		}
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -320,25 +344,39 @@ func (o Options) withDefaults() (Options, error) {
 
 // CheckBinaries reports whether binDir holds executable etcd and kube-apiserver binaries.
 func CheckBinaries(binDir string) error {
+	return checkBinaries(binDir, "tools", EtcdBinary, APIServerBinary)
+}
+
+// CheckRunPodsBinaries reports whether binDir holds the binaries that Options.RunPods needs besides those
+// of CheckBinaries.
+func CheckRunPodsBinaries(binDir string) error {
+	return checkBinaries(binDir, "tools:runpods", RunPodsBinaries...)
+}
+
+func checkBinaries(binDir, task string, names ...string) error {
 	var missing []string
-	for _, name := range []string{EtcdBinary, APIServerBinary} {
+	for _, name := range names {
 		info, err := os.Stat(filepath.Join(binDir, name))
 		if err != nil || info.IsDir() || info.Mode()&0o111 == 0 {
 			missing = append(missing, filepath.Join(binDir, name))
 		}
 	}
 	if len(missing) > 0 {
-		return &MissingBinariesError{Paths: missing}
+		return &MissingBinariesError{Paths: missing, Task: task}
 	}
 	return nil
 }
 
 // MissingBinariesError says which fleet binaries are absent and how to build them.
-type MissingBinariesError struct{ Paths []string }
+type MissingBinariesError struct {
+	Paths []string
+	// Task is the `go tool task` task that builds them.
+	Task string
+}
 
 func (e *MissingBinariesError) Error() string {
-	return fmt.Sprintf("local fleet: missing %s: build them with `go tool task tools` (hack/build-tools.sh)",
-		strings.Join(e.Paths, " and "))
+	return fmt.Sprintf("local fleet: missing %s: build them with `go tool task %s` (hack/build-tools.sh)",
+		strings.Join(e.Paths, " and "), e.Task)
 }
 
 // prepareDir refuses a directory whose fleet is still running and clears what a stopped one left behind.
@@ -654,6 +692,7 @@ func (f *Fleet) watchExits() {
 	for _, c := range f.Clusters() {
 		procs = append(procs, c.proc)
 	}
+	procs = append(procs, f.componentProcesses()...)
 	for _, p := range procs {
 		f.watchExit(p)
 	}
@@ -683,7 +722,7 @@ func (f *Fleet) watchExit(p *process) {
 }
 
 // StopCluster stops one cluster's apiserver, as an outage would take it down, and leaves the rest of the
-// fleet running: SIGTERM, then SIGKILL after Options.StopGrace or when ctx ends. Its exit is not reported
+// fleet running (the cluster's components too, if any, which retry until the apiserver is back): SIGTERM, then SIGKILL after Options.StopGrace or when ctx ends. Its exit is not reported
 // through Exited, and Stop later skips it. Stopping a stopped cluster does nothing.
 func (f *Fleet) StopCluster(ctx context.Context, name string) error {
 	c, ok := f.Cluster(name)
@@ -745,24 +784,21 @@ func (f *Fleet) StartCluster(ctx context.Context, name string) error {
 	return writeState(f)
 }
 
-// Stop stops every process of the fleet, apiservers first and etcd last, each with SIGTERM and, after
+// Stop stops every process of the fleet, components first, then apiservers and etcd last, each with SIGTERM and, after
 // Options.StopGrace or when ctx ends, SIGKILL. It waits until all are gone and removes their pid files and
 // the state file. It is safe to call more than once.
 func (f *Fleet) Stop(ctx context.Context) error {
 	f.stopOnce.Do(func() {
 		close(f.stopping)
-		var procs []*process
+		var apiservers []*process
 		for _, c := range f.Clusters() {
 			if c.proc != nil {
-				procs = append(procs, c.proc)
+				apiservers = append(apiservers, c.proc)
 			}
 		}
-		errs := make([]error, len(procs))
-		var wg sync.WaitGroup
-		for i, p := range procs {
-			wg.Go(func() { errs[i] = p.stop(ctx, f.opts.StopGrace) })
-		}
-		wg.Wait()
+		// Components before their apiservers, so none of them spends its last seconds failing to reach one.
+		errs := stopAll(ctx, f.componentProcesses(), f.opts.StopGrace)
+		errs = append(errs, stopAll(ctx, apiservers, f.opts.StopGrace)...)
 		if f.etcd != nil {
 			errs = append(errs, f.etcd.stop(ctx, f.opts.StopGrace))
 		}
@@ -773,6 +809,17 @@ func (f *Fleet) Stop(ctx context.Context) error {
 		f.opts.Logger.Info("local fleet stopped", "dir", f.Dir)
 	})
 	return f.stopErr
+}
+
+// stopAll stops procs in parallel and returns their errors.
+func stopAll(ctx context.Context, procs []*process, grace time.Duration) []error {
+	errs := make([]error, len(procs))
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Go(func() { errs[i] = p.stop(ctx, grace) })
+	}
+	wg.Wait()
+	return errs
 }
 
 // exitDescription says how a process ended; its log tail, not this error, carries the reason.

@@ -38,6 +38,8 @@ type processSpec struct {
 	args    []string
 	logPath string
 	pidPath string
+	// env is added to this process's environment.
+	env []string
 	// detach leaves the process running when this process exits; otherwise the kernel kills it then.
 	detach bool
 }
@@ -51,7 +53,7 @@ func startProcess(spec processSpec) (*process, error) {
 	cmd := exec.Command(spec.binary, spec.args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
-	cmd.Env = os.Environ()
+	cmd.Env = append(os.Environ(), spec.env...)
 	// Its own process group: a terminal's Ctrl-C reaches only us, and Stop can signal the whole group.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if !spec.detach {

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -18,6 +19,9 @@ import (
 const (
 	// SeedFieldManager owns every field seeding writes, with server-side apply.
 	SeedFieldManager = "fleetflow-seed"
+	// DefaultKWOKPods is the pod capacity of a KWOK node whose description gives none: the scheduler binds
+	// no pod to a node without one. It is a kubelet's default.
+	DefaultKWOKPods = 110
 	// SeedNamespace holds the pods that stand for the requests already running on seeded nodes.
 	SeedNamespace = "fleetflow-seed"
 	// SeedPodLabel marks those pods; its value is the node name.
@@ -39,13 +43,26 @@ func SeedPodName(nodeName string) string { return "requested-" + nodeName }
 // Everything is written with server-side apply, so a second call with the same cluster changes nothing
 // (no resourceVersion moves). Nodes that the description no longer lists are left alone.
 func SeedNodes(ctx context.Context, config *rest.Config, cluster fleetspec.Cluster) error {
+	return SeedNodesWith(ctx, config, cluster, SeedOptions{})
+}
+
+// SeedOptions change how nodes are seeded.
+type SeedOptions struct {
+	// KWOK makes the nodes kwok's (Options.RunPods): annotated with KWOKNodeAnnotation, phase Running
+	// (kwok heartbeats only running nodes), and with DefaultKWOKPods pods when the description gives no
+	// pod capacity.
+	KWOK bool
+}
+
+// SeedNodesWith is SeedNodes with options.
+func SeedNodesWith(ctx context.Context, config *rest.Config, cluster fleetspec.Cluster, opts SeedOptions) error {
 	client, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return fmt.Errorf("seed cluster %s: %w", cluster.Name, err)
 	}
 	nodes := cluster.AllNodes()
 	for _, node := range nodes {
-		if err := applyNode(ctx, client, node); err != nil {
+		if err := applyNode(ctx, client, node, opts); err != nil {
 			return fmt.Errorf("seed cluster %s: node %s: %w", cluster.Name, node.Name, err)
 		}
 	}
@@ -85,7 +102,7 @@ func SeedNamespaces(ctx context.Context, config *rest.Config, namespaces map[str
 }
 
 // Seed seeds a running fleet from a fleet description: namespaces into the control plane, and each
-// described cluster's nodes into the workload cluster of the same name.
+// described cluster's nodes into the workload cluster of the same name; KWOK nodes if the fleet runs pods.
 func Seed(ctx context.Context, fleet *Fleet, spec *fleetspec.Fleet) error {
 	for _, cluster := range spec.Clusters {
 		target, ok := fleet.Cluster(cluster.Name)
@@ -100,7 +117,7 @@ func Seed(ctx context.Context, fleet *Fleet, spec *fleetspec.Fleet) error {
 	}
 	for _, cluster := range spec.Clusters {
 		target, _ := fleet.Cluster(cluster.Name)
-		if err := SeedNodes(ctx, target.RESTConfig(), cluster); err != nil {
+		if err := SeedNodesWith(ctx, target.RESTConfig(), cluster, SeedOptions{KWOK: fleet.RunsPods()}); err != nil {
 			return err
 		}
 	}
@@ -120,7 +137,7 @@ func applyNamespace(ctx context.Context, client kubernetes.Interface, name strin
 	return nil
 }
 
-func applyNode(ctx context.Context, client kubernetes.Interface, node fleetspec.Node) error {
+func applyNode(ctx context.Context, client kubernetes.Interface, node fleetspec.Node, opts SeedOptions) error {
 	spec := corev1ac.NodeSpec()
 	if node.Unschedulable {
 		spec.WithUnschedulable(true)
@@ -131,6 +148,11 @@ func applyNode(ctx context.Context, client kubernetes.Interface, node fleetspec.
 	desired := corev1ac.Node(node.Name).WithSpec(spec)
 	if len(node.Labels) > 0 {
 		desired.WithLabels(node.Labels)
+	}
+	if opts.KWOK {
+		// With the node's creation: kwok v0.8.0 takes on a node only when it first sees it with the
+		// annotation, not when an update adds it.
+		desired.WithAnnotations(map[string]string{KWOKNodeAnnotation: KWOKNodeAnnotationValue})
 	}
 	applied, err := client.CoreV1().Nodes().Apply(ctx, desired, applyOptions)
 	if err != nil {
@@ -146,9 +168,17 @@ func applyNode(ctx context.Context, client kubernetes.Interface, node fleetspec.
 			since, heartbeat = condition.LastTransitionTime, condition.LastHeartbeatTime
 		}
 	}
+	allocatable := node.Allocatable
+	if _, ok := allocatable[corev1.ResourcePods]; opts.KWOK && !ok {
+		allocatable = allocatable.DeepCopy()
+		if allocatable == nil {
+			allocatable = corev1.ResourceList{}
+		}
+		allocatable[corev1.ResourcePods] = *resource.NewQuantity(DefaultKWOKPods, resource.DecimalSI)
+	}
 	status := corev1ac.NodeStatus().
-		WithCapacity(node.Allocatable).
-		WithAllocatable(node.Allocatable).
+		WithCapacity(allocatable).
+		WithAllocatable(allocatable).
 		WithConditions(corev1ac.NodeCondition().
 			WithType(corev1.NodeReady).
 			WithStatus(corev1.ConditionTrue).
@@ -156,6 +186,9 @@ func applyNode(ctx context.Context, client kubernetes.Interface, node fleetspec.
 			WithMessage("seeded by fleetflow; no kubelet runs on this node").
 			WithLastHeartbeatTime(heartbeat).
 			WithLastTransitionTime(since))
+	if opts.KWOK {
+		status.WithPhase(corev1.NodeRunning)
+	}
 	if _, err := client.CoreV1().Nodes().ApplyStatus(ctx, corev1ac.Node(node.Name).WithStatus(status), applyOptions); err != nil {
 		return fmt.Errorf("apply status: %w", err)
 	}

@@ -41,6 +41,16 @@ type ClusterState struct {
 	EtcdPrefix string `json:"etcdPrefix"`
 	PID        int    `json:"pid"`
 	LogPath    string `json:"logPath"`
+	// Components run beside a workload cluster's apiserver when the fleet runs pods (Options.RunPods).
+	Components []ComponentState `json:"components,omitempty"`
+}
+
+// ComponentState describes one process beside an apiserver: kube-scheduler, kube-controller-manager or kwok.
+type ComponentState struct {
+	Name    string `json:"name"`
+	PID     int    `json:"pid"`
+	Port    int    `json:"port"`
+	LogPath string `json:"logPath"`
 }
 
 // Cluster roles in ClusterState.Role.
@@ -61,7 +71,12 @@ func (f *Fleet) State() State {
 		if c == f.ControlPlane {
 			role = RoleControlPlane
 		}
+		var components []ComponentState
+		for _, comp := range c.Components {
+			components = append(components, ComponentState{Name: comp.Name, PID: comp.PID, Port: comp.Port, LogPath: comp.LogPath})
+		}
 		state.Clusters = append(state.Clusters, ClusterState{
+			Components: components,
 			Name:       c.Name,
 			Role:       role,
 			Server:     c.Server,
@@ -121,6 +136,8 @@ func Down(ctx context.Context, dir string, grace time.Duration) ([]int, error) {
 		return nil, fmt.Errorf("fleet down %s: %w", dir, err)
 	}
 	etcdPIDFile := filepath.Join(dir, "etcd.pid")
+	// "apiservers" includes the components beside them (Options.RunPods), which have their pid files in the
+	// same cluster directories.
 	var apiservers, etcd []string
 	for path := range pidFiles {
 		if path == etcdPIDFile {
