@@ -722,8 +722,9 @@ func (f *Fleet) watchExit(p *process) {
 }
 
 // StopCluster stops one cluster's apiserver, as an outage would take it down, and leaves the rest of the
-// fleet running (the cluster's components too, if any, which retry until the apiserver is back): SIGTERM, then SIGKILL after Options.StopGrace or when ctx ends. Its exit is not reported
-// through Exited, and Stop later skips it. Stopping a stopped cluster does nothing.
+// fleet running (the cluster's components too, if any, which retry until the apiserver is back): SIGTERM,
+// then SIGKILL after Options.StopGrace or when ctx ends. Its exit is not reported through Exited, and Stop
+// later skips it. Stopping a stopped cluster does nothing.
 func (f *Fleet) StopCluster(ctx context.Context, name string) error {
 	c, ok := f.Cluster(name)
 	if !ok {
@@ -784,8 +785,8 @@ func (f *Fleet) StartCluster(ctx context.Context, name string) error {
 	return writeState(f)
 }
 
-// Stop stops every process of the fleet, components first, then apiservers and etcd last, each with SIGTERM and, after
-// Options.StopGrace or when ctx ends, SIGKILL. It waits until all are gone and removes their pid files and
+// Stop stops every process of the fleet, components first, then apiservers and etcd last, each with SIGTERM
+// and, after Options.StopGrace or when ctx ends, SIGKILL. It waits until all are gone and removes their pid files and
 // the state file. It is safe to call more than once.
 func (f *Fleet) Stop(ctx context.Context) error {
 	f.stopOnce.Do(func() {
