@@ -26,7 +26,6 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/internal/natsauth"
-	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/streams"
 )
 
@@ -271,22 +270,7 @@ func TestChartPartsGrantWhatEachPartNeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	waitCtx, cancel := context.WithTimeout(ctx, e2eenv.Settle)
-	defer cancel()
-	if err := app.WaitObserved(waitCtx, b, expected); err != nil {
-		t.Fatal(err)
-	}
-
-	job := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
-	job.SetNamespace("team-chart-parts")
-	if err := controlPlane.Apply(ctx, e2eenv.FieldManager, job); err != nil {
-		t.Fatal(err)
-	}
-	e2eenv.Eventually(t, e2eenv.Settle, "the job placed on cluster-a and its verdict on the control plane", func() bool {
-		a := e2eenv.Get(t, controlPlane, pytorchJobKind, job.GetNamespace(), job.GetName()).GetAnnotations()
-		return a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced) && a[schemas.AnnotationCluster] == "cluster-a" &&
-			e2eenv.Get(t, clusters["cluster-a"], pytorchJobKind, job.GetNamespace(), job.GetName()) != nil
-	})
+	job := placeSmallJobOnClusterA(t, b, expected, controlPlane, clusters, "team-chart-parts")
 	e2eenv.Eventually(t, e2eenv.Settle, "cluster-a shown Ready", func() bool {
 		return clusterReady(t, controlPlane, "cluster-a")
 	})
@@ -301,21 +285,7 @@ func TestChartPartsGrantWhatEachPartNeeds(t *testing.T) {
 		code, body := httpGet(t, served["fleetflow-ui"], "/")
 		return code == http.StatusOK && strings.Contains(body, "cluster-a")
 	})
-	parts, err := os.ReadDir(logs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, part := range parts {
-		data, err := os.ReadFile(filepath.Join(logs, part.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for line := range strings.Lines(string(data)) {
-			if lower := strings.ToLower(line); strings.Contains(lower, "forbidden") || strings.Contains(lower, "permissions violation") {
-				t.Errorf("%s was refused: %s", part.Name(), strings.TrimSpace(line))
-			}
-		}
-	}
+	assertNoRefusal(t, logs, "forbidden", "permissions violation")
 }
 
 // partRight is one request and whether a part's ServiceAccount may make it.

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -147,23 +148,7 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 		expected[c.Name] = len(c.AllNodes())
 	}
 
-	// Wait until the parts see the fleet, as an operator would before submitting work.
-	waitCtx, cancel := context.WithTimeout(ctx, e2eenv.Settle)
-	defer cancel()
-	if err := app.WaitObserved(waitCtx, b, expected); err != nil {
-		t.Fatal(err)
-	}
-
-	job := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
-	job.SetNamespace("team-processes")
-	if err := controlPlane.Apply(ctx, e2eenv.FieldManager, job); err != nil {
-		t.Fatal(err)
-	}
-	e2eenv.Eventually(t, e2eenv.Settle, "the job placed on cluster-a by separate processes", func() bool {
-		a := e2eenv.Get(t, controlPlane, pytorchJobKind, "team-processes", job.GetName()).GetAnnotations()
-		return a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced) && a[schemas.AnnotationCluster] == "cluster-a" &&
-			e2eenv.Get(t, clusters["cluster-a"], pytorchJobKind, "team-processes", job.GetName()) != nil
-	})
+	placeSmallJobOnClusterA(t, b, expected, controlPlane, clusters, "team-processes")
 
 	// What an operator's probes and Prometheus read of the processes.
 	if code, body := httpGet(t, placerHealth, "/readyz"); code != 200 || !strings.Contains(body, "[+]placer ok") ||
@@ -193,17 +178,53 @@ func TestPartsRunAsSeparateProcesses(t *testing.T) {
 		})
 	}
 	// Each part did its work with its own user's rights alone.
-	parts, err := os.ReadDir(logs)
+	assertNoRefusal(t, logs, "permissions violation")
+}
+
+// placeSmallJobOnClusterA waits until the parts see the fleet (nodes of each cluster in expected), as an
+// operator would before submitting work, then submits the small PyTorchJob in namespace and waits until the
+// control plane shows it Placed on cluster-a and its copy is there. It returns the job.
+func placeSmallJobOnClusterA(t *testing.T, b *app.Bus, expected map[string]int, controlPlane *kube.Clients,
+	clusters map[string]*kube.Clients, namespace string) *unstructured.Unstructured {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), e2eenv.Settle)
+	defer cancel()
+	if err := app.WaitObserved(ctx, b, expected); err != nil {
+		t.Fatal(err)
+	}
+	job := e2eenv.ReadObjects(t, "testdata/workloads/pytorchjob-small.yaml")[0]
+	job.SetNamespace(namespace)
+	if err := controlPlane.Apply(t.Context(), e2eenv.FieldManager, job); err != nil {
+		t.Fatal(err)
+	}
+	e2eenv.Eventually(t, e2eenv.Settle, "the job placed on cluster-a, its verdict on the control plane", func() bool {
+		a := e2eenv.Get(t, controlPlane, pytorchJobKind, namespace, job.GetName()).GetAnnotations()
+		return a[schemas.AnnotationPlacement] == string(schemas.VerdictPlaced) && a[schemas.AnnotationCluster] == "cluster-a" &&
+			e2eenv.Get(t, clusters["cluster-a"], pytorchJobKind, namespace, job.GetName()) != nil
+	})
+	return job
+}
+
+// assertNoRefusal fails the test for each line of the part logs in dir that holds one of words (lower case),
+// naming the part: each part did its work with its own rights alone.
+func assertNoRefusal(t *testing.T, dir string, words ...string) {
+	t.Helper()
+	parts, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, part := range parts {
-		data, err := os.ReadFile(filepath.Join(logs, part.Name()))
+		data, err := os.ReadFile(filepath.Join(dir, part.Name()))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if strings.Contains(strings.ToLower(string(data)), "permissions violation") {
-			t.Errorf("%s was refused what it asked of NATS", part.Name())
+		for line := range strings.Lines(string(data)) {
+			lower := strings.ToLower(line)
+			for _, w := range words {
+				if strings.Contains(lower, w) {
+					t.Errorf("%s was refused: %s", part.Name(), strings.TrimSpace(line))
+				}
+			}
 		}
 	}
 }
