@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Builds the binaries the tests run besides fleetflow (the local fleet's etcd and kube-apiserver, and helm,
-# which renders deploy/chart; on request also kube-scheduler, kube-controller-manager and kwok, which make a
-# local fleet's workload clusters schedule and run pods) from the Go module proxy into bin/.
+# Builds the binaries the tests run besides fleetflow (the local fleet's etcd and kube-apiserver; helm, which
+# renders deploy/chart; kube-scheduler, kube-controller-manager and kwok, which make a local fleet's workload
+# clusters schedule and run pods) from the Go module proxy into bin/.
 #
 # Each binary is built from its own module under tools/<name>, pinned by that module's go.mod: from its
 # main.go, or else from the package its go.mod names as a tool. A binary is skipped when bin/<name> exists
@@ -9,7 +9,7 @@
 # exactly the binary it concerns.
 #
 # Usage: hack/build-tools.sh [--force] [etcd|kube-apiserver|helm|kube-scheduler|kube-controller-manager|kwok ...]
-#   With no tool named it builds the default set: etcd, kube-apiserver and helm.
+#   With no tool named it builds them all.
 #   BIN_DIR   where binaries go (default: <repo>/bin)
 #   HEARTBEAT seconds between "still building" lines (default: 30), so CI logs show progress on long builds
 set -euo pipefail
@@ -149,7 +149,7 @@ main() {
 		esac
 	done
 	if [ ${#tools[@]} -eq 0 ]; then
-		tools=(etcd kube-apiserver helm)
+		tools=(etcd kube-apiserver helm kube-scheduler kube-controller-manager kwok)
 	fi
 
 	if ! command -v go >/dev/null; then

@@ -350,7 +350,7 @@ func CheckBinaries(binDir string) error {
 // CheckRunPodsBinaries reports whether binDir holds the binaries that Options.RunPods needs besides those
 // of CheckBinaries.
 func CheckRunPodsBinaries(binDir string) error {
-	return checkBinaries(binDir, "tools:runpods", RunPodsBinaries...)
+	return checkBinaries(binDir, "tools", RunPodsBinaries...)
 }
 
 func checkBinaries(binDir, task string, names ...string) error {

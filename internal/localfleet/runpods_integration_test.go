@@ -25,11 +25,7 @@ import (
 // Deployment and a Job, kube-scheduler binds them to seeded KWOK nodes that fit, kwok runs them, the Job's
 // pod completes after the delay its annotation asks for, and a pod that fits no node stays Pending.
 func TestRunPods(t *testing.T) {
-	binDir := localfleettest.RequireBinaries(t)
-	// Not yet part of `go tool task tools`, so missing binaries skip this test even in CI.
-	if err := localfleet.CheckRunPodsBinaries(binDir); err != nil {
-		t.Skipf("skipping: the fleet cannot run pods without kube-scheduler, kube-controller-manager and kwok: %v", err)
-	}
+	binDir := localfleettest.RequireRunPods(t)
 	unlock, err := localfleettest.Lock(func(path string) { t.Logf("waiting for another fleet to finish (%s)", path) })
 	if err != nil {
 		t.Fatal(err)

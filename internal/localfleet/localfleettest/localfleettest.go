@@ -333,6 +333,22 @@ func RequireBinaries(tb testing.TB) string {
 	return binDir
 }
 
+// RequireRunPods returns the bin directory for a test that starts a fleet with Options.RunPods. Like
+// RequireBinaries, it skips the test when kube-scheduler, kube-controller-manager or kwok is missing, or fails
+// it when CI=true.
+func RequireRunPods(tb testing.TB) string {
+	tb.Helper()
+	binDir := RequireBinaries(tb)
+	if err := localfleet.CheckRunPodsBinaries(binDir); err != nil {
+		decision := missingBinaries(err, os.Getenv("CI"))
+		if decision.fail {
+			tb.Fatal(decision.message)
+		}
+		tb.Skip(decision.message)
+	}
+	return binDir
+}
+
 // RequireTool returns the path of a tool that hack/build-tools.sh builds into the bin directory besides the
 // fleet's binaries, such as helm. Like RequireBinaries, it skips the test when the tool is missing, or fails
 // it when CI=true.
