@@ -31,6 +31,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/lifecycle"
+	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas/streams"
 )
@@ -280,6 +281,7 @@ type placerFlags struct {
 	heartbeatTimeout, pendingTimeout, reservationTTL, statePruneGrace, failedApplyRetry, leaseTTL time.Duration
 	gcPercent                                                                                     int
 	nodeReportRate, nodeReportBurst                                                               float64
+	fit                                                                                           string
 }
 
 func (f *placerFlags) register(flags *pflag.FlagSet) {
@@ -291,6 +293,9 @@ func (f *placerFlags) register(flags *pflag.FlagSet) {
 	flags.DurationVar(&f.leaseTTL, "lease-ttl", app.DefaultLeaseTTL, "how long the placer lease outlives its holder's last renewal: a standby placer takes over about this long after the leader stops")
 	flags.Float64Var(&f.nodeReportRate, "node-report-rate", lifecycle.DefaultNodeReportRate, "node reports a second the placer takes of each cluster on average, on the events stream's clock; the rest are refused unread (docs/security.md); a negative value takes every report")
 	flags.Float64Var(&f.nodeReportBurst, "node-report-burst", lifecycle.DefaultNodeReportBurst, "node reports the placer takes of one cluster at once, above --node-report-rate (a big cluster republishing every node)")
+	flags.StringVar(&f.fit, "fit", string(scheduler.FitNodes), "how a gang is found to fit a cluster: nodes (pack its pods onto the nodes, "+
+		"as kube-scheduler would bind them) or summed (a comparison mode, Karmada's general estimator's way: the cluster's free resources "+
+		"summed over its nodes cover the gang's summed requests)")
 	flags.IntVar(&f.gcPercent, "gc-percent", app.PlacerGCPercent, "GOGC of this process (the fleet view is long-lived, so collecting less often saves CPU for memory); $GOGC wins when set, 0 keeps Go's default")
 }
 
@@ -300,6 +305,9 @@ func (f *placerFlags) validate() error {
 		"--pending-timeout": f.pendingTimeout, "--reservation-ttl": f.reservationTTL, "--state-prune-grace": f.statePruneGrace,
 		"--failed-apply-retry": f.failedApplyRetry, "--lease-ttl": f.leaseTTL}); err != nil {
 		return err
+	}
+	if _, err := scheduler.ParseFitMode(f.fit); err != nil {
+		return fmt.Errorf("--fit: %w", err)
 	}
 	if f.nodeReportRate == 0 {
 		return errors.New("--node-report-rate 0: would refuse every node report; give a positive rate, or a negative one to take them all")
@@ -334,7 +342,7 @@ func (f *placerFlags) tuneGC() { app.TuneGCForPlacer(f.gcPercent, slog.Default()
 func (f *placerFlags) config() placer.PlacerConfig {
 	return placer.PlacerConfig{HeartbeatTimeout: f.heartbeatTimeout, PendingTimeout: f.pendingTimeout, ReservationTTL: f.reservationTTL,
 		StatePruneGrace: f.statePruneGrace, FailedApplyRetry: f.failedApplyRetry, LeaseTTL: f.leaseTTL,
-		NodeReportRate: f.nodeReportRate, NodeReportBurst: f.nodeReportBurst}
+		NodeReportRate: f.nodeReportRate, NodeReportBurst: f.nodeReportBurst, Fit: scheduler.FitMode(f.fit)}
 }
 
 func newRunCommand() *cobra.Command {

@@ -14,6 +14,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/observe"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/placement/lifecycle"
+	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -47,12 +48,15 @@ type PlacerConfig struct {
 	// at once, on the events stream's time (defaults lifecycle.DefaultNodeReportRate and DefaultNodeReportBurst;
 	// a negative rate sets no bound). See NodeReports.
 	NodeReportRate, NodeReportBurst float64
+	// Fit is how a gang is found to fit a cluster (default scheduler.FitNodes); scheduler.FitSummed compares
+	// with Karmada's general estimator (summed free resources per cluster, no node view).
+	Fit scheduler.FitMode
 }
 
 // Lifecycle is what of c tunes the placement lifecycle.
 func (c PlacerConfig) Lifecycle() lifecycle.Config {
 	return lifecycle.Config{HeartbeatTimeout: c.HeartbeatTimeout, PendingTimeout: c.PendingTimeout,
-		ReservationTTL: c.ReservationTTL, FailedApplyRetry: c.FailedApplyRetry}
+		ReservationTTL: c.ReservationTTL, FailedApplyRetry: c.FailedApplyRetry, Fit: c.Fit}
 }
 
 // Settings is what the placer's ticks carry of c (its defaults filled in), for a replay to decide as it did.

@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/fleetflow/fleetflow/placement/scheduler"
 	"github.com/fleetflow/fleetflow/placement/state"
 	"github.com/fleetflow/fleetflow/schemas"
 )
@@ -23,6 +24,10 @@ type Config struct {
 	// FailedApplyRetry is how long after an applier gave up on an Apply (forbidden, invalid, an old CRD) it is
 	// sent again when nothing else changed (default 5m): what was refused may be fixed in the cluster.
 	FailedApplyRetry time.Duration
+	// Fit is how the scheduler decides that a gang fits a cluster (default scheduler.FitNodes).
+	// scheduler.FitSummed is a comparison mode, Karmada's general estimator's way; the ticks do not carry it,
+	// so a replay decides with the fit mode it is given.
+	Fit scheduler.FitMode
 }
 
 // WithDefaults is c with every unset duration at its default.
@@ -38,6 +43,9 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.FailedApplyRetry <= 0 {
 		c.FailedApplyRetry = 5 * time.Minute
+	}
+	if c.Fit == "" {
+		c.Fit = scheduler.FitNodes
 	}
 	return c
 }

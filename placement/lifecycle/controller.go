@@ -164,7 +164,7 @@ func New(ris *karta.Registry, config Config, log *slog.Logger) (*Controller, err
 	}
 	return &Controller{
 		config: config, log: log,
-		store: store, ledger: ledger, upsertAndPlan: store.UpsertWorkloadAndPlan, sched: scheduler.New(log), blocked: scheduler.NewBlocked(), registry: ris, nodeWakes: newNodeWakes(),
+		store: store, ledger: ledger, upsertAndPlan: store.UpsertWorkloadAndPlan, sched: scheduler.New(log).WithFit(config.Fit), blocked: scheduler.NewBlocked(), registry: ris, nodeWakes: newNodeWakes(),
 		workloads: map[string]*workloadEntry{}, byUID: map[string]string{},
 		pending: map[string]struct{}{}, leaving: map[string]struct{}{},
 		clusters: map[string]*clusterEntry{}, deletedClusters: map[string]bool{}, policies: map[string]*policyEntry{},

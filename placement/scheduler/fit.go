@@ -100,31 +100,13 @@ func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
 	if g.cordonTolerant {
 		return ""
 	}
+	if reason := c.totalCheck(cc, g); reason != "" {
+		return reason
+	}
 	rt := c.rt
 	var ownTotal structs.Vector
 	for _, v := range g.own {
 		ownTotal = ownTotal.Add(v)
-	}
-	// Every resource the cluster lacks is named, as kube-scheduler names each insufficient one: a reason that
-	// named only the first (memory, before the 16 GPUs a CPU-only cluster lacks) sent users after the lesser one.
-	reason := ""
-	for i, want := range g.demand {
-		if want == 0 {
-			continue
-		}
-		if free := cc.Free.Get(i) + ownTotal.Get(i); want > free {
-			if cc.NodeCount == 0 {
-				return "has no nodes"
-			}
-			if reason == "" {
-				reason = c.totalReason(i, want, free)
-			} else {
-				reason += ", and " + strings.TrimPrefix(c.totalReason(i, want, free), "needs ")
-			}
-		}
-	}
-	if reason != "" {
-		return reason + cordonedNote(cc)
 	}
 	podFits := func(it item) string {
 		for i, want := range it.group.Request {
@@ -154,6 +136,37 @@ func (c *cycle) boundCheck(cc *structs.ClusterCapacity, g *gang) string {
 				return reason
 			}
 		}
+	}
+	return ""
+}
+
+// totalCheck is the first half of boundCheck: the gang's total demand against the cluster's total free, plus
+// what the gang holds there already. It returns "" when the cluster has enough of every resource.
+func (c *cycle) totalCheck(cc *structs.ClusterCapacity, g *gang) string {
+	var ownTotal structs.Vector
+	for _, v := range g.own {
+		ownTotal = ownTotal.Add(v)
+	}
+	// Every resource the cluster lacks is named, as kube-scheduler names each insufficient one: a reason that
+	// named only the first (memory, before the 16 GPUs a CPU-only cluster lacks) sent users after the lesser one.
+	reason := ""
+	for i, want := range g.demand {
+		if want == 0 {
+			continue
+		}
+		if free := cc.Free.Get(i) + ownTotal.Get(i); want > free {
+			if cc.NodeCount == 0 {
+				return "has no nodes"
+			}
+			if reason == "" {
+				reason = c.totalReason(i, want, free)
+			} else {
+				reason += ", and " + strings.TrimPrefix(c.totalReason(i, want, free), "needs ")
+			}
+		}
+	}
+	if reason != "" {
+		return reason + cordonedNote(cc)
 	}
 	return ""
 }

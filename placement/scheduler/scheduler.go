@@ -5,13 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/placement/policy"
@@ -27,6 +28,8 @@ const maxPlanAttempts = 5
 type Scheduler struct {
 	logger  *slog.Logger
 	filters clusterFilters
+	// fitMode is how a gang is found to fit a cluster (FitNodes unless WithFit says otherwise).
+	fitMode FitMode
 }
 
 // New returns a Scheduler that logs to logger (slog.Default when nil).
@@ -34,7 +37,7 @@ func New(logger *slog.Logger) *Scheduler {
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &Scheduler{logger: logger.With("component", "scheduler")}
+	return &Scheduler{logger: logger.With("component", "scheduler"), fitMode: FitNodes}
 }
 
 // Process runs a cycle for a workload and submits the plan, planning again on the refreshed view when the
@@ -69,7 +72,8 @@ func (s *Scheduler) Schedule(st State, workloadID string) (*structs.Plan, error)
 	if wl == nil {
 		return nil, fmt.Errorf("scheduler: workload %s is not in the fleet view", workloadID)
 	}
-	c := &cycle{st: st, rt: st.Resources(), policies: st.Policies(), capacities: st.Capacities(), filters: &s.filters}
+	c := &cycle{st: st, rt: st.Resources(), policies: st.Policies(), capacities: st.Capacities(), filters: &s.filters,
+		fitMode: s.fitMode}
 	p := c.policyFor(wl)
 	if p == nil {
 		d := c.newDecision(wl, nil)
@@ -106,6 +110,7 @@ type cycle struct {
 	// totalReasons are the texts totalReason wrote this cycle.
 	totalReasons []totalReason
 	filters      *clusterFilters
+	fitMode      FitMode
 	// ofKind caches, by "group/kind/namespace" ("group/kind//" for every namespace), the workloads of a kind in a
 	// namespace and their pod labels (cycle.domainsHeld), so the candidate clusters of one cycle read and hash them
 	// once.
@@ -410,6 +415,9 @@ func heldBy(held []int64, i int) int64 {
 
 // fit tries to fit the gang on one candidate; it returns the assignments or the reason it does not fit.
 func (c *cycle) fit(cand candidate, g *gang) ([]ownedAssignment, string) {
+	if c.fitMode == FitSummed {
+		return c.summedFit(cand, g)
+	}
 	if reason := c.boundCheck(cand.capacity, g); reason != "" {
 		return nil, reason
 	}
