@@ -96,6 +96,11 @@ func (f *Fleet) startClusterComponents(ctx context.Context, cluster *Cluster, re
 		return fmt.Errorf("local fleet: %s: %w", cluster.Name, err)
 	}
 
+	schedulerConfig, err := schedulerConfigArgs(clusterDir, kubeconfigs[SchedulerBinary], f.opts.SchedulerScoring)
+	if err != nil {
+		return fmt.Errorf("local fleet: %s: %w", cluster.Name, err)
+	}
+
 	delegated := func(kubeconfig string) []string {
 		// Delegated authentication and authorization of their own /healthz and /metrics through the apiserver.
 		return []string{
@@ -115,7 +120,7 @@ func (f *Fleet) startClusterComponents(ctx context.Context, cluster *Cluster, re
 		env  []string
 	}{
 		{SchedulerBinary, func(port int) []string {
-			return append(delegated(kubeconfigs[SchedulerBinary]), fmt.Sprintf("--secure-port=%d", port))
+			return append(append(delegated(kubeconfigs[SchedulerBinary]), fmt.Sprintf("--secure-port=%d", port)), schedulerConfig...)
 		}, nil},
 		{ControllerManagerBinary, func(port int) []string {
 			return append(delegated(kubeconfigs[ControllerManagerBinary]),

@@ -66,6 +66,9 @@ type Options struct {
 	// capacity and a lease) and the pods bound to them (Running; Job pods Succeeded). It needs the
 	// RunPodsBinaries in BinDir.
 	RunPods bool
+	// SchedulerScoring is the scoring of the workload clusters' kube-scheduler under RunPods:
+	// ScoringDefault (LeastAllocated, which spreads) or ScoringMostAllocated (bin-packing).
+	SchedulerScoring string
 }
 
 // Progress reports a step of startup.
