@@ -42,6 +42,7 @@ func newBenchBindingCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.Int64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the fragmentation and of the gangs")
 	f.IntVar(&cfg.Workloads, "workloads", cfg.Workloads, "gangs to submit per mode")
+	f.IntVar(&cfg.SubmitWorkers, "submit-workers", cfg.SubmitWorkers, "gangs submitted at once (1: one after another; more: a burst the placer decides before pods exist)")
 	f.IntVar(&cfg.MaxPods, "max-pods", cfg.MaxPods, "most pods of a gang (drawn from 1)")
 	f.IntVar(&cfg.MaxGPUs, "max-gpus", cfg.MaxGPUs, "most GPUs of a pod (drawn from 1)")
 	f.IntVar(&cfg.Clusters, "clusters", cfg.Clusters, "workload clusters")
@@ -61,8 +62,8 @@ func newBenchBindingCommand() *cobra.Command {
 func writeBindingTable(out io.Writer, res *benchbinding.Result) {
 	fmt.Fprintf(out, "fleet:     %d clusters x %d nodes x %d GPUs, %d GPUs free after the seed pods (seed %d)\n",
 		res.Clusters, res.NodesPerCluster, benchbinding.GPUsPerNode, res.FreeGPUs, res.Seed)
-	fmt.Fprintf(out, "gangs:     %d of %s, 1-%d pods x 1-%d GPUs; bound means every pod bound within %s\n\n",
-		res.Workloads, strings.Join(res.Kinds, ","), res.MaxPods, res.MaxGPUs, res.BindTimeout)
+	fmt.Fprintf(out, "gangs:     %d of %s, 1-%d pods x 1-%d GPUs, %d submitted at once; bound means every pod bound within %s\n\n",
+		res.Workloads, strings.Join(res.Kinds, ","), res.MaxPods, res.MaxGPUs, res.SubmitWorkers, res.BindTimeout)
 	fmt.Fprintf(out, "%-13s %-7s %-15s %7s %7s %13s %12s %12s %11s %11s %9s\n", "mode", "fit", "kube-scheduler",
 		"placed", "unsched", "fully bound", "placed pods", "pods pending", "pending GPU-h", "idle GPU-h", "window s")
 	for _, m := range res.Modes {

@@ -47,6 +47,9 @@ type Config struct {
 	Workloads int
 	// Clusters is the number of workload clusters; NodesPerCluster their 8-GPU nodes.
 	Clusters, NodesPerCluster int
+	// SubmitWorkers is how many gangs are submitted to the control plane at once: 1 sends them one after
+	// another, more makes a burst in which the placer decides many gangs before their pods exist.
+	SubmitWorkers int
 	// MaxPods and MaxGPUs bound each gang's pods and each pod's GPUs; both are drawn uniformly from 1.
 	MaxPods, MaxGPUs int
 	// Kinds are the workload kinds the gangs are drawn from (Kinds' names).
@@ -67,7 +70,7 @@ type Config struct {
 
 // DefaultConfig is a run of a few minutes per mode.
 func DefaultConfig() Config {
-	return Config{Seed: 1, Workloads: 200, Clusters: 3, NodesPerCluster: 8, MaxPods: 8, MaxGPUs: GPUsPerNode, Kinds: []string{"job"},
+	return Config{Seed: 1, Workloads: 200, Clusters: 3, NodesPerCluster: 8, MaxPods: 8, MaxGPUs: GPUsPerNode, SubmitWorkers: 1, Kinds: []string{"job"},
 		Modes: ModeNames(), BindTimeout: 30 * time.Second, Timeout: 10 * time.Minute, BinDir: "bin"}
 }
 
@@ -85,6 +88,9 @@ func (c *Config) validate() error {
 	}
 	if c.MaxPods < 1 || c.MaxGPUs < 1 || c.MaxGPUs > GPUsPerNode {
 		errs = append(errs, fmt.Errorf("--max-pods %d, --max-gpus %d: want at least 1 pod, and 1 to %d GPUs", c.MaxPods, c.MaxGPUs, GPUsPerNode))
+	}
+	if c.SubmitWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--submit-workers %d: must be at least 1", c.SubmitWorkers))
 	}
 	if c.BindTimeout <= 0 || c.Timeout <= 0 {
 		errs = append(errs, errors.New("--bind-timeout and --timeout must be positive"))

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,6 +30,7 @@ type Result struct {
 	NodesPerCluster int          `json:"nodesPerCluster"`
 	FreeGPUs        int          `json:"freeGPUs"`
 	Workloads       int          `json:"workloads"`
+	SubmitWorkers   int          `json:"submitWorkers"`
 	MaxPods         int          `json:"maxPods"`
 	MaxGPUs         int          `json:"maxGPUs"`
 	Kinds           []string     `json:"kinds"`
@@ -60,7 +62,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	spec := fleetSpec(&cfg)
 	res := &Result{Seed: cfg.Seed, Clusters: cfg.Clusters, NodesPerCluster: cfg.NodesPerCluster, FreeGPUs: freeGPUs(spec),
-		Workloads: cfg.Workloads, MaxPods: cfg.MaxPods, MaxGPUs: cfg.MaxGPUs, Kinds: cfg.Kinds, BindTimeout: cfg.BindTimeout.String()}
+		Workloads: cfg.Workloads, SubmitWorkers: cfg.SubmitWorkers, MaxPods: cfg.MaxPods, MaxGPUs: cfg.MaxGPUs, Kinds: cfg.Kinds, BindTimeout: cfg.BindTimeout.String()}
 	for _, name := range cfg.Modes {
 		mode := modeNamed(name)
 		mr, err := runMode(ctx, &cfg, mode, filepath.Join(base, mode.Name))
@@ -148,7 +150,7 @@ func runMode(parent context.Context, cfg *Config, mode Mode, dir string) (_ *Mod
 	}
 	cfg.progress("%s: fleet observed; submitting %d gangs", mode.Name, len(gs))
 	submitted := time.Now()
-	if err := controlPlane.Apply(ctx, fieldManager, objs...); err != nil {
+	if err := submit(ctx, controlPlane, objs, cfg.SubmitWorkers); err != nil {
 		return nil, err
 	}
 	m := &measurer{cfg: cfg, controlPlane: controlPlane, clusters: clusters, gangs: gs, submitted: submitted}
@@ -204,4 +206,22 @@ func scoringName(scoring string) string {
 		return "LeastAllocated, the default"
 	}
 	return scoring
+}
+
+// submit applies the gangs to the control plane, workers at a time, in order within each worker.
+func submit(ctx context.Context, controlPlane *kube.Clients, objs []*unstructured.Unstructured, workers int) error {
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(objs); i += workers {
+				if err := controlPlane.Apply(ctx, fieldManager, objs[i]); err != nil {
+					errs[w] = err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
