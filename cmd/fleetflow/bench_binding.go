@@ -64,15 +64,15 @@ func writeBindingTable(out io.Writer, res *benchbinding.Result) {
 		res.Clusters, res.NodesPerCluster, benchbinding.GPUsPerNode, res.FreeGPUs, res.Seed)
 	fmt.Fprintf(out, "gangs:     %d of %s, 1-%d pods x 1-%d GPUs, %d submitted at once; bound means every pod bound within %s\n\n",
 		res.Workloads, strings.Join(res.Kinds, ","), res.MaxPods, res.MaxGPUs, res.SubmitWorkers, res.BindTimeout)
-	fmt.Fprintf(out, "%-13s %-7s %-15s %7s %7s %13s %12s %12s %11s %11s %9s\n", "mode", "fit", "kube-scheduler",
-		"placed", "unsched", "fully bound", "placed pods", "pods pending", "pending GPU-h", "idle GPU-h", "window s")
+	fmt.Fprintf(out, "%-13s %-7s %-15s %7s %7s %13s %12s %12s %13s %13s %10s %9s\n", "mode", "fit", "kube-scheduler",
+		"placed", "unsched", "fully bound", "placed pods", "pods pending", "pending GPUs", "pending GPU-h", "idle GPUs", "window s")
 	for _, m := range res.Modes {
 		scoring := m.Mode.Scoring
 		if scoring == "" {
 			scoring = "LeastAllocated"
 		}
-		fmt.Fprintf(out, "%-13s %-7s %-15s %7d %7d %6d (%3.0f%%) %12d %12d %13.3f %11.3f %9.0f\n", m.Mode.Name, m.Mode.Fit, scoring,
-			m.Placed, m.Unschedulable, m.FullyBound, 100*m.FullyBoundShare, m.PlacedPods, m.PodsPending, m.PendingGPUHours,
-			m.IdleGPUHours, m.WindowSeconds)
+		fmt.Fprintf(out, "%-13s %-7s %-15s %7d %7d %6d (%3.0f%%) %12d %12d %13d %13.3f %10d %9.0f\n", m.Mode.Name, m.Mode.Fit, scoring,
+			m.Placed, m.Unschedulable, m.FullyBound, 100*m.FullyBoundShare, m.PlacedPods, m.PodsPending, m.PendingGPUs,
+			m.PendingGPUHours, m.IdleGPUs, m.WindowSeconds)
 	}
 }

@@ -31,6 +31,10 @@ type ModeResult struct {
 	// PlacedGPUs are the GPUs the placed gangs request; BoundGPUs those of their bound pods.
 	PlacedGPUs int `json:"placedGPUs"`
 	BoundGPUs  int `json:"boundGPUs"`
+	// PendingGPUs are the GPUs the pods Pending at the end request: GPU-hours lost per hour while they pend.
+	// IdleGPUs are those of the bound pods of gangs not fully bound: held, but the gang cannot start.
+	PendingGPUs int `json:"pendingGPUs"`
+	IdleGPUs    int `json:"idleGPUs"`
 	// PendingGPUHours is, over the pods Pending at the end, GPUs × time since the pod was created.
 	PendingGPUHours float64 `json:"pendingGPUHours"`
 	// IdleGPUHours is, over the bound pods of gangs not fully bound, GPUs × time since binding: held, but the
@@ -193,12 +197,14 @@ func (m *measurer) result(states []gangState, lastVerdict, end time.Time) *ModeR
 			if p.Spec.NodeName != "" {
 				r.BoundGPUs += g.gpus
 				if !whole {
+					r.IdleGPUs += g.gpus
 					r.IdleGPUHours += float64(g.gpus) * end.Sub(boundAt(&p)).Hours()
 				}
 				continue
 			}
 			if unschedulable(&p) {
 				r.PodsPending++
+				r.PendingGPUs += g.gpus
 				r.PendingGPUHours += float64(g.gpus) * end.Sub(p.CreationTimestamp.Time).Hours()
 			}
 		}
