@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Builds the binaries the tests run besides fleetflow (the local fleet's etcd and kube-apiserver; helm, which
 # renders deploy/chart; kube-scheduler, kube-controller-manager and kwok, which make a local fleet's workload
-# clusters schedule and run pods) from the Go module proxy into bin/.
+# clusters schedule and run pods; training-operator, the Kubeflow operator a local fleet can run against its
+# workload clusters) from the Go module proxy into bin/.
 #
 # Each binary is built from its own module under tools/<name>, pinned by that module's go.mod: from its
 # main.go, or else from the package its go.mod names as a tool. A binary is skipped when bin/<name> exists
 # and bin/.<name>.stamp holds the hash of tools/<name>/{go.mod,go.sum,main.go}, so changing a pin rebuilds
 # exactly the binary it concerns.
 #
-# Usage: hack/build-tools.sh [--force] [etcd|kube-apiserver|helm|kube-scheduler|kube-controller-manager|kwok ...]
+# Usage: hack/build-tools.sh [--force] [etcd|kube-apiserver|helm|kube-scheduler|kube-controller-manager|kwok|
+#                                       training-operator ...]
 #   With no tool named it builds them all.
 #   BIN_DIR   where binaries go (default: <repo>/bin)
 #   HEARTBEAT seconds between "still building" lines (default: 30), so CI logs show progress on long builds
@@ -44,6 +46,8 @@ version_of() {
 	case $1 in
 	helm) "$2" version --short 2>&1 | head -1 ;;
 	kwok) "$2" --version 2>&1 | tail -1 ;;
+	# It has no version flag; the pin is what was built.
+	training-operator) echo "github.com/kubeflow/training-operator $(module_version training-operator github.com/kubeflow/training-operator)" ;;
 	*) "$2" --version 2>&1 | head -1 ;;
 	esac
 }
@@ -90,6 +94,9 @@ expected_minutes() {
 	helm) echo "about 1 minute on 2 cores" ;;
 	kube-scheduler | kube-controller-manager | kwok)
 		echo "a few minutes on 2 cores after kube-apiserver, whose packages it shares; see docs/local-fleet.md"
+		;;
+	training-operator)
+		echo "about 9 minutes on 2 cores for its own k8s.io/* v0.31 packages, seconds once they are cached; see docs/local-fleet.md"
 		;;
 	*) echo "about 2 minutes on 2 cores from an empty module cache" ;;
 	esac
@@ -140,16 +147,16 @@ main() {
 	for arg in "$@"; do
 		case $arg in
 		--force) force=true ;;
-		etcd | kube-apiserver | helm | kube-scheduler | kube-controller-manager | kwok) tools+=("$arg") ;;
+		etcd | kube-apiserver | helm | kube-scheduler | kube-controller-manager | kwok | training-operator) tools+=("$arg") ;;
 		*)
 			echo "build-tools: unknown argument $arg (want --force, etcd, kube-apiserver, helm, kube-scheduler," \
-				"kube-controller-manager or kwok)" >&2
+				"kube-controller-manager, kwok or training-operator)" >&2
 			exit 2
 			;;
 		esac
 	done
 	if [ ${#tools[@]} -eq 0 ]; then
-		tools=(etcd kube-apiserver helm kube-scheduler kube-controller-manager kwok)
+		tools=(etcd kube-apiserver helm kube-scheduler kube-controller-manager kwok training-operator)
 	fi
 
 	if ! command -v go >/dev/null; then

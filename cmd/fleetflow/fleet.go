@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -29,7 +30,7 @@ func newFleetCommand() *cobra.Command {
 		Use:   "fleet",
 		Short: "Run a local fleet of real apiservers: a control plane and workload clusters",
 	}
-	cmd.AddCommand(newFleetUpCommand(), newFleetDownCommand(), newFleetStatusCommand())
+	cmd.AddCommand(newFleetUpCommand(), newFleetDownCommand(), newFleetStatusCommand(), newFleetRunOperatorCommand())
 	return cmd
 }
 
@@ -41,6 +42,8 @@ func newFleetUpCommand() *cobra.Command {
 		binDir    string
 		detach    bool
 		register  bool
+		runPods   bool
+		operators []string
 		timeout   time.Duration
 	)
 	cmd := &cobra.Command{
@@ -54,11 +57,22 @@ and the Clusters; the namespaces are created anyway.
 
 Everything lives under --dir: logs, kubeconfigs, pid files and fleet.json. The command stays in the
 foreground until SIGINT or SIGTERM and then stops the fleet; with --detach it returns once the fleet is
-ready, and "fleetflow fleet down --dir DIR" stops it.`,
+ready, and "fleetflow fleet down --dir DIR" stops it.
+
+--run-pods also runs kube-scheduler, kube-controller-manager and kwok per workload cluster, so pods are
+scheduled to the fleet file's nodes and run. --operators (implies --run-pods) runs each named framework
+operator in every workload cluster once its CRDs are served there, which fleetflow's level-1 policy copies:
+until then a "fleetflow fleet run-operator" process waits in its place, and then becomes the operator.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := positiveDurations(map[string]time.Duration{"--timeout": timeout}); err != nil {
 				return err
+			}
+			if len(operators) > 0 {
+				runPods = true
+				if err := localfleet.CheckOperatorBinaries(binDir, operators...); err != nil {
+					return fmt.Errorf("--operators: %w", err)
+				}
 			}
 			var spec *fleetspec.Fleet
 			var names []string
@@ -102,6 +116,7 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 				Logger:       slog.Default(),
 				StartTimeout: timeout,
 				Detach:       detach,
+				RunPods:      runPods,
 				Progress:     func(p localfleet.Progress) { fmt.Fprintf(errOut, "fleet: %s\n", p) },
 			})
 			if err != nil {
@@ -131,6 +146,13 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 					fmt.Fprintf(errOut, "fleet: registered %d workload clusters on the control plane, with the fleet file's labels and taints\n",
 						len(spec.Clusters))
 				}
+			}
+			if len(operators) > 0 {
+				if err := startOperatorRunners(fleet, binDir, operators); err != nil {
+					return errors.Join(err, stopFleet())
+				}
+				fmt.Fprintf(errOut, "fleet: %s will start in each workload cluster once its CRDs are served there\n",
+					strings.Join(operators, ", "))
 			}
 			// A NATS user per part of fleetflow for these clusters, kept with the fleet: fleetflow run
 			// --nats-users, or a part's --nats-nkey, connects as them.
@@ -167,6 +189,56 @@ ready, and "fleetflow fleet down --dir DIR" stops it.`,
 		"cluster there (a Cluster with the file's labels and taints, its kubeconfig in a Secret), so \"fleetflow run --control-plane\" "+
 		"needs no --cluster")
 	cmd.Flags().DurationVar(&timeout, "timeout", 3*time.Minute, "how long startup may take")
+	cmd.Flags().BoolVar(&runPods, "run-pods", false, "also run kube-scheduler, kube-controller-manager and kwok per workload cluster, "+
+		"so pods are scheduled to the seeded nodes and run")
+	cmd.Flags().StringSliceVar(&operators, "operators", nil, "framework operators to run in every workload cluster once their CRDs "+
+		"are served there (implies --run-pods): "+strings.Join(localfleet.OperatorNames(), ", "))
+	return cmd
+}
+
+// startOperatorRunners starts, per workload cluster and operator, this executable as "fleet run-operator",
+// which waits for the operator's CRDs and then becomes the operator: a detached fleet gets its operators
+// although fleet up has returned, and fleet down stops them by their pid files like any fleet process.
+func startOperatorRunners(fleet *localfleet.Fleet, binDir string, operators []string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("--operators: %w", err)
+	}
+	absBin, err := filepath.Abs(binDir)
+	if err != nil {
+		return fmt.Errorf("--operators: %w", err)
+	}
+	for _, c := range fleet.Workloads {
+		command := func(operator string) (string, []string) {
+			return self, []string{"fleet", "run-operator", "--dir", fleet.Dir, "--bin-dir", absBin, "--cluster", c.Name, "--operator", operator}
+		}
+		if err := fleet.StartOperatorRunners(c.Name, command, operators...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func newFleetRunOperatorCommand() *cobra.Command {
+	var dir, binDir, cluster, operator string
+	cmd := &cobra.Command{
+		Use:    "run-operator",
+		Short:  "Wait until an operator's CRDs are served in a cluster of the fleet, then run the operator in this process",
+		Hidden: true, // started by fleet up --operators
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			slog.Info("waiting for the operator's CRDs", "cluster", cluster, "operator", operator)
+			return localfleet.RunOperator(ctx, dir, binDir, cluster, operator)
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".fleet", "directory of the fleet")
+	cmd.Flags().StringVar(&binDir, "bin-dir", "bin", "directory holding the operator's binary")
+	cmd.Flags().StringVar(&cluster, "cluster", "", "workload cluster to run the operator against")
+	cmd.Flags().StringVar(&operator, "operator", "", "operator to run: "+strings.Join(localfleet.OperatorNames(), ", "))
+	_ = cmd.MarkFlagRequired("cluster")
+	_ = cmd.MarkFlagRequired("operator")
 	return cmd
 }
 
@@ -252,6 +324,30 @@ func printClusters(out io.Writer, state localfleet.State) {
 			pid += " (gone)"
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", c.Name, c.Role, c.Server, pid, c.Kubeconfig)
+	}
+	w.Flush()
+	printOperators(out, state)
+}
+
+// printOperators lists the framework operators of each workload cluster, if any, with pid and state.
+func printOperators(out io.Writer, state localfleet.State) {
+	var rows []string
+	for _, c := range state.Clusters {
+		for _, comp := range c.Components {
+			if comp.Operator {
+				rows = append(rows, fmt.Sprintf("%s\t%s\t%d\t%s\t%s", c.Name, comp.Name, comp.PID,
+					localfleet.OperatorProcessState(comp), comp.LogPath))
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	fmt.Fprintln(out)
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "CLUSTER\tOPERATOR\tPID\tSTATE\tLOG")
+	for _, row := range rows {
+		fmt.Fprintln(w, row)
 	}
 	w.Flush()
 }
