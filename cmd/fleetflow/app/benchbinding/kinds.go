@@ -22,7 +22,7 @@ type Kind struct {
 // Kinds are the kinds --kinds names. Only kinds whose operator the local fleet runs can be submitted.
 var Kinds = []Kind{
 	{Name: "job", GVK: schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"},
-		PodLabel: "batch.kubernetes.io/job-name", Operator: "kube-controller-manager", build: buildJob},
+		PodLabel: "batch.kubernetes.io/job-name", Operator: builtinOperator, build: buildJob},
 	{Name: "pytorchjob", GVK: schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"},
 		PodLabel: "training.kubeflow.org/job-name", Operator: "training-operator", build: buildPyTorchJob},
 	{Name: "jobset", GVK: schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"},

@@ -46,10 +46,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	for _, name := range cfg.Kinds {
-		if k := kindNamed(name); !fleetRuns(k) {
-			return nil, fmt.Errorf("--kinds %s: the local fleet runs no %s, which creates its pods", name, k.Operator)
-		}
+	if err := checkOperators(&cfg); err != nil {
+		return nil, err
 	}
 	base := cfg.Dir
 	if base == "" {
@@ -73,9 +71,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	return res, nil
 }
-
-// fleetRuns reports whether the local fleet runs the operator that creates k's pods.
-func fleetRuns(k *Kind) bool { return k.Operator == "kube-controller-manager" }
 
 func (c *Config) progress(format string, args ...any) {
 	if c.Progress != nil {
@@ -142,6 +137,15 @@ func runMode(parent context.Context, cfg *Config, mode Mode, dir string) (_ *Mod
 	if err := app.WaitObserved(ctx, b, expected); err != nil {
 		return nil, err
 	}
+	if ops := operatorsOf(cfg); len(ops) > 0 {
+		cfg.progress("%s: fleetflow copies the CRDs of %v to every cluster; starting the operators once they are served", mode.Name, ops)
+		if err := startOperators(ctx, fleet, ops); err != nil {
+			return nil, err
+		}
+	}
+	if err := waitServed(ctx, b, names, gvks(cfg)); err != nil {
+		return nil, err
+	}
 
 	gs := gangs(cfg)
 	objs := make([]*unstructured.Unstructured, len(gs))
@@ -185,12 +189,20 @@ func register(ctx context.Context, controlPlane *kube.Clients, fleet *localfleet
 	for _, gvk := range gvks(cfg) {
 		kinds = append(kinds, map[string]any{"group": gvk.Group, "kind": gvk.Kind})
 	}
+	var objs []*unstructured.Unstructured
+	if ops := operatorsOf(cfg); len(ops) > 0 {
+		crds, err := operatorCRDs(ops)
+		if err != nil {
+			return err
+		}
+		objs = append(crds, propagatePolicy())
+	}
 	policy := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
 		"metadata": map[string]any{"name": "bench-binding"},
 		"spec":     map[string]any{"resourceSelectors": map[string]any{"kinds": kinds}, "scoring": "BinPack"},
 	}}
-	return controlPlane.Apply(ctx, fieldManager, policy)
+	return controlPlane.Apply(ctx, fieldManager, append(objs, policy)...)
 }
 
 func gvks(cfg *Config) []schema.GroupVersionKind {

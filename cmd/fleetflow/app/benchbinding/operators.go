@@ -1,0 +1,188 @@
+package benchbinding
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
+	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/localfleet"
+	"github.com/fleetflow/fleetflow/schemas"
+	"github.com/fleetflow/fleetflow/schemas/codec"
+)
+
+// crdFiles are minimal CRDs (the real group, kind and plural, a schema that keeps every field) of the kinds
+// whose operators the local fleet can run, by the names the operator catalog lists.
+//
+//go:embed crds/*.yaml
+var crdFiles embed.FS
+
+// builtinOperator is what creates a built-in kind's pods: no operator to start.
+const builtinOperator = "kube-controller-manager"
+
+// propagateLabel marks the CRDs the level-1 Duplicate policy copies to every workload cluster.
+const propagateLabel = "fleetflow.io/propagate"
+
+// operatorsOf are the catalog operators the configured kinds need, each once.
+func operatorsOf(cfg *Config) []string {
+	var ops []string
+	for _, name := range cfg.Kinds {
+		if op := kindNamed(name).Operator; op != builtinOperator && !slices.Contains(ops, op) {
+			ops = append(ops, op)
+		}
+	}
+	return ops
+}
+
+// checkOperators fails when a kind's operator is not in the local fleet's catalog or its binary is missing.
+func checkOperators(cfg *Config) error {
+	for _, name := range cfg.Kinds {
+		k := kindNamed(name)
+		if k.Operator == builtinOperator {
+			continue
+		}
+		if _, err := localfleet.LookupOperator(k.Operator); err != nil {
+			return fmt.Errorf("--kinds %s: the local fleet cannot run %s, which creates its pods: %w", name, k.Operator, err)
+		}
+		if err := localfleet.CheckOperatorBinaries(cfg.BinDir, k.Operator); err != nil {
+			return fmt.Errorf("--kinds %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// operatorCRDs are the CRDs the operators need, labelled for the Duplicate policy.
+func operatorCRDs(ops []string) ([]*unstructured.Unstructured, error) {
+	byName := map[string]*unstructured.Unstructured{}
+	files, err := fs.Glob(crdFiles, "crds/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		data, err := crdFiles.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		objs, err := kube.DecodeYAML(data, f)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range objs {
+			byName[o.GetName()] = o
+		}
+	}
+	var out []*unstructured.Unstructured
+	for _, name := range ops {
+		op, err := localfleet.LookupOperator(name)
+		if err != nil {
+			return nil, err
+		}
+		for _, crd := range op.CRDs {
+			obj := byName[crd]
+			if obj == nil {
+				return nil, fmt.Errorf("operator %s needs CRD %s, which the bench does not carry", name, crd)
+			}
+			labels := obj.GetLabels()
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[propagateLabel] = "true"
+			obj.SetLabels(labels)
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// propagatePolicy is level 1: a Duplicate policy that copies the labelled CRDs to every workload cluster.
+func propagatePolicy() *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
+		"metadata": map[string]any{"name": "bench-binding-propagate-crds"},
+		"spec": map[string]any{
+			"resourceSelectors": map[string]any{
+				"kinds":          []any{map[string]any{"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition"}},
+				"labelSelectors": []any{map[string]any{"matchLabels": map[string]any{propagateLabel: "true"}}},
+			},
+			"spreadConstraints": map[string]any{"spreadMode": "Duplicate"},
+		},
+	}}
+}
+
+// startOperators starts the operators in every workload cluster; each waits until fleetflow has copied its
+// CRDs there.
+func startOperators(ctx context.Context, fleet *localfleet.Fleet, ops []string) error {
+	errs := make([]error, len(fleet.Workloads))
+	var wg sync.WaitGroup
+	for i, c := range fleet.Workloads {
+		wg.Go(func() { errs[i] = fleet.StartOperators(ctx, c.Name, ops...) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// waitServed waits until every cluster's latest installed-APIs event in the stream the placer reads lists
+// every kind, so that no gang is judged against a cluster not yet known to serve it.
+func waitServed(ctx context.Context, b *app.Bus, clusters []string, kinds []schema.GroupVersionKind) error {
+	stream, err := b.JetStream.Stream(ctx, schemas.StreamEvents)
+	if err != nil {
+		return err
+	}
+	ticker := time.NewTicker(100 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		missing := ""
+		for _, cluster := range clusters {
+			if m := unserved(ctx, stream, cluster, kinds); m != "" {
+				missing = cluster + " does not report " + m
+				break
+			}
+		}
+		if missing == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", missing, ctx.Err())
+		case <-ticker.C:
+		}
+	}
+}
+
+// unserved returns the first kind the cluster's latest installed-APIs event lacks, "" when it lists all.
+func unserved(ctx context.Context, stream jetstream.Stream, cluster string, kinds []schema.GroupVersionKind) string {
+	msg, err := stream.GetLastMsgForSubject(ctx, schemas.ClusterAPIsSubject(cluster))
+	if err != nil {
+		return "its APIs"
+	}
+	event, err := bus.Decode(msg.Header, msg.Data)
+	if err != nil {
+		return "its APIs"
+	}
+	payload, err := codec.DecodePayload(event)
+	if err != nil {
+		return "its APIs"
+	}
+	apis, ok := payload.(*schemas.ClusterAPIs)
+	if !ok {
+		return "its APIs"
+	}
+	for _, gvk := range kinds {
+		if api := gvk.GroupVersion().String() + "/" + gvk.Kind; !slices.Contains(apis.APIs, api) {
+			return api
+		}
+	}
+	return ""
+}
