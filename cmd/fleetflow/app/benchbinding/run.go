@@ -39,7 +39,7 @@ type Result struct {
 }
 
 // Run measures every configured mode, one fleet each, one after another.
-func Run(ctx context.Context, cfg Config) (*Result, error) {
+func Run(ctx context.Context, cfg Config) (_ *Result, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		defer os.RemoveAll(tmp)
+		defer func() { err = errors.Join(err, os.RemoveAll(tmp)) }()
 		base = tmp
 	}
 	spec := fleetSpec(&cfg)
@@ -195,7 +195,8 @@ func register(ctx context.Context, controlPlane *kube.Clients, fleet *localfleet
 		if err != nil {
 			return err
 		}
-		objs = append(crds, propagatePolicy())
+		objs = append(objs, crds...)
+		objs = append(objs, propagatePolicy())
 	}
 	policy := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
