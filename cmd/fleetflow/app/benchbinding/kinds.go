@@ -26,11 +26,11 @@ var Kinds = []Kind{
 	{Name: "pytorchjob", GVK: schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"},
 		PodLabel: "training.kubeflow.org/job-name", Operator: "training-operator", build: buildPyTorchJob},
 	{Name: "jobset", GVK: schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"},
-		PodLabel: "jobset.sigs.k8s.io/jobset-name", Operator: "jobset", build: buildJobSet},
+		PodLabel: "jobset.sigs.k8s.io/jobset-name", Operator: "jobset-controller", build: buildJobSet},
 	{Name: "lws", GVK: schema.GroupVersionKind{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet"},
-		PodLabel: "leaderworkerset.sigs.k8s.io/name", Operator: "lws", build: buildLWS},
+		PodLabel: "leaderworkerset.sigs.k8s.io/name", Operator: "lws-controller", build: buildLWS},
 	{Name: "raycluster", GVK: schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayCluster"},
-		PodLabel: "ray.io/cluster", Operator: "kuberay", build: buildRayCluster},
+		PodLabel: "ray.io/cluster", Operator: "kuberay-operator", build: buildRayCluster},
 }
 
 // KindNames lists the names of Kinds.
