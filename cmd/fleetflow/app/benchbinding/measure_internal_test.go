@@ -1,6 +1,7 @@
 package benchbinding
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +110,30 @@ func TestValidate(t *testing.T) {
 		tt.adjust(&cfg)
 		if err := cfg.validate(); (err == nil) != tt.ok {
 			t.Errorf("%s: validate = %v, want ok %t", tt.name, err, tt.ok)
+		}
+	}
+}
+
+// A kind whose operator the local fleet cannot run, or whose binary is missing, is refused before any fleet
+// starts; Job's pods come from kube-controller-manager, which needs no operator.
+func TestCheckOperators(t *testing.T) {
+	tests := []struct {
+		kinds []string
+		want  string
+	}{
+		{[]string{"job"}, ""},
+		{[]string{"pytorchjob"}, "training-operator"},
+		{[]string{"job", "lws"}, "lws-controller"},
+	}
+	for _, tt := range tests {
+		cfg := DefaultConfig()
+		cfg.Kinds, cfg.BinDir = tt.kinds, t.TempDir()
+		err := checkOperators(&cfg)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("%v: %v", tt.kinds, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("%v: error %v, want one naming %s", tt.kinds, err, tt.want)
 		}
 	}
 }
