@@ -96,7 +96,7 @@ expected_minutes() {
 		echo "a few minutes on 2 cores after kube-apiserver, whose packages it shares; see docs/local-fleet.md"
 		;;
 	training-operator)
-		echo "about 9 minutes on 2 cores for its own k8s.io/* v0.31 packages, seconds once they are cached; see docs/local-fleet.md"
+		echo "about 9-13 minutes on 2 cores for its own k8s.io/* v0.31 packages, seconds once cached; see docs/local-fleet.md"
 		;;
 	*) echo "about 2 minutes on 2 cores from an empty module cache" ;;
 	esac

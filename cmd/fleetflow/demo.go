@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -25,6 +27,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/natsauth"
+	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/streams"
 )
@@ -34,6 +37,8 @@ func init() { registerCommand(newDemoCommand) }
 type demoOptions struct {
 	dir, fleetFile, crds, policies, workloads, binDir, natsListen string
 	timeout                                                       time.Duration
+	// operators run in every workload cluster (localfleet's catalog); with any, the clusters run pods.
+	operators []string
 	// verbose keeps the components' logs on the terminal instead of in the demo's log file.
 	verbose bool
 }
@@ -46,6 +51,9 @@ func newDemoCommand() *cobra.Command {
 		Long: `Start a real local fleet (one etcd, a control-plane apiserver and one apiserver per workload cluster of
 the fleet file, with seeded nodes), an embedded NATS JetStream, and the whole fleetflow pipeline in this
 process. Install the demo's framework CRDs, submit its CRs to the control plane, and print where each landed.
+With --operators (default: the training operator) the workload clusters run pods (kube-scheduler,
+kube-controller-manager, kwok) and the operators, so the jobs really run: the demo prints each job's phase
+and the nodes its pods are bound to.
 The fleet keeps running, with kubeconfigs to explore it, until Ctrl-C tears everything down.
 
 The terminal shows the demo's steps and its result; the components' logs go to fleetflow.log in --dir
@@ -65,6 +73,8 @@ The terminal shows the demo's steps and its result; the components' logs go to f
 	cmd.Flags().StringVar(&o.binDir, "bin-dir", "bin", "directory holding the etcd and kube-apiserver binaries")
 	cmd.Flags().StringVar(&o.natsListen, "nats-listen", "127.0.0.1:4222", "listen address of the embedded NATS server (port 0 picks one)")
 	cmd.Flags().DurationVar(&o.timeout, "timeout", 3*time.Minute, "how long startup and placement may take")
+	cmd.Flags().StringSliceVar(&o.operators, "operators", []string{"training-operator"}, "framework operators to run in every "+
+		"workload cluster, which then runs pods; empty (--operators=) stores the CRs only: "+strings.Join(localfleet.OperatorNames(), ", "))
 	cmd.Flags().BoolVarP(&o.verbose, "verbose", "v", false, "show the components' logs on the terminal rather than in DIR/fleetflow.log")
 	return cmd
 }
@@ -83,6 +93,11 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	if err != nil {
 		return fmt.Errorf("--workloads: %w", err)
 	}
+	if len(o.operators) > 0 {
+		if err := localfleet.CheckOperatorBinaries(o.binDir, o.operators...); err != nil {
+			return fmt.Errorf("--operators: %w", err)
+		}
+	}
 	names := make([]string, 0, len(spec.Clusters))
 	for _, c := range spec.Clusters {
 		names = append(names, c.Name)
@@ -100,6 +115,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	defer cancelStart()
 	fleet, err := localfleet.Start(startCtx, localfleet.Options{
 		Dir: o.dir, Clusters: names, BinDir: o.binDir, Logger: slog.Default(), StartTimeout: o.timeout,
+		RunPods:  len(o.operators) > 0,
 		Progress: func(p localfleet.Progress) { fmt.Fprintf(errOut, "fleet: %s\n", p) },
 	})
 	if err != nil {
@@ -125,6 +141,12 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	controlPlane, clusters, err := prepareFleet(startCtx, fleet, in, "fleetflow-demo")
 	if err != nil {
 		return err
+	}
+	if len(o.operators) > 0 {
+		step("starting %s in every workload cluster", strings.Join(o.operators, ", "))
+		if err := startDemoOperators(startCtx, fleet, o.operators); err != nil {
+			return err
+		}
 	}
 
 	// A demo starts from empty streams; a previous run's history would replay its decisions.
@@ -174,7 +196,14 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	if err != nil {
 		return err
 	}
-	printDemo(out, fleet, b.URL, usersDir, workloads, landed)
+	var runs []jobRun
+	if len(o.operators) > 0 {
+		step("waiting until the placed jobs run: their pods bound to nodes, their phase on the control plane")
+		runCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		runs = waitRunning(runCtx, controlPlane, clusters, workloads, landed)
+		cancel()
+	}
+	printDemo(out, fleet, b.URL, usersDir, workloads, landed, runs)
 	select {
 	case <-ctx.Done():
 		fmt.Fprintln(out)
@@ -299,7 +328,7 @@ func landed(ctx context.Context, controlPlane *kube.Clients, clusters map[string
 }
 
 func printDemo(out io.Writer, fleet *localfleet.Fleet, natsURL, usersDir string, workloads []*unstructured.Unstructured,
-	landed map[string]placement) {
+	landed map[string]placement, runs []jobRun) {
 	fmt.Fprintln(out, "\nPlacements:")
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tVERDICT\tCLUSTER\tWHY NOT ELSEWHERE")
@@ -312,6 +341,9 @@ func printDemo(out io.Writer, fleet *localfleet.Fleet, natsURL, usersDir string,
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", w.GetKind(), w.GetNamespace(), w.GetName(), p.verdict, p.cluster, why)
 	}
 	_ = tw.Flush()
+	if len(runs) > 0 {
+		printRuns(out, runs)
+	}
 	fmt.Fprintln(out, "\nClusters:")
 	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CLUSTER\tSERVER\tKUBECONFIG")
@@ -337,6 +369,108 @@ func printDemo(out io.Writer, fleet *localfleet.Fleet, natsURL, usersDir string,
 	fmt.Fprintf(out, "  fleetflow audit tail --nats-url %s --nats-nkey %s --workload PyTorchJob/%s/%s\n", natsURL,
 		natsauth.SeedFile(usersDir, string(natsauth.Audit)), workloads[0].GetNamespace(), workloads[0].GetName())
 	fmt.Fprintln(out, "\nThe fleet and the pipeline keep running. Press Ctrl-C to tear everything down.")
+}
+
+// startDemoOperators starts the operators in every workload cluster at once; the demo has installed their
+// CRDs already, so each starts without waiting for them.
+func startDemoOperators(ctx context.Context, fleet *localfleet.Fleet, operators []string) error {
+	errs := make([]error, len(fleet.Workloads))
+	var wg sync.WaitGroup
+	for i, c := range fleet.Workloads {
+		wg.Go(func() { errs[i] = fleet.StartOperators(ctx, c.Name, operators...) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// jobRun is what a placed job's pods do on its cluster.
+type jobRun struct {
+	kind, namespace, name, cluster, phase string
+	// nodes are the nodes its pods are bound to, one entry per pod ("-" while Pending).
+	nodes []string
+}
+
+// waitRunning waits, within ctx, until every placed job's copy has pods on its cluster, all bound to nodes
+// and with a phase on the control plane, and returns what it saw last for each (also when ctx ends first: the
+// demo shows what is, not an error).
+func waitRunning(ctx context.Context, controlPlane *kube.Clients, clusters map[string]*kube.Clients,
+	workloads []*unstructured.Unstructured, landed map[string]placement) []jobRun {
+	runs := make([]jobRun, 0, len(workloads))
+	for _, w := range workloads {
+		p := landed[w.GetNamespace()+"/"+w.GetName()]
+		run := jobRun{kind: w.GetKind(), namespace: w.GetNamespace(), name: w.GetName(), cluster: p.cluster}
+		c := clusters[p.cluster]
+		for c != nil {
+			run = observeRun(ctx, controlPlane, c, w, run)
+			if (running(run.phase) && len(run.nodes) > 0 && !slices.Contains(run.nodes, "-")) || ctx.Err() != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		runs = append(runs, run)
+	}
+	return runs
+}
+
+// running reports a phase of a job whose operator has started it (or already finished it).
+func running(phase string) bool {
+	return phase == string(karta.PhaseRunning) || phase == string(karta.PhaseCompleted) || phase == string(karta.PhaseFailed)
+}
+
+// observeRun reads the job's phase on the control plane and the nodes of the pods its copy owns.
+func observeRun(ctx context.Context, controlPlane, cluster *kube.Clients, w *unstructured.Unstructured, run jobRun) jobRun {
+	get := func(c *kube.Clients) *unstructured.Unstructured {
+		gvr, _, err := c.ResourceFor(w)
+		if err != nil {
+			return nil
+		}
+		obj, err := c.Dynamic.Resource(gvr).Namespace(w.GetNamespace()).Get(ctx, w.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return nil
+		}
+		return obj
+	}
+	if source := get(controlPlane); source != nil {
+		run.phase = source.GetAnnotations()[schemas.AnnotationPhase]
+	}
+	copied := get(cluster)
+	if copied == nil {
+		return run
+	}
+	pods, err := cluster.Core.CoreV1().Pods(w.GetNamespace()).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return run
+	}
+	run.nodes = run.nodes[:0]
+	for _, pod := range pods.Items {
+		if !slices.ContainsFunc(pod.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == copied.GetUID() }) {
+			continue
+		}
+		node := pod.Spec.NodeName
+		if node == "" {
+			node = "-"
+		}
+		run.nodes = append(run.nodes, node)
+	}
+	slices.Sort(run.nodes)
+	return run
+}
+
+func printRuns(out io.Writer, runs []jobRun) {
+	fmt.Fprintln(out, "\nRuns (the operators create the pods, kube-scheduler binds them, kwok runs them):")
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "KIND\tNAMESPACE\tNAME\tCLUSTER\tPHASE\tNODES")
+	for _, r := range runs {
+		phase, nodes := cmp.Or(r.phase, "-"), "-"
+		if len(r.nodes) > 0 {
+			nodes = strings.Join(r.nodes, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.kind, r.namespace, r.name, cmp.Or(r.cluster, "-"), phase, nodes)
+	}
+	_ = tw.Flush()
 }
 
 func readFleetFile(path string) (*fleetspec.Fleet, error) {

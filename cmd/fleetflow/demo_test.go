@@ -14,10 +14,11 @@ import (
 	"github.com/fleetflow/fleetflow/internal/logbuf"
 )
 
-// TestDemoTellsItsStory runs the demo as `go tool task demo` does: the terminal shows its steps and where each
-// CR landed, while the components' logs go to the file it names, not between the steps.
+// TestDemoTellsItsStory runs the demo as `go tool task demo` does: the terminal shows its steps, where each
+// CR landed and the nodes its pods run on, while the components' logs go to the file it names, not between
+// the steps.
 func TestDemoTellsItsStory(t *testing.T) {
-	binDir := localfleettest.RequireBinaries(t)
+	binDir := localfleettest.RequireOperators(t, "training-operator")
 	logs = logSettings{level: slog.LevelInfo} // what the root command sets from its flags
 	t.Cleanup(func() { logTo(os.Stderr) })
 	root := filepath.Join("..", "..")
@@ -25,7 +26,7 @@ func TestDemoTellsItsStory(t *testing.T) {
 	o := demoOptions{dir: dir, fleetFile: filepath.Join(root, "deploy/fleets/demo.yaml"),
 		crds: filepath.Join(root, "deploy/demo/crds.yaml"), policies: filepath.Join(root, "deploy/demo/policies.yaml"),
 		workloads: filepath.Join(root, "deploy/demo/workloads.yaml"), binDir: binDir, natsListen: "127.0.0.1:0",
-		timeout: 3 * time.Minute}
+		timeout: 3 * time.Minute, operators: []string{"training-operator"}}
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var out, terminal logbuf.Buffer
@@ -71,6 +72,10 @@ func TestDemoTellsItsStory(t *testing.T) {
 	}
 	if result := out.String(); !strings.Contains(result, "Placements:") || !strings.Contains(result, "Placed") {
 		t.Errorf("the result lacks the placements:\n%s", result)
+	}
+	// llama-finetune's master and three workers take four whole A100 nodes of gpu-west.
+	if result := out.String(); !strings.Contains(result, "Runs") || !strings.Contains(result, "a100-0,a100-1,a100-2,a100-3") {
+		t.Errorf("the result lacks the runs and their nodes:\n%s", result)
 	}
 	logged, err := os.ReadFile(logFile)
 	if err != nil {

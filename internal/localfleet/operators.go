@@ -281,7 +281,7 @@ func crdServed(ctx context.Context, client dynamic.Interface, disco discovery.Di
 		version, _ := m["name"].(string)
 		list, err := disco.ServerResourcesForGroupVersion(group + "/" + version)
 		if err != nil {
-			return false, nil //nolint:nilerr // not yet in discovery
+			return false, nil // not in discovery yet: poll again
 		}
 		if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == plural }) {
 			return false, nil
