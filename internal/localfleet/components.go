@@ -25,8 +25,9 @@ const (
 	// node, with the value KWOKNodeAnnotationValue, and kwok manages exactly the nodes that carry it.
 	KWOKNodeAnnotation      = "kwok.x-k8s.io/node"
 	KWOKNodeAnnotationValue = "fake"
-	// KWOKCompleteDelayAnnotation on a pod owned by a Job makes kwok complete it that long (a Go duration
-	// such as "30s") after it runs; without it the pod completes at once.
+	// KWOKCompleteDelayAnnotation on a pod makes kwok complete it (Succeeded, containers exit 0) that long (a
+	// Go duration such as "30s") after it runs, whoever owns it (a Job, a PyTorchJob, none); a pod owned by a
+	// Job without it completes at once, any other pod without it runs until deleted.
 	KWOKCompleteDelayAnnotation = "pod-complete.stage.kwok.x-k8s.io/delay"
 )
 
@@ -38,16 +39,19 @@ var kwokConfig []byte
 // RunPodsBinaries are the binaries Options.RunPods starts for each workload cluster.
 var RunPodsBinaries = []string{SchedulerBinary, ControllerManagerBinary, KWOKBinary}
 
-// Component is a process that runs beside a workload cluster's apiserver when Options.RunPods is set:
-// kube-scheduler, kube-controller-manager or kwok.
+// Component is a process that runs beside a workload cluster's apiserver: kube-scheduler,
+// kube-controller-manager or kwok when Options.RunPods is set, or a framework operator (StartOperators).
 type Component struct {
 	// Name is the binary's name.
 	Name    string
 	PID     int
 	LogPath string
-	// Port serves the component's /healthz on 127.0.0.1.
+	// Port serves the component's /healthz on 127.0.0.1; 0 for an operator started by StartOperatorRunners.
 	Port int
-	proc *process
+	// Operator is set for a framework operator (StartOperators), unset for kube-scheduler,
+	// kube-controller-manager and kwok.
+	Operator bool
+	proc     *process
 }
 
 // componentUsers are the users of the token file for the components, each with the cluster role the
@@ -62,21 +66,16 @@ var componentUsers = map[string]string{
 func (f *Fleet) startComponents(ctx context.Context) error {
 	errs := make([]error, len(f.Workloads))
 	var wg sync.WaitGroup
-	var mu sync.Mutex
 	for i, cluster := range f.Workloads {
 		wg.Go(func() {
-			errs[i] = f.startClusterComponents(ctx, cluster, func(c *Component) {
-				mu.Lock()
-				defer mu.Unlock()
-				cluster.Components = append(cluster.Components, c)
-			})
+			errs[i] = f.startClusterComponents(ctx, cluster)
 		})
 	}
 	wg.Wait()
 	return firstRealError(errs)
 }
 
-func (f *Fleet) startClusterComponents(ctx context.Context, cluster *Cluster, record func(*Component)) error {
+func (f *Fleet) startClusterComponents(ctx context.Context, cluster *Cluster) error {
 	clusterDir := filepath.Join(f.opts.Dir, clustersDirName, cluster.Name)
 	caFile := filepath.Join(clusterDir, "certs", "apiserver.crt")
 	kubeconfigs := map[string]string{}
@@ -142,20 +141,43 @@ func (f *Fleet) startClusterComponents(ctx context.Context, cluster *Cluster, re
 		}, []string{"KWOK_WORKDIR=" + kwokDir}},
 	}
 	for _, spec := range specs {
-		if err := f.startComponent(ctx, cluster, spec.name, spec.args, spec.env, record); err != nil {
+		if err := f.startComponent(ctx, cluster, spec.name, spec.args, spec.env); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (f *Fleet) startComponent(ctx context.Context, cluster *Cluster, name string, args func(port int) []string,
-	env []string, record func(*Component),
-) error {
+// componentSpec is one process to run beside a workload cluster's apiserver.
+type componentSpec struct {
+	name string
+	args func(port int) []string
+	env  []string
+	// port is the one its /healthz will be on; 0 picks a free one on each attempt.
+	port     int
+	operator bool
+}
+
+func (f *Fleet) startComponent(ctx context.Context, cluster *Cluster, name string, args func(port int) []string, env []string) error {
+	var lastErr error
+	for attempt := 1; attempt <= startAttempts; attempt++ {
+		err := f.launch(ctx, cluster, componentSpec{name: name, args: args, env: env})
+		if err == nil || !errors.Is(err, errPortInUse) {
+			return err
+		}
+		lastErr = err
+		f.opts.Logger.Info("component port was taken, retrying with a new port", "cluster", cluster.Name, "component", name, "attempt", attempt)
+	}
+	return lastErr
+}
+
+// launch starts one component and waits until its /healthz answers ok; a component that could not bind its
+// port returns an error that wraps errPortInUse, for the caller to retry with another.
+func (f *Fleet) launch(ctx context.Context, cluster *Cluster, spec componentSpec) error {
 	clusterDir := filepath.Join(f.opts.Dir, clustersDirName, cluster.Name)
-	component := cluster.Name + "/" + name
+	component := cluster.Name + "/" + spec.name
 	scheme := "https"
-	if name == KWOKBinary {
+	if spec.name == KWOKBinary || spec.operator {
 		scheme = "http"
 	}
 	// Their serving certificates are self-signed in memory; only the answer matters here.
@@ -163,48 +185,57 @@ func (f *Fleet) startComponent(ctx context.Context, cluster *Cluster, name strin
 		Timeout:   2 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe
 	}
-	var lastErr error
-	for attempt := 1; attempt <= startAttempts; attempt++ {
+	port := spec.port
+	if port == 0 {
 		ports, err := freePorts(1)
 		if err != nil {
 			return fmt.Errorf("local fleet: %s: %w", component, err)
 		}
-		started := time.Now()
-		f.progress(component, StageStarting, started, "")
-		proc, err := startProcess(processSpec{
-			name:    name + " " + cluster.Name,
-			binary:  filepath.Join(f.opts.BinDir, name),
-			args:    args(ports[0]),
-			env:     env,
-			logPath: filepath.Join(clusterDir, name+".log"),
-			pidPath: filepath.Join(clusterDir, name+".pid"),
-			detach:  f.opts.Detach,
-		})
-		if err != nil {
-			return fmt.Errorf("local fleet: %w", err)
-		}
-		c := &Component{Name: name, PID: proc.pid, LogPath: proc.logPath, Port: ports[0], proc: proc}
-		url := fmt.Sprintf("%s://127.0.0.1:%d/healthz", scheme, ports[0])
-		err = f.waitReady(ctx, proc, component, started, func(ctx context.Context) (bool, string) {
-			return probe(ctx, client, url, "", func(body string) bool { return body == "ok" })
-		})
-		if err == nil {
-			record(c)
-			f.progress(component, StageReady, started, url)
-			return nil
-		}
-		lastErr = err
-		_ = proc.stop(ctx, f.opts.StopGrace)
-		if !errors.Is(err, errPortInUse) {
-			return err
-		}
-		f.opts.Logger.Info("component port was taken, retrying with a new port", "component", component, "attempt", attempt)
+		port = ports[0]
 	}
-	return lastErr
+	started := time.Now()
+	f.progress(component, StageStarting, started, "")
+	proc, err := startProcess(processSpec{
+		name:    spec.name + " " + cluster.Name,
+		binary:  filepath.Join(f.opts.BinDir, spec.name),
+		args:    spec.args(port),
+		env:     spec.env,
+		logPath: filepath.Join(clusterDir, spec.name+".log"),
+		pidPath: filepath.Join(clusterDir, spec.name+".pid"),
+		detach:  f.opts.Detach,
+	})
+	if err != nil {
+		return fmt.Errorf("local fleet: %w", err)
+	}
+	c := &Component{Name: spec.name, PID: proc.pid, LogPath: proc.logPath, Port: port, Operator: spec.operator, proc: proc}
+	url := fmt.Sprintf("%s://127.0.0.1:%d/healthz", scheme, port)
+	err = f.waitReady(ctx, proc, component, started, func(ctx context.Context) (bool, string) {
+		return probe(ctx, client, url, "", func(body string) bool { return body == "ok" })
+	})
+	if err != nil {
+		_ = proc.stop(ctx, f.opts.StopGrace)
+		return err
+	}
+	f.addComponent(cluster, c)
+	if spec.operator {
+		// Started after Start's watchExits.
+		f.watchExit(proc)
+	}
+	f.progress(component, StageReady, started, url)
+	return nil
+}
+
+// addComponent records a started component of cluster.
+func (f *Fleet) addComponent(cluster *Cluster, c *Component) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	cluster.Components = append(cluster.Components, c)
 }
 
 // componentProcesses returns the processes of every component of every workload cluster.
 func (f *Fleet) componentProcesses() []*process {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	var procs []*process
 	for _, c := range f.Workloads {
 		for _, comp := range c.Components {

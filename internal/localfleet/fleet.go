@@ -129,8 +129,11 @@ type Fleet struct {
 	// EtcdURL is the client URL of the shared etcd.
 	EtcdURL string
 
-	etcd      *process
-	auth      *fleetAuth
+	etcd *process
+	auth *fleetAuth
+	// mu guards the clusters' Components, to which StartOperators adds while the fleet runs.
+	mu        sync.Mutex
+	stateMu   sync.Mutex
 	opts      Options
 	startedAt time.Time
 	stopOnce  sync.Once

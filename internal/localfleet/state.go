@@ -51,6 +51,8 @@ type ComponentState struct {
 	PID     int    `json:"pid"`
 	Port    int    `json:"port"`
 	LogPath string `json:"logPath"`
+	// Operator is set for a framework operator (Fleet.StartOperators, fleet up --operators).
+	Operator bool `json:"operator,omitempty"`
 }
 
 // Cluster roles in ClusterState.Role.
@@ -72,9 +74,13 @@ func (f *Fleet) State() State {
 			role = RoleControlPlane
 		}
 		var components []ComponentState
+		f.mu.Lock()
 		for _, comp := range c.Components {
-			components = append(components, ComponentState{Name: comp.Name, PID: comp.PID, Port: comp.Port, LogPath: comp.LogPath})
+			components = append(components, ComponentState{
+				Name: comp.Name, PID: comp.PID, Port: comp.Port, LogPath: comp.LogPath, Operator: comp.Operator,
+			})
 		}
+		f.mu.Unlock()
 		state.Clusters = append(state.Clusters, ClusterState{
 			Components: components,
 			Name:       c.Name,
@@ -91,6 +97,8 @@ func (f *Fleet) State() State {
 }
 
 func writeState(f *Fleet) error {
+	f.stateMu.Lock() // operators of several clusters start at once
+	defer f.stateMu.Unlock()
 	data, err := json.MarshalIndent(f.State(), "", "  ")
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ type config struct {
 	fleetFile string
 	binDir    string
 	options   func(*localfleet.Options)
+	operators []string
 	stderr    io.Writer
 }
 
@@ -46,6 +47,14 @@ func WithBinDir(dir string) Option { return func(c *config) { c.binDir = dir } }
 // WithOptions adjusts the localfleet options right before Start.
 func WithOptions(adjust func(*localfleet.Options)) Option {
 	return func(c *config) { c.options = adjust }
+}
+
+// WithOperators runs the fleet with Options.RunPods and starts the named framework operators in every
+// workload cluster as soon as their CRDs are served there (Fleet.StartOperators, in the background, for as
+// long as the tests run): the tests' pipeline copies the CRDs. Their binaries missing skip the tests, or
+// fail them with CI=true, as the fleet's own do.
+func WithOperators(names ...string) Option {
+	return func(c *config) { c.operators = names }
 }
 
 var (
@@ -95,6 +104,11 @@ func Run(m *testing.M, opts ...Option) int {
 	if err == nil {
 		err = localfleet.CheckBinaries(binDir)
 	}
+	if err == nil && len(cfg.operators) > 0 {
+		if err = localfleet.CheckRunPodsBinaries(binDir); err == nil {
+			err = localfleet.CheckOperatorBinaries(binDir, cfg.operators...)
+		}
+	}
 	if err != nil {
 		if decision := missingBinaries(err, os.Getenv("CI")); decision.fail {
 			logf("FAIL: %s", decision.message)
@@ -143,6 +157,7 @@ func Run(m *testing.M, opts ...Option) int {
 		BinDir:   binDir,
 		Logger:   slog.New(slog.NewTextHandler(cfg.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
+	options.RunPods = options.RunPods || len(cfg.operators) > 0
 	if cfg.options != nil {
 		cfg.options(&options)
 	}
@@ -201,8 +216,23 @@ func Run(m *testing.M, opts ...Option) int {
 	}
 	logf("fleet of %d clusters ready in %s (%s)", len(f.Clusters()), time.Since(started).Round(100*time.Millisecond), dir)
 	setFleet(f, "")
+	var operatorsDone sync.WaitGroup
+	stopOperators := func() {}
+	if len(cfg.operators) > 0 {
+		// Until the tests end: an operator starts whenever a test's pipeline has copied its CRDs.
+		opCtx, cancelOperators := context.WithCancel(ctx)
+		stopOperators = func() { cancelOperators(); operatorsDone.Wait() }
+		for _, c := range f.Workloads {
+			operatorsDone.Go(func() {
+				if err := f.StartOperators(opCtx, c.Name, cfg.operators...); err != nil && opCtx.Err() == nil {
+					logf("starting operators in %s: %v", c.Name, err)
+				}
+			})
+		}
+	}
 
 	code := runRecovering(m, stop)
+	stopOperators() // before Stop, so that none starts while the fleet stops
 
 	setFleet(nil, "fleet already stopped")
 	if err := stop(); err != nil {
@@ -363,4 +393,25 @@ func RequireTool(tb testing.TB, name string) string {
 		tb.Skip(decision.message)
 	}
 	return path
+}
+
+// RequireOperators returns the bin directory for a test that starts a fleet with Options.RunPods and the
+// named framework operators (Fleet.StartOperators). Like RequireRunPods, it skips the test when a binary is
+// missing, or fails it when CI=true; an operator the local fleet does not know always fails it.
+func RequireOperators(tb testing.TB, names ...string) string {
+	tb.Helper()
+	binDir := RequireRunPods(tb)
+	for _, name := range names {
+		if _, err := localfleet.LookupOperator(name); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := localfleet.CheckOperatorBinaries(binDir, names...); err != nil {
+		decision := missingBinaries(err, os.Getenv("CI"))
+		if decision.fail {
+			tb.Fatal(decision.message)
+		}
+		tb.Skip(decision.message)
+	}
+	return binDir
 }
