@@ -178,14 +178,11 @@ func (f *Fleet) startOperator(ctx context.Context, cluster *Cluster, op Operator
 		if err := prepareOperator(ctx, cluster.RESTConfig(), op, env); err != nil {
 			return fmt.Errorf("local fleet: operator %s in cluster %s: %w", op.Name, cluster.Name, err)
 		}
-		err = f.launch(ctx, cluster, componentSpec{name: op.Name, args: args, port: env.HealthPort, operator: true})
-		if err == nil && len(op.Webhooks) > 0 {
-			// /healthz answers before the webhook server listens, and until it does the apiserver rejects
-			// every object the webhooks admit.
-			if err := waitListening(ctx, env.WebhookPort); err != nil {
-				return fmt.Errorf("local fleet: operator %s in cluster %s: webhooks: %w", op.Name, cluster.Name, err)
-			}
+		spec := componentSpec{name: op.Name, args: args, port: env.HealthPort, operator: true}
+		if len(op.Webhooks) > 0 {
+			spec.webhookPort = env.WebhookPort
 		}
+		err = f.launch(ctx, cluster, spec)
 		if err == nil || !errors.Is(err, errPortInUse) {
 			return err
 		}
@@ -363,4 +360,23 @@ func OperatorProcessState(c ComponentState) string {
 		return OperatorWaitingCRDs
 	}
 	return OperatorRunning
+}
+
+// RunningOperators returns the names of the operators StartOperators has started in the workload cluster and
+// seen answer /healthz and listen for their webhooks, so a test can submit workloads only once they are up.
+func (f *Fleet) RunningOperators(cluster string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var names []string
+	for _, c := range f.Workloads {
+		if c.Name != cluster {
+			continue
+		}
+		for _, comp := range c.Components {
+			if comp.Operator && comp.Port != 0 {
+				names = append(names, comp.Name)
+			}
+		}
+	}
+	return names
 }
