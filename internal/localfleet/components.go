@@ -156,7 +156,7 @@ type componentSpec struct {
 	// port is the one its /healthz will be on; 0 picks a free one on each attempt.
 	port     int
 	operator bool
-	// webhookPort, if set, must accept connections too before the component counts as started: /healthz
+	// webhookPort, if set, must complete a TLS handshake too before the component counts as started: /healthz
 	// answers before an operator's webhook server listens, and until it does the apiserver rejects every
 	// object the webhooks admit.
 	webhookPort int

@@ -2,9 +2,9 @@ package localfleet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,10 +191,11 @@ func (f *Fleet) startOperator(ctx context.Context, cluster *Cluster, op Operator
 	return lastErr
 }
 
-// waitListening waits until something accepts connections on 127.0.0.1:port.
+// waitListening waits until a TLS server answers on 127.0.0.1:port. It completes the handshake so that the
+// server logs no aborted one.
 func waitListening(ctx context.Context, port int) error {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	var dialer net.Dialer
+	dialer := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // loopback readiness probe
 	return pollUntil(ctx, 100*time.Millisecond, func() bool {
 		conn, err := dialer.DialContext(ctx, "tcp", addr)
 		if err != nil {
