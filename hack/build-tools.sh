@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the binaries the tests run besides fleetflow (the local fleet's etcd and kube-apiserver; helm, which
 # renders deploy/chart; kube-scheduler, kube-controller-manager and kwok, which make a local fleet's workload
-# clusters schedule and run pods; training-operator, the Kubeflow operator a local fleet can run against its
-# workload clusters) from the Go module proxy into bin/.
+# clusters schedule and run pods; training-operator, kuberay-operator, jobset-controller and lws-controller,
+# the framework operators a local fleet can run against its workload clusters) from the Go module proxy into
+# bin/.
 #
 # Each binary is built from its own module under tools/<name>, pinned by that module's go.mod: from its
 # main.go, or else from the package its go.mod names as a tool. A binary is skipped when bin/<name> exists
@@ -10,7 +11,7 @@
 # exactly the binary it concerns.
 #
 # Usage: hack/build-tools.sh [--force] [etcd|kube-apiserver|helm|kube-scheduler|kube-controller-manager|kwok|
-#                                       training-operator ...]
+#                                       training-operator|kuberay-operator|jobset-controller|lws-controller ...]
 #   With no tool named it builds them all.
 #   BIN_DIR   where binaries go (default: <repo>/bin)
 #   HEARTBEAT seconds between "still building" lines (default: 30), so CI logs show progress on long builds
@@ -46,8 +47,11 @@ version_of() {
 	case $1 in
 	helm) "$2" version --short 2>&1 | head -1 ;;
 	kwok) "$2" --version 2>&1 | tail -1 ;;
-	# It has no version flag; the pin is what was built.
+	lws-controller) "$2" --version 2>&1 | head -1 ;;
+	# These have no version flag (and would start on an unknown one); the pin is what was built.
 	training-operator) echo "github.com/kubeflow/training-operator $(module_version training-operator github.com/kubeflow/training-operator)" ;;
+	kuberay-operator) echo "github.com/ray-project/kuberay/ray-operator $(module_version kuberay-operator github.com/ray-project/kuberay/ray-operator)" ;;
+	jobset-controller) echo "sigs.k8s.io/jobset $(module_version jobset-controller sigs.k8s.io/jobset)" ;;
 	*) "$2" --version 2>&1 | head -1 ;;
 	esac
 }
@@ -84,6 +88,18 @@ ldflags_for() {
 		fi
 		echo "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${version#v}"
 		;;
+	jobset-controller | lws-controller)
+		# Both log their version at start and report v0.0.0-main without it, as their release Makefiles set it.
+		local mod=sigs.k8s.io/jobset
+		[ "$1" = jobset-controller ] || mod=sigs.k8s.io/lws
+		local version
+		version=$(module_version "$1" "$mod")
+		if [ -z "$version" ]; then
+			echo "build-tools: tools/$1/go.mod does not pin $mod" >&2
+			return 1
+		fi
+		echo "-s -w -X $mod/pkg/version.GitVersion=$version"
+		;;
 	*) echo "-s -w" ;;
 	esac
 }
@@ -97,6 +113,9 @@ expected_minutes() {
 		;;
 	training-operator)
 		echo "about 9-13 minutes on 2 cores for its own k8s.io/* v0.31 packages, seconds once cached; see docs/local-fleet.md"
+		;;
+	kuberay-operator | jobset-controller | lws-controller)
+		echo "about 5 to 8 minutes on 2 cores for its own k8s.io/* packages, less once they are cached; see docs/local-fleet.md"
 		;;
 	*) echo "about 2 minutes on 2 cores from an empty module cache" ;;
 	esac
@@ -147,16 +166,19 @@ main() {
 	for arg in "$@"; do
 		case $arg in
 		--force) force=true ;;
-		etcd | kube-apiserver | helm | kube-scheduler | kube-controller-manager | kwok | training-operator) tools+=("$arg") ;;
+		etcd | kube-apiserver | helm | kube-scheduler | kube-controller-manager | kwok | training-operator | \
+			kuberay-operator | jobset-controller | lws-controller) tools+=("$arg") ;;
 		*)
 			echo "build-tools: unknown argument $arg (want --force, etcd, kube-apiserver, helm, kube-scheduler," \
-				"kube-controller-manager, kwok or training-operator)" >&2
+				"kube-controller-manager, kwok, training-operator, kuberay-operator, jobset-controller or" \
+				"lws-controller)" >&2
 			exit 2
 			;;
 		esac
 	done
 	if [ ${#tools[@]} -eq 0 ]; then
-		tools=(etcd kube-apiserver helm kube-scheduler kube-controller-manager kwok training-operator)
+		tools=(etcd kube-apiserver helm kube-scheduler kube-controller-manager kwok training-operator kuberay-operator
+			jobset-controller lws-controller)
 	fi
 
 	if ! command -v go >/dev/null; then

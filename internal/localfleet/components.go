@@ -161,6 +161,10 @@ type componentSpec struct {
 	// port is the one its /healthz will be on; 0 picks a free one on each attempt.
 	port     int
 	operator bool
+	// webhookPort, if set, must complete a TLS handshake too before the component counts as started: /healthz
+	// answers before an operator's webhook server listens, and until it does the apiserver rejects every
+	// object the webhooks admit.
+	webhookPort int
 }
 
 func (f *Fleet) startComponent(ctx context.Context, cluster *Cluster, name string, args func(port int) []string, env []string) error {
@@ -217,6 +221,11 @@ func (f *Fleet) launch(ctx context.Context, cluster *Cluster, spec componentSpec
 	err = f.waitReady(ctx, proc, component, started, func(ctx context.Context) (bool, string) {
 		return probe(ctx, client, url, "", func(body string) bool { return body == "ok" })
 	})
+	if err == nil && spec.webhookPort != 0 {
+		if err = waitListening(ctx, spec.webhookPort); err != nil {
+			err = fmt.Errorf("local fleet: %s: webhooks on port %d: %w", component, spec.webhookPort, err)
+		}
+	}
 	if err != nil {
 		_ = proc.stop(ctx, f.opts.StopGrace)
 		return err

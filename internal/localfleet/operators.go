@@ -2,6 +2,7 @@ package localfleet
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -31,8 +32,15 @@ type Operator struct {
 	// starts once all are served in the cluster.
 	CRDs []string
 	// Args returns its flags: the cluster's admin kubeconfig, health and metrics on env's loopback ports, no
-	// leader election, no webhooks.
+	// leader election, and webhooks only those in Webhooks.
 	Args func(OperatorEnv) []string
+	// Config, if set, returns the content of env.Dir/config.yaml, written before each start, for an
+	// operator whose settings are only in a file.
+	Config func(OperatorEnv) []byte
+	// Webhooks are the admission webhooks the operator cannot work without. It serves them on
+	// 127.0.0.1:env.WebhookPort with the cluster's serving certificate, which each start copies to
+	// env.Dir/tls.{crt,key}, and each start registers them with the cluster by URL.
+	Webhooks []OperatorWebhook
 }
 
 // OperatorEnv is what an operator's flags are made of.
@@ -44,8 +52,13 @@ type OperatorEnv struct {
 	HealthPort int
 	// MetricsPort is free on 127.0.0.1, for an operator that cannot turn its metrics off.
 	MetricsPort int
+	// WebhookPort is free on 127.0.0.1, for the webhooks of an operator that has Webhooks.
+	WebhookPort int
 	// Dir is the operator's own directory under the cluster directory, for any file it needs.
 	Dir string
+	// CertDir holds the cluster's serving certificate (apiserver.crt, self-signed, valid for 127.0.0.1)
+	// and key (apiserver.key).
+	CertDir string
 }
 
 // OperatorNames returns the names of the operators the local fleet knows, sorted.
@@ -81,7 +94,7 @@ func CheckOperatorBinaries(binDir string, names ...string) error {
 
 // operatorEnv returns the environment of op in cluster, with new free ports, and creates its directory.
 func operatorEnv(dir, cluster, kubeconfig string, op Operator) (OperatorEnv, error) {
-	ports, err := freePorts(2)
+	ports, err := freePorts(3)
 	if err != nil {
 		return OperatorEnv{}, err
 	}
@@ -90,9 +103,24 @@ func operatorEnv(dir, cluster, kubeconfig string, op Operator) (OperatorEnv, err
 		Kubeconfig:  kubeconfig,
 		HealthPort:  ports[0],
 		MetricsPort: ports[1],
+		WebhookPort: ports[2],
 		Dir:         filepath.Join(dir, clustersDirName, cluster, op.Name),
+		CertDir:     filepath.Join(dir, clustersDirName, cluster, "certs"),
 	}
 	return env, os.MkdirAll(env.Dir, 0o755)
+}
+
+// prepareOperator writes the files op reads and registers its webhooks in the cluster, before each start.
+func prepareOperator(ctx context.Context, cfg *rest.Config, op Operator, env OperatorEnv) error {
+	if op.Config != nil {
+		if err := os.WriteFile(filepath.Join(env.Dir, "config.yaml"), op.Config(env), 0o644); err != nil {
+			return fmt.Errorf("write config: %w", err)
+		}
+	}
+	if len(op.Webhooks) == 0 {
+		return nil
+	}
+	return registerWebhooks(ctx, cfg, op, env)
 }
 
 // StartOperators waits until the CRDs of each named operator are served in the workload cluster, then starts
@@ -147,13 +175,35 @@ func (f *Fleet) startOperator(ctx context.Context, cluster *Cluster, op Operator
 		if env, err = operatorEnv(f.Dir, cluster.Name, cluster.KubeconfigPath, op); err != nil {
 			return fmt.Errorf("local fleet: operator %s in cluster %s: %w", op.Name, cluster.Name, err)
 		}
-		err = f.launch(ctx, cluster, componentSpec{name: op.Name, args: args, port: env.HealthPort, operator: true})
+		if err := prepareOperator(ctx, cluster.RESTConfig(), op, env); err != nil {
+			return fmt.Errorf("local fleet: operator %s in cluster %s: %w", op.Name, cluster.Name, err)
+		}
+		spec := componentSpec{name: op.Name, args: args, port: env.HealthPort, operator: true}
+		if len(op.Webhooks) > 0 {
+			spec.webhookPort = env.WebhookPort
+		}
+		err = f.launch(ctx, cluster, spec)
 		if err == nil || !errors.Is(err, errPortInUse) {
 			return err
 		}
 		lastErr = err
 	}
 	return lastErr
+}
+
+// waitListening waits until a TLS server answers on 127.0.0.1:port. It completes the handshake so that the
+// server logs no aborted one.
+func waitListening(ctx context.Context, port int) error {
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	dialer := tls.Dialer{Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // loopback readiness probe
+	return pollUntil(ctx, 100*time.Millisecond, func() bool {
+		conn, err := dialer.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return false
+		}
+		_ = conn.Close()
+		return true
+	})
 }
 
 // RunOperator is the body of a process that `fleet up --operators` starts for each operator and workload
@@ -178,6 +228,9 @@ func RunOperator(ctx context.Context, dir, binDir, cluster, name string) error {
 	}
 	env, err := operatorEnv(dir, cluster, kubeconfig, op)
 	if err != nil {
+		return fmt.Errorf("local fleet: operator %s in cluster %s: %w", name, cluster, err)
+	}
+	if err := prepareOperator(ctx, cfg, op, env); err != nil {
 		return fmt.Errorf("local fleet: operator %s in cluster %s: %w", name, cluster, err)
 	}
 	binary := filepath.Join(binDir, name)
@@ -308,4 +361,23 @@ func OperatorProcessState(c ComponentState) string {
 		return OperatorWaitingCRDs
 	}
 	return OperatorRunning
+}
+
+// RunningOperators returns the names of the operators StartOperators has started in the workload cluster and
+// seen answer /healthz and listen for their webhooks, so a test can submit workloads only once they are up.
+func (f *Fleet) RunningOperators(cluster string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var names []string
+	for _, c := range f.Workloads {
+		if c.Name != cluster {
+			continue
+		}
+		for _, comp := range c.Components {
+			if comp.Operator && comp.Port != 0 {
+				names = append(names, comp.Name)
+			}
+		}
+	}
+	return names
 }

@@ -1,19 +1,25 @@
 package localfleet
 
 import (
+	"encoding/base64"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestOperatorCatalog(t *testing.T) {
-	env := OperatorEnv{Cluster: "gpu-west", Kubeconfig: "/f/clusters/gpu-west/kubeconfig", HealthPort: 4101, MetricsPort: 4102, Dir: "/f/x"}
+	env := OperatorEnv{Cluster: "gpu-west", Kubeconfig: "/f/clusters/gpu-west/kubeconfig", HealthPort: 4101, MetricsPort: 4102,
+		WebhookPort: 4103, Dir: "/f/x", CertDir: "/f/clusters/gpu-west/certs"}
 	tests := []struct {
-		name     string
-		crds     []string
-		wantArgs []string
+		name       string
+		crds       []string
+		wantArgs   []string
+		wantConfig []string // lines of config.yaml; none: the operator has no config file
+		webhooks   int
 	}{
 		{
 			name: "training-operator",
@@ -24,6 +30,36 @@ func TestOperatorCatalog(t *testing.T) {
 				"--enable-scheme=mpijob",
 				"--health-probe-bind-address=127.0.0.1:4101",
 			},
+		},
+		{
+			name: "kuberay-operator",
+			crds: []string{"rayclusters.ray.io", "rayjobs.ray.io", "rayservices.ray.io"},
+			wantArgs: []string{
+				"--kubeconfig=/f/clusters/gpu-west/kubeconfig",
+				"--health-probe-bind-address=127.0.0.1:4101",
+				"--metrics-addr=0",
+				"--enable-leader-election=false",
+			},
+		},
+		{
+			name:     "jobset-controller",
+			crds:     []string{"jobsets.jobset.x-k8s.io"},
+			wantArgs: []string{"--kubeconfig=/f/clusters/gpu-west/kubeconfig", "--config=/f/x/config.yaml"},
+			wantConfig: []string{
+				"apiVersion: config.jobset.x-k8s.io/v1alpha1", "  enable: false", "  host: 127.0.0.1", "  port: 4103",
+				"  certDir: /f/x", "  healthProbeBindAddress: 127.0.0.1:4101", `  bindAddress: "0"`, "  leaderElect: false",
+			},
+			webhooks: 2,
+		},
+		{
+			name:     "lws-controller",
+			crds:     []string{"leaderworkersets.leaderworkerset.x-k8s.io"},
+			wantArgs: []string{"--kubeconfig=/f/clusters/gpu-west/kubeconfig", "--config=/f/x/config.yaml"},
+			wantConfig: []string{
+				"apiVersion: config.lws.x-k8s.io/v1alpha1", "  enable: false", "  host: 127.0.0.1", "  port: 4103",
+				"  certDir: /f/x", "  healthProbeBindAddress: 127.0.0.1:4101", `  bindAddress: "0"`, "  leaderElect: false",
+			},
+			webhooks: 4,
 		},
 	}
 	for _, tt := range tests {
@@ -40,6 +76,20 @@ func TestOperatorCatalog(t *testing.T) {
 				if !slices.Contains(args, want) {
 					t.Errorf("args %v lack %s", args, want)
 				}
+			}
+			if (op.Config != nil) != (len(tt.wantConfig) > 0) {
+				t.Fatalf("has config file = %t, want %t", op.Config != nil, len(tt.wantConfig) > 0)
+			}
+			if op.Config != nil {
+				lines := strings.Split(string(op.Config(env)), "\n")
+				for _, want := range tt.wantConfig {
+					if !slices.Contains(lines, want) {
+						t.Errorf("config.yaml lacks line %q:\n%s", want, op.Config(env))
+					}
+				}
+			}
+			if len(op.Webhooks) != tt.webhooks {
+				t.Errorf("%d webhooks, want %d", len(op.Webhooks), tt.webhooks)
 			}
 		})
 	}
@@ -63,16 +113,23 @@ func TestOperatorCatalogIsSound(t *testing.T) {
 					t.Errorf("CRD %q is not <plural>.<group>", crd)
 				}
 			}
-			env := OperatorEnv{Kubeconfig: "/k", HealthPort: 40001, MetricsPort: 40002}
+			env := OperatorEnv{Kubeconfig: "/k", HealthPort: 40001, MetricsPort: 40002, WebhookPort: 40003}
+			// A setting may be a flag or, for an operator configured by file, in its config.yaml.
 			args := strings.Join(op.Args(env), " ")
+			if op.Config != nil {
+				args += "\n" + string(op.Config(env))
+			}
 			if !strings.Contains(args, "/k") {
 				t.Errorf("args %q do not name the kubeconfig", args)
 			}
 			if !strings.Contains(args, "127.0.0.1:40001") {
 				t.Errorf("args %q do not serve health on 127.0.0.1:HealthPort", args)
 			}
-			if strings.Contains(args, "leader-elect=true") {
+			if strings.Contains(args, "leader-elect=true") || strings.Contains(args, "leaderElect: true") {
 				t.Errorf("args %q elect a leader", args)
+			}
+			if len(op.Webhooks) > 0 && !strings.Contains(args, "40003") {
+				t.Errorf("args %q do not serve the webhooks on WebhookPort", args)
 			}
 		})
 	}
@@ -98,7 +155,7 @@ func TestCheckOperatorBinaries(t *testing.T) {
 		present bool
 		want    []string // substrings of the error; none: no error
 	}{
-		{name: "unknown", ops: []string{"nope"}, want: []string{`"nope"`, "known: training-operator"}},
+		{name: "unknown", ops: []string{"nope"}, want: []string{`"nope"`, "known: jobset-controller, kuberay-operator, lws-controller, training-operator"}},
 		{name: "missing binary", ops: []string{"training-operator"}, want: []string{filepath.Join(binDir, "training-operator"), "go tool task tools"}},
 		{name: "present", ops: []string{"training-operator"}, present: true},
 	}
@@ -123,6 +180,70 @@ func TestCheckOperatorBinaries(t *testing.T) {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not mention %s", err, want)
 				}
+			}
+		})
+	}
+}
+
+func TestWebhookConfiguration(t *testing.T) {
+	lws, err := LookupOperator("lws-controller")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kuberay, err := LookupOperator("kuberay-operator")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := []byte("-----BEGIN CERTIFICATE-----\n")
+	tests := []struct {
+		name     string
+		op       Operator
+		mutating bool
+		want     []string // webhook names, in order; none: no configuration
+	}{
+		{name: "lws mutating", op: lws, mutating: true, want: []string{"mleaderworkerset.kb.io", "mpod.kb.io"}},
+		{name: "lws validating", op: lws, want: []string{"vleaderworkerset.kb.io", "vpod.kb.io"}},
+		{name: "no webhooks", op: kuberay, mutating: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := webhookConfiguration(tt.op, 4103, ca, tt.mutating)
+			if len(tt.want) == 0 {
+				if obj != nil {
+					t.Fatalf("configuration %v, want none", obj)
+				}
+				return
+			}
+			if obj.GetName() != "fleetflow-local-"+tt.op.Name {
+				t.Errorf("name %q", obj.GetName())
+			}
+			hooks, _, _ := unstructured.NestedSlice(obj.Object, "webhooks")
+			var names []string
+			for _, h := range hooks {
+				hook := h.(map[string]any)
+				names = append(names, hook["name"].(string))
+				url, _, _ := unstructured.NestedString(hook, "clientConfig", "url")
+				if !strings.HasPrefix(url, "https://127.0.0.1:4103/") {
+					t.Errorf("%s: url %q", hook["name"], url)
+				}
+				bundle, _, _ := unstructured.NestedString(hook, "clientConfig", "caBundle")
+				if bundle != base64.StdEncoding.EncodeToString(ca) {
+					t.Errorf("%s: caBundle %q", hook["name"], bundle)
+				}
+				rules, _, _ := unstructured.NestedSlice(hook, "rules")
+				resources, _, _ := unstructured.NestedStringSlice(rules[0].(map[string]any), "resources")
+				_, selected, _ := unstructured.NestedSlice(hook, "objectSelector", "matchExpressions")
+				// A pod webhook must select only the operator's pods: with failurePolicy Fail, a stopped
+				// operator would otherwise block every pod of the cluster.
+				if slices.Contains(resources, "pods") && !selected {
+					t.Errorf("%s: pod webhook without objectSelector", hook["name"])
+				}
+			}
+			if !slices.Equal(names, tt.want) {
+				t.Errorf("webhooks %v, want %v", names, tt.want)
+			}
+			if _, err := obj.MarshalJSON(); err != nil {
+				t.Errorf("marshal: %v", err)
 			}
 		})
 	}
