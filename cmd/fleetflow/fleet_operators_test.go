@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/yaml"
-
+	"github.com/fleetflow/fleetflow/internal/frameworkcrds"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
@@ -106,18 +104,12 @@ func TestFleetUpOperatorsDetached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []string{"pytorchjobs.yaml", "mpijobs-v1.yaml"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "internal", "localfleet", "testdata", "crds", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var crd map[string]any
-		if err := yaml.Unmarshal(data, &crd); err != nil {
-			t.Fatal(err)
-		}
-		if err := clients.Apply(t.Context(), "fleetflow-test", &unstructured.Unstructured{Object: crd}); err != nil {
-			t.Fatal(err)
-		}
+	crds, err := frameworkcrds.Objects("pytorchjobs.yaml", "mpijobs-v1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := clients.Apply(t.Context(), "fleetflow-test", crds...); err != nil {
+		t.Fatal(err)
 	}
 	// The runner execs the operator once it sees the CRDs; its executable is the only sign of that.
 	deadline := time.Now().Add(2 * time.Minute)

@@ -48,8 +48,9 @@ type Options struct {
 	// CRDFiles are framework CRDs installed on the control plane and on every workload cluster before the
 	// pipeline starts; a test that copies CRDs by a Duplicate policy leaves this empty.
 	CRDFiles []string
-	// ControlPlaneCRDFiles are installed on the control plane only.
+	// ControlPlaneCRDFiles and ControlPlaneCRDs are installed on the control plane only.
 	ControlPlaneCRDFiles []string
+	ControlPlaneCRDs     []*unstructured.Unstructured
 	// PolicyFiles are SchedulePolicies applied before the pipeline starts.
 	PolicyFiles []string
 	// Placer tunes the placer. HeartbeatTimeout defaults to DefaultHeartbeatTimeout; failover tests set a
@@ -120,6 +121,11 @@ func New(t *testing.T, opts Options) *Env {
 	for _, f := range opts.ControlPlaneCRDFiles {
 		if err := e.ControlPlane.Apply(ctx, FieldManager, ReadObjects(t, f)...); err != nil {
 			t.Fatalf("install %s: %v", f, err)
+		}
+	}
+	for _, crd := range opts.ControlPlaneCRDs {
+		if err := e.ControlPlane.Apply(ctx, FieldManager, crd); err != nil {
+			t.Fatalf("install %s: %v", crd.GetName(), err)
 		}
 	}
 	if err := app.InstallControlPlaneCRDs(ctx, e.ControlPlane, FieldManager); err != nil {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
+	"github.com/fleetflow/fleetflow/internal/frameworkcrds"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -24,7 +25,7 @@ import (
 const run = 4 * time.Minute
 
 // crdFiles are the operators' CRDs: the corpus's real ones (../shared/corpus next to the repository) when it
-// is there, else the minimal ones of e2e/frameworks (real names, a status subresource, any field kept).
+// is there, else internal/frameworkcrds' minimal ones (real names, a status subresource, any field kept).
 var crdFiles = []struct{ corpus, own string }{
 	{"kuberay/crds/ray.io_rayclusters.yaml", "rayclusters.yaml"},
 	{"kuberay/crds/ray.io_rayjobs.yaml", "rayjobs.yaml"},
@@ -134,21 +135,15 @@ func installCRDs(t *testing.T, e *e2eenv.Env) {
 	}
 	corpus := filepath.Join(filepath.Dir(root), "shared", "corpus")
 	if _, err := os.Stat(corpus); err != nil {
-		t.Logf("no corpus at %s: using e2e/frameworks' minimal CRDs", corpus)
+		t.Logf("no corpus at %s: using internal/frameworkcrds' minimal CRDs", corpus)
 		corpus = ""
 	}
 	for _, f := range crdFiles {
-		path := filepath.Join(root, "e2e", "frameworks", "testdata", "crds", f.own)
+		path := filepath.Join(root, "internal", "frameworkcrds", f.own)
 		if corpus != "" {
 			path = filepath.Join(corpus, f.corpus)
 		}
-		for _, crd := range e2eenv.ReadObjects(t, path) {
-			labels := crd.GetLabels()
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels["fleetflow.io/propagate"] = "true"
-			crd.SetLabels(labels)
+		for _, crd := range frameworkcrds.Propagated(e2eenv.ReadObjects(t, path)) {
 			if err := e.ControlPlane.Apply(t.Context(), e2eenv.FieldManager, crd); err != nil {
 				t.Fatalf("install %s: %v", path, err)
 			}

@@ -11,7 +11,7 @@ type frameworkCase struct {
 	gvk schema.GroupVersionKind
 	// corpusCRD and corpusSample are relative to the corpus root; empty when the corpus has none.
 	corpusCRD, corpusSample string
-	// ownCRD and ownSample are this package's minimal CRD and small sample.
+	// ownCRD is the minimal CRD of internal/frameworkcrds, ownSample this package's small sample.
 	ownCRD, ownSample string
 	// running is what the framework's controller would write once the workload runs; each one is read
 	// off the statusMappings.running of deploy/resourceinterfaces/<kind>.yaml, in the shape the real CRD's
@@ -31,19 +31,19 @@ func frameworkCases() []frameworkCase {
 		{
 			gvk:       schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"},
 			corpusCRD: "training-operator/crds/kubeflow.org_pytorchjobs.yaml", corpusSample: "training-operator/samples/pytorchjob-mnist-gloo-gpu.yaml",
-			ownCRD: "testdata/crds/pytorchjobs.yaml", ownSample: "testdata/samples/pytorchjob.yaml",
+			ownCRD: "../../internal/frameworkcrds/pytorchjobs.yaml", ownSample: "testdata/samples/pytorchjob.yaml",
 			running: trainingJobRunning,
 		},
 		{
 			gvk:       schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayCluster"},
 			corpusCRD: "kuberay/crds/ray.io_rayclusters.yaml", corpusSample: "kuberay/samples/raycluster-verl-4gpu.yaml",
-			ownCRD: "testdata/crds/rayclusters.yaml", ownSample: "testdata/samples/raycluster.yaml",
+			ownCRD: "../../internal/frameworkcrds/rayclusters.yaml", ownSample: "testdata/samples/raycluster.yaml",
 			running: func(*unstructured.Unstructured) map[string]any { return map[string]any{"state": "ready"} },
 		},
 		{
 			gvk:       schema.GroupVersionKind{Group: "serving.kserve.io", Version: "v1beta1", Kind: "InferenceService"},
 			corpusCRD: "kserve/crds/serving.kserve.io_inferenceservices.yaml", corpusSample: "kserve/samples/isvc-huggingface-llama2-gpu.yaml",
-			ownCRD: "testdata/crds/inferenceservices.yaml", ownSample: "testdata/samples/inferenceservice.yaml",
+			ownCRD: "../../internal/frameworkcrds/inferenceservices.yaml", ownSample: "testdata/samples/inferenceservice.yaml",
 			running: func(*unstructured.Unstructured) map[string]any {
 				return map[string]any{"conditions": []any{condition("PredictorReady", "True", "Ready"), condition("Ready", "True", "Ready")}}
 			},
@@ -51,13 +51,13 @@ func frameworkCases() []frameworkCase {
 		{
 			gvk:       schema.GroupVersionKind{Group: "nvidia.com", Version: "v1alpha1", Kind: "DynamoGraphDeployment"},
 			corpusCRD: "dynamo/crds/nvidia.com_dynamographdeployments.yaml", corpusSample: "dynamo/samples/dgd-h200-disagg-profiling.yaml",
-			ownCRD: "testdata/crds/dynamographdeployments.yaml", ownSample: "testdata/samples/dynamographdeployment.yaml",
+			ownCRD: "../../internal/frameworkcrds/dynamographdeployments.yaml", ownSample: "testdata/samples/dynamographdeployment.yaml",
 			running: func(*unstructured.Unstructured) map[string]any { return map[string]any{"state": "successful"} },
 		},
 		{
 			gvk:       schema.GroupVersionKind{Group: "milvus.io", Version: "v1beta1", Kind: "Milvus"},
 			corpusCRD: "milvus-operator/crds/milvus.io_milvuses.yaml", corpusSample: "milvus-operator/samples/milvus-cluster-demo.yaml",
-			ownCRD: "testdata/crds/milvuses.yaml", ownSample: "testdata/samples/milvus.yaml",
+			ownCRD: "../../internal/frameworkcrds/milvuses.yaml", ownSample: "testdata/samples/milvus.yaml",
 			running: func(*unstructured.Unstructured) map[string]any {
 				return map[string]any{"status": "Healthy", "conditions": []any{condition("MilvusReady", "True", "ReasonMilvusHealthy")}}
 			},
@@ -65,19 +65,19 @@ func frameworkCases() []frameworkCase {
 		{
 			gvk:       schema.GroupVersionKind{Group: "jobset.x-k8s.io", Version: "v1alpha2", Kind: "JobSet"},
 			corpusCRD: "jobset/crds/jobset.x-k8s.io_jobsets.yaml", corpusSample: "jobset/samples/jobset-topology-aware-scheduling.yaml",
-			ownCRD: "testdata/crds/jobsets.yaml", ownSample: "testdata/samples/jobset.yaml",
+			ownCRD: "../../internal/frameworkcrds/jobsets.yaml", ownSample: "testdata/samples/jobset.yaml",
 			running: jobSetRunning,
 		},
 		{
 			gvk:       schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "MPIJob"},
 			corpusCRD: "training-operator/crds/kubeflow.org_mpijobs.yaml", corpusSample: "training-operator/samples/mpijob-tensorflow-mnist.yaml",
-			ownCRD: "testdata/crds/mpijobs-v1.yaml", ownSample: "testdata/samples/mpijob-v1.yaml",
+			ownCRD: "../../internal/frameworkcrds/mpijobs-v1.yaml", ownSample: "testdata/samples/mpijob-v1.yaml",
 			running: trainingJobRunning,
 		},
 		{
 			gvk:       schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayJob"},
 			corpusCRD: "kuberay/crds/ray.io_rayjobs.yaml", corpusSample: "kuberay/samples/rayjob-sample.yaml",
-			ownCRD: "testdata/crds/rayjobs.yaml", ownSample: "testdata/samples/rayjob.yaml",
+			ownCRD: "../../internal/frameworkcrds/rayjobs.yaml", ownSample: "testdata/samples/rayjob.yaml",
 			running: func(*unstructured.Unstructured) map[string]any {
 				return map[string]any{"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"}
 			},
@@ -85,7 +85,7 @@ func frameworkCases() []frameworkCase {
 		{
 			gvk:       schema.GroupVersionKind{Group: "ray.io", Version: "v1", Kind: "RayService"},
 			corpusCRD: "kuberay/crds/ray.io_rayservices.yaml", corpusSample: "kuberay/samples/rayservice-llm-serve-4gpu-autoscaling.yaml",
-			ownCRD: "testdata/crds/rayservices.yaml", ownSample: "testdata/samples/rayservice.yaml",
+			ownCRD: "../../internal/frameworkcrds/rayservices.yaml", ownSample: "testdata/samples/rayservice.yaml",
 			running: func(*unstructured.Unstructured) map[string]any {
 				return map[string]any{"conditions": []any{condition("Ready", "True", "NonZeroServeEndpoints")}}
 			},
@@ -93,13 +93,13 @@ func frameworkCases() []frameworkCase {
 		{
 			gvk:       schema.GroupVersionKind{Group: "apps.nvidia.com", Version: "v1alpha1", Kind: "NIMService"},
 			corpusCRD: "nim-operator/crds/apps.nvidia.com_nimservices.yaml", corpusSample: "nim-operator/samples/nimservice-multi-node.yaml",
-			ownCRD: "testdata/crds/nimservices.yaml", ownSample: "testdata/samples/nimservice.yaml",
+			ownCRD: "../../internal/frameworkcrds/nimservices.yaml", ownSample: "testdata/samples/nimservice.yaml",
 			running: func(*unstructured.Unstructured) map[string]any { return map[string]any{"state": "Ready"} },
 		},
 		{
 			gvk:       schema.GroupVersionKind{Group: "leaderworkerset.x-k8s.io", Version: "v1", Kind: "LeaderWorkerSet"},
 			corpusCRD: "lws/crds/leaderworkerset.x-k8s.io_leaderworkersets.yaml", corpusSample: "lws/samples/lws-vllm-gpu.yaml",
-			ownCRD: "testdata/crds/leaderworkersets.yaml", ownSample: "testdata/samples/leaderworkerset.yaml",
+			ownCRD: "../../internal/frameworkcrds/leaderworkersets.yaml", ownSample: "testdata/samples/leaderworkerset.yaml",
 			running: func(*unstructured.Unstructured) map[string]any {
 				return map[string]any{"conditions": []any{condition("Available", "True", "AllGroupsReady")}}
 			},
@@ -107,7 +107,7 @@ func frameworkCases() []frameworkCase {
 		{
 			// The corpus has no mpi-operator CRD or sample: ours are used either way.
 			gvk:    schema.GroupVersionKind{Group: "kubeflow.org", Version: "v2beta1", Kind: "MPIJob"},
-			ownCRD: "testdata/crds/mpijobs-v2beta1.yaml", ownSample: "testdata/samples/mpijob-v2beta1.yaml",
+			ownCRD: "../../internal/frameworkcrds/mpijobs-v2beta1.yaml", ownSample: "testdata/samples/mpijob-v2beta1.yaml",
 			running: trainingJobRunning,
 		},
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
 	"github.com/fleetflow/fleetflow/internal/bus"
+	"github.com/fleetflow/fleetflow/internal/frameworkcrds"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -33,12 +34,16 @@ const run = 3 * time.Minute
 // them), the a-then-b policy, and no PyTorchJob left from an earlier test.
 func newEnv(t *testing.T, pendingTimeout time.Duration) *e2eenv.Env {
 	t.Helper()
+	crds, err := frameworkcrds.Objects("pytorchjobs.yaml", "mpijobs-v1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	e := e2eenv.New(t, e2eenv.Options{
-		FleetFile:            fleetFile,
-		ControlPlaneCRDFiles: []string{"testdata/crds/pytorchjobs.yaml", "testdata/crds/mpijobs-v1.yaml"},
-		PolicyFiles:          []string{"testdata/policies/propagate-crds.yaml", "testdata/policies/a-then-b.yaml"},
-		CleanKinds:           []schema.GroupVersionKind{pytorchJobKind},
-		Placer:               placer.PlacerConfig{PendingTimeout: pendingTimeout},
+		FleetFile:        fleetFile,
+		ControlPlaneCRDs: frameworkcrds.Propagated(crds),
+		PolicyFiles:      []string{"testdata/policies/propagate-crds.yaml", "testdata/policies/a-then-b.yaml"},
+		CleanKinds:       []schema.GroupVersionKind{pytorchJobKind},
+		Placer:           placer.PlacerConfig{PendingTimeout: pendingTimeout},
 	})
 	// A job submitted before a cluster reports the copied CRD served would be placed elsewhere.
 	for name := range e.Clusters {

@@ -3,7 +3,6 @@ package localfleet_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
+	"github.com/fleetflow/fleetflow/internal/frameworkcrds"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 )
@@ -56,7 +55,7 @@ func TestStartOperators(t *testing.T) {
 	// StartOperators waits for the CRDs, which arrive while it waits, as fleetflow's copies would.
 	started := make(chan error, 1)
 	go func() { started <- fleet.StartOperators(ctx, "east", "training-operator") }()
-	applyCRDs(t, ctx, dyn, filepath.Join("testdata", "crds"))
+	applyCRDs(t, ctx, dyn)
 	if err := <-started; err != nil {
 		t.Fatalf("StartOperators: %v", err)
 	}
@@ -125,21 +124,17 @@ func TestStartOperators(t *testing.T) {
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-func applyCRDs(t *testing.T, ctx context.Context, dyn dynamic.Interface, dir string) {
+// applyCRDs creates the training operator's CRDs, with a schema that keeps every field: the operator reads
+// only the fields it knows.
+func applyCRDs(t *testing.T, ctx context.Context, dyn dynamic.Interface) {
 	t.Helper()
-	// The training operator's CRDs with a schema that keeps every field (as e2e/frameworks uses them): the
-	// operator reads only the fields it knows.
-	for _, name := range []string{"pytorchjobs.yaml", "mpijobs-v1.yaml"} {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var obj map[string]any
-		if err := yaml.Unmarshal(data, &obj); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dyn.Resource(crdGVR).Create(ctx, &unstructured.Unstructured{Object: obj}, metav1.CreateOptions{}); err != nil {
-			t.Fatalf("create CRD %s: %v", name, err)
+	crds, err := frameworkcrds.Objects("pytorchjobs.yaml", "mpijobs-v1.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		if _, err := dyn.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			t.Fatalf("create CRD %s: %v", crd.GetName(), err)
 		}
 	}
 }

@@ -2,10 +2,8 @@ package benchbinding
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"slices"
 	"sync"
 	"time"
@@ -17,23 +15,14 @@ import (
 
 	"github.com/fleetflow/fleetflow/cmd/fleetflow/app"
 	"github.com/fleetflow/fleetflow/internal/bus"
-	"github.com/fleetflow/fleetflow/internal/kube"
+	"github.com/fleetflow/fleetflow/internal/frameworkcrds"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/schemas"
 	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
-// crdFiles are minimal CRDs (the real group, kind and plural, a schema that keeps every field) of the kinds
-// whose operators the local fleet can run, by the names the operator catalog lists.
-//
-//go:embed crds/*.yaml
-var crdFiles embed.FS
-
 // builtinOperator is what creates a built-in kind's pods: no operator to start.
 const builtinOperator = "kube-controller-manager"
-
-// propagateLabel marks the CRDs the level-1 Duplicate policy copies to every workload cluster.
-const propagateLabel = "fleetflow.io/propagate"
 
 // operatorsOf are the catalog operators the configured kinds need, each once.
 func operatorsOf(cfg *Config) []string {
@@ -65,21 +54,15 @@ func checkOperators(cfg *Config) error {
 
 // operatorCRDs are the CRDs the operators need, labelled for the Duplicate policy.
 func operatorCRDs(ops []string) ([]*unstructured.Unstructured, error) {
-	byName := map[string]*unstructured.Unstructured{}
-	files, err := fs.Glob(crdFiles, "crds/*.yaml")
+	crds, err := frameworkcrds.Objects()
 	if err != nil {
 		return nil, err
 	}
-	for _, f := range files {
-		data, err := crdFiles.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		objs, err := kube.DecodeYAML(data, f)
-		if err != nil {
-			return nil, err
-		}
-		for _, o := range objs {
+	// Two files define mpijobs.kubeflow.org; the first, mpijobs-v1.yaml, is the version the training operator
+	// serves.
+	byName := map[string]*unstructured.Unstructured{}
+	for _, o := range crds {
+		if byName[o.GetName()] == nil {
 			byName[o.GetName()] = o
 		}
 	}
@@ -94,16 +77,10 @@ func operatorCRDs(ops []string) ([]*unstructured.Unstructured, error) {
 			if obj == nil {
 				return nil, fmt.Errorf("operator %s needs CRD %s, which the bench does not carry", name, crd)
 			}
-			labels := obj.GetLabels()
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels[propagateLabel] = "true"
-			obj.SetLabels(labels)
 			out = append(out, obj)
 		}
 	}
-	return out, nil
+	return frameworkcrds.Propagated(out), nil
 }
 
 // propagatePolicy is level 1: a Duplicate policy that copies the labelled CRDs to every workload cluster.
@@ -114,7 +91,7 @@ func propagatePolicy() *unstructured.Unstructured {
 		"spec": map[string]any{
 			"resourceSelectors": map[string]any{
 				"kinds":          []any{map[string]any{"group": "apiextensions.k8s.io", "kind": "CustomResourceDefinition"}},
-				"labelSelectors": []any{map[string]any{"matchLabels": map[string]any{propagateLabel: "true"}}},
+				"labelSelectors": []any{map[string]any{"matchLabels": map[string]any{frameworkcrds.PropagateLabel: "true"}}},
 			},
 			"spreadConstraints": map[string]any{"spreadMode": "Duplicate"},
 		},
