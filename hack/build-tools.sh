@@ -5,10 +5,11 @@
 # the framework operators a local fleet can run against its workload clusters) from the Go module proxy into
 # bin/.
 #
-# Each binary is built from its own module under tools/<name>, pinned by that module's go.mod: from its
-# main.go, or else from the package its go.mod names as a tool. A binary is skipped when bin/<name> exists
-# and bin/.<name>.stamp holds the hash of tools/<name>/{go.mod,go.sum,main.go}, so changing a pin rebuilds
-# exactly the binary it concerns.
+# Each binary is built from a module under tools/, pinned by that module's go.mod: from its main.go, or else
+# from the package its go.mod names as a tool. The framework operators share tools/operators, so that their
+# k8s.io/* and controller-runtime packages compile once; every other binary has its own tools/<name>. A
+# binary is skipped when bin/<name> exists and bin/.<name>.stamp holds the hash of its module's go.mod and
+# go.sum and of its main.go, if it has one, so changing a pin rebuilds exactly the binaries it concerns.
 #
 # Usage: hack/build-tools.sh [--force] [etcd|kube-apiserver|helm|kube-scheduler|kube-controller-manager|kwok|
 #                                       training-operator|kuberay-operator|jobset-controller|lws-controller ...]
@@ -25,21 +26,43 @@ log() { echo "build-tools: $*"; }
 ticker=
 trap '[ -z "$ticker" ] || kill "$ticker" 2>/dev/null || true' EXIT
 
-# stamp_of prints the hash that identifies the sources a tool binary was built from.
-stamp_of() {
-	local dir=$root/tools/$1
-	local files=(go.mod go.sum)
-	[ ! -f "$dir/main.go" ] || files+=(main.go)
-	(cd "$dir" && sha256sum "${files[@]}") | sha256sum | cut -d' ' -f1
+# module_of prints the directory under tools/ of the module a binary is built from.
+module_of() {
+	case $1 in
+	training-operator | kuberay-operator | jobset-controller | lws-controller) echo operators ;;
+	*) echo "$1" ;;
+	esac
 }
 
-# package_of prints what to build for a tool: the module's own main package, or the tool its go.mod names.
+# package_of prints what to build for a binary, relative to its module: a main package of the module, or a
+# tool its go.mod names.
 package_of() {
-	if [ -f "$root/tools/$1/main.go" ]; then
-		echo .
-		return
-	fi
-	awk '$1 == "tool" { print $2; exit }' "$root/tools/$1/go.mod"
+	case $1 in
+	training-operator) echo ./training-operator ;;
+	kuberay-operator) echo github.com/ray-project/kuberay/ray-operator ;;
+	jobset-controller) echo sigs.k8s.io/jobset ;;
+	lws-controller) echo sigs.k8s.io/lws/cmd ;;
+	*)
+		if [ -f "$root/tools/$1/main.go" ]; then
+			echo .
+		else
+			awk '$1 == "tool" { print $2; exit }' "$root/tools/$1/go.mod"
+		fi
+		;;
+	esac
+}
+
+# stamp_of prints the hash that identifies the sources a binary was built from.
+stamp_of() {
+	local dir pkg
+	dir=$root/tools/$(module_of "$1")
+	pkg=$(package_of "$1")
+	local files=(go.mod go.sum)
+	case $pkg in
+	.) files+=(main.go) ;;
+	./*) files+=("${pkg#./}/main.go") ;;
+	esac
+	(cd "$dir" && sha256sum "${files[@]}") | sha256sum | cut -d' ' -f1
 }
 
 # version_of prints the version line of a built tool.
@@ -56,9 +79,9 @@ version_of() {
 	esac
 }
 
-# module_version prints the version a tools module pins for a module path.
+# module_version prints the version the tools module of a binary pins for a module path.
 module_version() {
-	awk -v mod="$2" '$1 == mod && $2 ~ /^v/ { print $2; exit }' "$root/tools/$1/go.mod"
+	awk -v mod="$2" '$1 == mod && $2 ~ /^v/ { print $2; exit }' "$root/tools/$(module_of "$1")/go.mod"
 }
 
 ldflags_for() {
@@ -95,7 +118,7 @@ ldflags_for() {
 		local version
 		version=$(module_version "$1" "$mod")
 		if [ -z "$version" ]; then
-			echo "build-tools: tools/$1/go.mod does not pin $mod" >&2
+			echo "build-tools: tools/$(module_of "$1")/go.mod does not pin $mod" >&2
 			return 1
 		fi
 		echo "-s -w -X $mod/pkg/version.GitVersion=$version"
@@ -106,16 +129,13 @@ ldflags_for() {
 
 expected_minutes() {
 	case $1 in
-	kube-apiserver) echo "about 14 minutes on 2 cores from an empty module cache, a few with a warm build cache" ;;
+	kube-apiserver) echo "about 11-14 minutes on 2 cores from an empty module cache, a few with a warm build cache" ;;
 	helm) echo "about 1 minute on 2 cores" ;;
 	kube-scheduler | kube-controller-manager | kwok)
 		echo "a few minutes on 2 cores after kube-apiserver, whose packages it shares; see docs/local-fleet.md"
 		;;
-	training-operator)
-		echo "about 9-13 minutes on 2 cores for its own k8s.io/* v0.31 packages, seconds once cached; see docs/local-fleet.md"
-		;;
-	kuberay-operator | jobset-controller | lws-controller)
-		echo "about 5 to 8 minutes on 2 cores for its own k8s.io/* packages, less once they are cached; see docs/local-fleet.md"
+	training-operator | kuberay-operator | jobset-controller | lws-controller)
+		echo "about 3 minutes on 2 cores for the operators' shared k8s.io/* v0.35 packages, seconds once cached; see docs/local-fleet.md"
 		;;
 	*) echo "about 2 minutes on 2 cores from an empty module cache" ;;
 	esac
@@ -145,7 +165,7 @@ build_one() {
 	) &
 	ticker=$!
 	local status=0
-	(cd "$root/tools/$name" && GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$tmp" "$(package_of "$name")") || status=$?
+	(cd "$root/tools/$(module_of "$name")" && GOWORK=off GOFLAGS=-mod=readonly go build -trimpath -ldflags "$ldflags" -o "$tmp" "$(package_of "$name")") || status=$?
 	kill "$ticker" 2>/dev/null || true
 	wait "$ticker" 2>/dev/null || true
 	if [ $status -ne 0 ]; then

@@ -6,10 +6,10 @@ import (
 )
 
 // operatorCatalog holds the operators `fleet up --operators` and Fleet.StartOperators can run, each built
-// into bin/ by hack/build-tools.sh from tools/<name>.
+// into bin/ by hack/build-tools.sh from tools/operators.
 var operatorCatalog = []Operator{
 	{
-		// tools/training-operator's main: the v1 controllers without webhooks (see its doc comment).
+		// tools/operators/training-operator's main: the v1 controllers without webhooks (see its doc comment).
 		Name: "training-operator",
 		CRDs: []string{"pytorchjobs.kubeflow.org", "mpijobs.kubeflow.org"},
 		Args: func(env OperatorEnv) []string {
