@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/fleetflow/fleetflow/deploy/kubescheduler"
 )
 
 // Scoring strategies of the workload clusters' kube-scheduler (Options.SchedulerScoring).
@@ -18,8 +22,9 @@ const (
 )
 
 // schedulerConfigArgs writes the KubeSchedulerConfiguration of Options.SchedulerScoring into the cluster's
-// directory and returns the flag that names it, none for the default profile. With --config kube-scheduler
-// ignores --kubeconfig, so the file names the kubeconfig too; --leader-elect still applies.
+// directory and returns the flag that names it, none for the default profile. The bin-packing one is the
+// configuration fleetflow recommends to users (deploy/kubescheduler), with the cluster's kubeconfig and no
+// leader election: with --config kube-scheduler ignores --kubeconfig and --leader-elect.
 func schedulerConfigArgs(clusterDir, kubeconfig, scoring string) ([]string, error) {
 	switch scoring {
 	case ScoringDefault:
@@ -28,29 +33,19 @@ func schedulerConfigArgs(clusterDir, kubeconfig, scoring string) ([]string, erro
 	default:
 		return nil, fmt.Errorf("scheduler scoring %q: want %q or %q", scoring, ScoringDefault, ScoringMostAllocated)
 	}
+	var config map[string]any
+	if err := yaml.Unmarshal(kubescheduler.BinPacking, &config); err != nil {
+		return nil, fmt.Errorf("deploy/kubescheduler/binpacking.yaml: %w", err)
+	}
+	config["clientConnection"] = map[string]any{"kubeconfig": kubeconfig}
+	config["leaderElection"] = map[string]any{"leaderElect": false}
+	data, err := yaml.Marshal(config)
+	if err != nil {
+		return nil, err
+	}
 	path := filepath.Join(clusterDir, SchedulerBinary+".config.yaml")
-	if err := os.WriteFile(path, []byte(fmt.Sprintf(mostAllocatedConfig, kubeconfig)), 0o644); err != nil {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		return nil, err
 	}
 	return []string{"--config=" + path}, nil
 }
-
-// mostAllocatedConfig is the bin-packing profile; %q is the kubeconfig's path.
-const mostAllocatedConfig = `apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %q
-leaderElection:
-  leaderElect: false
-profiles:
-- schedulerName: default-scheduler
-  pluginConfig:
-  - name: NodeResourcesFit
-    args:
-      scoringStrategy:
-        type: MostAllocated
-        resources:
-        - {name: cpu, weight: 1}
-        - {name: memory, weight: 1}
-        - {name: nvidia.com/gpu, weight: 5}
-`

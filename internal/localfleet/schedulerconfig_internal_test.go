@@ -15,7 +15,7 @@ func TestSchedulerConfigArgs(t *testing.T) {
 		wantErr  bool
 	}{
 		{"default profile", ScoringDefault, 0, nil, false},
-		{"bin-packing", ScoringMostAllocated, 1, []string{"type: MostAllocated", "nvidia.com/gpu", `kubeconfig: "/k/sched.kubeconfig"`,
+		{"bin-packing", ScoringMostAllocated, 1, []string{"type: MostAllocated", "nvidia.com/gpu", "kubeconfig: /k/sched.kubeconfig",
 			"leaderElect: false"}, false},
 		{"unknown", "LeastRequested", 0, nil, true},
 	}
