@@ -54,7 +54,7 @@ func TestOperatorsRunWorkloads(t *testing.T) {
 	installCRDs(t, e)
 	for name := range e.Clusters {
 		e2eenv.Eventually(t, run, "the operators running in "+name, func() bool {
-			failIfFleetExited(t, e)
+			e.FailIfFleetExited(t)
 			return len(e.Fleet.RunningOperators(name)) == len(operators)
 		})
 	}
@@ -93,7 +93,7 @@ func TestOperatorsRunWorkloads(t *testing.T) {
 		},
 		{
 			name: "LeaderWorkerSet", obj: leaderWorkerSet("serve", ns), selector: "leaderworkerset.sigs.k8s.io/name=serve", pods: 2,
-			shown: func(cp *unstructured.Unstructured) bool { return hasCondition(cp, "Available") },
+			shown: func(cp *unstructured.Unstructured) bool { return e2eenv.HasCondition(cp, "Available") },
 		},
 	}
 	for _, tt := range tests {
@@ -105,10 +105,10 @@ func TestOperatorsRunWorkloads(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			gvk := tt.obj.GroupVersionKind()
-			waitPodsRunning(t, e, "cluster-a", ns, tt.selector, tt.pods)
+			e.WaitPods(t, run, e2eenv.PodsWant{Cluster: "cluster-a", Namespace: ns, Selector: tt.selector, N: tt.pods, Phase: corev1.PodRunning})
 			var cp *unstructured.Unstructured
 			e2eenv.Eventually(t, run, tt.name+" status and phase Running on the control plane", func() bool {
-				failIfFleetExited(t, e)
+				e.FailIfFleetExited(t)
 				cp = e2eenv.Get(t, e.ControlPlane, gvk, ns, tt.obj.GetName())
 				return cp != nil && tt.shown(cp) && cp.GetAnnotations()[schemas.AnnotationPhase] == "Running"
 			})
@@ -149,46 +149,6 @@ func installCRDs(t *testing.T, e *e2eenv.Env) {
 			}
 		}
 	}
-}
-
-// waitPodsRunning waits until the cluster has n pods matching selector, all bound to a node and Running.
-func waitPodsRunning(t *testing.T, e *e2eenv.Env, cluster, ns, selector string, n int) {
-	t.Helper()
-	c := e.Clusters[cluster]
-	var last []string
-	e2eenv.Eventually(t, run, selector+" pods Running on "+cluster, func() bool {
-		failIfFleetExited(t, e)
-		pods, err := c.Core.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
-		if err != nil {
-			return false
-		}
-		last = last[:0]
-		ok := len(pods.Items) == n
-		for _, pod := range pods.Items {
-			last = append(last, pod.Name+"@"+pod.Spec.NodeName+"="+string(pod.Status.Phase))
-			ok = ok && pod.Spec.NodeName != "" && pod.Status.Phase == corev1.PodRunning
-		}
-		return ok
-	})
-	t.Logf("%s on %s: %v", selector, cluster, last)
-}
-
-func failIfFleetExited(t *testing.T, e *e2eenv.Env) {
-	t.Helper()
-	if err := e.Fleet.ExitErr(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func hasCondition(obj *unstructured.Unstructured, condType string) bool {
-	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conditions {
-		m, _ := c.(map[string]any)
-		if m["type"] == condType && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
 }
 
 // container is one CPU-only container of 1 CPU.

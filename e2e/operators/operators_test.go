@@ -86,10 +86,10 @@ func TestPyTorchJobRunsToSucceeded(t *testing.T) {
 	ns := namespace(t, e, "team-run")
 	submit(t, e, pytorchJob("train", ns, "3s"))
 
-	waitPodsOn(t, e, "cluster-a", ns, "train", 2, corev1.PodSucceeded)
+	waitJobPods(t, e, "cluster-a", ns, "train", corev1.PodSucceeded)
 	e2eenv.Eventually(t, run, "PyTorchJob train Succeeded on the control plane", func() bool {
-		failIfFleetExited(t, e)
-		return hasCondition(e2eenv.Get(t, e.ControlPlane, pytorchJobKind, ns, "train"), "Succeeded")
+		e.FailIfFleetExited(t)
+		return e2eenv.HasCondition(e2eenv.Get(t, e.ControlPlane, pytorchJobKind, ns, "train"), "Succeeded")
 	})
 	cp := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, ns, "train")
 	t.Logf("control plane: cluster %s, phase %s, conditions %v", cp.GetAnnotations()[schemas.AnnotationCluster],
@@ -119,11 +119,11 @@ func TestPendingPodsMoveTheJob(t *testing.T) {
 	block(t, e.Clusters["cluster-a"])
 
 	e2eenv.Eventually(t, run, "PyTorchJob moving on cluster-b and gone from cluster-a", func() bool {
-		failIfFleetExited(t, e)
+		e.FailIfFleetExited(t)
 		return e2eenv.Get(t, e.Clusters["cluster-b"], pytorchJobKind, ns, "moving") != nil &&
 			e2eenv.Get(t, e.Clusters["cluster-a"], pytorchJobKind, ns, "moving") == nil
 	})
-	waitPodsOn(t, e, "cluster-b", ns, "moving", 2, corev1.PodRunning)
+	waitJobPods(t, e, "cluster-b", ns, "moving", corev1.PodRunning)
 	cp := e2eenv.Get(t, e.ControlPlane, pytorchJobKind, ns, "moving")
 	if got := cp.GetAnnotations()[schemas.AnnotationCluster]; got != "cluster-b" {
 		t.Errorf("control plane says cluster %q, want cluster-b", got)
@@ -211,49 +211,6 @@ func block(t *testing.T, c *kube.Clients) {
 	})
 }
 
-// waitPodsOn waits until the job has n pods in the cluster, all bound to its GPU node and in phase.
-func waitPodsOn(t *testing.T, e *e2eenv.Env, cluster, ns, job string, n int, phase corev1.PodPhase) {
-	t.Helper()
-	c := e.Clusters[cluster]
-	var last []string
-	e2eenv.Eventually(t, run, job+"'s pods "+string(phase)+" on "+cluster, func() bool {
-		failIfFleetExited(t, e)
-		pods, err := c.Core.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "training.kubeflow.org/job-name=" + job})
-		if err != nil {
-			return false
-		}
-		last = last[:0]
-		ok := len(pods.Items) == n
-		for _, pod := range pods.Items {
-			last = append(last, pod.Name+"@"+pod.Spec.NodeName+"="+string(pod.Status.Phase))
-			ok = ok && strings.HasPrefix(pod.Spec.NodeName, "gpu") && pod.Status.Phase == phase
-		}
-		return ok
-	})
-	t.Logf("%s on %s: %v", job, cluster, last)
-}
-
-func failIfFleetExited(t *testing.T, e *e2eenv.Env) {
-	t.Helper()
-	if err := e.Fleet.ExitErr(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func hasCondition(obj *unstructured.Unstructured, condType string) bool {
-	if obj == nil {
-		return false
-	}
-	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
-	for _, c := range conditions {
-		m, _ := c.(map[string]any)
-		if m["type"] == condType && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
-}
-
 func conditionTypes(obj *unstructured.Unstructured) []string {
 	conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
 	var types []string
@@ -262,4 +219,12 @@ func conditionTypes(obj *unstructured.Unstructured) []string {
 		types = append(types, m["type"].(string)+"="+m["status"].(string))
 	}
 	return types
+}
+
+// waitJobPods waits until the PyTorchJob's master and worker pods are in phase on the cluster, bound to its GPU
+// node.
+func waitJobPods(t *testing.T, e *e2eenv.Env, cluster, ns, job string, phase corev1.PodPhase) {
+	t.Helper()
+	e.WaitPods(t, run, e2eenv.PodsWant{Cluster: cluster, Namespace: ns, Selector: "training.kubeflow.org/job-name=" + job,
+		N: 2, Phase: phase, NodePrefix: "gpu"})
 }
