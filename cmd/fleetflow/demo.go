@@ -298,19 +298,21 @@ func waitPlaced(ctx context.Context, controlPlane *kube.Clients, clusters map[st
 	return out, nil
 }
 
-func landed(ctx context.Context, controlPlane *kube.Clients, clusters map[string]*kube.Clients, w *unstructured.Unstructured) (placement, bool) {
-	get := func(c *kube.Clients) *unstructured.Unstructured {
-		gvr, _, err := c.ResourceFor(w)
-		if err != nil {
-			return nil
-		}
-		obj, err := c.Dynamic.Resource(gvr).Namespace(w.GetNamespace()).Get(ctx, w.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return nil
-		}
-		return obj
+// getObject returns the cluster's object of w's kind, namespace and name, or nil when it has none (yet).
+func getObject(ctx context.Context, c *kube.Clients, w *unstructured.Unstructured) *unstructured.Unstructured {
+	gvr, _, err := c.ResourceFor(w)
+	if err != nil {
+		return nil
 	}
-	source := get(controlPlane)
+	obj, err := c.Dynamic.Resource(gvr).Namespace(w.GetNamespace()).Get(ctx, w.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return obj
+}
+
+func landed(ctx context.Context, controlPlane *kube.Clients, clusters map[string]*kube.Clients, w *unstructured.Unstructured) (placement, bool) {
+	source := getObject(ctx, controlPlane, w)
 	if source == nil {
 		return placement{}, false
 	}
@@ -321,7 +323,7 @@ func landed(ctx context.Context, controlPlane *kube.Clients, clusters map[string
 		return p, false
 	case string(schemas.VerdictPlaced):
 		c := clusters[p.cluster]
-		return p, c != nil && get(c) != nil
+		return p, c != nil && getObject(ctx, c, w) != nil
 	default:
 		return p, true
 	}
@@ -422,21 +424,10 @@ func running(phase string) bool {
 
 // observeRun reads the job's phase on the control plane and the nodes of the pods its copy owns.
 func observeRun(ctx context.Context, controlPlane, cluster *kube.Clients, w *unstructured.Unstructured, run jobRun) jobRun {
-	get := func(c *kube.Clients) *unstructured.Unstructured {
-		gvr, _, err := c.ResourceFor(w)
-		if err != nil {
-			return nil
-		}
-		obj, err := c.Dynamic.Resource(gvr).Namespace(w.GetNamespace()).Get(ctx, w.GetName(), metav1.GetOptions{})
-		if err != nil {
-			return nil
-		}
-		return obj
-	}
-	if source := get(controlPlane); source != nil {
+	if source := getObject(ctx, controlPlane, w); source != nil {
 		run.phase = source.GetAnnotations()[schemas.AnnotationPhase]
 	}
-	copied := get(cluster)
+	copied := getObject(ctx, cluster, w)
 	if copied == nil {
 		return run
 	}
