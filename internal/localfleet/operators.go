@@ -299,7 +299,10 @@ func WaitCRDsServed(ctx context.Context, cfg *rest.Config, names []string) error
 		return len(missing) == 0
 	})
 	if err != nil {
-		return fmt.Errorf("CRDs %s not served (%w; last error: %v)", strings.Join(missing, ", "), err, last)
+		if last != nil {
+			return fmt.Errorf("CRDs %s not served (%w; last error: %w)", strings.Join(missing, ", "), err, last)
+		}
+		return fmt.Errorf("CRDs %s not served: %w", strings.Join(missing, ", "), err)
 	}
 	return nil
 }
