@@ -21,7 +21,7 @@ func TestFleetUpRejectsOperators(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{name: "unknown", args: []string{"--operators", "kuberay-typo"}, want: []string{`"kuberay-typo"`, "known: training-operator"}},
+		{name: "unknown", args: []string{"--operators", "kuberay-typo"}, want: []string{`"kuberay-typo"`, "known: " + strings.Join(localfleet.OperatorNames(), ", ")}},
 		{name: "missing binary", args: []string{"--operators", "training-operator"}, want: []string{"training-operator", "go tool task tools"}},
 	}
 	for _, tt := range tests {
