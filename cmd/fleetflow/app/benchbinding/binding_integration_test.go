@@ -10,6 +10,10 @@ import (
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 )
 
+// slowBinding is the bind timeout of these tests: long enough that operators and kube-scheduler slowed by a
+// loaded machine still count as binding, while a pod kube-scheduler finds no node for stays Pending past it.
+const slowBinding = 2 * time.Minute
+
 // TestPlacedGangsAreBound runs the binding check on a fleet of one cluster with a few gangs of 1-GPU pods,
 // under kube-scheduler's default profile and under the bin-packing one fleetflow recommends
 // (deploy/kubescheduler): every node of the fleet keeps a GPU free and no 1-GPU pod can be stranded by
@@ -30,6 +34,7 @@ func TestPlacedGangsAreBound(t *testing.T) {
 			cfg.Modes = []string{mode}
 			cfg.BinDir, cfg.Dir = binDir, t.TempDir()
 			cfg.Timeout = 5 * time.Minute
+			cfg.BindTimeout = slowBinding
 			cfg.Log = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 			cfg.Progress = t.Output()
 			res, err := benchbinding.Run(context.Background(), cfg)
