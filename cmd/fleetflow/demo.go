@@ -144,7 +144,7 @@ func runDemo(ctx context.Context, o demoOptions, out, errOut io.Writer) (err err
 	}
 	if len(o.operators) > 0 {
 		step("starting %s in every workload cluster", strings.Join(o.operators, ", "))
-		if err := startDemoOperators(startCtx, fleet, o.operators); err != nil {
+		if err := fleet.StartOperatorsEverywhere(startCtx, o.operators...); err != nil {
 			return err
 		}
 	}
@@ -371,18 +371,6 @@ func printDemo(out io.Writer, fleet *localfleet.Fleet, natsURL, usersDir string,
 	fmt.Fprintf(out, "  fleetflow audit tail --nats-url %s --nats-nkey %s --workload PyTorchJob/%s/%s\n", natsURL,
 		natsauth.SeedFile(usersDir, string(natsauth.Audit)), workloads[0].GetNamespace(), workloads[0].GetName())
 	fmt.Fprintln(out, "\nThe fleet and the pipeline keep running. Press Ctrl-C to tear everything down.")
-}
-
-// startDemoOperators starts the operators in every workload cluster at once; the demo has installed their
-// CRDs already, so each starts without waiting for them.
-func startDemoOperators(ctx context.Context, fleet *localfleet.Fleet, operators []string) error {
-	errs := make([]error, len(fleet.Workloads))
-	var wg sync.WaitGroup
-	for i, c := range fleet.Workloads {
-		wg.Go(func() { errs[i] = fleet.StartOperators(ctx, c.Name, operators...) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // jobRun is what a placed job's pods do on its cluster.

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -121,6 +122,18 @@ func prepareOperator(ctx context.Context, cfg *rest.Config, op Operator, env Ope
 		return nil
 	}
 	return registerWebhooks(ctx, cfg, op, env)
+}
+
+// StartOperatorsEverywhere runs StartOperators for every workload cluster at once and returns when all have
+// started, or with every cluster's error.
+func (f *Fleet) StartOperatorsEverywhere(ctx context.Context, names ...string) error {
+	errs := make([]error, len(f.Workloads))
+	var wg sync.WaitGroup
+	for i, c := range f.Workloads {
+		wg.Go(func() { errs[i] = f.StartOperators(ctx, c.Name, names...) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // StartOperators waits until the CRDs of each named operator are served in the workload cluster, then starts

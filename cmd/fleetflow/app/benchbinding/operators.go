@@ -2,10 +2,8 @@ package benchbinding
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -96,18 +94,6 @@ func propagatePolicy() *unstructured.Unstructured {
 			"spreadConstraints": map[string]any{"spreadMode": "Duplicate"},
 		},
 	}}
-}
-
-// startOperators starts the operators in every workload cluster; each waits until fleetflow has copied its
-// CRDs there.
-func startOperators(ctx context.Context, fleet *localfleet.Fleet, ops []string) error {
-	errs := make([]error, len(fleet.Workloads))
-	var wg sync.WaitGroup
-	for i, c := range fleet.Workloads {
-		wg.Go(func() { errs[i] = fleet.StartOperators(ctx, c.Name, ops...) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
 }
 
 // waitServed waits until every cluster's latest installed-APIs event in the stream the placer reads lists

@@ -139,7 +139,7 @@ func runMode(parent context.Context, cfg *Config, mode Mode, dir string) (_ *Mod
 	}
 	if ops := operatorsOf(cfg); len(ops) > 0 {
 		cfg.progress("%s: fleetflow copies the CRDs of %v to every cluster; starting the operators once they are served", mode.Name, ops)
-		if err := startOperators(ctx, fleet, ops); err != nil {
+		if err := fleet.StartOperatorsEverywhere(ctx, ops...); err != nil {
 			return nil, err
 		}
 	}
