@@ -1,7 +1,6 @@
 package frameworks
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -105,7 +104,11 @@ func TestEveryFrameworkLandsWhereNodeFitPredicts(t *testing.T) {
 					t.Errorf("CRD %s on %s has %s=%q, want %q: not placed by fleetflow", crdName, name, schemas.LabelManagedBy, got, schemas.ManagedByFleetflow)
 				}
 				e2eenv.Eventually(t, e2eenv.Settle, name+" reporting "+c.gvk.String()+" installed", func() bool {
-					return clusterServes(ctx, e, name, c.gvk)
+					serves, err := e.ClusterServes(ctx, name, c.gvk)
+					if err != nil {
+						t.Log(err)
+					}
+					return serves
 				})
 			}
 
@@ -310,26 +313,6 @@ func writeStatus(t *testing.T, clients *kube.Clients, placed *unstructured.Unstr
 		t.Fatalf("the API server dropped the status written on %s %s", placed.GetKind(), placed.GetName())
 	}
 	return kept
-}
-
-// clusterServes reports whether the cluster's latest installed-APIs event, in the stream the placer
-// reads, lists gvk: a CR submitted after that is judged with the cluster already eligible.
-func clusterServes(ctx context.Context, e *e2eenv.Env, cluster string, gvk schema.GroupVersionKind) bool {
-	stream, err := e.Bus.JetStream.Stream(ctx, schemas.StreamEvents)
-	if err != nil {
-		return false
-	}
-	msg, err := stream.GetLastMsgForSubject(ctx, schemas.ClusterAPIsSubject(cluster))
-	if err != nil {
-		return false
-	}
-	apis, err := decodeClusterAPIs(msg.Header, msg.Data)
-	if err != nil {
-		e.T.Logf("installed-APIs event of %s: %v", cluster, err)
-		return false
-	}
-	api := gvk.GroupVersion().String() + "/" + gvk.Kind
-	return slices.Contains(apis.APIs, api)
 }
 
 func servesVersion(crd *unstructured.Unstructured, version string) bool {

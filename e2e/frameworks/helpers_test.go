@@ -8,17 +8,13 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nats-io/nats.go"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/fleetflow/fleetflow/api/v1alpha1"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
-	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/localfleet/localfleettest"
 	"github.com/fleetflow/fleetflow/internal/simulate"
-	"github.com/fleetflow/fleetflow/schemas"
-	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 // noCorpusEnv set to anything makes the test use its own testdata even when the corpus is there, so both
@@ -112,21 +108,4 @@ func newPredictor(t *testing.T, fleetPath, policyPath string) predictFunc {
 		}
 		return results[len(results)-1]
 	}
-}
-
-// decodeClusterAPIs reads an installed-APIs event from a stream message.
-func decodeClusterAPIs(header nats.Header, data []byte) (*schemas.ClusterAPIs, error) {
-	event, err := bus.Decode(header, data)
-	if err != nil {
-		return nil, err
-	}
-	payload, err := codec.DecodePayload(event)
-	if err != nil {
-		return nil, err
-	}
-	apis, ok := payload.(*schemas.ClusterAPIs)
-	if !ok {
-		return nil, fmt.Errorf("event %s is a %T, not installed APIs", event.ID(), payload)
-	}
-	return apis, nil
 }

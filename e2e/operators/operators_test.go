@@ -2,7 +2,6 @@ package operators
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,12 +16,10 @@ import (
 
 	"github.com/fleetflow/fleetflow/consumers/placer"
 	"github.com/fleetflow/fleetflow/e2e/e2eenv"
-	"github.com/fleetflow/fleetflow/internal/bus"
 	"github.com/fleetflow/fleetflow/internal/frameworkcrds"
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/localfleet"
 	"github.com/fleetflow/fleetflow/schemas"
-	"github.com/fleetflow/fleetflow/schemas/codec"
 )
 
 var pytorchJobKind = schema.GroupVersionKind{Group: "kubeflow.org", Version: "v1", Kind: "PyTorchJob"}
@@ -48,34 +45,14 @@ func newEnv(t *testing.T, pendingTimeout time.Duration) *e2eenv.Env {
 	// A job submitted before a cluster reports the copied CRD served would be placed elsewhere.
 	for name := range e.Clusters {
 		e2eenv.Eventually(t, run, name+" reporting "+pytorchJobKind.Kind+" served", func() bool {
-			return clusterServes(t, e, name, pytorchJobKind)
+			serves, err := e.ClusterServes(t.Context(), name, pytorchJobKind)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return serves
 		})
 	}
 	return e
-}
-
-// clusterServes reports whether the cluster's latest installed-APIs event, which the placer reads before
-// any later workload event, lists the kind.
-func clusterServes(t *testing.T, e *e2eenv.Env, cluster string, gvk schema.GroupVersionKind) bool {
-	ctx := t.Context()
-	stream, err := e.Bus.JetStream.Stream(ctx, schemas.StreamEvents)
-	if err != nil {
-		return false
-	}
-	msg, err := stream.GetLastMsgForSubject(ctx, schemas.ClusterAPIsSubject(cluster))
-	if err != nil {
-		return false
-	}
-	event, err := bus.Decode(msg.Header, msg.Data)
-	if err != nil {
-		t.Fatalf("installed-APIs event of %s: %v", cluster, err)
-	}
-	payload, err := codec.DecodePayload(event)
-	if err != nil {
-		t.Fatalf("installed-APIs event of %s: %v", cluster, err)
-	}
-	apis, ok := payload.(*schemas.ClusterAPIs)
-	return ok && slices.Contains(apis.APIs, gvk.GroupVersion().String()+"/"+gvk.Kind)
 }
 
 // TestPyTorchJobRunsToSucceeded: fleetflow places a PyTorchJob on cluster-a, the real training operator
