@@ -67,6 +67,11 @@ type ComponentInstance struct {
 	// (ReplicasFieldPath) that a Divide spread can rewrite per cluster.
 	Scalable          bool
 	ReplicasFieldPath []string
+	// PodTemplatePath is the field path of this instance's pod template in the CR (an array index as its
+	// decimal string); nil when the template is not in the CR (the RI builds it) or the form is podSpecPath
+	// or fragmented: placement can pin only pods whose template it can write to. Two components may share
+	// one (LeaderWorkerSet's leader made from the worker template).
+	PodTemplatePath []string
 }
 
 // GangGroup is a set of components whose pods must be scheduled together.

@@ -151,7 +151,7 @@ func (c *Compiled) analyze(ev *evaluation) (*Analysis, error) {
 // instances evaluates one component. Paths are aligned by position: the i-th pod definition goes
 // with the i-th instance id and the i-th replica counts, as in Karta.
 func (c *Compiled) instances(ev *evaluation, cc *compiledComponent) ([]ComponentInstance, error) {
-	templates, err := c.podTemplates(ev, cc)
+	templates, raw, err := c.podTemplates(ev, cc)
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +229,12 @@ func (c *Compiled) instances(ev *evaluation, cc *compiledComponent) ([]Component
 		}
 		if cc.replicasField != nil {
 			ci.ReplicasFieldPath, ci.Scalable = cc.replicasField.resolve(ev.input, i, count)
+		}
+		if cc.templateField != nil {
+			ci.PodTemplatePath, _ = cc.templateField.resolve(ev.input, i, count)
+		}
+		if ci.PodTemplatePath == nil && raw != nil {
+			ci.PodTemplatePath = templatePath(ev.input, raw[i], &ev.identities)
 		}
 		out = append(out, ci)
 	}
@@ -334,12 +340,12 @@ func toCount(v any) (n int64, set bool, err error) {
 }
 
 // podTemplates evaluates the pod definition; nil entries are instances absent from this CR.
-func (c *Compiled) podTemplates(ev *evaluation, cc *compiledComponent) ([]*decodedTemplate, error) {
+func (c *Compiled) podTemplates(ev *evaluation, cc *compiledComponent) ([]*decodedTemplate, []any, error) {
 	switch cc.form {
 	case specPodTemplate:
 		out, err := c.run(ev, cc.name, cc.podTemplate)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		res := make([]*decodedTemplate, len(out))
 		for i, v := range out {
@@ -348,20 +354,20 @@ func (c *Compiled) podTemplates(ev *evaluation, cc *compiledComponent) ([]*decod
 			}
 			d, err := decodeTemplate(v, specPodTemplate)
 			if err != nil {
-				return nil, c.valueError(ev, cc.name, cc.podTemplate, i, v, templateError("PodTemplateSpec", err))
+				return nil, nil, c.valueError(ev, cc.name, cc.podTemplate, i, v, templateError("PodTemplateSpec", err))
 			}
 			res[i] = d
 		}
-		return res, nil
+		return res, out, nil
 	case specPodSpec:
 		out, err := c.run(ev, cc.name, cc.podSpec)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var metas []any
 		if cc.metadata != nil {
 			if metas, err = c.run(ev, cc.name, cc.metadata); err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 		}
 		res := make([]*decodedTemplate, len(out))
@@ -371,12 +377,12 @@ func (c *Compiled) podTemplates(ev *evaluation, cc *compiledComponent) ([]*decod
 			}
 			d, err := decodeTemplate(v, specPodSpec)
 			if err != nil {
-				return nil, c.valueError(ev, cc.name, cc.podSpec, i, v, templateError("PodSpec", err))
+				return nil, nil, c.valueError(ev, cc.name, cc.podSpec, i, v, templateError("PodSpec", err))
 			}
 			if i < len(metas) && metas[i] != nil {
 				var meta metav1.ObjectMeta
 				if err := decodeObjectMeta(metas[i], &meta); err != nil {
-					return nil, c.evalError(ev, cc.name, cc.metadata, fmt.Errorf("value %d is not object metadata: %w", i, err))
+					return nil, nil, c.evalError(ev, cc.name, cc.metadata, fmt.Errorf("value %d is not object metadata: %w", i, err))
 				}
 				// The cached template is shared: give this instance its own copy with the metadata.
 				t := &corev1.PodTemplateSpec{Spec: d.template.Spec}
@@ -385,11 +391,12 @@ func (c *Compiled) podTemplates(ev *evaluation, cc *compiledComponent) ([]*decod
 			}
 			res[i] = d
 		}
-		return res, nil
+		return res, nil, nil
 	case specFragmented:
-		return c.fragmentedTemplates(ev, cc)
+		res, err := c.fragmentedTemplates(ev, cc)
+		return res, nil, err
 	}
-	return nil, nil
+	return nil, nil, nil
 }
 
 // fragmentedTemplates assembles a pod template per position from the fragment paths. The pod's

@@ -99,6 +99,9 @@ type compiledComponent struct {
 
 	// replicasField is set when replicasPath is a plain field path a spread can rewrite.
 	replicasField *plainPath
+	// templateField is set when podTemplateSpecPath is a plain field path, so a copy's pod templates can be
+	// written to (pinned to the nodes placement packed them on).
+	templateField *plainPath
 }
 
 type fragmentPrograms struct {
@@ -362,6 +365,7 @@ func (cp *compiler) component(def *ComponentDefinition) *compiledComponent {
 		forms++
 		cc.form = specPodTemplate
 		cc.podTemplate = cp.onCR(cp.jq(def.Name, "specDefinition.podTemplateSpecPath", sd.PodTemplateSpecPath))
+		cc.templateField = parsePlainPath(*sd.PodTemplateSpecPath)
 	}
 	if sd.PodSpecPath != nil {
 		forms++

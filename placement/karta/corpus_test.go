@@ -4,8 +4,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"sigs.k8s.io/yaml"
 )
@@ -222,5 +226,61 @@ func TestKartaInvalidYAMLRejected(t *testing.T) {
 	}
 	if !strings.HasPrefix(err.Error(), "mpijob.yaml:") {
 		t.Errorf("message %q does not start with the file", err)
+	}
+}
+
+// TestTemplatePathsNameTheTemplates checks, on every corpus sample a built-in RI analyzes, that each pod template
+// path leads to the very template the analysis read, and that the kinds placement pins name theirs.
+func TestTemplatePathsNameTheTemplates(t *testing.T) {
+	pinnable := map[string]bool{"PyTorchJob": true, "JobSet": true, "LeaderWorkerSet": true, "RayCluster": true,
+		"RayJob": true, "MPIJob": true}
+	registry := builtinRegistry(t)
+	for _, s := range corpusSamples(t) {
+		c, ok := registry.Lookup(GVKOf(s.obj))
+		if !ok {
+			continue
+		}
+		a, err := c.Analyze(s.obj)
+		if err != nil {
+			continue // the corpus tests report analysis errors
+		}
+		for _, ci := range a.Components {
+			name := s.file + " " + ComponentKey(ci.Name, ci.Instance)
+			if ci.PodTemplatePath == nil {
+				// KubeRay builds a RayJob's submitter pod itself unless the CR gives its template.
+				if pinnable[GVKOf(s.obj).Kind] && ci.Name != "submitter" {
+					t.Errorf("%s: no pod template path; its kind's pods cannot be pinned", name)
+				}
+				continue
+			}
+			var cur any = s.obj
+			for _, seg := range ci.PodTemplatePath {
+				switch x := cur.(type) {
+				case map[string]any:
+					cur = x[seg]
+				case []any:
+					i, err := strconv.Atoi(seg)
+					if err != nil || i >= len(x) {
+						t.Fatalf("%s: path %v: bad index %s", name, ci.PodTemplatePath, seg)
+					}
+					cur = x[i]
+				default:
+					t.Fatalf("%s: path %v runs through a %T", name, ci.PodTemplatePath, cur)
+				}
+			}
+			template, ok := cur.(map[string]any)
+			if !ok {
+				t.Fatalf("%s: path %v leads to %T, want a pod template", name, ci.PodTemplatePath, cur)
+			}
+			// The RI may add what the operator injects (an autoscaler sidecar); what the CR has is all there.
+			spec, _ := template["spec"].(map[string]any)
+			containers, _ := spec["containers"].([]any)
+			for _, c := range containers {
+				cname, _ := c.(map[string]any)["name"].(string)
+				if !slices.ContainsFunc(ci.PodTemplate.Spec.Containers, func(a corev1.Container) bool { return a.Name == cname }) {
+					t.Errorf("%s: path %v leads to container %s, which the analysed template lacks", name, ci.PodTemplatePath, cname)
+				}
+			}
+		}
 	}
 }

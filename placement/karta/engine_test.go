@@ -351,6 +351,9 @@ spec: {replicas: 4, template: {spec: {containers: [{name: c}]}}}
 	if !ci.Scalable || !reflect.DeepEqual(ci.ReplicasFieldPath, []string{"spec", "replicas"}) || ci.Pods != 4 {
 		t.Errorf("got Scalable=%v path=%v pods=%d, want true [spec replicas] 4", ci.Scalable, ci.ReplicasFieldPath, ci.Pods)
 	}
+	if !reflect.DeepEqual(ci.PodTemplatePath, []string{"spec", "template"}) {
+		t.Errorf("template path %v, want [spec template]", ci.PodTemplatePath)
+	}
 	// Karta's RayCluster RI reads .spec.workerGroupSpecs[].replicas: a plain path with an iterator,
 	// so each instance gets its own element index.
 	c := compileRI(t, `
@@ -385,6 +388,9 @@ spec:
 	b := a.Components[1]
 	if b.Instance != "b" || !reflect.DeepEqual(b.ReplicasFieldPath, []string{"spec", "workerGroupSpecs", "1", "replicas"}) {
 		t.Errorf("instance %q path %v, want b [spec workerGroupSpecs 1 replicas]", b.Instance, b.ReplicasFieldPath)
+	}
+	if !reflect.DeepEqual(b.PodTemplatePath, []string{"spec", "workerGroupSpecs", "1", "template"}) {
+		t.Errorf("instance b template path %v, want [spec workerGroupSpecs 1 template]", b.PodTemplatePath)
 	}
 	// Replicas null (unset) and no minReplicas: pods 1, as placement reserves.
 	if b.Replicas != nil || b.Pods != 1 || b.MaxReplicas == nil || *b.MaxReplicas != 1 {

@@ -61,6 +61,8 @@ type evaluation struct {
 	cancel  context.CancelFunc
 	input   map[string]any
 	results [][]any // by program slot; nil when each path must run on its own
+	// identities finds the CR's own pod templates in what the RI's paths yield (templatePath).
+	identities identityIndex
 }
 
 func (ev *evaluation) release() { ev.cancel() }

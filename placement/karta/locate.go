@@ -1,12 +1,14 @@
 package karta
 
 import (
+	"maps"
 	"math/big"
 	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // maxFieldMatches bounds the places a scalar is looked for: past it the value is too common to tell which one a
@@ -149,4 +151,101 @@ func same(x, v any) bool {
 		return ok && a == b && a != ""
 	}
 	return false
+}
+
+// maxTemplateDepth bounds how deep in a pod template an RI's value is searched for an object of the CR's own.
+const maxTemplateDepth = 3
+
+// templatePath finds where in obj sits the pod template v that an RI's path yielded, as a field path with list
+// elements as their decimal index; nil when it cannot tell. jq hands out the input's own values, so the template
+// is found by identity; an RI that adjusts the template (adds the init container its operator injects) yields
+// a new object, whose untouched parts (its metadata, a container) are still the CR's own: the template is then
+// where such a part is, less the part's place in it. The shallowest part found decides.
+func templatePath(obj map[string]any, v any, index *identityIndex) []string {
+	type part struct {
+		rel []string
+		x   any
+	}
+	queue := []part{{x: v}}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if at, ok := index.find(obj, p.x); ok {
+			if len(at) >= len(p.rel) && slices.Equal(at[len(at)-len(p.rel):], p.rel) && len(at) > len(p.rel) {
+				return slices.Clone(at[:len(at)-len(p.rel)])
+			}
+			continue
+		}
+		if len(p.rel) == maxTemplateDepth {
+			continue
+		}
+		switch c := p.x.(type) {
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(c)) {
+				queue = append(queue, part{rel: append(slices.Clone(p.rel), k), x: c[k]})
+			}
+		case []any:
+			for i, child := range c {
+				queue = append(queue, part{rel: append(slices.Clone(p.rel), strconv.Itoa(i)), x: child})
+			}
+		}
+	}
+	return nil
+}
+
+// identityIndex maps the objects and lists of one CR to their field paths, built on first use.
+type identityIndex struct {
+	paths map[uintptr][]string
+}
+
+// find returns the path of x in obj when x is one of obj's own objects or non-empty lists.
+func (ix *identityIndex) find(obj map[string]any, x any) ([]string, bool) {
+	key, ok := identity(x)
+	if !ok {
+		return nil, false
+	}
+	if ix.paths == nil {
+		ix.paths = map[uintptr][]string{}
+		var walk func(x any, path []string)
+		walk = func(x any, path []string) {
+			if k, ok := identity(x); ok && len(path) > 0 {
+				if _, seen := ix.paths[k]; !seen {
+					ix.paths[k] = slices.Clone(path)
+				}
+			}
+			switch c := x.(type) {
+			case map[string]any:
+				for k, child := range c {
+					if len(path) == 0 && (k == "status" || k == "metadata") {
+						continue // no pod template lives there
+					}
+					walk(child, append(path, k))
+				}
+			case []any:
+				for i, child := range c {
+					walk(child, append(path, strconv.Itoa(i)))
+				}
+			}
+		}
+		walk(obj, nil)
+	}
+	path, found := ix.paths[key]
+	return path, found
+}
+
+// identity is the address of an object or a non-empty list's first element, which tells it from any other.
+func identity(x any) (uintptr, bool) {
+	switch c := x.(type) {
+	case map[string]any:
+		if c == nil {
+			return 0, false
+		}
+		return uintptr(reflect.ValueOf(c).UnsafePointer()), true
+	case []any:
+		if len(c) == 0 {
+			return 0, false
+		}
+		return uintptr(unsafe.Pointer(&c[0])), true
+	}
+	return 0, false
 }
