@@ -225,6 +225,9 @@ type PlacementDecided struct {
 	// the content hash of the control-plane object the share was cut from, for the applier to put on the copy
 	// (AnnotationSourceContent); empty otherwise, when the applier hashes Object itself.
 	SourceContent string `json:"sourceContent,omitempty"`
+	// Pins, for an Apply of a workload whose policy pins pods, are the nodes its pods were packed on in this
+	// cluster (Pins.String); the applier writes them on the copy as AnnotationPins. Empty otherwise.
+	Pins string `json:"pins,omitempty"`
 	// Verdict is the Placed verdict this Apply carries out, when the placer reached it in the same cycle: it
 	// rides with the first Apply of that cycle instead of as an event of its own, which would cost the
 	// streams two more stored messages (the event and its state copy) per placed workload. Verdicts that

@@ -185,6 +185,7 @@ func (p *PlacementDecided) appendJSON(b []byte) ([]byte, error) {
 		b = appendStringMap(append(b, `,"namespaceLabels":`...), p.NamespaceLabels, sortedKeys(p.NamespaceLabels))
 	}
 	b = appendOptional(b, "sourceContent", p.SourceContent)
+	b = appendOptional(b, "pins", p.Pins)
 	if p.Verdict != nil {
 		var err error
 		if b, err = p.Verdict.appendJSON(append(b, `,"verdict":`...)); err != nil {

@@ -105,6 +105,7 @@ func TestDecidedJSONMatchesEncodingJSON(t *testing.T) {
 			d.Avoid = wireStringMap(t, "avoid")
 			d.NamespaceLabels = wireStringMap(t, "namespaceLabels")
 			d.SourceContent = wireString(t, "sourceContent")
+			d.Pins = wireString(t, "pins")
 		}
 		if rapid.Bool().Draw(t, "carriesVerdict") {
 			d.Verdict = &PlacementVerdict{Workload: d.Workload, Sequence: d.Sequence, Epoch: d.Epoch, Status: VerdictPlaced,

@@ -88,6 +88,13 @@ type SchedulePolicySpec struct {
 	// (every eligible cluster has one already): it stays and is reported, as without it.
 	// +optional
 	RescheduleOnFailure bool `json:"rescheduleOnFailure,omitempty"`
+	// PinPods pins each pod of a placed workload to the node fleetflow packed it on, so the cluster's
+	// scheduler binds the gang as it was fitted: the copy's pod templates get the scheduling gate
+	// fleetflow.io/pinned, and fleetflow's pinner in the cluster gives each gated pod a required node
+	// affinity to one packed node and lifts the gate. Workloads whose ResourceInterface does not name
+	// each pod template by a plain field path are placed unpinned.
+	// +optional
+	PinPods bool `json:"pinPods,omitempty"`
 }
 
 // ResourceSelectors selects workloads. A workload matches when its kind is in Kinds (or Kinds is empty)

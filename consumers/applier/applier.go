@@ -288,6 +288,9 @@ func (a *Applier) apply(ctx context.Context, decided *schemas.PlacementDecided) 
 	if decided.SourceContent == "" {
 		annotations[schemas.AnnotationSourceContent] = objects.ContentOf(decided.Object)
 	}
+	if decided.Pins != "" {
+		annotations[schemas.AnnotationPins] = decided.Pins
+	}
 	desired.SetAnnotations(annotations)
 	applied, err := client.Apply(ctx, ref.Name, desired, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 	if err != nil {

@@ -59,6 +59,10 @@ var (
 	// (ok, failed).
 	ApplierOperations = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "applier_operations_total",
 		Help: "Decisions the appliers carried out on their clusters, by operation and outcome."}, []string{"cluster", "operation", "outcome"})
+	// PinnedPods counts the gated pods the pinners released, by cluster and outcome: pinned (to a packed node),
+	// unpinned (no packed node left for it, or its copy has no pins) or failed (the update was refused; retried).
+	PinnedPods = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "pinner_pods_total",
+		Help: "Gated pods the pinners released, by cluster and outcome: pinned, unpinned or failed."}, []string{"cluster", "outcome"})
 	// SubmitToPlacedSeconds is how long a workload change took to be placed: from the time the control-plane
 	// producer stamped on the change to the placer's Placed verdict being stored. Only changes placed by the
 	// cycle they start count; a workload that waits for room is counted by fleetflow_placer_unplaced_workloads.
@@ -84,7 +88,7 @@ var latencyBuckets = prometheus.ExponentialBuckets(0.005, 2, 16)
 func registered() []prometheus.Collector {
 	return []prometheus.Collector{collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		EventsHandled, EventHandleSeconds, EventsPublished, PublishErrors, DeadLetters, NodeReportsRefused, DeadLetterErrors, PlacerLeader, Verdicts, Decisions,
-		ApplierOperations, SubmitToPlacedSeconds, PlacedToAppliedSeconds, KubeEvents, consumerLag, fleetCollector{},
+		ApplierOperations, PinnedPods, SubmitToPlacedSeconds, PlacedToAppliedSeconds, KubeEvents, consumerLag, fleetCollector{},
 		workqueueDepth, workqueueAdds, workqueueLatency, workqueueWorkDuration, workqueueUnfinished, workqueueLongestRunning, workqueueRetries}
 }
 

@@ -21,6 +21,7 @@ func TestMetricsFollowPrometheusConventions(t *testing.T) {
 	DeadLetterErrors.WithLabelValues("c")
 	NodeReportsRefused.WithLabelValues("east")
 	ApplierOperations.WithLabelValues("east", "Apply", "ok")
+	PinnedPods.WithLabelValues("east", "pinned")
 	PlacedToAppliedSeconds.WithLabelValues("east", "Apply")
 	KubeEvents.WithLabelValues("Scheduled", "recorded")
 	WorkqueueMetrics.NewDepthMetric("q")

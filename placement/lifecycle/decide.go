@@ -464,7 +464,7 @@ func (p *Controller) publishDecisions(e *workloadEntry, wl *structs.Workload, ve
 				(!earlier || c.Redelete && !p.clusterReady(cluster)) {
 				continue
 			}
-			if err := p.decide(e, cluster, schemas.ActionDelete, nil, 0, nil, nil); err != nil {
+			if err := p.decide(e, cluster, schemas.ActionDelete, nil, copyShape{}, nil, nil); err != nil {
 				return err
 			}
 			p.editCopy(e.id, cluster, deleteSent)
@@ -482,8 +482,11 @@ func (p *Controller) publishDecisions(e *workloadEntry, wl *structs.Workload, ve
 		applyTo = nil
 	}
 	for _, cluster := range slices.Sorted(maps.Keys(applyTo)) {
-		replicas := desired[cluster]
+		replicas, pins := desired[cluster], p.copyPins(wl, cluster)
+		// New pins alone (the workload packed again where it runs) go as a new Apply too: pods not created yet
+		// are pinned by them; so does a policy that starts or stops pinning pods.
 		if c := p.copyOf(e.id, cluster); c.Published.Action == structs.CopyApply && c.Published.Replicas == replicas &&
+			samePins(pins, c.Published.Pins) &&
 			!p.reapplyDue(&c) && (c.Published.UID == "" || c.Published.UID == e.ref.UID) {
 			same, err := p.appliedNow(e, &c)
 			if err != nil {
@@ -493,7 +496,7 @@ func (p *Controller) publishDecisions(e *workloadEntry, wl *structs.Workload, ve
 				continue
 			}
 		}
-		object, err := p.desiredObject(e, wl, replicas)
+		object, err := p.desiredObject(e, wl, replicas, pins != "")
 		if err != nil {
 			return err
 		}
@@ -501,7 +504,7 @@ func (p *Controller) publishDecisions(e *workloadEntry, wl *structs.Workload, ve
 		if verdict != nil && !verdict.carried && slices.Contains(verdict.v.Clusters, cluster) {
 			carry = verdict
 		}
-		if err := p.decide(e, cluster, schemas.ActionApply, object, replicas, wl, carry); err != nil {
+		if err := p.decide(e, cluster, schemas.ActionApply, object, copyShape{replicas: replicas, pins: pins}, wl, carry); err != nil {
 			return err
 		}
 	}
@@ -522,7 +525,7 @@ func (p *Controller) publishDecisions(e *workloadEntry, wl *structs.Workload, ve
 		if c.Redelete && !p.clusterReady(cluster) {
 			continue // its applier already gave up once; send it again when the cluster is back
 		}
-		if err := p.decide(e, cluster, schemas.ActionDelete, nil, 0, nil, nil); err != nil {
+		if err := p.decide(e, cluster, schemas.ActionDelete, nil, copyShape{}, nil, nil); err != nil {
 			return err
 		}
 		p.editCopy(e.id, cluster, deleteSent)
@@ -553,37 +556,51 @@ func (p *Controller) clusterReady(name string) bool {
 	return c != nil && c.ready
 }
 
+// copyShape is how an Apply's copy differs from the control-plane object: its share of replicas under a
+// Divide (0 when not divided), and the pins of its pods there (schemas.Pins encoded, "" when not pinned).
+type copyShape struct {
+	replicas int64
+	pins     string
+}
+
 // desiredObject is the control-plane object to apply, encoded, with the cluster's share of replicas for a
-// Divide.
-func (p *Controller) desiredObject(e *workloadEntry, wl *structs.Workload, replicas int64) ([]byte, error) {
-	if replicas == 0 || wl == nil {
+// Divide, and its pod templates gated for the pinner when pinned.
+func (p *Controller) desiredObject(e *workloadEntry, wl *structs.Workload, replicas int64, pinned bool) ([]byte, error) {
+	if (replicas == 0 && !pinned) || wl == nil {
 		return e.objectJSON, nil
 	}
-	for _, g := range wl.PodGroups {
-		if !g.Scalable || len(g.ReplicasFieldPath) == 0 {
-			continue
+	obj, err := e.object()
+	if err != nil {
+		return nil, err
+	}
+	if replicas > 0 {
+		i := slices.IndexFunc(wl.PodGroups, func(g structs.PodGroup) bool { return g.Scalable && len(g.ReplicasFieldPath) > 0 })
+		if i < 0 {
+			return nil, fmt.Errorf("%s: divided into %d replicas, but no component has a plain replicas path", e.ref, replicas)
 		}
-		obj, err := e.object()
-		if err != nil {
+		path := wl.PodGroups[i].ReplicasFieldPath
+		if err := unstructured.SetNestedField(obj, replicas, path...); err != nil {
+			return nil, fmt.Errorf("set %v of %s: %w", path, e.ref, err)
+		}
+	}
+	if pinned {
+		if err := pinTemplates(obj, e.ref, wl); err != nil {
 			return nil, err
 		}
-		if err := unstructured.SetNestedField(obj, replicas, g.ReplicasFieldPath...); err != nil {
-			return nil, fmt.Errorf("set %v of %s: %w", g.ReplicasFieldPath, e.ref, err)
-		}
-		encoded, err := jsonenc.Append(nil, obj)
-		if err != nil {
-			return nil, fmt.Errorf("encode %s: %w", e.ref, err)
-		}
-		return encoded, nil
 	}
-	return nil, fmt.Errorf("%s: divided into %d replicas, but no component has a plain replicas path", e.ref, replicas)
+	encoded, err := jsonenc.Append(nil, obj)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", e.ref, err)
+	}
+	return encoded, nil
 }
 
 // decide publishes one decision and records it. An Apply applies the workload's current object, as
 // objectJSON encodes it with the cluster's share of replicas, says where wl is placed, and carries verdict
 // when one is given.
 func (p *Controller) decide(e *workloadEntry, cluster string, action schemas.DecisionAction,
-	objectJSON []byte, replicas int64, wl *structs.Workload, verdict *heldVerdict) error {
+	objectJSON []byte, shape copyShape, wl *structs.Workload, verdict *heldVerdict) error {
+	replicas := shape.replicas
 	ref, earlier := e.ref, false
 	if prev := p.copyOf(e.id, cluster).Published; action == schemas.ActionDelete && prev.UID != "" && prev.UID != ref.UID {
 		// The copy there is an earlier workload's of this name: the applier deletes it only by its own uid.
@@ -592,7 +609,7 @@ func (p *Controller) decide(e *workloadEntry, cluster string, action schemas.Dec
 	d := &schemas.PlacementDecided{
 		DecisionID: fmt.Sprintf("%s/%d/%s/%s", ref.UID, p.at.seq, action, cluster),
 		Workload:   ref, Cluster: cluster, Action: action, Sequence: p.at.seq, Epoch: p.epoch, ObjectJSON: objectJSON,
-		Replicas: replicas,
+		Replicas: replicas, Pins: shape.pins,
 	}
 	policyName := ""
 	if action == schemas.ActionApply {
@@ -601,8 +618,8 @@ func (p *Controller) decide(e *workloadEntry, cluster string, action schemas.Dec
 		if e.ref.Namespace != "" {
 			d.NamespaceLabels = propagatedNamespaceLabels(p.store.Snapshot().Namespace(e.ref.Namespace))
 		}
-		if replicas > 0 {
-			// A share is not the control-plane object: the copy says which object it was cut from.
+		if replicas > 0 || shape.pins != "" {
+			// A share or a gated copy is not the control-plane object: the copy says which object it was cut from.
 			content, err := e.contentKey()
 			if err != nil {
 				return err
@@ -627,7 +644,7 @@ func (p *Controller) decide(e *workloadEntry, cluster string, action schemas.Dec
 		return err
 	}
 	published := structs.Published{Action: structs.CopyAction(action), Sequence: p.at.seq, Replicas: replicas, UID: ref.UID,
-		NamespaceLabels: namespaceLabelsKey(d.NamespaceLabels)}
+		NamespaceLabels: namespaceLabelsKey(d.NamespaceLabels), Pins: shape.pins}
 	if action == schemas.ActionApply {
 		published.Object, published.Content = e.objectJSON, e.content
 	}

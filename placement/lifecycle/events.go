@@ -219,12 +219,21 @@ func (p *Controller) compilePolicy(name string, object refusedObject, sp *v1alph
 		}
 		return nil
 	}
+	before := p.policyOrNil(name)
 	p.policies[name] = &policyEntry{name: name, compiled: compiled}
 	if err := p.store.UpsertPolicy(p.at.seq, compiled); err != nil {
 		return err
 	}
 	if rebuilding {
 		return nil
+	}
+	if before != nil && before.Spec.PinPods != compiled.Spec.PinPods {
+		// Its copies are applied again, their pod templates gated or not: no placement changes for it.
+		for _, wl := range p.store.Snapshot().Workloads() {
+			if wl.Placement != nil && wl.Placement.Policy == name {
+				touched.add(wl.ID)
+			}
+		}
 	}
 	return p.policiesChanged(touched)
 }
@@ -1331,7 +1340,9 @@ func (p *Controller) onDecided(d *schemas.PlacementDecided) {
 	// A Divide decision's object carries the cluster's share of replicas; the content compared later is
 	// that of the control-plane object, which only differs there, so the share is recorded on its own.
 	content := objects.ContentOf(d.Object)
-	if d.Replicas > 0 && e.objectJSON != nil {
+	if d.SourceContent != "" && d.Replicas == 0 {
+		content = d.SourceContent // a copy with gated pod templates: the control-plane object's content
+	} else if d.Replicas > 0 && e.objectJSON != nil {
 		var err error
 		if content, err = e.contentKey(); err != nil {
 			p.log.Warn("rebuild: decision not compared", "workload", e.ref.Key(), "cluster", d.Cluster, "error", err)
@@ -1339,7 +1350,7 @@ func (p *Controller) onDecided(d *schemas.PlacementDecided) {
 	}
 	p.editCopy(e.id, d.Cluster, func(c *structs.Copy) {
 		c.Published = structs.Published{Action: structs.CopyAction(d.Action), Sequence: d.Sequence, Content: content,
-			Replicas: d.Replicas, UID: d.Workload.UID, NamespaceLabels: namespaceLabelsKey(d.NamespaceLabels)}
+			Replicas: d.Replicas, UID: d.Workload.UID, NamespaceLabels: namespaceLabelsKey(d.NamespaceLabels), Pins: d.Pins}
 	})
 }
 

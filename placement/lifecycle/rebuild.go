@@ -366,6 +366,9 @@ func (p *Controller) holdAgain(d *structs.Decision, at time.Time) error {
 	}
 	packed := *d
 	packed.SnapshotIndex, packed.Assignments = snap.Index(), assignments
+	if wl, pol := snap.Workload(d.WorkloadID), snap.Policy(d.Policy); wl != nil && pol != nil {
+		packed.Pin = pol.Spec.PinPods && wl.Pinnable()
+	}
 	err := p.store.ApplyPlan(p.at.seq, at, &structs.Plan{Decisions: []*structs.Decision{&packed}})
 	if errors.Is(err, state.ErrStalePlan) {
 		p.log.Warn("rebuild: a restored workload's reservation was not held again", "workload", d.Workload, "error", err)

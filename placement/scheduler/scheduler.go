@@ -158,6 +158,7 @@ func (c *cycle) newDecision(wl *structs.Workload, p *policy.Policy) *structs.Dec
 	}
 	if p != nil {
 		d.Policy = p.Name
+		d.Pin = p.Spec.PinPods && wl.Pinnable()
 	}
 	return d
 }

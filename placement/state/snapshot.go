@@ -118,6 +118,17 @@ func (s *Snapshot) Policies() []*policy.Policy {
 	return s.policies
 }
 
+// Policy returns the policy of a name, nil when there is none.
+func (s *Snapshot) Policy(name string) *policy.Policy {
+	i, found := slices.BinarySearchFunc(s.policies, name, func(p *policy.Policy, name string) int {
+		return strings.Compare(p.Name, name)
+	})
+	if !found {
+		return nil
+	}
+	return s.policies[i]
+}
+
 // ResourceInterfaces returns every ResourceInterface, sorted by name.
 func (s *Snapshot) ResourceInterfaces() []*structs.ResourceInterface {
 	return all[*structs.ResourceInterface](s.txn, TableResourceInterfaces, indexID)

@@ -331,7 +331,8 @@ func (w *writeTxn) upsertWorkload(info structs.WorkloadInfo) (*structs.Workload,
 		wl.PodGroups = append(wl.PodGroups, structs.PodGroup{Component: name, Count: c.Pods, Request: req,
 			NodeSelector: c.NodeSelector, RequiredNodeAffinity: c.RequiredNodeAffinity, Tolerations: c.Tolerations,
 			NodeName: nodeName, NodeExclusive: exclusive, SpreadConstraints: spread, AffinityKeys: together,
-			ConstraintKey: constraintKey(&c, nodeName), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath})
+			ConstraintKey: constraintKey(&c, nodeName), Scalable: c.Scalable, ReplicasFieldPath: c.ReplicasFieldPath,
+			PodTemplatePath: c.PodTemplatePath})
 		if i, ok := structs.DemandOverflows(wl.Demand, req, c.Pods); ok {
 			return nil, fmt.Errorf("state: workload %s component %s: %d pods asking for %s %s each are more than fleetflow "+
 				"counts (%s in all)", wl.DisplayName(), name, c.Pods, w.resources.Quantity(i, req[i]), w.resources.Name(i),
@@ -547,6 +548,9 @@ func (w *writeTxn) applyDecision(d *structs.Decision, decidedAt, expires int64) 
 		w.releaseWorkload(old)
 		wl.Placement = &structs.Placement{DecisionID: d.ID, Policy: d.Policy, Generation: d.Generation,
 			Clusters: slices.Clone(d.Clusters), Replicas: maps.Clone(d.Replicas), DecidedIndex: w.seq, DecidedAt: decidedAt}
+		if d.Pin {
+			wl.Placement.Pins = structs.PinsOf(d.Assignments)
+		}
 		wl.Reservation = w.reserve(d, old, expires)
 		wl.Kept = nil
 	case d.Status != structs.StatusRemoved && (old.Placement != nil || len(old.Kept) > 0):

@@ -63,6 +63,8 @@ type Published struct {
 	Replicas int64
 	// NamespaceLabels are the namespace labels the Apply carried, as one key.
 	NamespaceLabels string
+	// Pins are the pins the Apply carried (PlacementDecided.Pins).
+	Pins string
 }
 
 // FailedApply is an Apply an applier gave up on: its decision sequence, the API error, and when placement learnt

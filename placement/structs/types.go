@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"iter"
@@ -246,6 +247,9 @@ type PodGroup struct {
 	// Scalable and ReplicasFieldPath come from the RI; Divide rewrites this path per cluster.
 	Scalable          bool
 	ReplicasFieldPath []string
+	// PodTemplatePath is where the component's pod template is in the CR, nil when it is not there; a
+	// policy's pinPods pins the pods of the groups that have one.
+	PodTemplatePath []string
 }
 
 // SpreadConstraint is a hard topology spread constraint, as kube-scheduler's PodTopologySpread filter applies it:
@@ -274,6 +278,49 @@ type Placement struct {
 	// landed where it is. Later writes that keep the placement keep both.
 	DecidedIndex uint64
 	DecidedAt    int64
+	// Pins are, per cluster, the nodes the decision packed each component's pods on, when its policy pins
+	// pods (pinPods) and the workload is Pinnable; nil otherwise.
+	Pins map[string][]Pin
+}
+
+// Pin is Pods pods of one component packed on one node.
+type Pin struct {
+	Component string
+	Node      string
+	Pods      int64
+}
+
+// PinsOf merges assignments into pins per cluster, sorted by component and node.
+func PinsOf(assignments []Assignment) map[string][]Pin {
+	if len(assignments) == 0 {
+		return nil
+	}
+	pins := map[string][]Pin{}
+	for _, a := range assignments {
+		list := pins[a.Cluster]
+		i := slices.IndexFunc(list, func(p Pin) bool { return p.Component == a.Component && p.Node == a.Node })
+		if i < 0 {
+			pins[a.Cluster] = append(list, Pin{Component: a.Component, Node: a.Node, Pods: a.Pods})
+			continue
+		}
+		list[i].Pods += a.Pods
+	}
+	for _, list := range pins {
+		slices.SortFunc(list, func(a, b Pin) int {
+			return cmp.Or(strings.Compare(a.Component, b.Component), strings.Compare(a.Node, b.Node))
+		})
+	}
+	return pins
+}
+
+// Pinnable reports whether some pod group's template can be written to, so its pods can be pinned.
+func (w *Workload) Pinnable() bool {
+	for _, g := range w.PodGroups {
+		if len(g.PodTemplatePath) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // WorkloadID builds the store key of a workload: "group/Kind/namespace/name" (group empty for the core group).
@@ -386,6 +433,8 @@ type Decision struct {
 	Widenable bool
 	// Previous is the placement the workload had before; a decision whose Clusters differ from it is a move.
 	Previous *Placement
+	// Pin: the policy pins pods and the workload can be pinned, so the placement keeps its Assignments as Pins.
+	Pin bool
 }
 
 // IsMove reports whether the decision takes a placed workload off at least one of its clusters.

@@ -27,6 +27,7 @@ import (
 	"github.com/fleetflow/fleetflow/internal/kube"
 	"github.com/fleetflow/fleetflow/internal/natsauth"
 	"github.com/fleetflow/fleetflow/internal/observe"
+	"github.com/fleetflow/fleetflow/pinner"
 	"github.com/fleetflow/fleetflow/placement/karta"
 	"github.com/fleetflow/fleetflow/producers"
 	"github.com/fleetflow/fleetflow/schemas"
@@ -621,20 +622,37 @@ func consume(ctx context.Context, b *Bus, stream string, cfg jetstream.ConsumerC
 	}
 }
 
-// RunApplier carries out the decisions for one cluster until ctx is done.
+// RunApplier carries out the decisions for one cluster until ctx is done: it applies and deletes the copies,
+// and the cluster's pinner (one elected among the replicas) pins the pods of copies whose policy pins pods.
 func RunApplier(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, log *slog.Logger) error {
-	log = log.With("component", "applier", "cluster", cluster)
 	stream, cfg := streams.ApplierConsumer(cluster)
 	decisions, err := b.JetStream.Stream(ctx, stream)
 	if err != nil {
 		return fmt.Errorf("applier for %s: %w", cluster, err)
 	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel(nil)
+		wg.Wait()
+	}()
+	wg.Go(func() {
+		pinner := &pinner.Pinner{Cluster: cluster, Clients: clients, Log: log.With("component", "pinner", "cluster", cluster)}
+		if err := pinner.Run(ctx); err != nil && ctx.Err() == nil {
+			cancel(err)
+		}
+	})
+	log = log.With("component", "applier", "cluster", cluster)
 	applier := &applier.Applier{Cluster: cluster, Clients: clients, Publisher: b.Publisher, Log: log,
 		Superseded: Superseded(decisions), Latest: latestDecision(decisions)}
-	return consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
+	err = consume(ctx, b, stream, cfg, log, func(consumer jetstream.Consumer) *bus.ConsumeLoop {
 		return &bus.ConsumeLoop{Consumer: consumer, Handle: applier.Handle, GiveUp: applier.GiveUp, DeadLetters: b.JetStream,
 			Log: log}
 	})
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return err
 }
 
 // EventsReportingController is who the status writer's Events say reported them.
@@ -923,7 +941,7 @@ func ApplierDrained(ctx context.Context, b *Bus, cluster string) (bool, error) {
 }
 
 // RunClusterParts runs what fleetflow does for one workload cluster: the producer of its nodes, APIs,
-// heartbeats and workload statuses, and the applier of its decisions. A heartbeat interval of zero means
+// heartbeats and workload statuses, and the applier of its decisions (with its pinner). A heartbeat interval of zero means
 // the producer's default. Once retired is closed (its Cluster was deleted) the producer stops and the applier
 // goes on, to carry out the Deletes of the cluster's copies (see ClusterRunner).
 func RunClusterParts(ctx context.Context, b *Bus, cluster string, clients *kube.Clients, kinds []schema.GroupVersionKind,
