@@ -24,7 +24,8 @@ func newBenchBindingCommand() *cobra.Command {
 			"--seed), waits for each verdict, then counts per placed gang whether kube-scheduler bound every pod within\n" +
 			"--bind-timeout of the gang's first pod. Modes: nodes-least (fleetflow's node-level fit, kube-scheduler's\n" +
 			"default LeastAllocated scoring), nodes-most (node-level fit, MostAllocated scoring), summed-least (a cluster\n" +
-			"fits when its summed free resources cover the gang's, Karmada's general estimator's way; LeastAllocated).\n" +
+			"fits when its summed free resources cover the gang's, Karmada's general estimator's way; LeastAllocated),\n" +
+			"nodes-pinned (node-level fit, LeastAllocated, the policy's pinPods: each pod pinned to its packed node).\n" +
 			"It needs bin/kube-scheduler, kube-controller-manager and kwok (go tool task tools).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) (err error) {
@@ -64,15 +65,18 @@ func writeBindingTable(out io.Writer, res *benchbinding.Result) {
 		res.Clusters, res.NodesPerCluster, benchbinding.GPUsPerNode, res.FreeGPUs, res.Seed)
 	fmt.Fprintf(out, "gangs:     %d of %s, 1-%d pods x 1-%d GPUs, %d submitted at once; bound means every pod bound within %s\n\n",
 		res.Workloads, strings.Join(res.Kinds, ","), res.MaxPods, res.MaxGPUs, res.SubmitWorkers, res.BindTimeout)
-	fmt.Fprintf(out, "%-13s %-7s %-15s %7s %7s %13s %12s %12s %13s %13s %10s %9s\n", "mode", "fit", "kube-scheduler",
-		"placed", "unsched", "fully bound", "placed pods", "pods pending", "pending GPUs", "pending GPU-h", "idle GPUs", "window s")
+	fmt.Fprintf(out, "%-13s %-7s %-23s %7s %7s %13s %12s %12s %12s %13s %13s %10s %9s\n", "mode", "fit", "kube-scheduler",
+		"placed", "unsched", "fully bound", "placed pods", "pinned pods", "pods pending", "pending GPUs", "pending GPU-h", "idle GPUs", "window s")
 	for _, m := range res.Modes {
 		scoring := m.Mode.Scoring
 		if scoring == "" {
 			scoring = "LeastAllocated"
 		}
-		fmt.Fprintf(out, "%-13s %-7s %-15s %7d %7d %6d (%3.0f%%) %12d %12d %13d %13.3f %10d %9.0f\n", m.Mode.Name, m.Mode.Fit, scoring,
-			m.Placed, m.Unschedulable, m.FullyBound, 100*m.FullyBoundShare, m.PlacedPods, m.PodsPending, m.PendingGPUs,
+		if m.Mode.Pin {
+			scoring += ", pinned"
+		}
+		fmt.Fprintf(out, "%-13s %-7s %-23s %7d %7d %6d (%3.0f%%) %12d %12d %12d %13d %13.3f %10d %9.0f\n", m.Mode.Name, m.Mode.Fit, scoring,
+			m.Placed, m.Unschedulable, m.FullyBound, 100*m.FullyBoundShare, m.PlacedPods, m.PodsPinned, m.PodsPending, m.PendingGPUs,
 			m.PendingGPUHours, m.IdleGPUs, m.WindowSeconds)
 	}
 }

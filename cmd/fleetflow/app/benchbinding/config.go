@@ -21,6 +21,8 @@ type Mode struct {
 	Fit scheduler.FitMode `json:"fit"`
 	// Scoring is localfleet.Options.SchedulerScoring ("" is kube-scheduler's default, LeastAllocated).
 	Scoring string `json:"scoring"`
+	// Pin sets the bench's policy's pinPods: each pod is pinned to the node the placer packed it on.
+	Pin bool `json:"pin"`
 }
 
 // Modes are the modes --modes names.
@@ -28,6 +30,7 @@ var Modes = []Mode{
 	{Name: "nodes-least", Fit: scheduler.FitNodes, Scoring: localfleet.ScoringDefault},
 	{Name: "nodes-most", Fit: scheduler.FitNodes, Scoring: localfleet.ScoringMostAllocated},
 	{Name: "summed-least", Fit: scheduler.FitSummed, Scoring: localfleet.ScoringDefault},
+	{Name: "nodes-pinned", Fit: scheduler.FitNodes, Scoring: localfleet.ScoringDefault, Pin: true},
 }
 
 // ModeNames lists the names of Modes.

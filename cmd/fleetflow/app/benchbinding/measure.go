@@ -28,6 +28,9 @@ type ModeResult struct {
 	PlacedPods  int `json:"placedPods"`
 	PodsPending int `json:"podsPending"`
 	PodsMissing int `json:"podsMissing"`
+	// PodsPinned are the pods of placed gangs the pinner pinned to a node (a required node affinity on
+	// metadata.name); 0 unless the mode pins.
+	PodsPinned int `json:"podsPinned"`
 	// PlacedGPUs are the GPUs the placed gangs request; BoundGPUs those of their bound pods.
 	PlacedGPUs int `json:"placedGPUs"`
 	BoundGPUs  int `json:"boundGPUs"`
@@ -194,6 +197,9 @@ func (m *measurer) result(states []gangState, lastVerdict, end time.Time) *ModeR
 		}
 		whole := boundPods(st.pods) >= g.pods
 		for _, p := range st.pods {
+			if pinned(&p) {
+				r.PodsPinned++
+			}
 			if p.Spec.NodeName != "" {
 				r.BoundGPUs += g.gpus
 				if !whole {
@@ -266,6 +272,22 @@ func unschedulable(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled {
 			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// pinned reports whether a pod has a required node affinity to one node by name, as the pinner gives it.
+func pinned(p *corev1.Pod) bool {
+	if p.Spec.Affinity == nil || p.Spec.Affinity.NodeAffinity == nil ||
+		p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil {
+		return false
+	}
+	for _, term := range p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return true
+			}
 		}
 	}
 	return false

@@ -23,11 +23,15 @@ import (
 const builtinOperator = "kube-controller-manager"
 
 // operatorsOf are the catalog operators the configured kinds need, each once.
-func operatorsOf(cfg *Config) []string {
+func operatorsOf(cfg *Config) []string { return OperatorsOf(cfg.Kinds) }
+
+// OperatorsOf lists the local fleet's operators the named kinds need, each once, in the kinds' order; an
+// unknown kind needs none (Config.validate refuses it).
+func OperatorsOf(kinds []string) []string {
 	var ops []string
-	for _, name := range cfg.Kinds {
-		if op := kindNamed(name).Operator; op != builtinOperator && !slices.Contains(ops, op) {
-			ops = append(ops, op)
+	for _, name := range kinds {
+		if k := kindNamed(name); k != nil && k.Operator != builtinOperator && !slices.Contains(ops, k.Operator) {
+			ops = append(ops, k.Operator)
 		}
 	}
 	return ops

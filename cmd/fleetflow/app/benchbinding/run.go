@@ -114,7 +114,7 @@ func runMode(parent context.Context, cfg *Config, mode Mode, dir string) (_ *Mod
 			return nil, err
 		}
 	}
-	if err := register(ctx, controlPlane, fleet, cfg); err != nil {
+	if err := register(ctx, controlPlane, fleet, cfg, mode.Pin); err != nil {
 		return nil, err
 	}
 
@@ -167,8 +167,9 @@ func runMode(parent context.Context, cfg *Config, mode Mode, dir string) (_ *Mod
 	return mr, nil
 }
 
-// register registers the clusters on the control plane and applies one BinPack policy for the bench's kinds.
-func register(ctx context.Context, controlPlane *kube.Clients, fleet *localfleet.Fleet, cfg *Config) error {
+// register registers the clusters on the control plane and applies one BinPack policy for the bench's kinds,
+// which pins pods when pin is set.
+func register(ctx context.Context, controlPlane *kube.Clients, fleet *localfleet.Fleet, cfg *Config, pin bool) error {
 	if err := app.InstallControlPlaneCRDs(ctx, controlPlane, fieldManager); err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func register(ctx context.Context, controlPlane *kube.Clients, fleet *localfleet
 	policy := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "fleetflow.io/v1alpha1", "kind": "SchedulePolicy",
 		"metadata": map[string]any{"name": "bench-binding"},
-		"spec":     map[string]any{"resourceSelectors": map[string]any{"kinds": kinds}, "scoring": "BinPack"},
+		"spec":     map[string]any{"resourceSelectors": map[string]any{"kinds": kinds}, "scoring": "BinPack", "pinPods": pin},
 	}}
 	return controlPlane.Apply(ctx, fieldManager, append(objs, policy)...)
 }
